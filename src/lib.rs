@@ -1,0 +1,12 @@
+//! mcp-task-server: a task manager and a DAG workflow engine behind one stdio MCP server.
+//!
+//! Reading order, from the wire inwards:
+//! - [`server`]: the MCP protocol adapter (rmcp), the only module that knows the protocol;
+//! - [`tools`]: the task-manager tools, each validated, run and audited on one path;
+//! - [`store`]: SQLite persistence (todos, audit log), knowing nothing of MCP;
+//! - [`clock`]: timestamps as the tools report them.
+
+pub mod clock;
+pub mod server;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,102 @@
+//! The append-only audit log: one row per tool call, accepted or rejected.
+
+use rusqlite::params;
+
+use super::{Store, StoreError};
+use crate::clock;
+
+/// The recorded arguments are capped at this many bytes; longer ones end in a marker.
+pub const AUDIT_ARGS_CAP: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditOutcome {
+    Ok,
+    Rejected,
+    NotFound,
+    Error,
+}
+
+impl AuditOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOutcome::Ok => "ok",
+            AuditOutcome::Rejected => "rejected",
+            AuditOutcome::NotFound => "not_found",
+            AuditOutcome::Error => "error",
+        }
+    }
+}
+
+/// What a call appends to the log.
+#[derive(Debug, Clone)]
+pub struct AuditEntry<'a> {
+    pub tool: &'a str,
+    /// The raw wire arguments, serialised; capped by [`cap_args`] before they are stored.
+    pub args: &'a str,
+    pub outcome: AuditOutcome,
+    pub run_id: Option<&'a str>,
+    pub node_id: Option<&'a str>,
+}
+
+/// A row read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: String,
+    pub tool: String,
+    pub args: String,
+    pub outcome: String,
+    pub run_id: Option<String>,
+    pub node_id: Option<String>,
+}
+
+/// Cuts `args` to at most [`AUDIT_ARGS_CAP`] bytes (on a character boundary) and marks the cut.
+pub fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
+    if args.len() <= AUDIT_ARGS_CAP {
+        return args.into();
+    }
+    let mut end = AUDIT_ARGS_CAP;
+    while !args.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…[truncated: {} bytes in all]", &args[..end], args.len()).into()
+}
+
+impl Store {
+    pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
+        self.lock()
+            .prepare_cached(
+                "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                clock::now_iso(),
+                entry.tool,
+                cap_args(entry.args),
+                entry.outcome.as_str(),
+                entry.run_id,
+                entry.node_id
+            ])?;
+        Ok(())
+    }
+
+    /// The whole log in order of writing.
+    pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, at, tool, args, outcome, run_id, node_id FROM audit_log ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(AuditRow {
+                id: r.get(0)?,
+                at: r.get(1)?,
+                tool: r.get(2)?,
+                args: r.get(3)?,
+                outcome: r.get(4)?,
+                run_id: r.get(5)?,
+                node_id: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

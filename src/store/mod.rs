@@ -1,0 +1,104 @@
+//! SQLite persistence: opening the database, migrations, and one function per query.
+//!
+//! The store knows nothing of MCP or of the engine: it speaks in todos and audit entries.
+
+mod audit;
+mod migrations;
+mod todos;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use audit::{AuditEntry, AuditOutcome, AuditRow};
+pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
+
+/// How long a statement waits for a lock held by another connection before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database at {path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("database schema version {found} is newer than this build understands ({supported})")]
+    SchemaTooNew { found: i64, supported: i64 },
+    #[error("the database is read-only and its schema is not initialised (version {found})")]
+    ReadOnlyUninitialised { found: i64 },
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// A handle to the database, cheap to clone.
+///
+/// Why a `std::sync::Mutex` and not an async one: every statement is a short, local SQLite
+/// call (tens of microseconds) and the guard is never held across an `.await`. An async
+/// mutex would add a wake-up per call for no benefit; `spawn_blocking` would add two
+/// cross-thread hops, which on a small VM cost more than the query itself.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    ///
+    /// `path` may also be a SQLite `file:` URI, e.g. `file:tasks.db?mode=ro` to open an
+    /// existing database read-only.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_connection(conn).map_err(|e| match e {
+            StoreError::Sqlite(source) => StoreError::Open {
+                path: path.display().to_string(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// An in-memory database, for tests and benchmarks.
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        Self::from_connection(Connection::open_in_memory()?)
+    }
+
+    fn from_connection(mut conn: Connection) -> Result<Store, StoreError> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        if !conn.is_readonly(rusqlite::MAIN_DB)? {
+            // WAL lets readers proceed during a write; NORMAL loses nothing on a process
+            // crash, which is the failure mode of a stdio child process.
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+        }
+        migrations::migrate(&mut conn)?;
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Whether writes to this database will be refused.
+    pub fn is_read_only(&self) -> bool {
+        self.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (an open
+        // transaction is rolled back when its guard drops), so a poisoned lock is safe to reuse.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

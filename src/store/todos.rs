@@ -1,0 +1,168 @@
+//! Queries on the `tasks` table, which holds todos.
+//!
+//! Every value reaches SQL as a bound parameter; no statement text is built from input.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+
+use super::{Store, StoreError};
+use crate::clock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TodoStatus {
+    Open,
+    Done,
+}
+
+impl TodoStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Open => "open",
+            TodoStatus::Done => "done",
+        }
+    }
+}
+
+/// An item of the task manager, as tools return it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Todo {
+    pub id: i64,
+    pub title: String,
+    pub status: TodoStatus,
+    pub due: Option<String>,
+    pub tags: Vec<String>,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewTodo {
+    pub title: String,
+    pub due: Option<String>,
+    pub tags: Vec<String>,
+}
+
+/// Conditions of `list_tasks`; all of them must hold. Date bounds are inclusive.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TodoFilter {
+    pub status: Option<TodoStatus>,
+    pub tag: Option<String>,
+    pub due_after: Option<String>,
+    pub due_before: Option<String>,
+}
+
+const COLUMNS: &str = "id, title, status, due, tags, created_at, completed_at";
+
+fn todo_from_row(row: &Row<'_>) -> rusqlite::Result<Todo> {
+    let status: String = row.get(2)?;
+    let tags: String = row.get(4)?;
+    Ok(Todo {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        status: if status == "done" {
+            TodoStatus::Done
+        } else {
+            TodoStatus::Open
+        },
+        due: row.get(3)?,
+        // The column is only ever written by `insert_todo` from a Vec<String>.
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        created_at: row.get(5)?,
+        completed_at: row.get(6)?,
+    })
+}
+
+fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<Todo>> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
+        .query_row([id], todo_from_row)
+        .optional()
+}
+
+/// Escapes `%`, `_` and the escape character itself so that `LIKE` matches them literally.
+pub(crate) fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len() + 2);
+    for ch in text.chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            escaped.push('\\');
+        }
+        escaped.push(ch);
+    }
+    escaped
+}
+
+impl Store {
+    pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
+        let conn = self.lock();
+        let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
+        let id = conn
+            .prepare_cached(
+                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+            )?
+            .query_row(params![new.title, new.due, tags, clock::now_iso()], |r| {
+                r.get(0)
+            })?;
+        Ok(get(&conn, id)?.expect("the row was just inserted"))
+    }
+
+    pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        Ok(get(&self.lock(), id)?)
+    }
+
+    pub fn list_todos(&self, filter: &TodoFilter) -> Result<Vec<Todo>, StoreError> {
+        // One fixed statement: a NULL parameter switches its condition off.
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tasks
+             WHERE (?1 IS NULL OR status = ?1)
+               AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE value = ?2))
+               AND (?3 IS NULL OR (due IS NOT NULL AND due >= ?3))
+               AND (?4 IS NULL OR (due IS NOT NULL AND due <= ?4))
+             ORDER BY id ASC"
+        );
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                filter.status.map(TodoStatus::as_str),
+                filter.tag,
+                filter.due_after,
+                filter.due_before
+            ],
+            todo_from_row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Substring match on titles, case-insensitive for ASCII letters, wildcards literal.
+    pub fn search_todos(&self, query: &str) -> Result<Vec<Todo>, StoreError> {
+        let pattern = format!("%{}%", escape_like(query));
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM tasks WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC"
+        ))?;
+        let rows = stmt.query_map([pattern], todo_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Marks a todo done; a todo already done is returned unchanged. `None` if there is none.
+    pub fn complete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "UPDATE tasks SET status = 'done', completed_at = ?2 WHERE id = ?1 AND status = 'open'",
+        )?
+        .execute(params![id, clock::now_iso()])?;
+        Ok(get(&conn, id)?)
+    }
+
+    /// Deletes a todo and returns it as it was. `None` if there is none.
+    pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached(&format!(
+                "DELETE FROM tasks WHERE id = ?1 RETURNING {COLUMNS}"
+            ))?
+            .query_row([id], todo_from_row)
+            .optional()?)
+    }
+}

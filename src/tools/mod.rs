@@ -1,0 +1,210 @@
+//! The task-manager tools: one file per tool, and the registry the engine calls by name.
+//!
+//! Every call goes through [`Tools::invoke`]: validate the raw arguments strictly, run,
+//! append an audit row, and return a structured result. Nothing here knows MCP.
+
+mod add_task;
+mod complete_task;
+mod delete_task;
+mod list_tasks;
+mod schema;
+mod search_tasks;
+pub mod validate;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::store::{AuditEntry, AuditOutcome, Store, StoreError};
+
+/// The `code` of a failed result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidInput,
+    NotFound,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::InternalError => "internal_error",
+        }
+    }
+
+    fn audit_outcome(self) -> AuditOutcome {
+        match self {
+            ErrorCode::InvalidInput => AuditOutcome::Rejected,
+            ErrorCode::NotFound => AuditOutcome::NotFound,
+            ErrorCode::InternalError => AuditOutcome::Error,
+        }
+    }
+}
+
+/// A failure the caller should read: a code and a message safe to show a model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn invalid_input(message: impl Into<String>) -> ToolError {
+        ToolError {
+            code: ErrorCode::InvalidInput,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ToolError {
+        ToolError {
+            code: ErrorCode::NotFound,
+            message: message.into(),
+        }
+    }
+
+    /// The generic failure: the detail goes to the log, never to the caller.
+    pub fn internal() -> ToolError {
+        ToolError {
+            code: ErrorCode::InternalError,
+            message: "internal error; the server log has the details".to_owned(),
+        }
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(error: StoreError) -> ToolError {
+        tracing::error!(%error, "store failure");
+        ToolError::internal()
+    }
+}
+
+/// What a tool returns: its `data` on success.
+pub type ToolResult = Result<Value, ToolError>;
+
+/// The `{ok, data}` / `{ok: false, error: {code, message}}` shape of a result.
+pub fn envelope(result: &ToolResult) -> Value {
+    match result {
+        Ok(data) => json!({ "ok": true, "data": data }),
+        Err(error) => json!({
+            "ok": false,
+            "error": { "code": error.code.as_str(), "message": error.message }
+        }),
+    }
+}
+
+/// The hints a tool publishes about its effects.
+#[derive(Debug, Clone, Copy)]
+pub struct Effects {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+}
+
+/// What a tool publishes for discovery.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input_schema: Value,
+    /// The schema of `data` on success; the published output schema wraps it in the envelope.
+    pub data_schema: Value,
+    pub effects: Effects,
+}
+
+impl ToolSpec {
+    pub fn output_schema(&self) -> Value {
+        schema::envelope_schema(&self.data_schema)
+    }
+}
+
+type Handler = fn(&Store, &Map<String, Value>) -> ToolResult;
+
+/// Where a call comes from: the run and node of the workflow that made it, if any.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Origin<'a> {
+    pub run_id: Option<&'a str>,
+    pub node_id: Option<&'a str>,
+}
+
+/// The registry: looks tools up by name and runs them on the one validated, audited path.
+#[derive(Clone)]
+pub struct Tools {
+    store: Store,
+}
+
+const HANDLERS: &[(&str, fn() -> ToolSpec, Handler)] = &[
+    ("add_task", add_task::spec, add_task::call),
+    ("list_tasks", list_tasks::spec, list_tasks::call),
+    ("complete_task", complete_task::spec, complete_task::call),
+    ("delete_task", delete_task::spec, delete_task::call),
+    ("search_tasks", search_tasks::spec, search_tasks::call),
+];
+
+impl Tools {
+    pub fn new(store: Store) -> Tools {
+        Tools { store }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The published definitions, in a stable order.
+    pub fn specs() -> Vec<ToolSpec> {
+        HANDLERS.iter().map(|(_, spec, _)| spec()).collect()
+    }
+
+    pub fn exists(name: &str) -> bool {
+        HANDLERS.iter().any(|(n, _, _)| *n == name)
+    }
+
+    /// Runs tool `name` on raw wire `args`. `None` when no such tool exists: that is the
+    /// caller's protocol-level problem, and it is not audited.
+    pub fn invoke(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        origin: Origin<'_>,
+    ) -> Option<ToolResult> {
+        let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
+        let result =
+            catch_unwind(AssertUnwindSafe(|| handler(&self.store, args))).unwrap_or_else(|_| {
+                tracing::error!(tool = name, "tool panicked");
+                Err(ToolError::internal())
+            });
+        self.audit(name, args, &result, origin);
+        Some(result)
+    }
+
+    fn audit(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        result: &ToolResult,
+        origin: Origin<'_>,
+    ) {
+        let outcome = match result {
+            Ok(_) => AuditOutcome::Ok,
+            Err(error) => error.code.audit_outcome(),
+        };
+        let args = serde_json::to_string(args).expect("a JSON map serialises");
+        let entry = AuditEntry {
+            tool,
+            args: &args,
+            outcome,
+            run_id: origin.run_id,
+            node_id: origin.node_id,
+        };
+        // Best effort under storage failure: the caller still gets what really happened.
+        if let Err(error) = self.store.append_audit(&entry) {
+            tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");
+        }
+    }
+}
