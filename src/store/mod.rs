@@ -20,7 +20,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open database at {path}: {source}")]
+    #[error("cannot open database at {path}")]
     Open {
         path: String,
         #[source]
