@@ -7,6 +7,7 @@
 //! - [`clock`]: timestamps as the tools report them.
 
 pub mod clock;
+pub mod engine;
 pub mod server;
 pub mod store;
 pub mod tools;

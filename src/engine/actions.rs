@@ -1,0 +1,192 @@
+//! Node actions: resolving their templates, then performing them.
+//!
+//! There is deliberately no shell or command action: a server that runs commands on a
+//! model's say-so is a confused deputy.
+
+use std::future::Future;
+use std::path::{Component, Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::definition::ActionDef;
+use super::plan::NodeAction;
+use super::report::{NodeError, NodeErrorKind};
+use super::template;
+use crate::tools::{Origin, Tools};
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Questions a run may put to the MCP client: the user (elicitation) or its model (sampling).
+pub trait Interaction: Send + Sync {
+    /// Asks the user; resolves to the answer matching `schema`.
+    fn ask(&self, message: String, schema: Value) -> BoxFuture<Result<Value, NodeError>>;
+    /// Asks the client's model; resolves to its reply.
+    fn sample(
+        &self,
+        prompt: String,
+        system: Option<String>,
+        max_tokens: u32,
+    ) -> BoxFuture<Result<Value, NodeError>>;
+}
+
+/// What actions need from the world.
+#[derive(Clone)]
+pub struct ActionEnv {
+    pub tools: Tools,
+    /// `write_file` paths are relative to this directory and may not leave it.
+    pub workspace: PathBuf,
+    pub interaction: Option<Arc<dyn Interaction>>,
+}
+
+/// An action with its templates expanded, ready to perform (and to retry as it is).
+#[derive(Debug, Clone)]
+pub enum Resolved {
+    Tool { name: String, args: Map<String, Value> },
+    Text(String),
+    WriteFile { path: String, content: String, overwrite: bool },
+    Wait(Duration),
+    Input { message: String, schema: Value, default: Option<Value> },
+    Sample { prompt: String, system: Option<String>, max_tokens: u32 },
+}
+
+const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
+
+fn template_error(what: &str, error: template::TemplateError) -> NodeError {
+    NodeError::new(NodeErrorKind::Template, format!("{what}: {error}"))
+}
+
+fn render(what: &str, text: &str, ctx: &minijinja::Value) -> Result<String, NodeError> {
+    if !template::is_template(text) {
+        return Ok(text.to_owned());
+    }
+    template::render(text, ctx).map_err(|e| template_error(what, e))
+}
+
+/// Expands the action's templates against `ctx` (or takes the run inputs verbatim).
+pub fn resolve(action: &NodeAction, ctx: &minijinja::Value, run_inputs: &Map<String, Value>) -> Result<Resolved, NodeError> {
+    let action = match action {
+        NodeAction::ToolWithRunInputs(name) => {
+            return Ok(Resolved::Tool { name: name.clone(), args: run_inputs.clone() });
+        }
+        NodeAction::Defined(action) => action,
+    };
+    Ok(match action {
+        ActionDef::Tool { name, args } => {
+            let args = template::expand(args, ctx).map_err(|e| template_error("args", e))?;
+            let Value::Object(args) = args else {
+                return Err(NodeError::new(NodeErrorKind::Template, "args must expand to an object"));
+            };
+            Resolved::Tool { name: name.clone(), args }
+        }
+        ActionDef::Render { template } => Resolved::Text(render("render", template, ctx)?),
+        ActionDef::WriteFile { path, content, overwrite } => Resolved::WriteFile {
+            path: render("write_file.path", path, ctx)?,
+            content: render("write_file.content", content, ctx)?,
+            overwrite: *overwrite,
+        },
+        ActionDef::Wait { duration } => Resolved::Wait(*duration),
+        ActionDef::Input { message, schema, default } => Resolved::Input {
+            message: render("input.message", message, ctx)?,
+            schema: schema.clone(),
+            default: default.clone(),
+        },
+        ActionDef::Sample { prompt, system, max_tokens } => Resolved::Sample {
+            prompt: render("sample.prompt", prompt, ctx)?,
+            system: system.as_deref().map(|s| render("sample.system", s, ctx)).transpose()?,
+            max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
+        },
+    })
+}
+
+/// Performs one attempt of a resolved action.
+pub async fn perform(env: &ActionEnv, action: &Resolved, origin: Origin<'_>) -> Result<Value, NodeError> {
+    match action {
+        Resolved::Tool { name, args } => match env.tools.invoke(name, args, origin) {
+            Some(result) => result.map_err(NodeError::from),
+            None => Err(NodeError::new(NodeErrorKind::Unsupported, format!("unknown tool `{name}`"))),
+        },
+        Resolved::Text(text) => Ok(Value::String(text.clone())),
+        Resolved::WriteFile { path, content, overwrite } => {
+            write_file(&env.workspace, path, content, *overwrite)
+        }
+        Resolved::Wait(duration) => {
+            tokio::time::sleep(*duration).await;
+            Ok(Value::Null)
+        }
+        Resolved::Input { message, schema, default } => match &env.interaction {
+            Some(interaction) => interaction.ask(message.clone(), schema.clone()).await,
+            // Nobody to ask (a terminal run): a declared default stands in for the answer.
+            None => default.clone().ok_or_else(|| {
+                NodeError::new(
+                    NodeErrorKind::Unsupported,
+                    "this node asks the user a question, and no MCP client that can answer is connected",
+                )
+            }),
+        },
+        Resolved::Sample { prompt, system, max_tokens } => match &env.interaction {
+            Some(interaction) => interaction.sample(prompt.clone(), system.clone(), *max_tokens).await,
+            None => Err(NodeError::new(
+                NodeErrorKind::Unsupported,
+                "this node asks the client's model, and no MCP client that can answer is connected",
+            )),
+        },
+    }
+}
+
+fn file_error(message: impl Into<String>) -> NodeError {
+    NodeError::new(NodeErrorKind::File, message)
+}
+
+/// Checks that `path` is relative and free of `..`, and that no existing component under
+/// `root` is a symlink; returns the path joined to `root`.
+pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
+    let relative = Path::new(path);
+    if path.is_empty() {
+        return Err(file_error("the path is empty"));
+    }
+    let mut joined = root.to_path_buf();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => {
+                joined.push(part);
+                if joined.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(file_error(format!("`{path}` goes through a symbolic link; refused")));
+                }
+            }
+            Component::CurDir => {}
+            Component::ParentDir => return Err(file_error(format!("`{path}` contains `..`; refused"))),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(file_error(format!("`{path}` is absolute; paths are relative to the workspace")));
+            }
+        }
+    }
+    Ok(joined)
+}
+
+fn write_file(root: &Path, path: &str, content: &str, overwrite: bool) -> Result<Value, NodeError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let target = confine(root, path)?;
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).custom_flags(libc::O_NOFOLLOW);
+    if overwrite {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let mut file = options.open(&target).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            file_error(format!("`{path}` already exists; set overwrite = true to replace it"))
+        }
+        _ => file_error(format!("cannot write `{path}`: {e}")),
+    })?;
+    file.write_all(content.as_bytes()).map_err(|e| file_error(format!("cannot write `{path}`: {e}")))?;
+    Ok(json!({ "path": path, "bytes": content.len() }))
+}

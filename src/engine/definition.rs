@@ -1,0 +1,317 @@
+//! The workflow model: what a workflow file or an inline definition says, after decoding.
+//!
+//! These types carry no behaviour; `loader` builds them from TOML or JSON, `validate`
+//! checks them, `plan` compiles them for the scheduler.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+/// Where a piece of a definition came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file path, or `inline` for a definition passed in a tool call.
+    pub source: Arc<str>,
+    /// 1-based; 0 when unknown (inline JSON reports the path instead).
+    pub line: u32,
+    pub column: u32,
+    /// The dotted path of the field, e.g. `nodes.create.tool`.
+    pub path: String,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}:{}", self.source, self.line, self.column)?;
+        } else {
+            write!(f, "{}", self.source)?;
+        }
+        if !self.path.is_empty() {
+            write!(f, ": {}", self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// One thing wrong with a definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub location: Location,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// Every problem found in a definition; never empty.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Problems(pub Vec<Problem>);
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The JSON type an input must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Array,
+    Object,
+}
+
+impl ValueType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::String => "string",
+            ValueType::Integer => "integer",
+            ValueType::Number => "number",
+            ValueType::Boolean => "boolean",
+            ValueType::Array => "array",
+            ValueType::Object => "object",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ValueType> {
+        Some(match name {
+            "string" => ValueType::String,
+            "integer" => ValueType::Integer,
+            "number" => ValueType::Number,
+            "boolean" => ValueType::Boolean,
+            "array" => ValueType::Array,
+            "object" => ValueType::Object,
+            _ => return None,
+        })
+    }
+
+    pub fn matches(self, value: &Value) -> bool {
+        match self {
+            ValueType::String => value.is_string(),
+            ValueType::Integer => value.is_i64() || value.is_u64(),
+            ValueType::Number => value.is_number(),
+            ValueType::Boolean => value.is_boolean(),
+            ValueType::Array => value.is_array(),
+            ValueType::Object => value.is_object(),
+        }
+    }
+}
+
+/// A declared input of a workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputDef {
+    pub kind: ValueType,
+    pub description: String,
+    pub required: bool,
+    pub default: Option<Value>,
+    /// The allowed values (`enum` in the file).
+    pub choices: Option<Vec<Value>>,
+}
+
+/// When a node runs, given the states of its upstream nodes. See ARCHITECTURE.md for the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trigger {
+    #[default]
+    AllSuccess,
+    AllDone,
+    OneSuccess,
+    NoneFailed,
+}
+
+impl Trigger {
+    pub const NAMES: &'static [&'static str] =
+        &["all_success", "all_done", "one_success", "none_failed"];
+
+    pub fn parse(name: &str) -> Option<Trigger> {
+        Some(match name {
+            "all_success" => Trigger::AllSuccess,
+            "all_done" => Trigger::AllDone,
+            "one_success" => Trigger::OneSuccess,
+            "none_failed" => Trigger::NoneFailed,
+            _ => return None,
+        })
+    }
+}
+
+/// What a node's failure does to its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// Fail the run: cancel what is running, start nothing new.
+    #[default]
+    FailRun,
+    /// Record the failure and let downstream trigger rules decide.
+    Continue,
+}
+
+impl OnFailure {
+    pub const NAMES: &'static [&'static str] = &["fail_run", "continue"];
+
+    pub fn parse(name: &str) -> Option<OnFailure> {
+        Some(match name {
+            "fail_run" => OnFailure::FailRun,
+            "continue" => OnFailure::Continue,
+            _ => return None,
+        })
+    }
+}
+
+/// How a node is retried. `max_attempts` counts every try, the first included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub initial_delay: Duration,
+    pub max_delay: Duration,
+    pub factor: f32,
+    pub jitter: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 1,
+            initial_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(30),
+            factor: 2.0,
+            jitter: false,
+        }
+    }
+}
+
+/// The one thing a node does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActionDef {
+    /// Call a registered tool; string values in `args` are templates.
+    Tool { name: String, args: Value },
+    /// Render a template to text.
+    Render { template: String },
+    /// Write a file under the workspace root.
+    WriteFile {
+        path: String,
+        content: String,
+        overwrite: bool,
+    },
+    /// Sleep.
+    Wait { duration: Duration },
+    /// Ask the user, with a flat JSON Schema form.
+    Input {
+        message: String,
+        schema: Value,
+        default: Option<Value>,
+    },
+    /// Ask the client's model.
+    Sample {
+        prompt: String,
+        system: Option<String>,
+        max_tokens: Option<u32>,
+    },
+}
+
+impl ActionDef {
+    pub const NAMES: &'static [&'static str] =
+        &["tool", "render", "write_file", "wait", "input", "sample"];
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ActionDef::Tool { .. } => "tool",
+            ActionDef::Render { .. } => "render",
+            ActionDef::WriteFile { .. } => "write_file",
+            ActionDef::Wait { .. } => "wait",
+            ActionDef::Input { .. } => "input",
+            ActionDef::Sample { .. } => "sample",
+        }
+    }
+}
+
+/// A vertex of the DAG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeDef {
+    pub id: String,
+    pub description: String,
+    pub action: ActionDef,
+    pub needs: Vec<String>,
+    /// An expression; false skips the node with reason "condition false".
+    pub when: Option<String>,
+    pub trigger: Trigger,
+    pub on_failure: OnFailure,
+    /// Per attempt.
+    pub timeout: Option<Duration>,
+    /// An expression yielding a list: one instance per item.
+    pub for_each: Option<String>,
+    pub retry: RetryPolicy,
+}
+
+/// A whole workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowDef {
+    pub name: String,
+    pub description: String,
+    pub expose_as_tool: bool,
+    pub max_parallel: usize,
+    pub timeout: Option<Duration>,
+    pub inputs: IndexMap<String, InputDef>,
+    pub nodes: IndexMap<String, NodeDef>,
+    /// The run's result: names mapped to expressions.
+    pub output: IndexMap<String, String>,
+    /// Where each field came from, keyed by its dotted path (`nodes.create.tool`).
+    pub locations: Locations,
+}
+
+pub const DEFAULT_MAX_PARALLEL: usize = 8;
+
+/// Field locations of a decoded definition.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Locations {
+    pub source: Arc<str>,
+    pub by_path: IndexMap<String, (u32, u32)>,
+}
+
+impl Locations {
+    pub fn new(source: impl Into<Arc<str>>) -> Locations {
+        Locations {
+            source: source.into(),
+            by_path: IndexMap::new(),
+        }
+    }
+
+    /// The location of `path`, or of its nearest recorded parent.
+    pub fn at(&self, path: &str) -> Location {
+        let mut probe = path;
+        let (line, column) = loop {
+            if let Some(found) = self.by_path.get(probe) {
+                break *found;
+            }
+            match probe.rfind('.') {
+                Some(dot) => probe = &probe[..dot],
+                None => break (0, 0),
+            }
+        };
+        Location {
+            source: self.source.clone(),
+            line,
+            column,
+            path: path.to_owned(),
+        }
+    }
+
+    pub fn problem(&self, path: &str, message: impl Into<String>) -> Problem {
+        Problem {
+            location: self.at(path),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The observer interface: every state change of a run, as it happens.
+//!
+//! Observers are called on the scheduler's task and must return quickly; anything slow
+//! (a terminal redraw, a protocol notification) belongs behind a channel.
+
+use std::time::Duration;
+
+use super::report::{NodeError, NodeStatus, RunStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Nodes in a terminal state.
+    pub done: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    RunStarted {
+        run_id: &'a str,
+        workflow: &'a str,
+        total: usize,
+    },
+    NodeChanged {
+        run_id: &'a str,
+        node: &'a str,
+        status: NodeStatus,
+        reason: Option<&'a str>,
+        progress: Progress,
+    },
+    AttemptFailed {
+        run_id: &'a str,
+        node: &'a str,
+        attempt: u32,
+        error: &'a NodeError,
+        /// When another attempt follows, after this delay.
+        retry_in: Option<Duration>,
+    },
+    RunFinished {
+        run_id: &'a str,
+        status: RunStatus,
+    },
+}
+
+pub trait Observer: Send + Sync {
+    fn event(&self, event: &Event<'_>);
+}
+
+impl<F: Fn(&Event<'_>) + Send + Sync> Observer for F {
+    fn event(&self, event: &Event<'_>) {
+        self(event)
+    }
+}

@@ -1,0 +1,171 @@
+//! A validated definition compiled for the scheduler: nodes by index, edges both ways,
+//! and for each node the upstream outputs its templates read.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use petgraph::graph::DiGraph;
+
+use super::definition::{ActionDef, NodeDef, OnFailure, RetryPolicy, Trigger, WorkflowDef};
+use super::template;
+
+/// What a planned node does. A one-node tool call takes its arguments verbatim from the
+/// run's inputs: they are wire data, never templates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeAction {
+    Defined(ActionDef),
+    ToolWithRunInputs(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct PlannedNode {
+    pub id: String,
+    pub action: NodeAction,
+    pub upstream: Vec<usize>,
+    pub downstream: Vec<usize>,
+    pub when: Option<String>,
+    pub trigger: Trigger,
+    pub on_failure: OnFailure,
+    pub timeout: Option<Duration>,
+    pub for_each: Option<String>,
+    pub retry: RetryPolicy,
+    /// Nodes whose `output`/`status` this node's templates read.
+    pub reads: Vec<usize>,
+}
+
+/// A workflow ready to run; shared by every run of it.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub max_parallel: usize,
+    pub timeout: Option<Duration>,
+    pub nodes: Vec<PlannedNode>,
+    pub output: IndexMap<String, String>,
+    /// Nodes the `output` expressions read.
+    pub output_reads: Vec<usize>,
+    pub def: Option<Arc<WorkflowDef>>,
+}
+
+/// Node ids named in a set of dotted references (`nodes.<id>...`).
+fn referenced_nodes(refs: &BTreeSet<String>) -> BTreeSet<String> {
+    refs.iter()
+        .filter_map(|r| r.strip_prefix("nodes."))
+        .map(|rest| rest.split('.').next().unwrap_or(rest).to_owned())
+        .collect()
+}
+
+/// Every template and expression of a node, as references. Syntax errors were reported by
+/// validation; here they simply contribute nothing.
+fn node_references(node: &NodeDef) -> BTreeSet<String> {
+    let mut refs = BTreeSet::new();
+    let mut add_template = |text: &str| {
+        if template::is_template(text) {
+            refs.extend(template::template_references(text).unwrap_or_default());
+        }
+    };
+    match &node.action {
+        ActionDef::Tool { args, .. } => {
+            refs.extend(template::value_references(args).unwrap_or_default())
+        }
+        ActionDef::Render { template } => add_template(template),
+        ActionDef::WriteFile { path, content, .. } => {
+            add_template(path);
+            add_template(content);
+        }
+        ActionDef::Input { message, .. } => add_template(message),
+        ActionDef::Sample { prompt, system, .. } => {
+            add_template(prompt);
+            if let Some(system) = system {
+                add_template(system);
+            }
+        }
+        ActionDef::Wait { .. } => {}
+    }
+    for expr in node.when.iter().chain(node.for_each.iter()) {
+        refs.extend(template::expression_references(expr).unwrap_or_default());
+    }
+    refs
+}
+
+impl Plan {
+    /// Compiles a definition that passed validation (unknown `needs` are ignored here).
+    pub fn new(def: Arc<WorkflowDef>) -> Plan {
+        let index: IndexMap<&str, usize> = def
+            .nodes
+            .keys()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
+        let ids_to_indices = |ids: BTreeSet<String>| -> Vec<usize> {
+            ids.iter().filter_map(|id| index.get(id.as_str()).copied()).collect()
+        };
+        let mut graph = DiGraph::<usize, ()>::with_capacity(def.nodes.len(), def.nodes.len());
+        let vertices: Vec<_> = (0..def.nodes.len()).map(|i| graph.add_node(i)).collect();
+        let mut nodes: Vec<PlannedNode> = def
+            .nodes
+            .values()
+            .map(|node| PlannedNode {
+                id: node.id.clone(),
+                action: NodeAction::Defined(node.action.clone()),
+                upstream: node.needs.iter().filter_map(|n| index.get(n.as_str()).copied()).collect(),
+                downstream: Vec::new(),
+                when: node.when.clone(),
+                trigger: node.trigger,
+                on_failure: node.on_failure,
+                timeout: node.timeout,
+                for_each: node.for_each.clone(),
+                retry: node.retry,
+                reads: ids_to_indices(referenced_nodes(&node_references(node))),
+            })
+            .collect();
+        for i in 0..nodes.len() {
+            nodes[i].upstream.sort_unstable();
+            nodes[i].upstream.dedup();
+            for u in nodes[i].upstream.clone() {
+                graph.add_edge(vertices[u], vertices[i], ());
+                nodes[u].downstream.push(i);
+            }
+        }
+        debug_assert!(!petgraph::algo::is_cyclic_directed(&graph), "validated plans are acyclic");
+        let mut output_refs = BTreeSet::new();
+        for expr in def.output.values() {
+            output_refs.extend(template::expression_references(expr).unwrap_or_default());
+        }
+        Plan {
+            name: def.name.clone(),
+            max_parallel: def.max_parallel.max(1),
+            timeout: def.timeout,
+            output_reads: ids_to_indices(referenced_nodes(&output_refs)),
+            output: def.output.clone(),
+            nodes,
+            def: Some(def),
+        }
+    }
+
+    /// The one-node workflow behind a direct call of tool `name`.
+    pub fn single_tool(name: &str) -> Plan {
+        Plan {
+            name: name.to_owned(),
+            max_parallel: 1,
+            timeout: None,
+            nodes: vec![PlannedNode {
+                id: name.to_owned(),
+                action: NodeAction::ToolWithRunInputs(name.to_owned()),
+                upstream: Vec::new(),
+                downstream: Vec::new(),
+                when: None,
+                trigger: Trigger::AllSuccess,
+                on_failure: OnFailure::FailRun,
+                timeout: None,
+                for_each: None,
+                retry: RetryPolicy::default(),
+                reads: Vec::new(),
+            }],
+            output: IndexMap::new(),
+            output_reads: Vec::new(),
+            def: None,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! What a run reports: states, errors and the run's result.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::tools::{ErrorCode, ToolError};
+
+/// The state of a node. Terminal: all but `Pending` and `Running`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Skipped,
+    Cancelled,
+}
+
+impl NodeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Pending => "pending",
+            NodeStatus::Running => "running",
+            NodeStatus::Succeeded => "succeeded",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Skipped => "skipped",
+            NodeStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, NodeStatus::Pending | NodeStatus::Running)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Why a node attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeErrorKind {
+    /// The tool returned `ok: false`; the code is the tool's.
+    Tool(ErrorCode),
+    /// The attempt ran out of time.
+    Timeout,
+    /// A template or expression could not be evaluated.
+    Template,
+    /// A file could not be written, or its path was refused.
+    File,
+    /// The action needs something this run does not have (an MCP client to ask).
+    Unsupported,
+}
+
+/// A node's failure: a code a program can test and a message a person can read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeError {
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip)]
+    pub kind: NodeErrorKind,
+}
+
+impl NodeError {
+    pub fn new(kind: NodeErrorKind, message: impl Into<String>) -> NodeError {
+        let code = match kind {
+            NodeErrorKind::Tool(code) => code.as_str(),
+            NodeErrorKind::Timeout => "timeout",
+            NodeErrorKind::Template => "template_error",
+            NodeErrorKind::File => "file_error",
+            NodeErrorKind::Unsupported => "unsupported",
+        };
+        NodeError {
+            code,
+            message: message.into(),
+            kind,
+        }
+    }
+
+    /// Whether another attempt might succeed. Rejected input, a missing todo, a template
+    /// error or a refused path fail the same way every time.
+    pub fn is_retryable(&self) -> bool {
+        match self.kind {
+            NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
+            NodeErrorKind::Timeout => true,
+            NodeErrorKind::File => false,
+            NodeErrorKind::Template | NodeErrorKind::Unsupported => false,
+        }
+    }
+
+    /// The tool's own error, when the node's failure is one.
+    pub fn as_tool_error(&self) -> Option<ToolError> {
+        match self.kind {
+            NodeErrorKind::Tool(code) => Some(ToolError {
+                code,
+                message: self.message.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl From<ToolError> for NodeError {
+    fn from(error: ToolError) -> NodeError {
+        NodeError::new(NodeErrorKind::Tool(error.code), error.message)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    pub status: NodeStatus,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<NodeError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The result of a run, as the CLI prints it and `run_workflow` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub run_id: String,
+    pub workflow: String,
+    pub status: RunStatus,
+    pub output: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub nodes: IndexMap<String, NodeReport>,
+}
