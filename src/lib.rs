@@ -6,6 +6,7 @@
 //! - [`store`]: SQLite persistence (todos, audit log), knowing nothing of MCP;
 //! - [`clock`]: timestamps as the tools report them.
 
+pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod server;

@@ -6,34 +6,99 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::Server;
-use super::results;
-use crate::tools::{Origin, ToolSpec, Tools};
+use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
+use super::{Server, progress, results};
+use crate::engine::RunOptions;
+use crate::tools::{Effects, Tools};
 
-const INSTRUCTIONS: &str = "A task manager. add_task creates todos; list_tasks and \
-search_tasks read them; complete_task marks one done; delete_task removes one permanently \
-and needs the user's explicit consent (confirm: true). Every result is {ok, data} or \
+const INSTRUCTIONS: &str = "A task manager and workflow engine. add_task creates todos; \
+list_tasks and search_tasks read them; complete_task marks one done; delete_task removes \
+one permanently and needs the user's explicit consent (confirm: true). list_workflows shows \
+the multi-step workflows and run_workflow runs one. Every result is {ok, data} or \
 {ok: false, error: {code, message}}.";
 
-/// Turns our tool definition into the protocol's, schemas and annotations included.
-fn published_tool(spec: &ToolSpec) -> Tool {
+struct Published<'a> {
+    name: &'a str,
+    title: &'a str,
+    description: &'a str,
+    input_schema: Value,
+    output_schema: Value,
+    effects: Effects,
+}
+
+/// Turns a definition into the protocol's, schemas and annotations included.
+fn published_tool(p: Published<'_>) -> Tool {
     let tool = json!({
-        "name": spec.name,
-        "title": spec.title,
-        "description": spec.description,
-        "inputSchema": spec.input_schema,
-        "outputSchema": spec.output_schema(),
+        "name": p.name,
+        "title": p.title,
+        "description": p.description,
+        "inputSchema": p.input_schema,
+        "outputSchema": p.output_schema,
         "annotations": {
-            "title": spec.title,
-            "readOnlyHint": spec.effects.read_only,
-            "destructiveHint": spec.effects.destructive,
-            "idempotentHint": spec.effects.idempotent,
+            "title": p.title,
+            "readOnlyHint": p.effects.read_only,
+            "destructiveHint": p.effects.destructive,
+            "idempotentHint": p.effects.idempotent,
             "openWorldHint": false
         }
     });
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
+}
+
+impl Server {
+    fn all_tools(&self) -> Vec<Tool> {
+        let mut tools: Vec<Tool> = Tools::specs()
+            .iter()
+            .map(|spec| {
+                published_tool(Published {
+                    name: spec.name,
+                    title: spec.title,
+                    description: spec.description,
+                    input_schema: spec.input_schema.clone(),
+                    output_schema: spec.output_schema(),
+                    effects: spec.effects,
+                })
+            })
+            .collect();
+        for (name, title, description, input_schema, effects) in workflow_tools::fixed_tools() {
+            tools.push(published_tool(Published {
+                name,
+                title,
+                description,
+                input_schema,
+                output_schema: workflow_tools::output_schema(),
+                effects,
+            }));
+        }
+        for entry in self.exposed() {
+            let description = format!(
+                "Runs the workflow `{}`: {}",
+                entry.def.name, entry.def.description
+            );
+            tools.push(published_tool(Published {
+                name: &entry.def.name,
+                title: &entry.def.name,
+                description: &description,
+                input_schema: workflow_tools::inputs_schema(&entry.def),
+                output_schema: workflow_tools::output_schema(),
+                effects: workflow_tools::RUN_EFFECTS,
+            }));
+        }
+        tools
+    }
+
+    /// Workflows published as tools of their own (never shadowing a fixed tool).
+    fn exposed(&self) -> impl Iterator<Item = &crate::engine::catalog::Entry> {
+        self.catalog.entries().filter(|entry| {
+            let name = entry.def.name.as_str();
+            entry.def.expose_as_tool
+                && !Tools::exists(name)
+                && name != LIST_WORKFLOWS
+                && name != RUN_WORKFLOW
+        })
+    }
 }
 
 impl ServerHandler for Server {
@@ -51,19 +116,36 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = Tools::specs().iter().map(published_tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(self.all_tools()))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
-        match self.tools.invoke(&request.name, &args, Origin::default()) {
-            Some(result) => Ok(results::tool_result(&result).into()),
-            None => Err(results::unknown_tool(&request.name)),
+        let name = request.name.as_ref();
+        if let Some(result) = self.engine.call_tool(name, args.clone()).await {
+            return Ok(results::tool_result(&result).into());
         }
+        if name == LIST_WORKFLOWS {
+            let reply = workflow_tools::list_workflows(&self.catalog, self.engine.tools(), &args);
+            return Ok(results::reply(reply).into());
+        }
+        if name == RUN_WORKFLOW || self.exposed().any(|e| e.def.name == name) {
+            let mut options = RunOptions {
+                cancel: context.ct.clone(),
+                ..RunOptions::default()
+            };
+            if let Some(token) = context.meta.get_progress_token() {
+                options.observer = Some(progress::reporter(context.peer.clone(), token));
+            }
+            let reply =
+                workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
+                    .await;
+            return Ok(results::reply(reply).into());
+        }
+        Err(results::unknown_tool(name))
     }
 }

@@ -5,22 +5,31 @@
 //! validator untouched, and rejected calls are audited like any other.
 
 mod handler;
+mod progress;
 mod results;
+mod workflow_tools;
+
+use std::sync::Arc;
 
 use anyhow::Context;
 use rmcp::ServiceExt;
 
-use crate::tools::Tools;
+use crate::engine::Engine;
+use crate::engine::catalog::Catalog;
 
 /// The MCP server: cheap to clone, one per connection.
 #[derive(Clone)]
 pub struct Server {
-    tools: Tools,
+    engine: Engine,
+    catalog: Arc<Catalog>,
 }
 
 impl Server {
-    pub fn new(tools: Tools) -> Server {
-        Server { tools }
+    pub fn new(engine: Engine, catalog: Catalog) -> Server {
+        Server {
+            engine,
+            catalog: Arc::new(catalog),
+        }
     }
 
     /// Serves MCP on this process's stdin and stdout until the client hangs up.

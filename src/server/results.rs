@@ -21,3 +21,12 @@ pub(super) fn tool_result(result: &ToolResult) -> CallToolResult {
 pub(super) fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
 }
+
+/// A workflow tool's reply: its body as structured and text content, `isError` unless ok.
+pub(super) fn reply(reply: super::workflow_tools::Reply) -> CallToolResult {
+    if reply.ok {
+        CallToolResult::structured(reply.body)
+    } else {
+        CallToolResult::structured_error(reply.body)
+    }
+}

@@ -40,10 +40,10 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
     let mut check = Checker::new();
     check.known_keys(args, "", &["id", "confirm"]);
     let id = parse_id(&mut check, args);
-    if let Some(confirm) = check.required(args, "", "confirm") {
-        if confirm != &Value::Bool(true) {
-            check.problem("confirm", "must be the boolean literal true");
-        }
+    if let Some(confirm) = check.required(args, "", "confirm")
+        && confirm != &Value::Bool(true)
+    {
+        check.problem("confirm", "must be the boolean literal true");
     }
     check.finish()?;
     Ok(id.expect("checked"))

@@ -126,6 +126,9 @@ impl ToolSpec {
 
 type Handler = fn(&Store, &Map<String, Value>) -> ToolResult;
 
+/// A registered tool: its name, its published definition, and what runs it.
+type Registration = (&'static str, fn() -> ToolSpec, Handler);
+
 /// Where a call comes from: the run and node of the workflow that made it, if any.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Origin<'a> {
@@ -139,7 +142,7 @@ pub struct Tools {
     store: Store,
 }
 
-const HANDLERS: &[(&str, fn() -> ToolSpec, Handler)] = &[
+const HANDLERS: &[Registration] = &[
     ("add_task", add_task::spec, add_task::call),
     ("list_tasks", list_tasks::spec, list_tasks::call),
     ("complete_task", complete_task::spec, complete_task::call),
@@ -179,21 +182,23 @@ impl Tools {
                 tracing::error!(tool = name, "tool panicked");
                 Err(ToolError::internal())
             });
-        self.audit(name, args, &result, origin);
-        Some(result)
-    }
-
-    fn audit(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-        result: &ToolResult,
-        origin: Origin<'_>,
-    ) {
-        let outcome = match result {
+        let outcome = match &result {
             Ok(_) => AuditOutcome::Ok,
             Err(error) => error.code.audit_outcome(),
         };
+        self.audit(name, args, outcome, origin);
+        Some(result)
+    }
+
+    /// Appends a row to the audit log. Best effort under storage failure: the failure is
+    /// logged and the caller still gets what really happened.
+    pub fn audit(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        outcome: AuditOutcome,
+        origin: Origin<'_>,
+    ) {
         let args = serde_json::to_string(args).expect("a JSON map serialises");
         let entry = AuditEntry {
             tool,
@@ -202,9 +207,11 @@ impl Tools {
             run_id: origin.run_id,
             node_id: origin.node_id,
         };
-        // Best effort under storage failure: the caller still gets what really happened.
         if let Err(error) = self.store.append_audit(&entry) {
             tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

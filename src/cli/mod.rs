@@ -1,0 +1,117 @@
+//! The terminal commands beside the server: `workflows list|validate|run|show`.
+//!
+//! These write their results to stdout; they never run in server mode, where stdout
+//! belongs to the protocol.
+
+mod mermaid;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::engine::catalog::{self, Catalog, Entry};
+use crate::engine::definition::WorkflowDef;
+
+pub use run::{RunArgs, run_workflow};
+
+/// Writes a line to stdout (allowed here: these are terminal commands, not server mode).
+#[allow(clippy::print_stdout)]
+pub(crate) fn say(text: &str) {
+    println!("{text}");
+}
+
+/// Loads the catalog, reporting rejected files on stderr.
+pub fn load_catalog(dir: Option<&Path>) -> Catalog {
+    let (catalog, rejected) = Catalog::load(dir);
+    for file in rejected {
+        for problem in &file.problems.0 {
+            tracing::error!("{problem}");
+        }
+        tracing::warn!(file = %file.origin, "workflow file left out because of the problems above");
+    }
+    catalog
+}
+
+/// A workflow named in the catalog, or a path to a file.
+pub fn resolve(catalog: &Catalog, name_or_path: &str) -> Result<Entry, String> {
+    if let Some(entry) = catalog.get(name_or_path) {
+        return Ok(entry.clone());
+    }
+    let path = PathBuf::from(name_or_path);
+    if !path.exists() {
+        let known: Vec<&str> = catalog.entries().map(|e| e.def.name.as_str()).collect();
+        return Err(format!(
+            "no workflow named `{name_or_path}` and no such file; known workflows: {}",
+            known.join(", ")
+        ));
+    }
+    let def = catalog::load_file(&path).map_err(|problems| problems.to_string())?;
+    let def = std::sync::Arc::new(def);
+    let plan = std::sync::Arc::new(crate::engine::plan::Plan::new(std::sync::Arc::clone(&def)));
+    Ok(Entry {
+        def,
+        plan,
+        origin: path.display().to_string(),
+    })
+}
+
+pub fn list(catalog: &Catalog) -> ExitCode {
+    for entry in catalog.entries() {
+        let def: &WorkflowDef = &entry.def;
+        say(&format!(
+            "{:<28} {:>4} nodes  {}  ({})",
+            def.name,
+            def.nodes.len(),
+            def.description,
+            entry.origin
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Validates the given files, or every file of `dir` and the built-ins; problems on stderr.
+pub fn validate(paths: &[PathBuf], dir: Option<&Path>) -> ExitCode {
+    let mut failed = 0;
+    let mut checked = 0;
+    let mut report =
+        |origin: &str, result: Result<WorkflowDef, crate::engine::definition::Problems>| {
+            checked += 1;
+            match result {
+                Ok(def) => say(&format!(
+                    "ok    {origin} ({}, {} nodes)",
+                    def.name,
+                    def.nodes.len()
+                )),
+                Err(problems) => {
+                    failed += 1;
+                    say(&format!("FAIL  {origin} ({} problems)", problems.0.len()));
+                    for problem in &problems.0 {
+                        eprintln!("{problem}");
+                    }
+                }
+            }
+        };
+    if paths.is_empty() {
+        let (catalog, rejected) = Catalog::load(dir);
+        for entry in catalog.entries() {
+            report(&entry.origin, Ok((*entry.def).clone()));
+        }
+        for file in rejected {
+            report(&file.origin, Err(file.problems));
+        }
+    } else {
+        for path in paths {
+            report(&path.display().to_string(), catalog::load_file(path));
+        }
+    }
+    if failed > 0 {
+        eprintln!("{failed} of {checked} workflow files have problems");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn show_mermaid(entry: &Entry) -> ExitCode {
+    say(&mermaid::render(&entry.def));
+    ExitCode::SUCCESS
+}

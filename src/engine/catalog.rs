@@ -1,0 +1,142 @@
+//! The workflows a server or the CLI knows: the built-in ones compiled into the binary,
+//! and the files of a workflows folder. A file with problems is reported and left out.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::definition::{Problems, WorkflowDef};
+use super::loader;
+use super::plan::Plan;
+use super::validate::{self, Limits};
+use crate::tools::Tools;
+
+/// The workflow files shipped in `workflows/`, compiled in: (file name, text).
+const BUILT_IN: &[(&str, &str)] = &[(
+    "release_checklist.toml",
+    include_str!("../../workflows/release_checklist.toml"),
+)];
+
+/// A loaded, validated workflow and its compiled plan.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub def: Arc<WorkflowDef>,
+    pub plan: Arc<Plan>,
+    /// The file it came from, or `built-in`.
+    pub origin: String,
+}
+
+/// A file that could not be loaded, and why.
+#[derive(Debug, Clone)]
+pub struct Rejected {
+    pub origin: String,
+    pub problems: Problems,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    entries: IndexMap<String, Entry>,
+}
+
+/// Decodes and validates one workflow file's text.
+pub fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
+    let stem = Path::new(source)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("workflow");
+    let def = loader::parse_toml(source, stem, text)?;
+    validate::validate(&def, &Tools::exists, Limits::FILE)?;
+    Ok(def)
+}
+
+/// Reads, decodes and validates one workflow file.
+pub fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let locations = super::definition::Locations::new(source.as_str());
+        Problems(vec![
+            locations.problem("", format!("cannot read the file: {e}")),
+        ])
+    })?;
+    load_text(&source, &text)
+}
+
+/// The `.toml` files of `dir`, sorted by name.
+pub fn workflow_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml") && path.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+impl Catalog {
+    /// The built-in workflows, then those of `dir` (a file overrides a built-in of the
+    /// same name). Returns the catalog and every file that was left out.
+    pub fn load(dir: Option<&Path>) -> (Catalog, Vec<Rejected>) {
+        let mut catalog = Catalog::default();
+        let mut rejected = Vec::new();
+        for (file, text) in BUILT_IN {
+            let origin = format!("built-in:{file}");
+            match load_text(&origin, text) {
+                Ok(def) => catalog.insert(def, origin),
+                Err(problems) => rejected.push(Rejected { origin, problems }),
+            }
+        }
+        let Some(dir) = dir else {
+            return (catalog, rejected);
+        };
+        let files = match workflow_files(dir) {
+            Ok(files) => files,
+            Err(e) => {
+                let origin = dir.display().to_string();
+                let problem = super::definition::Locations::new(origin.as_str())
+                    .problem("", format!("cannot read the folder: {e}"));
+                rejected.push(Rejected {
+                    origin,
+                    problems: Problems(vec![problem]),
+                });
+                return (catalog, rejected);
+            }
+        };
+        let mut from_dir = std::collections::HashSet::new();
+        for path in files {
+            let origin = path.display().to_string();
+            match load_file(&path) {
+                Ok(def) if !from_dir.insert(def.name.clone()) => {
+                    let problem = def.locations.problem(
+                        "name",
+                        format!(
+                            "a workflow named `{}` is already loaded from this folder",
+                            def.name
+                        ),
+                    );
+                    rejected.push(Rejected {
+                        origin,
+                        problems: Problems(vec![problem]),
+                    });
+                }
+                Ok(def) => catalog.insert(def, origin),
+                Err(problems) => rejected.push(Rejected { origin, problems }),
+            }
+        }
+        (catalog, rejected)
+    }
+
+    fn insert(&mut self, def: WorkflowDef, origin: String) {
+        let def = Arc::new(def);
+        let plan = Arc::new(Plan::new(Arc::clone(&def)));
+        self.entries
+            .insert(def.name.clone(), Entry { def, plan, origin });
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.entries.get(name)
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
+    }
+}

@@ -1,0 +1,281 @@
+//! The workflow tools: `list_workflows`, `run_workflow`, and one tool per workflow that
+//! sets `expose_as_tool`. Arguments are validated strictly and every call is audited,
+//! like the task-manager tools.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::catalog::Catalog;
+use crate::engine::definition::{Problems, WorkflowDef};
+use crate::engine::plan::Plan;
+use crate::engine::report::{RunReport, RunStatus};
+use crate::engine::validate::{self, Limits};
+use crate::engine::{Engine, RunOptions, loader};
+use crate::store::AuditOutcome;
+use crate::tools::validate::Checker;
+use crate::tools::{Effects, Origin, ToolError, Tools};
+
+pub(super) const LIST_WORKFLOWS: &str = "list_workflows";
+pub(super) const RUN_WORKFLOW: &str = "run_workflow";
+
+/// A workflow tool's result: the envelope, plus the run report under `data` when a run
+/// happened (also when it failed, so the caller sees which node failed and why).
+pub(super) struct Reply {
+    pub ok: bool,
+    pub body: Value,
+}
+
+fn failure(error: &ToolError) -> Reply {
+    Reply {
+        ok: false,
+        body: json!({ "ok": false, "error": { "code": error.code.as_str(), "message": error.message } }),
+    }
+}
+
+fn problems_error(problems: &Problems) -> ToolError {
+    let list: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+    ToolError::invalid_input(format!("invalid workflow: {}", list.join("; ")))
+}
+
+/// The JSON Schema of a workflow's inputs.
+pub(super) fn inputs_schema(def: &WorkflowDef) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, input) in &def.inputs {
+        let mut schema = json!({ "type": input.kind.name() });
+        if !input.description.is_empty() {
+            schema["description"] = json!(input.description);
+        }
+        if let Some(default) = &input.default {
+            schema["default"] = default.clone();
+        }
+        if let Some(choices) = &input.choices {
+            schema["enum"] = json!(choices);
+        }
+        if input.required {
+            required.push(name.clone());
+        }
+        properties.insert(name.clone(), schema);
+    }
+    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+}
+
+pub(super) fn list_workflows(catalog: &Catalog, tools: &Tools, args: &Map<String, Value>) -> Reply {
+    let mut check = Checker::new();
+    check.known_keys(args, "", &[]);
+    if let Err(error) = check.finish() {
+        tools.audit(
+            LIST_WORKFLOWS,
+            args,
+            AuditOutcome::Rejected,
+            Origin::default(),
+        );
+        return failure(&error);
+    }
+    let list: Vec<Value> = catalog
+        .entries()
+        .map(|entry| {
+            json!({
+                "name": entry.def.name,
+                "description": entry.def.description,
+                "inputs": inputs_schema(&entry.def),
+                "nodeCount": entry.def.nodes.len(),
+                "exposedAsTool": entry.def.expose_as_tool,
+            })
+        })
+        .collect();
+    tools.audit(LIST_WORKFLOWS, args, AuditOutcome::Ok, Origin::default());
+    Reply {
+        ok: true,
+        body: json!({ "ok": true, "data": list }),
+    }
+}
+
+/// What `run_workflow` was asked to run, once its arguments are checked.
+struct Request {
+    plan: Arc<Plan>,
+    inputs: Map<String, Value>,
+}
+
+fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Request, ToolError> {
+    let mut check = Checker::new();
+    check.known_keys(args, "", &["workflow", "definition", "inputs"]);
+    let name = args
+        .get("workflow")
+        .and_then(|v| check.string(v, "workflow", 1, 64));
+    let definition = args
+        .get("definition")
+        .and_then(|v| check.object(v, "definition", &[]).map(|_| v));
+    let given = match args.get("inputs") {
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            check.problem("inputs", "must be an object");
+            Map::new()
+        }
+        None => Map::new(),
+    };
+    match (
+        args.contains_key("workflow"),
+        args.contains_key("definition"),
+    ) {
+        (true, true) => check.problem("workflow", "give either workflow or definition, not both"),
+        (false, false) => check.problem("workflow", "is required (or give an inline definition)"),
+        _ => {}
+    }
+    check.finish()?;
+    let def = match (name, definition) {
+        (Some(name), _) => match catalog.get(&name) {
+            Some(entry) => return inputs_for(&entry.def, Arc::clone(&entry.plan), &given),
+            None => {
+                return Err(ToolError::not_found(format!(
+                    "no workflow named `{name}`; list_workflows shows them"
+                )));
+            }
+        },
+        (None, Some(value)) => loader::parse_json(value).map_err(|p| problems_error(&p))?,
+        (None, None) => unreachable!("checked above"),
+    };
+    validate::validate(&def, &Tools::exists, Limits::INLINE).map_err(|p| problems_error(&p))?;
+    let def = Arc::new(def);
+    let plan = Arc::new(Plan::new(Arc::clone(&def)));
+    inputs_for(&def, plan, &given)
+}
+
+fn inputs_for(
+    def: &WorkflowDef,
+    plan: Arc<Plan>,
+    given: &Map<String, Value>,
+) -> Result<Request, ToolError> {
+    let inputs = validate::check_inputs(def, given).map_err(|p| problems_error(&p))?;
+    Ok(Request { plan, inputs })
+}
+
+/// Runs a workflow by name or inline definition, or (for an exposed workflow) by its tool.
+pub(super) async fn run_workflow(
+    engine: &Engine,
+    catalog: &Catalog,
+    tool_name: &str,
+    args: &Map<String, Value>,
+    options: RunOptions,
+) -> Reply {
+    let request = if tool_name == RUN_WORKFLOW {
+        parse_run_request(catalog, args)
+    } else {
+        let entry = catalog
+            .get(tool_name)
+            .expect("exposed workflows are in the catalog");
+        inputs_for(&entry.def, Arc::clone(&entry.plan), args)
+    };
+    let request = match request {
+        Ok(request) => request,
+        Err(error) => {
+            let outcome = match error.code {
+                crate::tools::ErrorCode::NotFound => AuditOutcome::NotFound,
+                _ => AuditOutcome::Rejected,
+            };
+            engine
+                .tools()
+                .audit(tool_name, args, outcome, Origin::default());
+            return failure(&error);
+        }
+    };
+    let report = engine.run(request.plan, request.inputs, options).await;
+    let outcome = if report.status == RunStatus::Succeeded {
+        AuditOutcome::Ok
+    } else {
+        AuditOutcome::Error
+    };
+    let origin = Origin {
+        run_id: Some(&report.run_id),
+        node_id: None,
+    };
+    engine.tools().audit(tool_name, args, outcome, origin);
+    run_reply(&report)
+}
+
+fn run_reply(report: &RunReport) -> Reply {
+    let data = serde_json::to_value(report).expect("a report serialises");
+    if report.status == RunStatus::Succeeded {
+        return Reply {
+            ok: true,
+            body: json!({ "ok": true, "data": data }),
+        };
+    }
+    let code = if report.status == RunStatus::Cancelled {
+        "run_cancelled"
+    } else {
+        "run_failed"
+    };
+    let message = report
+        .error
+        .clone()
+        .unwrap_or_else(|| format!("run {}", report.status.as_str()));
+    Reply {
+        ok: false,
+        body: json!({ "ok": false, "error": { "code": code, "message": message }, "data": data }),
+    }
+}
+
+/// Running a workflow may create, change or delete todos and write files.
+pub(super) const RUN_EFFECTS: Effects = Effects {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+};
+
+/// `list_workflows` and `run_workflow`: (name, title, description, input schema, effects).
+pub(super) fn fixed_tools() -> [(&'static str, &'static str, &'static str, Value, Effects); 2] {
+    [
+        (
+            LIST_WORKFLOWS,
+            "List workflows",
+            "List the workflows this server can run: name, description, the JSON Schema of \
+             their inputs, and their node count.",
+            json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+            Effects {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+            },
+        ),
+        (
+            RUN_WORKFLOW,
+            "Run a workflow",
+            "Run a multi-step workflow to the end and return its report: the run's status, \
+             its output, and each node's status, attempts, output and error. Give either \
+             `workflow` (a name from list_workflows) or `definition` (an inline workflow in \
+             the same schema as workflow files; write_file is not allowed inline), and \
+             `inputs`. Workflows may call the task-manager tools, so ask the user before \
+             running one that deletes todos.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "workflow": { "type": "string", "minLength": 1, "maxLength": 64, "description": "The name of a workflow from list_workflows." },
+                    "definition": { "type": "object", "description": "An inline workflow definition (nodes, inputs, output, ...)." },
+                    "inputs": { "type": "object", "description": "The workflow's inputs, by name." }
+                },
+                "additionalProperties": false
+            }),
+            RUN_EFFECTS,
+        ),
+    ]
+}
+
+/// The output schema of every workflow tool: the envelope, with the report or list as data.
+pub(super) fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ok": { "type": "boolean" },
+            "data": {},
+            "error": {
+                "type": "object",
+                "properties": { "code": { "type": "string" }, "message": { "type": "string" } },
+                "required": ["code", "message"]
+            }
+        },
+        "required": ["ok"],
+        "additionalProperties": false
+    })
+}
