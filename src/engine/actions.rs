@@ -44,12 +44,27 @@ pub struct ActionEnv {
 /// An action with its templates expanded, ready to perform (and to retry as it is).
 #[derive(Debug, Clone)]
 pub enum Resolved {
-    Tool { name: String, args: Map<String, Value> },
+    Tool {
+        name: String,
+        args: Map<String, Value>,
+    },
     Text(String),
-    WriteFile { path: String, content: String, overwrite: bool },
+    WriteFile {
+        path: String,
+        content: String,
+        overwrite: bool,
+    },
     Wait(Duration),
-    Input { message: String, schema: Value, default: Option<Value> },
-    Sample { prompt: String, system: Option<String>, max_tokens: u32 },
+    Input {
+        message: String,
+        schema: Value,
+        default: Option<Value>,
+    },
+    Sample {
+        prompt: String,
+        system: Option<String>,
+        max_tokens: u32,
+    },
 }
 
 const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
@@ -66,10 +81,17 @@ fn render(what: &str, text: &str, ctx: &minijinja::Value) -> Result<String, Node
 }
 
 /// Expands the action's templates against `ctx` (or takes the run inputs verbatim).
-pub fn resolve(action: &NodeAction, ctx: &minijinja::Value, run_inputs: &Map<String, Value>) -> Result<Resolved, NodeError> {
+pub fn resolve(
+    action: &NodeAction,
+    ctx: &minijinja::Value,
+    run_inputs: &Map<String, Value>,
+) -> Result<Resolved, NodeError> {
     let action = match action {
         NodeAction::ToolWithRunInputs(name) => {
-            return Ok(Resolved::Tool { name: name.clone(), args: run_inputs.clone() });
+            return Ok(Resolved::Tool {
+                name: name.clone(),
+                args: run_inputs.clone(),
+            });
         }
         NodeAction::Defined(action) => action,
     };
@@ -77,32 +99,57 @@ pub fn resolve(action: &NodeAction, ctx: &minijinja::Value, run_inputs: &Map<Str
         ActionDef::Tool { name, args } => {
             let args = template::expand(args, ctx).map_err(|e| template_error("args", e))?;
             let Value::Object(args) = args else {
-                return Err(NodeError::new(NodeErrorKind::Template, "args must expand to an object"));
+                return Err(NodeError::new(
+                    NodeErrorKind::Template,
+                    "args must expand to an object",
+                ));
             };
-            Resolved::Tool { name: name.clone(), args }
+            Resolved::Tool {
+                name: name.clone(),
+                args,
+            }
         }
         ActionDef::Render { template } => Resolved::Text(render("render", template, ctx)?),
-        ActionDef::WriteFile { path, content, overwrite } => Resolved::WriteFile {
+        ActionDef::WriteFile {
+            path,
+            content,
+            overwrite,
+        } => Resolved::WriteFile {
             path: render("write_file.path", path, ctx)?,
             content: render("write_file.content", content, ctx)?,
             overwrite: *overwrite,
         },
         ActionDef::Wait { duration } => Resolved::Wait(*duration),
-        ActionDef::Input { message, schema, default } => Resolved::Input {
+        ActionDef::Input {
+            message,
+            schema,
+            default,
+        } => Resolved::Input {
             message: render("input.message", message, ctx)?,
             schema: schema.clone(),
             default: default.clone(),
         },
-        ActionDef::Sample { prompt, system, max_tokens } => Resolved::Sample {
+        ActionDef::Sample {
+            prompt,
+            system,
+            max_tokens,
+        } => Resolved::Sample {
             prompt: render("sample.prompt", prompt, ctx)?,
-            system: system.as_deref().map(|s| render("sample.system", s, ctx)).transpose()?,
+            system: system
+                .as_deref()
+                .map(|s| render("sample.system", s, ctx))
+                .transpose()?,
             max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
         },
     })
 }
 
 /// Performs one attempt of a resolved action.
-pub async fn perform(env: &ActionEnv, action: &Resolved, origin: Origin<'_>) -> Result<Value, NodeError> {
+pub async fn perform(
+    env: &ActionEnv,
+    action: &Resolved,
+    origin: Origin<'_>,
+) -> Result<Value, NodeError> {
     match action {
         Resolved::Tool { name, args } => match env.tools.invoke(name, args, origin) {
             Some(result) => result.map_err(NodeError::from),
@@ -152,14 +199,23 @@ pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
         match component {
             Component::Normal(part) => {
                 joined.push(part);
-                if joined.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
-                    return Err(file_error(format!("`{path}` goes through a symbolic link; refused")));
+                if joined
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Err(file_error(format!(
+                        "`{path}` goes through a symbolic link; refused"
+                    )));
                 }
             }
             Component::CurDir => {}
-            Component::ParentDir => return Err(file_error(format!("`{path}` contains `..`; refused"))),
+            Component::ParentDir => {
+                return Err(file_error(format!("`{path}` contains `..`; refused")));
+            }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(file_error(format!("`{path}` is absolute; paths are relative to the workspace")));
+                return Err(file_error(format!(
+                    "`{path}` is absolute; paths are relative to the workspace"
+                )));
             }
         }
     }
@@ -172,7 +228,8 @@ fn write_file(root: &Path, path: &str, content: &str, overwrite: bool) -> Result
 
     let target = confine(root, path)?;
     if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).custom_flags(libc::O_NOFOLLOW);
@@ -182,11 +239,12 @@ fn write_file(root: &Path, path: &str, content: &str, overwrite: bool) -> Result
         options.create_new(true);
     }
     let mut file = options.open(&target).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => {
-            file_error(format!("`{path}` already exists; set overwrite = true to replace it"))
-        }
+        std::io::ErrorKind::AlreadyExists => file_error(format!(
+            "`{path}` already exists; set overwrite = true to replace it"
+        )),
         _ => file_error(format!("cannot write `{path}`: {e}")),
     })?;
-    file.write_all(content.as_bytes()).map_err(|e| file_error(format!("cannot write `{path}`: {e}")))?;
+    file.write_all(content.as_bytes())
+        .map_err(|e| file_error(format!("cannot write `{path}`: {e}")))?;
     Ok(json!({ "path": path, "bytes": content.len() }))
 }

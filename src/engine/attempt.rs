@@ -82,7 +82,11 @@ where
             Ok(value) => return (Outcome::Succeeded(value), number),
             Err(error) => error,
         };
-        let retry_in = if error.is_retryable() { delays.next() } else { None };
+        let retry_in = if error.is_retryable() {
+            delays.next()
+        } else {
+            None
+        };
         if let Some(observer) = scope.observer {
             observer.event(&Event::AttemptFailed {
                 run_id: scope.run_id,
@@ -103,17 +107,25 @@ where
     }
 }
 
-async fn with_timeout<Fut>(timeout: Option<Duration>, attempt: Fut) -> Result<serde_json::Value, NodeError>
+async fn with_timeout<Fut>(
+    timeout: Option<Duration>,
+    attempt: Fut,
+) -> Result<serde_json::Value, NodeError>
 where
     Fut: Future<Output = Result<serde_json::Value, NodeError>>,
 {
     match timeout {
         None => attempt.await,
-        Some(limit) => tokio::time::timeout(limit, attempt).await.unwrap_or_else(|_| {
-            Err(NodeError::new(
-                NodeErrorKind::Timeout,
-                format!("attempt timed out after {}", super::duration::format_duration(limit)),
-            ))
-        }),
+        Some(limit) => tokio::time::timeout(limit, attempt)
+            .await
+            .unwrap_or_else(|_| {
+                Err(NodeError::new(
+                    NodeErrorKind::Timeout,
+                    format!(
+                        "attempt timed out after {}",
+                        super::duration::format_duration(limit)
+                    ),
+                ))
+            }),
     }
 }

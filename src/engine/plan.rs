@@ -99,7 +99,9 @@ impl Plan {
             .map(|(i, id)| (id.as_str(), i))
             .collect();
         let ids_to_indices = |ids: BTreeSet<String>| -> Vec<usize> {
-            ids.iter().filter_map(|id| index.get(id.as_str()).copied()).collect()
+            ids.iter()
+                .filter_map(|id| index.get(id.as_str()).copied())
+                .collect()
         };
         let mut graph = DiGraph::<usize, ()>::with_capacity(def.nodes.len(), def.nodes.len());
         let vertices: Vec<_> = (0..def.nodes.len()).map(|i| graph.add_node(i)).collect();
@@ -109,7 +111,11 @@ impl Plan {
             .map(|node| PlannedNode {
                 id: node.id.clone(),
                 action: NodeAction::Defined(node.action.clone()),
-                upstream: node.needs.iter().filter_map(|n| index.get(n.as_str()).copied()).collect(),
+                upstream: node
+                    .needs
+                    .iter()
+                    .filter_map(|n| index.get(n.as_str()).copied())
+                    .collect(),
                 downstream: Vec::new(),
                 when: node.when.clone(),
                 trigger: node.trigger,
@@ -128,7 +134,10 @@ impl Plan {
                 nodes[u].downstream.push(i);
             }
         }
-        debug_assert!(!petgraph::algo::is_cyclic_directed(&graph), "validated plans are acyclic");
+        debug_assert!(
+            !petgraph::algo::is_cyclic_directed(&graph),
+            "validated plans are acyclic"
+        );
         let mut output_refs = BTreeSet::new();
         for expr in def.output.values() {
             output_refs.extend(template::expression_references(expr).unwrap_or_default());

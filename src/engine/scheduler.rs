@@ -81,7 +81,9 @@ impl Run {
         let n = plan.nodes.len();
         Run {
             waiting_on: plan.nodes.iter().map(|node| node.upstream.len()).collect(),
-            node_ready: (0..n).filter(|&i| plan.nodes[i].upstream.is_empty()).collect(),
+            node_ready: (0..n)
+                .filter(|&i| plan.nodes[i].upstream.is_empty())
+                .collect(),
             stop_token: cancel.child_token(),
             plan,
             env,
@@ -150,7 +152,10 @@ impl Run {
             Some(Stop::Cancelled) => "run cancelled".to_owned(),
             Some(Stop::NodeFailed(node)) => format!("run failed at node `{node}`"),
             Some(Stop::TimedOut) => match self.plan.timeout {
-                Some(limit) => format!("run timed out after {}", super::duration::format_duration(limit)),
+                Some(limit) => format!(
+                    "run timed out after {}",
+                    super::duration::format_duration(limit)
+                ),
                 None => "run timed out".to_owned(),
             },
             None => "not reached".to_owned(),
@@ -160,7 +165,9 @@ impl Run {
     /// Decides every node whose upstream is complete: skip it, fail it, or queue its units.
     fn decide_ready(&mut self) {
         while self.stop.is_none() {
-            let Some(node) = self.node_ready.pop_front() else { break };
+            let Some(node) = self.node_ready.pop_front() else {
+                break;
+            };
             self.decide(node);
         }
     }
@@ -173,7 +180,8 @@ impl Run {
             return self.complete(i, NodeStatus::Skipped, Some(reason.to_owned()), None, None);
         }
         if let NodeAction::ToolWithRunInputs(_) = node.action {
-            let resolved = actions::resolve(&node.action, &minijinja::Value::UNDEFINED, &self.inputs);
+            let resolved =
+                actions::resolve(&node.action, &minijinja::Value::UNDEFINED, &self.inputs);
             return self.queue_unit(i, None, resolved);
         }
         let ctx = self.context(i, None);
@@ -181,9 +189,20 @@ impl Run {
             match template::eval_bool(when, &ctx) {
                 Ok(true) => {}
                 Ok(false) => {
-                    return self.complete(i, NodeStatus::Skipped, Some("condition false".into()), None, None);
+                    return self.complete(
+                        i,
+                        NodeStatus::Skipped,
+                        Some("condition false".into()),
+                        None,
+                        None,
+                    );
                 }
-                Err(e) => return self.fail(i, NodeError::new(NodeErrorKind::Template, format!("when: {e}"))),
+                Err(e) => {
+                    return self.fail(
+                        i,
+                        NodeError::new(NodeErrorKind::Template, format!("when: {e}")),
+                    );
+                }
             }
         }
         let Some(expr) = &node.for_each else {
@@ -197,10 +216,21 @@ impl Run {
                 let error = format!("for_each: expected a list, got {kind}");
                 return self.fail(i, NodeError::new(NodeErrorKind::Template, error));
             }
-            Err(e) => return self.fail(i, NodeError::new(NodeErrorKind::Template, format!("for_each: {e}"))),
+            Err(e) => {
+                return self.fail(
+                    i,
+                    NodeError::new(NodeErrorKind::Template, format!("for_each: {e}")),
+                );
+            }
         };
         if items.is_empty() {
-            return self.complete(i, NodeStatus::Succeeded, None, Some(Value::Array(Vec::new())), None);
+            return self.complete(
+                i,
+                NodeStatus::Succeeded,
+                None,
+                Some(Value::Array(Vec::new())),
+                None,
+            );
         }
         self.instances[i] = Some(Instances {
             outputs: vec![None; items.len()],
@@ -215,7 +245,12 @@ impl Run {
         }
     }
 
-    fn queue_unit(&mut self, node: usize, instance: Option<usize>, resolved: Result<Resolved, NodeError>) {
+    fn queue_unit(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        resolved: Result<Resolved, NodeError>,
+    ) {
         match resolved {
             Ok(action) => self.unit_ready.push_back((node, instance, action)),
             Err(error) => self.finish_unit(UnitDone {
@@ -229,7 +264,9 @@ impl Run {
 
     fn launch(&mut self, running: &mut FuturesUnordered<BoxFuture<UnitDone>>) {
         while running.len() < self.plan.max_parallel {
-            let Some((node, instance, action)) = self.unit_ready.pop_front() else { break };
+            let Some((node, instance, action)) = self.unit_ready.pop_front() else {
+                break;
+            };
             if self.status[node] == NodeStatus::Pending {
                 self.set_status(node, NodeStatus::Running, None);
             }
@@ -245,11 +282,18 @@ impl Run {
     }
 
     fn finish_unit(&mut self, done: UnitDone) {
-        let UnitDone { node, instance, outcome, attempts } = done;
+        let UnitDone {
+            node,
+            instance,
+            outcome,
+            attempts,
+        } = done;
         self.attempts[node] += attempts;
         let Some(k) = instance else {
             return match outcome {
-                Outcome::Succeeded(value) => self.complete(node, NodeStatus::Succeeded, None, Some(value), None),
+                Outcome::Succeeded(value) => {
+                    self.complete(node, NodeStatus::Succeeded, None, Some(value), None)
+                }
                 Outcome::Failed(error) => self.fail(node, error),
                 Outcome::Cancelled => {
                     let reason = self.stop_reason();
@@ -257,7 +301,9 @@ impl Run {
                 }
             };
         };
-        let set = self.instances[node].as_mut().expect("instances exist for a for_each node");
+        let set = self.instances[node]
+            .as_mut()
+            .expect("instances exist for a for_each node");
         set.remaining -= 1;
         match outcome {
             Outcome::Succeeded(value) => set.outputs[k] = Some(value),
@@ -279,8 +325,18 @@ impl Run {
             let message = format!("item {k}: {}", error.message);
             self.fail(node, NodeError { message, ..error });
         } else {
-            let outputs = set.outputs.into_iter().map(|o| o.unwrap_or(Value::Null)).collect();
-            self.complete(node, NodeStatus::Succeeded, None, Some(Value::Array(outputs)), None);
+            let outputs = set
+                .outputs
+                .into_iter()
+                .map(|o| o.unwrap_or(Value::Null))
+                .collect();
+            self.complete(
+                node,
+                NodeStatus::Succeeded,
+                None,
+                Some(Value::Array(outputs)),
+                None,
+            );
         }
     }
 
@@ -305,13 +361,23 @@ impl Run {
                 node: &self.plan.nodes[i].id,
                 status,
                 reason: self.reason[i].as_deref(),
-                progress: Progress { done: self.done, total: self.plan.nodes.len() },
+                progress: Progress {
+                    done: self.done,
+                    total: self.plan.nodes.len(),
+                },
             });
         }
     }
 
     /// Records a node's terminal state and releases the nodes that were waiting on it.
-    fn complete(&mut self, i: usize, status: NodeStatus, reason: Option<String>, output: Option<Value>, error: Option<NodeError>) {
+    fn complete(
+        &mut self,
+        i: usize,
+        status: NodeStatus,
+        reason: Option<String>,
+        output: Option<Value>,
+        error: Option<NodeError>,
+    ) {
         self.outputs[i] = output;
         self.errors[i] = error;
         self.set_status(i, status, reason);
@@ -343,7 +409,10 @@ impl Run {
         let mut nodes = Map::new();
         for &r in reads {
             let mut entry = Map::new();
-            entry.insert("status".into(), Value::String(self.status[r].as_str().into()));
+            entry.insert(
+                "status".into(),
+                Value::String(self.status[r].as_str().into()),
+            );
             if let Some(output) = &self.outputs[r] {
                 entry.insert("output".into(), output.clone());
             }
@@ -370,7 +439,10 @@ impl Run {
             status = RunStatus::Failed;
             error = output_error;
         }
-        self.emit(Event::RunFinished { run_id: &self.run_id, status });
+        self.emit(Event::RunFinished {
+            run_id: &self.run_id,
+            status,
+        });
         self.report(status, output, error)
     }
 
@@ -458,7 +530,16 @@ async fn attempt_unit(
         stop: &stop,
         observer: observer.as_ref(),
     };
-    let origin = Origin { run_id: Some(&run_id), node_id: Some(&planned.id) };
-    let (outcome, attempts) = run_attempts(scope, |_| actions::perform(&env, &action, origin)).await;
-    UnitDone { node, instance, outcome, attempts }
+    let origin = Origin {
+        run_id: Some(&run_id),
+        node_id: Some(&planned.id),
+    };
+    let (outcome, attempts) =
+        run_attempts(scope, |_| actions::perform(&env, &action, origin)).await;
+    UnitDone {
+        node,
+        instance,
+        outcome,
+        attempts,
+    }
 }

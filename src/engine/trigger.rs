@@ -15,7 +15,10 @@ use super::definition::Trigger;
 use super::report::NodeStatus;
 
 /// `Ok` to run the node, or the reason it is skipped.
-pub fn verdict(trigger: Trigger, upstream: impl IntoIterator<Item = NodeStatus>) -> Result<(), &'static str> {
+pub fn verdict(
+    trigger: Trigger,
+    upstream: impl IntoIterator<Item = NodeStatus>,
+) -> Result<(), &'static str> {
     let (mut total, mut succeeded, mut failed, mut skipped) = (0, 0, 0, 0);
     for status in upstream {
         total += 1;
@@ -66,7 +69,12 @@ mod tests {
             (&[S, F, K], [up_failed, None, None, up_failed]),
             (&[S, C], [up_failed, None, None, up_failed]),
         ];
-        let rules = [Trigger::AllSuccess, Trigger::AllDone, Trigger::OneSuccess, Trigger::NoneFailed];
+        let rules = [
+            Trigger::AllSuccess,
+            Trigger::AllDone,
+            Trigger::OneSuccess,
+            Trigger::NoneFailed,
+        ];
         for (upstream, expected) in rows {
             for (rule, want) in rules.iter().zip(expected) {
                 let got = verdict(*rule, upstream.iter().copied()).err();
