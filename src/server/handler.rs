@@ -138,12 +138,19 @@ impl ServerHandler for Server {
                 cancel: context.ct.clone(),
                 ..RunOptions::default()
             };
+            let mut forwarder = None;
             if let Some(token) = context.meta.get_progress_token() {
-                options.observer = Some(progress::reporter(context.peer.clone(), token));
+                let (observer, task) = progress::reporter(context.peer.clone(), token);
+                options.observer = Some(observer);
+                forwarder = Some(task);
             }
             let reply =
                 workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
                     .await;
+            if let Some(task) = forwarder {
+                // The run and its observer are gone; wait for the last notifications.
+                let _ = task.await;
+            }
             return Ok(results::reply(reply).into());
         }
         Err(results::unknown_tool(name))

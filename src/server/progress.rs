@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::engine::observer::{Event, Observer};
 
@@ -44,11 +45,15 @@ impl Observer for Forward {
     }
 }
 
-/// An observer that reports progress to `peer` under `token`, and the task forwarding it
-/// (it ends when the observer is dropped).
-pub(super) fn reporter(peer: Peer<RoleServer>, token: ProgressToken) -> Arc<dyn Observer> {
+/// An observer that reports progress to `peer` under `token`, and the task forwarding it.
+/// The task ends once the observer is dropped and everything queued is sent: await it
+/// before answering the request, so that no notification follows the response.
+pub(super) fn reporter(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> (Arc<dyn Observer>, JoinHandle<()>) {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Update>();
-    tokio::spawn(async move {
+    let forwarder = tokio::spawn(async move {
         while let Some(mut update) = receiver.recv().await {
             while let Ok(newer) = receiver.try_recv() {
                 update = newer;
@@ -61,5 +66,5 @@ pub(super) fn reporter(peer: Peer<RoleServer>, token: ProgressToken) -> Arc<dyn 
             }
         }
     });
-    Arc::new(Forward(sender))
+    (Arc::new(Forward(sender)), forwarder)
 }

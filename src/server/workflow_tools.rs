@@ -104,9 +104,12 @@ fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Req
     let name = args
         .get("workflow")
         .and_then(|v| check.string(v, "workflow", 1, 64));
-    let definition = args
-        .get("definition")
-        .and_then(|v| check.object(v, "definition", &[]).map(|_| v));
+    let definition = args.get("definition").filter(|v| {
+        if !v.is_object() {
+            check.problem("definition", "must be an object (a workflow definition)");
+        }
+        v.is_object()
+    });
     let given = match args.get("inputs") {
         Some(Value::Object(map)) => map.clone(),
         Some(_) => {
