@@ -20,13 +20,22 @@ const SNAPSHOT: &str = concat!(
     "/tests/snapshots/tools_list.json"
 );
 
-const TOOL_NAMES: [&str; 5] = [
-    "add_task",
-    "list_tasks",
-    "complete_task",
-    "delete_task",
-    "search_tasks",
+/// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
+const TOOLS: [(&str, bool, bool); 7] = [
+    ("add_task", false, false),
+    ("list_tasks", true, false),
+    ("complete_task", false, false),
+    ("delete_task", false, true),
+    ("search_tasks", true, false),
+    ("list_workflows", true, false),
+    // A workflow may delete todos.
+    ("run_workflow", false, true),
 ];
+
+/// Input properties that are free-form objects by design: an inline workflow definition
+/// (checked by the workflow validator) and a workflow's inputs (checked against its own
+/// schema).
+const FREE_FORM_OBJECTS: [&str; 2] = ["run_workflow.definition", "run_workflow.inputs"];
 
 /// `value` with the keys of every object in sorted order, arrays kept as they are.
 fn sort_keys(value: &Value) -> Value {
@@ -89,11 +98,16 @@ async fn tools_list_matches_the_committed_snapshot() {
     }
 }
 
-/// Asserts `additionalProperties: false` on every object level of `schema`, returning how
-/// many object levels there were.
+/// Asserts `additionalProperties: false` on every object level of `schema` except the
+/// [`FREE_FORM_OBJECTS`], returning how many closed object levels there were.
 fn assert_closed_objects(schema: &Value, path: &str) -> usize {
-    let mut objects = 0;
     let is_object = schema["type"] == "object" || schema.get("properties").is_some();
+    if FREE_FORM_OBJECTS.contains(&path) {
+        assert!(is_object, "{path} is an object");
+        assert!(schema.get("properties").is_none(), "{path} is free-form");
+        return 0;
+    }
+    let mut objects = 0;
     if is_object {
         assert_eq!(
             schema.get("additionalProperties"),
@@ -120,22 +134,20 @@ async fn tools_list_publishes_closed_input_schemas_and_accurate_hints() {
     server.stop().await;
 
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, TOOL_NAMES);
-    for tool in &tools {
-        let name = tool["name"].as_str().unwrap();
+    let expected: Vec<&str> = TOOLS.iter().map(|(name, _, _)| *name).collect();
+    assert_eq!(names, expected);
+    for (tool, (name, read_only, destructive)) in tools.iter().zip(TOOLS) {
         let levels = assert_closed_objects(&tool["inputSchema"], name);
         let expected_levels = if name == "list_tasks" { 2 } else { 1 };
         assert_eq!(
             levels, expected_levels,
-            "object levels in {name}'s inputSchema"
+            "closed object levels in {name}'s inputSchema"
         );
 
         let hints = &tool["annotations"];
-        let read_only = matches!(name, "list_tasks" | "search_tasks");
         assert_eq!(hints["readOnlyHint"], read_only, "{name} readOnlyHint");
         assert_eq!(
-            hints["destructiveHint"],
-            name == "delete_task",
+            hints["destructiveHint"], destructive,
             "{name} destructiveHint"
         );
         assert_eq!(hints["openWorldHint"], false, "{name} openWorldHint");
@@ -515,9 +527,17 @@ async fn every_known_tool_call_appends_an_audit_row_with_raw_args_and_outcome() 
         assert!(pair[0].id < pair[1].id, "ids ascend");
         assert!(pair[0].at <= pair[1].at, "timestamps do not go back");
     }
+    // A direct tool call is a one-node run: its own run id, the tool as the node.
+    let mut run_ids = BTreeSet::new();
     for row in &rows {
         assert!(is_timestamp(&row.at), "{row:?}");
-        assert_eq!((&row.run_id, &row.node_id), (&None, &None), "{row:?}");
+        assert_eq!(row.node_id.as_deref(), Some(row.tool.as_str()), "{row:?}");
+        let run_id = row
+            .run_id
+            .as_deref()
+            .unwrap_or_else(|| panic!("no run id: {row:?}"));
+        assert_eq!(run_id.len(), 36, "a UUID: {row:?}");
+        assert!(run_ids.insert(run_id), "one run per call: {row:?}");
     }
 }
 
