@@ -1,0 +1,796 @@
+//! Semantic checks of a decoded workflow: tools exist, `needs` form a DAG, templates and
+//! expressions name only what exists and is upstream, inputs are consistent.
+//!
+//! Every check runs; all problems come back at once, each at its field's location.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
+use petgraph::algo::{DfsSpace, has_path_connecting, tarjan_scc};
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::{Map, Value};
+
+use super::definition::{ActionDef, InputDef, NodeDef, Problem, Problems, WorkflowDef};
+use super::template::{self, ROOTS};
+
+/// Limits that depend on where a definition comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_nodes: usize,
+    pub allow_write_file: bool,
+}
+
+impl Limits {
+    /// A workflow file under the workspace.
+    pub const FILE: Limits = Limits {
+        max_nodes: 10_000,
+        allow_write_file: true,
+    };
+    /// A definition passed inline in a tool call.
+    pub const INLINE: Limits = Limits {
+        max_nodes: 1_000,
+        allow_write_file: false,
+    };
+}
+
+/// The functions minijinja provides as globals; they may appear as variables.
+const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
+
+/// Checks `def`; `tool_exists` says whether a `tool` node's tool is registered.
+pub fn validate(
+    def: &WorkflowDef,
+    tool_exists: &dyn Fn(&str) -> bool,
+    limits: Limits,
+) -> Result<(), Problems> {
+    let mut check = Checker::new(def);
+    check.size(limits);
+    for node in def.nodes.values() {
+        check.action(node, tool_exists, limits);
+        check.needs(node);
+    }
+    check.cycles();
+    for node in def.nodes.values() {
+        check.node_references(node);
+    }
+    check.output_references();
+    for (name, input) in &def.inputs {
+        check.input_declaration(name, input);
+    }
+    match check.problems.is_empty() {
+        true => Ok(()),
+        false => Err(Problems(check.problems)),
+    }
+}
+
+/// What a template or expression may name where it appears.
+#[derive(Clone, Copy)]
+struct Scope<'d> {
+    /// The node it belongs to; `None` for the workflow's `output`.
+    node: Option<&'d NodeDef>,
+    /// Whether `item` and `index` exist there.
+    item: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Syntax {
+    Template,
+    Expression,
+}
+
+struct Checker<'d> {
+    def: &'d WorkflowDef,
+    problems: Vec<Problem>,
+    /// Edges run from a needed node to the node that needs it.
+    graph: DiGraph<usize, ()>,
+    space: DfsSpace<NodeIndex, <DiGraph<usize, ()> as petgraph::visit::Visitable>::Map>,
+}
+
+impl<'d> Checker<'d> {
+    fn new(def: &'d WorkflowDef) -> Checker<'d> {
+        let mut graph = DiGraph::new();
+        for index in 0..def.nodes.len() {
+            graph.add_node(index);
+        }
+        for (index, node) in def.nodes.values().enumerate() {
+            let known: HashSet<usize> = node
+                .needs
+                .iter()
+                .filter_map(|need| def.nodes.get_index_of(need))
+                .filter(|&need| need != index)
+                .collect();
+            for need in known {
+                graph.add_edge(NodeIndex::new(need), NodeIndex::new(index), ());
+            }
+        }
+        let space = DfsSpace::new(&graph);
+        Checker {
+            def,
+            problems: Vec::new(),
+            graph,
+            space,
+        }
+    }
+
+    fn report(&mut self, path: &str, message: impl Into<String>) {
+        self.problems
+            .push(self.def.locations.problem(path, message));
+    }
+
+    fn size(&mut self, limits: Limits) {
+        let count = self.def.nodes.len();
+        if count > limits.max_nodes {
+            let message = format!(
+                "too many nodes: {count}, at most {} allowed",
+                limits.max_nodes
+            );
+            self.report("nodes", message);
+        }
+    }
+
+    fn action(&mut self, node: &NodeDef, tool_exists: &dyn Fn(&str) -> bool, limits: Limits) {
+        match &node.action {
+            ActionDef::Tool { name, .. } if !tool_exists(name) => {
+                self.report(
+                    &format!("nodes.{}.tool", node.id),
+                    format!("unknown tool `{name}`"),
+                );
+            }
+            ActionDef::WriteFile { .. } if !limits.allow_write_file => {
+                let path = format!("nodes.{}.write_file", node.id);
+                self.report(&path, "write_file is not allowed in inline definitions");
+            }
+            _ => {}
+        }
+    }
+
+    fn needs(&mut self, node: &NodeDef) {
+        let mut seen = HashSet::new();
+        for (i, need) in node.needs.iter().enumerate() {
+            let path = format!("nodes.{}.needs[{i}]", node.id);
+            if need == &node.id {
+                self.report(&path, format!("`{need}` cannot need itself"));
+            } else if !self.def.nodes.contains_key(need) {
+                self.report(&path, format!("unknown node `{need}`"));
+            } else if !seen.insert(need) {
+                self.report(&path, format!("`{need}` is listed twice in needs"));
+            }
+        }
+    }
+}
+
+/// Cycles.
+impl Checker<'_> {
+    fn cycles(&mut self) {
+        let mut components: Vec<Vec<usize>> = tarjan_scc(&self.graph)
+            .into_iter()
+            .filter(|component| component.len() > 1)
+            .map(|component| component.into_iter().map(NodeIndex::index).collect())
+            .collect();
+        for component in &mut components {
+            component.sort_unstable();
+        }
+        components.sort_unstable();
+        for component in components {
+            let path = self.cycle_through(&component);
+            let ids: Vec<&str> = path
+                .iter()
+                .map(|&i| self.def.nodes[i].id.as_str())
+                .collect();
+            let message = format!(
+                "needs form a cycle: {} (each node needs the one before it)",
+                ids.join(" -> ")
+            );
+            self.report(&format!("nodes.{}.needs", ids[0]), message);
+        }
+    }
+
+    /// A shortest cycle through the first node of a strongly connected component,
+    /// as node indexes from that node back to it.
+    fn cycle_through(&self, component: &[usize]) -> Vec<usize> {
+        let members: HashSet<usize> = component.iter().copied().collect();
+        let start = component[0];
+        let mut parent: HashMap<usize, usize> = HashMap::new();
+        let mut queue = VecDeque::from([start]);
+        while let Some(at) = queue.pop_front() {
+            let mut next: Vec<usize> = self
+                .graph
+                .neighbors(NodeIndex::new(at))
+                .map(NodeIndex::index)
+                .filter(|n| members.contains(n))
+                .collect();
+            next.sort_unstable();
+            for n in next {
+                if n == start {
+                    let mut path = vec![at];
+                    while let Some(&before) = parent.get(&path[path.len() - 1]) {
+                        path.push(before);
+                    }
+                    path.reverse();
+                    path.push(start);
+                    return path;
+                }
+                if let Entry::Vacant(entry) = parent.entry(n) {
+                    entry.insert(at);
+                    queue.push_back(n);
+                }
+            }
+        }
+        vec![start, start]
+    }
+}
+
+/// Templates and expressions.
+impl<'d> Checker<'d> {
+    fn node_references(&mut self, node: &'d NodeDef) {
+        let id = &node.id;
+        let scope = Scope {
+            node: Some(node),
+            item: node.for_each.is_some(),
+        };
+        if let ActionDef::Tool { args, .. } = &node.action {
+            self.value(&format!("nodes.{id}.args"), args, scope);
+        }
+        for (field, text) in action_templates(&node.action) {
+            self.text(
+                &format!("nodes.{id}.{field}"),
+                text,
+                Syntax::Template,
+                scope,
+            );
+        }
+        if let Some(when) = &node.when {
+            self.text(&format!("nodes.{id}.when"), when, Syntax::Expression, scope);
+        }
+        if let Some(for_each) = &node.for_each {
+            let outer = Scope {
+                item: false,
+                ..scope
+            };
+            let path = format!("nodes.{id}.for_each");
+            self.text(&path, for_each, Syntax::Expression, outer);
+        }
+    }
+
+    fn output_references(&mut self) {
+        let scope = Scope {
+            node: None,
+            item: false,
+        };
+        for (name, expr) in &self.def.output {
+            self.text(&format!("output.{name}"), expr, Syntax::Expression, scope);
+        }
+    }
+
+    /// Every template string inside a JSON value (tool `args`).
+    fn value(&mut self, path: &str, value: &Value, scope: Scope<'d>) {
+        match value {
+            Value::String(text) if template::is_template(text) => {
+                self.text(path, text, Syntax::Template, scope);
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.value(&format!("{path}[{i}]"), item, scope);
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    self.value(&format!("{path}.{key}"), item, scope);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn text(&mut self, path: &str, text: &str, syntax: Syntax, scope: Scope<'d>) {
+        let references = match syntax {
+            Syntax::Template => template::template_references(text),
+            Syntax::Expression => template::expression_references(text),
+        };
+        let references = match references {
+            Ok(references) => references,
+            Err(error) => {
+                let kind = if syntax == Syntax::Template {
+                    "template"
+                } else {
+                    "expression"
+                };
+                return self.report(path, format!("{kind} syntax error: {error}"));
+            }
+        };
+        let messages: BTreeSet<String> = references
+            .iter()
+            .filter_map(|reference| self.reference(reference, path, scope))
+            .collect();
+        for message in messages {
+            self.report(path, message);
+        }
+    }
+
+    /// What is wrong with one dotted reference, if anything.
+    fn reference(&mut self, reference: &str, path: &str, scope: Scope<'d>) -> Option<String> {
+        let mut parts = reference.split('.');
+        let root = parts.next().unwrap_or_default();
+        match root {
+            "inputs" => {
+                let name = parts.next()?;
+                (!self.def.inputs.contains_key(name)).then(|| self.unknown_input(name))
+            }
+            "nodes" => self.node_reference(parts.next()?, parts.next(), scope),
+            "item" | "index" if !scope.item => Some(match scope.node {
+                Some(node) if node.for_each.is_some() => {
+                    format!("`{root}` is not available in `for_each` itself")
+                }
+                _ if path.starts_with("output.") => {
+                    format!("`{root}` is not available in `output`")
+                }
+                _ => format!("`{root}` is only available in a node with `for_each`"),
+            }),
+            _ if ROOTS.contains(&root) || GLOBALS.contains(&root) => None,
+            _ => Some(format!(
+                "unknown variable `{root}`; templates can use {}",
+                ROOTS.join(", ")
+            )),
+        }
+    }
+
+    fn unknown_input(&self, name: &str) -> String {
+        let declared: Vec<&str> = self.def.inputs.keys().map(String::as_str).collect();
+        match declared.is_empty() {
+            true => format!("unknown input `inputs.{name}`; this workflow declares no inputs"),
+            false => format!(
+                "unknown input `inputs.{name}`; declared inputs: {}",
+                declared.join(", ")
+            ),
+        }
+    }
+
+    fn node_reference(&mut self, id: &str, field: Option<&str>, scope: Scope) -> Option<String> {
+        let Some(target) = self.def.nodes.get_index_of(id) else {
+            return Some(format!("unknown node `nodes.{id}`"));
+        };
+        if let Some(field) = field.filter(|field| !matches!(*field, "output" | "status")) {
+            return Some(format!(
+                "unknown field `nodes.{id}.{field}`; a node has `output` and `status`"
+            ));
+        }
+        let node = scope.node?;
+        if node.id == id {
+            return Some(format!("`{id}` cannot refer to itself"));
+        }
+        if node.needs.iter().any(|need| need == id) {
+            return None;
+        }
+        let here = self.def.nodes.get_index_of(&node.id)?;
+        let (from, to) = (NodeIndex::new(target), NodeIndex::new(here));
+        if has_path_connecting(&self.graph, from, to, Some(&mut self.space)) {
+            return None;
+        }
+        Some(format!(
+            "`nodes.{id}` is not upstream of `{}`: add it to needs",
+            node.id
+        ))
+    }
+}
+
+/// Declared inputs.
+impl Checker<'_> {
+    fn input_declaration(&mut self, name: &str, input: &InputDef) {
+        let path = format!("inputs.{name}");
+        let type_name = input.kind.name();
+        for (i, choice) in input.choices.iter().flatten().enumerate() {
+            if !input.kind.matches(choice) {
+                let message = format!("enum value {choice} is not of type {type_name}");
+                self.report(&format!("{path}.enum[{i}]"), message);
+            }
+        }
+        let Some(default) = &input.default else {
+            return;
+        };
+        let at = format!("{path}.default");
+        if !input.kind.matches(default) {
+            self.report(
+                &at,
+                format!("the default {default} is not of type {type_name}"),
+            );
+        } else if let Some(choices) = input.choices.as_ref().filter(|c| !c.contains(default)) {
+            let message = format!("the default {default} is not one of {}", show(choices));
+            self.report(&at, message);
+        }
+    }
+}
+
+/// The template fields of an action other than tool `args`, by their path in the node.
+fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
+    match action {
+        ActionDef::Render { template } => vec![("render", template)],
+        ActionDef::WriteFile { path, content, .. } => {
+            vec![("write_file.path", path), ("write_file.content", content)]
+        }
+        ActionDef::Input { message, .. } => vec![("input.message", message)],
+        ActionDef::Sample { prompt, system, .. } => {
+            let mut fields = vec![("sample.prompt", prompt.as_str())];
+            fields.extend(system.as_deref().map(|system| ("sample.system", system)));
+            fields
+        }
+        ActionDef::Tool { .. } | ActionDef::Wait { .. } => vec![],
+    }
+}
+
+fn show(values: &[Value]) -> String {
+    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+    shown.join(", ")
+}
+
+/// Checks the inputs given to a run against the declarations and fills in defaults.
+///
+/// The result names every declared input; an optional input without a default that was
+/// not given is `null`, so templates can test for it. A given `null` counts as absent.
+pub fn check_inputs(
+    def: &WorkflowDef,
+    given: &Map<String, Value>,
+) -> Result<Map<String, Value>, Problems> {
+    let locations = &def.locations;
+    let mut problems = Vec::new();
+    for name in given.keys().filter(|name| !def.inputs.contains_key(*name)) {
+        let declared: Vec<&str> = def.inputs.keys().map(String::as_str).collect();
+        let message = match declared.is_empty() {
+            true => format!("unknown input `{name}`; this workflow takes no inputs"),
+            false => format!(
+                "unknown input `{name}`; declared inputs: {}",
+                declared.join(", ")
+            ),
+        };
+        problems.push(locations.problem(&format!("inputs.{name}"), message));
+    }
+    let mut complete = Map::new();
+    for (name, input) in &def.inputs {
+        let path = format!("inputs.{name}");
+        let value = given.get(name).filter(|value| !value.is_null());
+        match given_input(name, input, value) {
+            Ok(value) => {
+                complete.insert(name.clone(), value);
+            }
+            Err(message) => problems.push(locations.problem(&path, message)),
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(complete),
+        false => Err(Problems(problems)),
+    }
+}
+
+/// The value of one input, or what is wrong with it.
+fn given_input(name: &str, input: &InputDef, value: Option<&Value>) -> Result<Value, String> {
+    let Some(value) = value else {
+        if input.required {
+            return Err(format!("the required input `{name}` is missing"));
+        }
+        return Ok(input.default.clone().unwrap_or(Value::Null));
+    };
+    if !input.kind.matches(value) {
+        let type_name = input.kind.name();
+        return Err(format!(
+            "input `{name}` must be of type {type_name}, got {value}"
+        ));
+    }
+    if let Some(choices) = input.choices.as_ref().filter(|c| !c.contains(value)) {
+        return Err(format!(
+            "input `{name}` must be one of {}, got {value}",
+            show(choices)
+        ));
+    }
+    Ok(value.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::loader::{parse_json, parse_toml};
+    use serde_json::json;
+
+    fn def(text: &str) -> WorkflowDef {
+        parse_toml("wf/x.toml", "x", text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn known(name: &str) -> bool {
+        matches!(name, "add_task" | "list_tasks")
+    }
+
+    fn problems(text: &str) -> Vec<String> {
+        match validate(&def(text), &known, Limits::FILE) {
+            Ok(()) => panic!("expected problems"),
+            Err(problems) => problems.0.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    fn assert_reported(problems: &[String], needle: &str) {
+        assert!(
+            problems.iter().any(|p| p.contains(needle)),
+            "no problem contains {needle:?}:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    const VALID: &str = r#"
+[inputs.title]
+type = "string"
+required = true
+[inputs.count]
+type = "integer"
+default = 2
+enum = [1, 2, 3]
+
+[nodes.plan]
+tool = "list_tasks"
+args = { limit = "{{ inputs.count }}", tags = ["{{ run.id }}", "x"] }
+
+[nodes.create]
+tool = "add_task"
+args = { title = "Release {{ inputs.title }} {{ nodes.plan.status }}" }
+needs = ["plan"]
+when = "inputs.title != ''"
+
+[nodes.each]
+render = "{{ index }}: {{ item.title }} after {{ nodes.plan.output | length }}"
+needs = ["create"]
+for_each = "nodes.plan.output.items"
+
+[nodes.note]
+write_file = { path = "notes/{{ inputs.title }}.md", content = "{% for t in nodes.each.output %}{{ t }}{% endfor %}" }
+needs = ["each"]
+
+[output]
+todo = "nodes.create.output"
+all = "[nodes.each.output, range(3), inputs]"
+"#;
+
+    #[test]
+    fn a_consistent_workflow_passes() {
+        validate(&def(VALID), &known, Limits::FILE).unwrap();
+    }
+
+    #[test]
+    fn an_unknown_tool_is_reported_at_the_tool_field() {
+        let text = "\n[nodes.create]\ntool = \"add_tsk\"\n";
+        let error = validate(&def(text), &known, Limits::FILE).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wf/x.toml:3:8: nodes.create.tool: unknown tool `add_tsk`"
+        );
+    }
+
+    #[test]
+    fn several_problems_print_one_per_line() {
+        let text = "[nodes.a]\ntool = \"nope\"\n[nodes.b]\nrender = \"{{ inputs.x }}\"\nneeds = [\"zz\"]\n";
+        let error = validate(&def(text), &known, Limits::FILE).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wf/x.toml:2:8: nodes.a.tool: unknown tool `nope`\n\
+             wf/x.toml:5:10: nodes.b.needs[0]: unknown node `zz`\n\
+             wf/x.toml:4:10: nodes.b.render: unknown input `inputs.x`; this workflow declares no inputs"
+        );
+    }
+
+    #[test]
+    fn too_many_nodes_are_refused() {
+        let text = "[nodes.a]\nrender = 'a'\n[nodes.b]\nrender = 'b'\n[nodes.c]\nrender = 'c'\n";
+        let limits = Limits {
+            max_nodes: 2,
+            ..Limits::FILE
+        };
+        let error = validate(&def(text), &known, limits).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wf/x.toml:1:2: nodes: too many nodes: 3, at most 2 allowed"
+        );
+        validate(&def(text), &known, Limits::FILE).unwrap();
+    }
+
+    #[test]
+    fn write_file_is_refused_inline_only() {
+        let value = json!({ "nodes": { "w": { "write_file": { "path": "a", "content": "b" } } } });
+        let inline = parse_json(&value).unwrap();
+        let error = validate(&inline, &known, Limits::INLINE).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "inline: nodes.w.write_file: write_file is not allowed in inline definitions"
+        );
+        validate(&inline, &known, Limits::FILE).unwrap();
+    }
+
+    #[test]
+    fn needs_must_name_other_existing_nodes_once() {
+        let text =
+            "[nodes.a]\nrender = 'a'\n[nodes.b]\nrender = 'b'\nneeds = ['a', 'b', 'ghost', 'a']\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:5:15: nodes.b.needs[1]: `b` cannot need itself",
+                "wf/x.toml:5:20: nodes.b.needs[2]: unknown node `ghost`",
+                "wf/x.toml:5:29: nodes.b.needs[3]: `a` is listed twice in needs",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cycle_is_named_by_its_path() {
+        let text = "[nodes.a]\nrender = 'a'\nneeds = ['c']\n[nodes.b]\nrender = 'b'\nneeds = ['a']\n\
+                    [nodes.c]\nrender = 'c'\nneeds = ['b']\n[nodes.d]\nrender = 'd'\nneeds = ['a']\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:3:9: nodes.a.needs: needs form a cycle: a -> b -> c -> a \
+              (each node needs the one before it)"
+            ]
+        );
+    }
+
+    #[test]
+    fn each_cycle_is_reported_with_a_shortest_path() {
+        let text = "[nodes.x]\nrender = 'x'\nneeds = ['y']\n[nodes.y]\nrender = 'y'\nneeds = ['x']\n\
+                    [nodes.p]\nrender = 'p'\nneeds = ['r', 'q']\n[nodes.q]\nrender = 'q'\nneeds = ['p']\n\
+                    [nodes.r]\nrender = 'r'\nneeds = ['q']\n";
+        let found = problems(text);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_reported(&found, "nodes.x.needs: needs form a cycle: x -> y -> x");
+        assert_reported(&found, "nodes.p.needs: needs form a cycle: p -> q -> p");
+    }
+
+    #[test]
+    fn syntax_errors_in_templates_and_expressions_are_reported() {
+        let text = "[nodes.a]\ntool = 'add_task'\nargs = { t = ['{{ inputs. }}'] }\nwhen = 'a ==== b'\n\
+                    [output]\nx = '{{ nodes.a.output }}'\n";
+        let found = problems(text);
+        assert_reported(
+            &found,
+            "wf/x.toml:3:15: nodes.a.args.t[0]: template syntax error: syntax error",
+        );
+        assert_reported(
+            &found,
+            "wf/x.toml:4:8: nodes.a.when: expression syntax error: syntax error",
+        );
+        assert_reported(&found, "output.x: expression syntax error");
+        assert_eq!(found.len(), 3, "{found:#?}");
+    }
+
+    #[test]
+    fn references_must_name_declared_inputs_and_existing_nodes() {
+        let text = "[inputs.title]\ntype = 'string'\n[nodes.a]\n\
+                    sample = { prompt = '{{ inputs.titel }}', system = '{{ nodes.ghost.output }}' }\n\
+                    [output]\nr = 'nodes.nobody.status'\n";
+        let found = problems(text);
+        assert_reported(
+            &found,
+            "nodes.a.sample.prompt: unknown input `inputs.titel`; declared inputs: title",
+        );
+        assert_reported(&found, "nodes.a.sample.system: unknown node `nodes.ghost`");
+        assert_reported(&found, "output.r: unknown node `nodes.nobody`");
+        assert_eq!(found.len(), 3, "{found:#?}");
+    }
+
+    #[test]
+    fn a_referenced_node_must_be_upstream() {
+        let text = "[nodes.a]\nrender = 'a'\n[nodes.b]\nrender = 'b'\nneeds = ['a']\n\
+                    [nodes.c]\ninput = { message = '{{ nodes.a.output }} {{ nodes.d.output }}' }\nneeds = ['b']\n\
+                    [nodes.d]\nrender = '{{ nodes.d.status }}'\n[output]\nall = 'nodes.d.output'\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:7:21: nodes.c.input.message: `nodes.d` is not upstream of `c`: add it to needs",
+                "wf/x.toml:10:10: nodes.d.render: `d` cannot refer to itself",
+            ]
+        );
+    }
+
+    #[test]
+    fn item_and_index_exist_only_inside_a_for_each_node() {
+        let text = "[nodes.a]\nrender = '{{ item }}'\nwhen = 'index > 0'\n\
+                    [nodes.b]\nrender = '{{ item.x }} {{ index }}'\nwhen = 'item.ok'\nfor_each = 'item.list'\n\
+                    [output]\nx = 'item'\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:2:10: nodes.a.render: `item` is only available in a node with `for_each`",
+                "wf/x.toml:3:8: nodes.a.when: `index` is only available in a node with `for_each`",
+                "wf/x.toml:7:12: nodes.b.for_each: `item` is not available in `for_each` itself",
+                "wf/x.toml:9:5: output.x: `item` is not available in `output`",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_roots_and_node_fields_are_refused() {
+        let text = "[nodes.a]\nrender = 'a'\n[nodes.b]\nneeds = ['a']\n\
+                    render = '{{ input.title }} {{ nodes.a.result }} {{ run.id }} {{ dict(x=1) }}'\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:5:10: nodes.b.render: unknown field `nodes.a.result`; a node has `output` and `status`",
+                "wf/x.toml:5:10: nodes.b.render: unknown variable `input`; templates can use inputs, nodes, run, item, index",
+            ]
+        );
+    }
+
+    #[test]
+    fn input_defaults_and_enums_must_match_the_type() {
+        let text = "[inputs.n]\ntype = 'integer'\ndefault = 1.5\n[inputs.level]\ntype = 'string'\n\
+                    enum = ['low', 3]\ndefault = 'high'\n[nodes.a]\nrender = 'a'\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:3:11: inputs.n.default: the default 1.5 is not of type integer",
+                "wf/x.toml:6:16: inputs.level.enum[1]: enum value 3 is not of type string",
+                "wf/x.toml:7:11: inputs.level.default: the default \"high\" is not one of \"low\", 3",
+            ]
+        );
+    }
+
+    #[test]
+    fn given_inputs_are_checked_and_completed() {
+        let def = def(VALID);
+        let given = json!({ "title": "v1" });
+        let complete = check_inputs(&def, given.as_object().unwrap()).unwrap();
+        assert_eq!(
+            Value::Object(complete),
+            json!({ "title": "v1", "count": 2 })
+        );
+        let given = json!({ "title": "v1", "count": 3 });
+        let complete = check_inputs(&def, given.as_object().unwrap()).unwrap();
+        assert_eq!(
+            Value::Object(complete),
+            json!({ "title": "v1", "count": 3 })
+        );
+    }
+
+    #[test]
+    fn given_inputs_report_every_problem() {
+        let def = def(VALID);
+        let given = json!({ "count": 2.0, "extra": true });
+        let error = check_inputs(&def, given.as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wf/x.toml:2:2: inputs.extra: unknown input `extra`; declared inputs: title, count\n\
+             wf/x.toml:2:9: inputs.title: the required input `title` is missing\n\
+             wf/x.toml:5:9: inputs.count: input `count` must be of type integer, got 2.0"
+        );
+        let given = json!({ "title": 5, "count": 7 });
+        let error = check_inputs(&def, given.as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wf/x.toml:2:9: inputs.title: input `title` must be of type string, got 5\n\
+             wf/x.toml:5:9: inputs.count: input `count` must be one of 1, 2, 3, got 7"
+        );
+    }
+
+    #[test]
+    fn absent_optional_inputs_are_null_and_given_null_counts_as_absent() {
+        let value = json!({
+            "inputs": { "note": { "type": "string" }, "must": { "type": "boolean", "required": true } },
+            "nodes": { "a": { "render": "{{ inputs.note }}" } }
+        });
+        let def = parse_json(&value).unwrap();
+        let given = json!({ "must": false, "note": null });
+        let complete = check_inputs(&def, given.as_object().unwrap()).unwrap();
+        assert_eq!(
+            Value::Object(complete),
+            json!({ "note": null, "must": false })
+        );
+        let error = check_inputs(&def, json!({ "must": null }).as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "inline: inputs.must: the required input `must` is missing"
+        );
+        let error =
+            check_inputs(&def, json!({ "must": true, "x": 1 }).as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "inline: inputs.x: unknown input `x`; declared inputs: note, must"
+        );
+    }
+}
