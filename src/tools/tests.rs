@@ -1,0 +1,981 @@
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::validate::{MAX_SAFE_INTEGER, is_calendar_date};
+use super::{
+    ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
+    search_tasks,
+};
+use crate::store::{AuditRow, Store, TodoFilter, TodoStatus};
+
+/// The byte cap on recorded audit arguments, as documented on `store::audit::AUDIT_ARGS_CAP`.
+const AUDIT_ARGS_CAP: usize = 4096;
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("test arguments must be an object, got {other}"),
+    }
+}
+
+fn wire(text: &str) -> Map<String, Value> {
+    serde_json::from_str(text).expect("test arguments are valid JSON objects")
+}
+
+/// The fields an `invalid_input` error names, in the order they were reported.
+fn problem_fields<T: std::fmt::Debug>(result: Result<T, ToolError>) -> Vec<String> {
+    let error = match result {
+        Ok(value) => panic!("expected invalid_input, got Ok({value:?})"),
+        Err(error) => error,
+    };
+    assert_eq!(error.code, ErrorCode::InvalidInput, "{error}");
+    let list = error
+        .message
+        .strip_prefix("invalid arguments: ")
+        .unwrap_or_else(|| panic!("unexpected message shape: {}", error.message));
+    list.split("; ")
+        .map(|problem| {
+            problem
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("problem without a rule: {problem}"))
+                .0
+                .to_owned()
+        })
+        .collect()
+}
+
+fn add(value: Value) -> Result<crate::store::NewTodo, ToolError> {
+    add_task::parse(&args(value))
+}
+
+fn search(value: Value) -> Result<String, ToolError> {
+    search_tasks::parse(&args(value))
+}
+
+fn list(value: Value) -> Result<TodoFilter, ToolError> {
+    list_tasks::parse(&args(value))
+}
+
+fn tools() -> Tools {
+    Tools::new(Store::open_in_memory().expect("an in-memory store opens"))
+}
+
+fn invoke(tools: &Tools, name: &str, value: Value) -> Result<Value, ToolError> {
+    tools
+        .invoke(name, &args(value), Origin::default())
+        .unwrap_or_else(|| panic!("{name} is a known tool"))
+}
+
+fn audit(tools: &Tools) -> Vec<AuditRow> {
+    tools.store().audit_rows().expect("the audit log reads")
+}
+
+// ---- title and query lengths, in UTF-16 code units ----
+
+#[test]
+fn title_of_200_ascii_characters_is_accepted() {
+    let title = "a".repeat(200);
+    assert_eq!(add(json!({ "title": title })).unwrap().title, title);
+}
+
+#[test]
+fn title_of_201_utf16_units_is_rejected() {
+    let result = add(json!({ "title": "a".repeat(201) }));
+    assert_eq!(problem_fields(result), ["title"]);
+}
+
+#[test]
+fn title_length_error_reports_the_unit_count() {
+    let error = add(json!({ "title": "a".repeat(201) })).unwrap_err();
+    assert!(error.message.contains("(got 201)"), "{}", error.message);
+}
+
+#[test]
+fn title_of_100_emoji_is_200_units_and_accepted() {
+    let title = "😀".repeat(100);
+    assert_eq!(add(json!({ "title": title })).unwrap().title, title);
+}
+
+#[test]
+fn title_of_100_emoji_and_one_letter_is_201_units_and_rejected() {
+    let title = format!("{}a", "😀".repeat(100));
+    assert_eq!(problem_fields(add(json!({ "title": title }))), ["title"]);
+}
+
+#[test]
+fn title_of_200_characters_ending_in_an_emoji_is_rejected() {
+    let title = format!("{}😀", "a".repeat(199));
+    assert_eq!(title.chars().count(), 200);
+    assert_eq!(problem_fields(add(json!({ "title": title }))), ["title"]);
+}
+
+#[test]
+fn title_with_combining_marks_counts_each_mark_as_a_unit() {
+    let accepted = "e\u{301}".repeat(100);
+    assert_eq!(add(json!({ "title": accepted })).unwrap().title, accepted);
+    let rejected = format!("{}a", "e\u{301}".repeat(100));
+    assert_eq!(problem_fields(add(json!({ "title": rejected }))), ["title"]);
+}
+
+#[test]
+fn title_of_200_precomposed_accented_letters_is_accepted() {
+    let title = "\u{e9}".repeat(200);
+    assert_eq!(title.len(), 400);
+    assert_eq!(add(json!({ "title": title })).unwrap().title, title);
+}
+
+#[test]
+fn empty_title_is_rejected() {
+    assert_eq!(problem_fields(add(json!({ "title": "" }))), ["title"]);
+}
+
+#[test]
+fn missing_title_is_rejected_as_required() {
+    let error = add(json!({})).unwrap_err();
+    assert!(
+        error.message.contains("title: is required"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn non_string_title_is_rejected() {
+    for title in [json!(5), json!(null), json!(["a"]), json!({ "text": "a" })] {
+        assert_eq!(problem_fields(add(json!({ "title": title }))), ["title"]);
+    }
+}
+
+#[test]
+fn query_of_200_ascii_characters_is_accepted() {
+    let query = "q".repeat(200);
+    assert_eq!(search(json!({ "query": query })).unwrap(), query);
+}
+
+#[test]
+fn query_of_201_utf16_units_is_rejected() {
+    let result = search(json!({ "query": "q".repeat(201) }));
+    assert_eq!(problem_fields(result), ["query"]);
+}
+
+#[test]
+fn query_of_100_emoji_is_accepted_and_one_more_letter_is_rejected() {
+    let query = "😀".repeat(100);
+    assert_eq!(search(json!({ "query": query })).unwrap(), query);
+    let result = search(json!({ "query": format!("{query}a") }));
+    assert_eq!(problem_fields(result), ["query"]);
+}
+
+#[test]
+fn query_with_combining_marks_counts_each_mark_as_a_unit() {
+    let accepted = "e\u{301}".repeat(100);
+    assert_eq!(search(json!({ "query": accepted })).unwrap(), accepted);
+    let result = search(json!({ "query": format!("{accepted}a") }));
+    assert_eq!(problem_fields(result), ["query"]);
+}
+
+#[test]
+fn empty_missing_or_non_string_query_is_rejected() {
+    assert_eq!(problem_fields(search(json!({ "query": "" }))), ["query"]);
+    assert_eq!(problem_fields(search(json!({}))), ["query"]);
+    assert_eq!(problem_fields(search(json!({ "query": 1 }))), ["query"]);
+}
+
+// ---- dates ----
+
+#[test]
+fn leap_day_in_a_leap_year_is_a_calendar_date() {
+    assert!(is_calendar_date("2024-02-29"));
+}
+
+#[test]
+fn leap_day_in_a_common_year_is_not_a_calendar_date() {
+    assert!(!is_calendar_date("2023-02-29"));
+}
+
+#[test]
+fn leap_day_in_a_century_not_divisible_by_400_is_rejected() {
+    assert!(!is_calendar_date("1900-02-29"));
+}
+
+#[test]
+fn leap_day_in_a_century_divisible_by_400_is_accepted() {
+    assert!(is_calendar_date("2000-02-29"));
+}
+
+#[test]
+fn month_13_and_month_00_are_rejected() {
+    assert!(!is_calendar_date("2026-13-01"));
+    assert!(!is_calendar_date("2026-00-01"));
+    assert!(is_calendar_date("2026-12-01"));
+    assert!(is_calendar_date("2026-01-01"));
+}
+
+#[test]
+fn day_00_and_days_past_the_end_of_the_month_are_rejected() {
+    assert!(!is_calendar_date("2026-01-00"));
+    assert!(!is_calendar_date("2026-01-32"));
+    assert!(is_calendar_date("2026-01-31"));
+    assert!(!is_calendar_date("2026-04-31"));
+    assert!(is_calendar_date("2026-04-30"));
+    assert!(!is_calendar_date("2026-02-30"));
+    assert!(is_calendar_date("2026-02-28"));
+}
+
+#[test]
+fn dates_without_zero_padding_are_rejected() {
+    assert!(!is_calendar_date("2026-1-1"));
+    assert!(!is_calendar_date("2026-01-1"));
+    assert!(!is_calendar_date("2026-1-01"));
+    assert!(!is_calendar_date("226-01-01"));
+}
+
+#[test]
+fn empty_string_is_not_a_date() {
+    assert!(!is_calendar_date(""));
+}
+
+#[test]
+fn dates_with_surrounding_spaces_are_rejected() {
+    assert!(!is_calendar_date(" 2026-01-01"));
+    assert!(!is_calendar_date("2026-01-01 "));
+    assert!(!is_calendar_date(" 2026-01-01 "));
+}
+
+#[test]
+fn full_width_digits_are_rejected() {
+    assert!(!is_calendar_date("２０２６-０１-０１"));
+    assert!(!is_calendar_date("２026-01-01"));
+    assert_eq!("２6-01-01".len(), 10);
+    assert!(!is_calendar_date("２6-01-01"));
+}
+
+#[test]
+fn other_separators_and_trailing_parts_are_rejected() {
+    assert!(!is_calendar_date("2026/01/01"));
+    assert!(!is_calendar_date("2026-01-01T00:00:00Z"));
+    assert!(!is_calendar_date("+026-01-01"));
+    assert!(!is_calendar_date("2026-0a-01"));
+}
+
+#[test]
+fn add_task_keeps_a_valid_due_date() {
+    let new = add(json!({ "title": "t", "due": "2024-02-29" })).unwrap();
+    assert_eq!(new.due.as_deref(), Some("2024-02-29"));
+}
+
+#[test]
+fn add_task_rejects_invalid_due_dates() {
+    for due in [
+        json!("2023-02-29"),
+        json!("1900-02-29"),
+        json!("2026-13-01"),
+        json!("2026-01-00"),
+        json!("2026-1-1"),
+        json!("2026-01-1"),
+        json!(""),
+        json!(" 2026-01-01"),
+        json!("2026-01-01 "),
+        json!("２０２６-０１-０１"),
+        json!(20260101),
+        json!(null),
+        json!(true),
+    ] {
+        let result = add(json!({ "title": "t", "due": due }));
+        assert_eq!(problem_fields(result), ["due"], "due = {due}");
+    }
+}
+
+// ---- tags ----
+
+#[test]
+fn ten_tags_are_accepted() {
+    let tags: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    assert_eq!(
+        add(json!({ "title": "t", "tags": tags })).unwrap().tags,
+        tags
+    );
+}
+
+#[test]
+fn eleven_tags_are_rejected() {
+    let tags: Vec<String> = (0..11).map(|i| format!("t{i}")).collect();
+    let result = add(json!({ "title": "t", "tags": tags }));
+    assert_eq!(problem_fields(result), ["tags"]);
+}
+
+#[test]
+fn tag_of_40_units_is_accepted_and_41_rejected() {
+    let tag = "x".repeat(40);
+    assert_eq!(
+        add(json!({ "title": "t", "tags": [tag] })).unwrap().tags,
+        [tag]
+    );
+    let result = add(json!({ "title": "t", "tags": ["ok", "x".repeat(41)] }));
+    assert_eq!(problem_fields(result), ["tags[1]"]);
+}
+
+#[test]
+fn tag_of_20_emoji_is_accepted_and_one_more_letter_rejected() {
+    let tag = "😀".repeat(20);
+    let tags = add(json!({ "title": "t", "tags": [tag] })).unwrap().tags;
+    assert_eq!(tags, [tag.as_str()]);
+    let result = add(json!({ "title": "t", "tags": [format!("{tag}a")] }));
+    assert_eq!(problem_fields(result), ["tags[0]"]);
+}
+
+#[test]
+fn empty_tag_is_rejected() {
+    let result = add(json!({ "title": "t", "tags": ["a", ""] }));
+    assert_eq!(problem_fields(result), ["tags[1]"]);
+}
+
+#[test]
+fn non_string_tags_are_rejected_by_position() {
+    let result = add(json!({ "title": "t", "tags": [1, "ok", null, ["x"]] }));
+    assert_eq!(problem_fields(result), ["tags[0]", "tags[2]", "tags[3]"]);
+}
+
+#[test]
+fn tags_that_are_not_an_array_are_rejected() {
+    for tags in [json!("work"), json!({ "0": "work" }), json!(3), json!(null)] {
+        let result = add(json!({ "title": "t", "tags": tags }));
+        assert_eq!(problem_fields(result), ["tags"], "tags = {tags}");
+    }
+}
+
+#[test]
+fn empty_tag_list_is_accepted() {
+    assert!(
+        add(json!({ "title": "t", "tags": [] }))
+            .unwrap()
+            .tags
+            .is_empty()
+    );
+}
+
+// ---- ids ----
+
+fn complete(value: Value) -> Result<i64, ToolError> {
+    complete_task::parse(&args(value))
+}
+
+fn delete_with_id(id: Value) -> Result<i64, ToolError> {
+    delete_task::parse(&args(json!({ "id": id, "confirm": true })))
+}
+
+#[test]
+fn id_of_one_is_accepted() {
+    assert_eq!(complete(json!({ "id": 1 })).unwrap(), 1);
+    assert_eq!(delete_with_id(json!(1)).unwrap(), 1);
+}
+
+#[test]
+fn id_of_max_safe_integer_is_accepted() {
+    assert_eq!(
+        complete(json!({ "id": MAX_SAFE_INTEGER })).unwrap(),
+        MAX_SAFE_INTEGER
+    );
+    assert_eq!(
+        delete_with_id(json!(9_007_199_254_740_991_i64)).unwrap(),
+        9_007_199_254_740_991
+    );
+}
+
+#[test]
+fn id_with_a_zero_fraction_counts_as_an_integer() {
+    assert_eq!(complete_task::parse(&wire(r#"{"id": 1.0}"#)).unwrap(), 1);
+    assert_eq!(
+        delete_task::parse(&wire(r#"{"id": 42.0, "confirm": true}"#)).unwrap(),
+        42
+    );
+    assert_eq!(
+        complete_task::parse(&wire(r#"{"id": 9007199254740991.0}"#)).unwrap(),
+        MAX_SAFE_INTEGER
+    );
+}
+
+#[test]
+fn ids_that_are_not_positive_safe_integers_are_rejected() {
+    for text in [
+        "1.5",
+        "\"1\"",
+        "0",
+        "0.0",
+        "-0.0",
+        "-1",
+        "-1.0",
+        "9007199254740992",
+        "9007199254740992.0",
+        "18446744073709551615",
+        "1e300",
+        "-1e300",
+        "null",
+        "true",
+        "[1]",
+        "{\"id\": 1}",
+    ] {
+        let result = complete_task::parse(&wire(&format!(r#"{{"id": {text}}}"#)));
+        assert_eq!(problem_fields(result), ["id"], "complete_task id = {text}");
+        let result = delete_task::parse(&wire(&format!(r#"{{"id": {text}, "confirm": true}}"#)));
+        assert_eq!(problem_fields(result), ["id"], "delete_task id = {text}");
+    }
+}
+
+#[test]
+fn missing_id_is_rejected_as_required() {
+    let error = complete(json!({})).unwrap_err();
+    assert!(
+        error.message.contains("id: is required"),
+        "{}",
+        error.message
+    );
+    let result = delete_task::parse(&args(json!({ "confirm": true })));
+    assert_eq!(problem_fields(result), ["id"]);
+}
+
+// ---- confirm ----
+
+#[test]
+fn delete_with_confirm_true_is_accepted() {
+    assert_eq!(delete_with_id(json!(7)).unwrap(), 7);
+}
+
+#[test]
+fn confirm_other_than_the_boolean_true_is_rejected() {
+    for confirm in [
+        json!("true"),
+        json!(1),
+        json!(false),
+        json!(null),
+        json!([true]),
+    ] {
+        let result = delete_task::parse(&args(json!({ "id": 1, "confirm": confirm })));
+        assert_eq!(problem_fields(result), ["confirm"], "confirm = {confirm}");
+    }
+}
+
+#[test]
+fn missing_confirm_is_rejected_as_required() {
+    let error = delete_task::parse(&args(json!({ "id": 1 }))).unwrap_err();
+    assert!(
+        error.message.contains("confirm: is required"),
+        "{}",
+        error.message
+    );
+}
+
+// ---- unknown properties ----
+
+#[test]
+fn unknown_top_level_properties_are_rejected_in_every_tool() {
+    assert_eq!(
+        problem_fields(add(json!({ "title": "t", "priority": 1 }))),
+        ["priority"]
+    );
+    assert_eq!(problem_fields(list(json!({ "limit": 5 }))), ["limit"]);
+    assert_eq!(
+        problem_fields(complete(json!({ "id": 1, "force": true }))),
+        ["force"]
+    );
+    assert_eq!(
+        problem_fields(delete_task::parse(&args(
+            json!({ "id": 1, "confirm": true, "cascade": true })
+        ))),
+        ["cascade"]
+    );
+    assert_eq!(
+        problem_fields(search(json!({ "query": "q", "regex": true }))),
+        ["regex"]
+    );
+}
+
+#[test]
+fn unknown_property_nested_in_filter_is_rejected() {
+    let result = list(json!({ "filter": { "status": "open", "extra": 1 } }));
+    assert_eq!(problem_fields(result), ["filter.extra"]);
+}
+
+#[test]
+fn proto_key_at_the_top_level_is_rejected() {
+    let mut map = Map::new();
+    map.insert("title".to_owned(), json!("t"));
+    map.insert("__proto__".to_owned(), json!({ "admin": true }));
+    assert!(map.contains_key("__proto__"));
+    assert_eq!(problem_fields(add_task::parse(&map)), ["__proto__"]);
+
+    let mut map = Map::new();
+    map.insert("__proto__".to_owned(), json!({}));
+    assert_eq!(problem_fields(list_tasks::parse(&map)), ["__proto__"]);
+}
+
+#[test]
+fn proto_key_nested_in_filter_is_rejected() {
+    let mut filter = Map::new();
+    filter.insert("__proto__".to_owned(), json!({ "status": "done" }));
+    let mut map = Map::new();
+    map.insert("filter".to_owned(), Value::Object(filter));
+    assert_eq!(
+        problem_fields(list_tasks::parse(&map)),
+        ["filter.__proto__"]
+    );
+}
+
+#[test]
+fn proto_key_parsed_from_wire_text_is_rejected() {
+    let map = wire(r#"{"query": "q", "__proto__": {"query": "x"}}"#);
+    assert!(map.contains_key("__proto__"));
+    assert_eq!(problem_fields(search_tasks::parse(&map)), ["__proto__"]);
+}
+
+// ---- list_tasks filter ----
+
+#[test]
+fn list_without_filter_or_with_empty_filter_matches_everything() {
+    assert_eq!(list(json!({})).unwrap(), TodoFilter::default());
+    assert_eq!(
+        list(json!({ "filter": {} })).unwrap(),
+        TodoFilter::default()
+    );
+}
+
+#[test]
+fn filter_status_accepts_open_and_done() {
+    let open = list(json!({ "filter": { "status": "open" } })).unwrap();
+    assert_eq!(open.status, Some(TodoStatus::Open));
+    let done = list(json!({ "filter": { "status": "done" } })).unwrap();
+    assert_eq!(done.status, Some(TodoStatus::Done));
+}
+
+#[test]
+fn filter_status_outside_the_enum_is_rejected() {
+    for status in [
+        json!("closed"),
+        json!("OPEN"),
+        json!(" open"),
+        json!(""),
+        json!(1),
+        json!(null),
+        json!(["open"]),
+    ] {
+        let result = list(json!({ "filter": { "status": status } }));
+        assert_eq!(
+            problem_fields(result),
+            ["filter.status"],
+            "status = {status}"
+        );
+    }
+}
+
+#[test]
+fn filter_tag_follows_the_tag_rules() {
+    let tag = "x".repeat(40);
+    assert_eq!(
+        list(json!({ "filter": { "tag": tag } })).unwrap().tag,
+        Some(tag)
+    );
+    for bad in [json!("x".repeat(41)), json!(""), json!(5), json!(["a"])] {
+        let result = list(json!({ "filter": { "tag": bad } }));
+        assert_eq!(problem_fields(result), ["filter.tag"], "tag = {bad}");
+    }
+}
+
+#[test]
+fn filter_due_bounds_accept_calendar_dates() {
+    let filter =
+        list(json!({ "filter": { "dueAfter": "2000-02-29", "dueBefore": "2024-02-29" } })).unwrap();
+    assert_eq!(filter.due_after.as_deref(), Some("2000-02-29"));
+    assert_eq!(filter.due_before.as_deref(), Some("2024-02-29"));
+}
+
+#[test]
+fn filter_due_bounds_are_validated_like_dates() {
+    for bad in [
+        json!("2023-02-29"),
+        json!("1900-02-29"),
+        json!("2026-13-01"),
+        json!("2026-01-00"),
+        json!("2026-1-1"),
+        json!(""),
+        json!("2026-01-01 "),
+        json!(20260101),
+    ] {
+        let result = list(json!({ "filter": { "dueAfter": bad } }));
+        assert_eq!(
+            problem_fields(result),
+            ["filter.dueAfter"],
+            "dueAfter = {bad}"
+        );
+        let result = list(json!({ "filter": { "dueBefore": bad } }));
+        assert_eq!(
+            problem_fields(result),
+            ["filter.dueBefore"],
+            "dueBefore = {bad}"
+        );
+    }
+}
+
+#[test]
+fn filter_that_is_not_an_object_is_rejected() {
+    for filter in [
+        json!(null),
+        json!([]),
+        json!([{ "status": "open" }]),
+        json!("open"),
+        json!(1),
+    ] {
+        let result = list(json!({ "filter": filter }));
+        assert_eq!(problem_fields(result), ["filter"], "filter = {filter}");
+    }
+}
+
+// ---- every problem at once ----
+
+#[test]
+fn add_task_reports_every_problem_in_one_error() {
+    let result = add(json!({
+        "title": "",
+        "due": "2023-02-29",
+        "tags": ["ok", "", 3],
+        "colour": "red"
+    }));
+    assert_eq!(
+        problem_fields(result),
+        ["colour", "title", "due", "tags[1]", "tags[2]"]
+    );
+}
+
+#[test]
+fn list_tasks_reports_every_filter_problem_in_one_error() {
+    let result = list(json!({
+        "filter": {
+            "status": "closed",
+            "tag": "",
+            "dueAfter": "2026-1-1",
+            "dueBefore": "2026-02-30",
+            "extra": true
+        },
+        "page": 2
+    }));
+    let mut fields = problem_fields(result);
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "filter.dueAfter",
+            "filter.dueBefore",
+            "filter.extra",
+            "filter.status",
+            "filter.tag",
+            "page"
+        ]
+    );
+}
+
+#[test]
+fn delete_task_reports_id_confirm_and_unknown_keys_together() {
+    let result = delete_task::parse(&args(json!({ "id": 0, "confirm": "true", "force": 1 })));
+    assert_eq!(problem_fields(result), ["force", "id", "confirm"]);
+}
+
+#[test]
+fn invoke_returns_one_invalid_input_error_naming_every_field() {
+    let tools = tools();
+    let error = invoke(
+        &tools,
+        "add_task",
+        json!({ "title": "a".repeat(201), "due": "2026-1-1", "tags": "work", "x": 1 }),
+    )
+    .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidInput);
+    for field in ["x: ", "title: ", "due: ", "tags: "] {
+        assert!(
+            error.message.contains(field),
+            "{field} in {}",
+            error.message
+        );
+    }
+}
+
+// ---- Tools::invoke and the audit log ----
+
+#[test]
+fn unknown_tool_returns_none_and_writes_no_audit_row() {
+    let tools = tools();
+    let outcome = tools.invoke("drop_tasks", &args(json!({ "id": 1 })), Origin::default());
+    assert!(outcome.is_none());
+    assert!(audit(&tools).is_empty());
+    assert!(Tools::exists("add_task"));
+    assert!(!Tools::exists("drop_tasks"));
+}
+
+#[test]
+fn accepted_call_writes_one_ok_audit_row_with_the_raw_args() {
+    let tools = tools();
+    let raw = args(json!({ "title": "buy milk", "due": "2026-12-01", "tags": ["home"] }));
+    let data = tools
+        .invoke("add_task", &raw, Origin::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(data["title"], "buy milk");
+    assert_eq!(data["status"], "open");
+    assert_eq!(data["due"], "2026-12-01");
+    assert_eq!(data["tags"], json!(["home"]));
+    assert_eq!(data["completedAt"], Value::Null);
+    assert!(data["createdAt"].is_string());
+
+    let rows = audit(&tools);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].tool, "add_task");
+    assert_eq!(rows[0].outcome, "ok");
+    assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+    assert_eq!(rows[0].run_id, None);
+    assert_eq!(rows[0].node_id, None);
+}
+
+#[test]
+fn rejected_call_writes_one_rejected_audit_row_with_unknown_keys_kept() {
+    let tools = tools();
+    let raw = wire(r#"{"title": "t", "sneaky": {"nested": [1, 2]}, "__proto__": {"a": 1}}"#);
+    let error = tools
+        .invoke("add_task", &raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidInput);
+
+    let rows = audit(&tools);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].tool, "add_task");
+    assert_eq!(rows[0].outcome, "rejected");
+    assert_eq!(
+        rows[0].args,
+        r#"{"title":"t","sneaky":{"nested":[1,2]},"__proto__":{"a":1}}"#
+    );
+    assert!(
+        tools
+            .store()
+            .list_todos(&TodoFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn missing_todo_writes_one_not_found_audit_row() {
+    let tools = tools();
+    let error = invoke(&tools, "complete_task", json!({ "id": 99 })).unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound);
+    let error = invoke(&tools, "delete_task", json!({ "id": 99, "confirm": true })).unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound);
+
+    let rows = audit(&tools);
+    let summary: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.tool.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [("complete_task", "not_found"), ("delete_task", "not_found")]
+    );
+    assert_eq!(rows[1].args, r#"{"id":99,"confirm":true}"#);
+}
+
+#[test]
+fn every_tool_call_writes_exactly_one_audit_row_in_order() {
+    let tools = tools();
+    invoke(&tools, "add_task", json!({ "title": "one" })).unwrap();
+    invoke(&tools, "list_tasks", json!({})).unwrap();
+    invoke(&tools, "search_tasks", json!({ "query": "on" })).unwrap();
+    invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+    invoke(&tools, "delete_task", json!({ "id": 1, "confirm": false })).unwrap_err();
+    invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
+    assert!(
+        tools
+            .invoke("no_such_tool", &Map::new(), Origin::default())
+            .is_none()
+    );
+
+    let summary: Vec<(String, String)> = audit(&tools)
+        .into_iter()
+        .map(|r| (r.tool, r.outcome))
+        .collect();
+    let expected = [
+        ("add_task", "ok"),
+        ("list_tasks", "ok"),
+        ("search_tasks", "ok"),
+        ("complete_task", "ok"),
+        ("delete_task", "rejected"),
+        ("delete_task", "ok"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(t, o)| (t.to_string(), o.to_string()))
+        .collect();
+    assert_eq!(summary, expected);
+}
+
+#[test]
+fn audit_row_records_the_origin_of_a_call() {
+    let tools = tools();
+    let origin = Origin {
+        run_id: Some("run-7"),
+        node_id: Some("node-b"),
+    };
+    tools
+        .invoke("list_tasks", &Map::new(), origin)
+        .unwrap()
+        .unwrap();
+    let rows = audit(&tools);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].run_id.as_deref(), Some("run-7"));
+    assert_eq!(rows[0].node_id.as_deref(), Some("node-b"));
+}
+
+#[test]
+fn rejected_delete_leaves_the_todo_in_place() {
+    let tools = tools();
+    invoke(&tools, "add_task", json!({ "title": "keep me" })).unwrap();
+    for confirm in [json!(false), json!("true"), json!(1)] {
+        invoke(
+            &tools,
+            "delete_task",
+            json!({ "id": 1, "confirm": confirm }),
+        )
+        .unwrap_err();
+    }
+    invoke(&tools, "delete_task", json!({ "id": 1 })).unwrap_err();
+    assert!(tools.store().get_todo(1).unwrap().is_some());
+}
+
+/// Arguments `{"title":"<title>"}` whose serialisation is exactly `len` bytes of ASCII.
+fn title_args_of_len(len: usize) -> Map<String, Value> {
+    let raw = args(json!({ "title": "x".repeat(len - r#"{"title":""}"#.len()) }));
+    assert_eq!(serde_json::to_string(&raw).unwrap().len(), len);
+    raw
+}
+
+#[test]
+fn audit_args_at_the_cap_are_stored_verbatim() {
+    let tools = tools();
+    let raw = title_args_of_len(AUDIT_ARGS_CAP);
+    tools
+        .invoke("add_task", &raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    let rows = audit(&tools);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].outcome, "rejected");
+    assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+}
+
+#[test]
+fn audit_args_one_byte_over_the_cap_are_truncated_with_a_marker() {
+    let tools = tools();
+    let raw = title_args_of_len(AUDIT_ARGS_CAP + 1);
+    let full = serde_json::to_string(&raw).unwrap();
+    tools
+        .invoke("add_task", &raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    let rows = audit(&tools);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0].args,
+        format!(
+            "{}…[truncated: {} bytes in all]",
+            &full[..AUDIT_ARGS_CAP],
+            AUDIT_ARGS_CAP + 1
+        )
+    );
+}
+
+#[test]
+fn audit_args_are_cut_on_a_character_boundary() {
+    let tools = tools();
+    // 10 bytes of `{"title":"` then 4-byte emoji: byte 4096 falls inside an emoji.
+    let raw = args(json!({ "title": "😀".repeat(2000) }));
+    let full = serde_json::to_string(&raw).unwrap();
+    assert!(!full.is_char_boundary(AUDIT_ARGS_CAP));
+    tools
+        .invoke("add_task", &raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    let stored = &audit(&tools)[0].args;
+    let marker = format!("…[truncated: {} bytes in all]", full.len());
+    let kept = stored
+        .strip_suffix(&marker)
+        .unwrap_or_else(|| panic!("no truncation marker at the end of {stored}"));
+    assert_eq!(kept.len(), AUDIT_ARGS_CAP - 2);
+    assert!(full.starts_with(kept));
+}
+
+#[test]
+fn completing_a_done_todo_succeeds_and_keeps_completed_at() {
+    let tools = tools();
+    invoke(&tools, "add_task", json!({ "title": "once" })).unwrap();
+    let first = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+    assert_eq!(first["status"], "done");
+    let completed_at = first["completedAt"].as_str().unwrap().to_owned();
+    std::thread::sleep(Duration::from_millis(5));
+    let second = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+    assert_eq!(second["status"], "done");
+    assert_eq!(second["completedAt"], completed_at.as_str());
+    assert_eq!(second, first);
+
+    let outcomes: Vec<String> = audit(&tools).into_iter().map(|r| r.outcome).collect();
+    assert_eq!(outcomes, ["ok", "ok", "ok"]);
+}
+
+#[test]
+fn delete_returns_the_todo_as_it_was_and_removes_it() {
+    let tools = tools();
+    let added = invoke(
+        &tools,
+        "add_task",
+        json!({ "title": "gone", "tags": ["a"] }),
+    )
+    .unwrap();
+    let deleted = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
+    assert_eq!(deleted, added);
+    assert!(tools.store().get_todo(1).unwrap().is_none());
+    let error = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound);
+}
+
+#[test]
+fn invoke_list_applies_the_parsed_filter() {
+    let tools = tools();
+    invoke(
+        &tools,
+        "add_task",
+        json!({ "title": "a", "tags": ["work"] }),
+    )
+    .unwrap();
+    invoke(
+        &tools,
+        "add_task",
+        json!({ "title": "b", "tags": ["home"] }),
+    )
+    .unwrap();
+    invoke(
+        &tools,
+        "add_task",
+        json!({ "title": "c", "tags": ["work"] }),
+    )
+    .unwrap();
+    invoke(&tools, "complete_task", json!({ "id": 3 })).unwrap();
+    let listed = invoke(
+        &tools,
+        "list_tasks",
+        json!({ "filter": { "tag": "work", "status": "open" } }),
+    )
+    .unwrap();
+    let titles: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["a"]);
+}

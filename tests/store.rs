@@ -1,0 +1,578 @@
+//! The public `Store` API on a database file: filters, search, audit log, schema versions.
+
+use std::path::{Path, PathBuf};
+
+use mcp_task_server::store::{
+    AuditEntry, AuditOutcome, NewTodo, Store, StoreError, Todo, TodoFilter, TodoStatus,
+};
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+struct Db {
+    _dir: TempDir,
+    path: PathBuf,
+    store: Store,
+}
+
+fn temp_db() -> Db {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("tasks.db");
+    let store = Store::open(&path).expect("a fresh database opens");
+    Db {
+        _dir: dir,
+        path,
+        store,
+    }
+}
+
+fn insert(store: &Store, title: &str, due: Option<&str>, tags: &[&str]) -> Todo {
+    store
+        .insert_todo(&NewTodo {
+            title: title.to_owned(),
+            due: due.map(str::to_owned),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+        })
+        .expect("insert succeeds")
+}
+
+fn titles(todos: &[Todo]) -> Vec<&str> {
+    todos.iter().map(|t| t.title.as_str()).collect()
+}
+
+fn listed(store: &Store, filter: TodoFilter) -> Vec<String> {
+    store
+        .list_todos(&filter)
+        .expect("list succeeds")
+        .into_iter()
+        .map(|t| t.title)
+        .collect()
+}
+
+fn searched(store: &Store, query: &str) -> Vec<String> {
+    store
+        .search_todos(query)
+        .expect("search succeeds")
+        .into_iter()
+        .map(|t| t.title)
+        .collect()
+}
+
+fn due_filter(after: Option<&str>, before: Option<&str>) -> TodoFilter {
+    TodoFilter {
+        due_after: after.map(str::to_owned),
+        due_before: before.map(str::to_owned),
+        ..TodoFilter::default()
+    }
+}
+
+/// Four todos: three with due dates in January 2026 and one without.
+fn dated(store: &Store) {
+    insert(store, "jan01", Some("2026-01-01"), &[]);
+    insert(store, "jan10", Some("2026-01-10"), &[]);
+    insert(store, "undated", None, &[]);
+    insert(store, "jan20", Some("2026-01-20"), &[]);
+}
+
+#[test]
+fn inserted_todo_is_open_with_the_given_fields() {
+    let db = temp_db();
+    let todo = insert(&db.store, "write tests", Some("2026-03-01"), &["dev", "qa"]);
+    assert_eq!(todo.id, 1);
+    assert_eq!(todo.title, "write tests");
+    assert_eq!(todo.status, TodoStatus::Open);
+    assert_eq!(todo.due.as_deref(), Some("2026-03-01"));
+    assert_eq!(todo.tags, ["dev", "qa"]);
+    assert_eq!(todo.completed_at, None);
+    assert_eq!(db.store.get_todo(1).unwrap(), Some(todo));
+}
+
+#[test]
+fn list_without_filter_returns_every_todo_in_ascending_id_order() {
+    let db = temp_db();
+    for title in ["c", "a", "b"] {
+        insert(&db.store, title, None, &[]);
+    }
+    let todos = db.store.list_todos(&TodoFilter::default()).unwrap();
+    assert_eq!(titles(&todos), ["c", "a", "b"]);
+    let ids: Vec<i64> = todos.iter().map(|t| t.id).collect();
+    assert_eq!(ids, [1, 2, 3]);
+}
+
+#[test]
+fn due_after_includes_a_todo_due_on_the_bound() {
+    let db = temp_db();
+    dated(&db.store);
+    assert_eq!(
+        listed(&db.store, due_filter(Some("2026-01-10"), None)),
+        ["jan10", "jan20"]
+    );
+}
+
+#[test]
+fn due_before_includes_a_todo_due_on_the_bound() {
+    let db = temp_db();
+    dated(&db.store);
+    assert_eq!(
+        listed(&db.store, due_filter(None, Some("2026-01-10"))),
+        ["jan01", "jan10"]
+    );
+}
+
+#[test]
+fn equal_due_bounds_select_exactly_that_day() {
+    let db = temp_db();
+    dated(&db.store);
+    assert_eq!(
+        listed(
+            &db.store,
+            due_filter(Some("2026-01-10"), Some("2026-01-10"))
+        ),
+        ["jan10"]
+    );
+}
+
+#[test]
+fn todos_without_due_never_match_a_due_bound() {
+    let db = temp_db();
+    dated(&db.store);
+    assert_eq!(
+        listed(&db.store, due_filter(Some("0001-01-01"), None)),
+        ["jan01", "jan10", "jan20"]
+    );
+    assert_eq!(
+        listed(&db.store, due_filter(None, Some("9999-12-31"))),
+        ["jan01", "jan10", "jan20"]
+    );
+    assert_eq!(
+        listed(&db.store, TodoFilter::default()),
+        ["jan01", "jan10", "undated", "jan20"]
+    );
+}
+
+#[test]
+fn due_bounds_outside_every_date_select_nothing() {
+    let db = temp_db();
+    dated(&db.store);
+    assert!(listed(&db.store, due_filter(Some("2026-01-21"), None)).is_empty());
+    assert!(listed(&db.store, due_filter(None, Some("2025-12-31"))).is_empty());
+    assert!(
+        listed(
+            &db.store,
+            due_filter(Some("2026-01-11"), Some("2026-01-19"))
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn status_filter_selects_open_or_done() {
+    let db = temp_db();
+    for title in ["a", "b", "c", "d"] {
+        insert(&db.store, title, None, &[]);
+    }
+    db.store.complete_todo(2).unwrap().unwrap();
+    db.store.complete_todo(4).unwrap().unwrap();
+    let open = TodoFilter {
+        status: Some(TodoStatus::Open),
+        ..TodoFilter::default()
+    };
+    let done = TodoFilter {
+        status: Some(TodoStatus::Done),
+        ..TodoFilter::default()
+    };
+    assert_eq!(listed(&db.store, open), ["a", "c"]);
+    assert_eq!(listed(&db.store, done), ["b", "d"]);
+}
+
+#[test]
+fn tag_filter_matches_whole_tags_only() {
+    let db = temp_db();
+    insert(&db.store, "a", None, &["work"]);
+    insert(&db.store, "b", None, &["homework"]);
+    insert(&db.store, "c", None, &["home", "work"]);
+    insert(&db.store, "d", None, &["Work"]);
+    insert(&db.store, "e", None, &[]);
+    let filter = |tag: &str| TodoFilter {
+        tag: Some(tag.to_owned()),
+        ..TodoFilter::default()
+    };
+    assert_eq!(listed(&db.store, filter("work")), ["a", "c"]);
+    assert_eq!(listed(&db.store, filter("home")), ["c"]);
+    assert_eq!(listed(&db.store, filter("Work")), ["d"]);
+    assert!(listed(&db.store, filter("wor")).is_empty());
+    assert!(listed(&db.store, filter("%")).is_empty());
+}
+
+#[test]
+fn tag_filter_matches_tags_with_quotes_and_wildcards_literally() {
+    let db = temp_db();
+    insert(&db.store, "a", None, &["it's", "50%"]);
+    insert(&db.store, "b", None, &["its", "500"]);
+    let filter = |tag: &str| TodoFilter {
+        tag: Some(tag.to_owned()),
+        ..TodoFilter::default()
+    };
+    assert_eq!(listed(&db.store, filter("it's")), ["a"]);
+    assert_eq!(listed(&db.store, filter("50%")), ["a"]);
+    assert_eq!(listed(&db.store, filter("50_")), Vec::<String>::new());
+}
+
+#[test]
+fn status_tag_and_due_filters_combine() {
+    let db = temp_db();
+    insert(&db.store, "open-work-early", Some("2026-01-01"), &["work"]);
+    insert(&db.store, "open-work-mid", Some("2026-01-15"), &["work"]);
+    insert(&db.store, "done-work-mid", Some("2026-01-15"), &["work"]);
+    insert(&db.store, "open-home-mid", Some("2026-01-15"), &["home"]);
+    insert(&db.store, "open-work-undated", None, &["work"]);
+    insert(&db.store, "open-work-late", Some("2026-02-01"), &["work"]);
+    db.store.complete_todo(3).unwrap().unwrap();
+
+    let filter = TodoFilter {
+        status: Some(TodoStatus::Open),
+        tag: Some("work".to_owned()),
+        due_after: Some("2026-01-01".to_owned()),
+        due_before: Some("2026-01-31".to_owned()),
+    };
+    assert_eq!(
+        listed(&db.store, filter),
+        ["open-work-early", "open-work-mid"]
+    );
+
+    let done_work = TodoFilter {
+        status: Some(TodoStatus::Done),
+        tag: Some("work".to_owned()),
+        ..TodoFilter::default()
+    };
+    assert_eq!(listed(&db.store, done_work), ["done-work-mid"]);
+}
+
+/// Titles for the search tests; each query below must pick out exactly its own.
+fn searchable(store: &Store) {
+    for title in [
+        "100% done",
+        "100 percent done",
+        "snake_case",
+        "snakeXcase",
+        "back\\slash",
+        "backslash",
+        "hello world",
+        "r\u{e9}sum\u{e9}",
+    ] {
+        insert(store, title, None, &[]);
+    }
+}
+
+#[test]
+fn search_for_percent_finds_only_literal_percent_signs() {
+    let db = temp_db();
+    searchable(&db.store);
+    assert_eq!(searched(&db.store, "%"), ["100% done"]);
+    assert_eq!(searched(&db.store, "0% d"), ["100% done"]);
+    assert!(searched(&db.store, "%%").is_empty());
+}
+
+#[test]
+fn search_for_underscore_finds_only_literal_underscores() {
+    let db = temp_db();
+    searchable(&db.store);
+    assert_eq!(searched(&db.store, "_"), ["snake_case"]);
+    assert_eq!(searched(&db.store, "e_c"), ["snake_case"]);
+}
+
+#[test]
+fn search_for_backslash_finds_only_literal_backslashes() {
+    let db = temp_db();
+    searchable(&db.store);
+    assert_eq!(searched(&db.store, "\\"), ["back\\slash"]);
+    assert_eq!(searched(&db.store, "k\\s"), ["back\\slash"]);
+    assert!(searched(&db.store, "\\\\").is_empty());
+}
+
+#[test]
+fn search_is_case_insensitive_for_ascii_letters() {
+    let db = temp_db();
+    searchable(&db.store);
+    assert_eq!(searched(&db.store, "HELLO"), ["hello world"]);
+    assert_eq!(searched(&db.store, "Lo WoR"), ["hello world"]);
+}
+
+#[test]
+fn search_is_case_sensitive_for_non_ascii_letters() {
+    let db = temp_db();
+    searchable(&db.store);
+    assert_eq!(
+        searched(&db.store, "r\u{e9}sum\u{e9}"),
+        ["r\u{e9}sum\u{e9}"]
+    );
+    assert!(searched(&db.store, "\u{c9}").is_empty());
+    assert!(searched(&db.store, "R\u{c9}SUM\u{c9}").is_empty());
+    assert_eq!(
+        searched(&db.store, "R\u{e9}SUM\u{e9}"),
+        ["r\u{e9}sum\u{e9}"]
+    );
+}
+
+#[test]
+fn search_results_are_in_ascending_id_order() {
+    let db = temp_db();
+    searchable(&db.store);
+    let ids: Vec<i64> = db
+        .store
+        .search_todos("done")
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, [1, 2]);
+}
+
+const INJECTIONS: [&str; 3] = ["'); DROP TABLE tasks; --", "Robert'); --", "%' OR '1'='1"];
+
+#[test]
+fn injection_shaped_titles_are_stored_verbatim() {
+    let db = temp_db();
+    insert(&db.store, "plain", None, &[]);
+    for title in INJECTIONS {
+        insert(&db.store, title, None, &["'; DELETE FROM tasks; --"]);
+    }
+    let todos = db.store.list_todos(&TodoFilter::default()).unwrap();
+    assert_eq!(
+        titles(&todos),
+        ["plain", INJECTIONS[0], INJECTIONS[1], INJECTIONS[2]]
+    );
+    assert_eq!(todos[1].tags, ["'; DELETE FROM tasks; --"]);
+
+    let conn = Connection::open(&db.path).unwrap();
+    let count: i64 = conn
+        .query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 4);
+}
+
+#[test]
+fn injection_shaped_titles_are_found_verbatim_by_search() {
+    let db = temp_db();
+    insert(&db.store, "plain", None, &[]);
+    insert(&db.store, "1=1", None, &[]);
+    for title in INJECTIONS {
+        insert(&db.store, title, None, &[]);
+    }
+    for title in INJECTIONS {
+        assert_eq!(searched(&db.store, title), [title]);
+    }
+    assert_eq!(
+        searched(&db.store, "'"),
+        [INJECTIONS[0], INJECTIONS[1], INJECTIONS[2]]
+    );
+    assert_eq!(searched(&db.store, "' OR '1'='1"), [INJECTIONS[2]]);
+    assert_eq!(listed(&db.store, TodoFilter::default()).len(), 5);
+}
+
+#[test]
+fn injection_shaped_filter_values_match_nothing() {
+    let db = temp_db();
+    insert(&db.store, "a", Some("2026-01-01"), &["work"]);
+    let filter = TodoFilter {
+        tag: Some("work' OR '1'='1".to_owned()),
+        ..TodoFilter::default()
+    };
+    assert!(listed(&db.store, filter).is_empty());
+    let filter = due_filter(Some("' OR 1=1 --"), None);
+    assert_eq!(listed(&db.store, filter), ["a"]);
+    let filter = due_filter(None, Some("' OR 1=1 --"));
+    assert!(listed(&db.store, filter).is_empty());
+    assert_eq!(listed(&db.store, TodoFilter::default()), ["a"]);
+}
+
+#[test]
+fn complete_marks_done_once_and_keeps_the_first_completion_time() {
+    let db = temp_db();
+    insert(&db.store, "a", None, &[]);
+    let first = db.store.complete_todo(1).unwrap().unwrap();
+    assert_eq!(first.status, TodoStatus::Done);
+    assert!(first.completed_at.is_some());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let second = db.store.complete_todo(1).unwrap().unwrap();
+    assert_eq!(second, first);
+    assert_eq!(db.store.complete_todo(2).unwrap(), None);
+}
+
+#[test]
+fn delete_returns_the_todo_once() {
+    let db = temp_db();
+    let todo = insert(&db.store, "a", Some("2026-05-05"), &["x"]);
+    assert_eq!(db.store.delete_todo(1).unwrap(), Some(todo));
+    assert_eq!(db.store.delete_todo(1).unwrap(), None);
+    assert_eq!(db.store.get_todo(1).unwrap(), None);
+}
+
+fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
+    store
+        .append_audit(&AuditEntry {
+            tool,
+            args,
+            outcome,
+            run_id: None,
+            node_id: None,
+        })
+        .expect("audit append succeeds");
+}
+
+#[test]
+fn audit_rows_read_back_in_order_of_writing() {
+    let db = temp_db();
+    append(&db.store, "add_task", r#"{"title":"a"}"#, AuditOutcome::Ok);
+    append(
+        &db.store,
+        "delete_task",
+        r#"{"id":1}"#,
+        AuditOutcome::Rejected,
+    );
+    append(
+        &db.store,
+        "complete_task",
+        r#"{"id":9}"#,
+        AuditOutcome::NotFound,
+    );
+    append(&db.store, "list_tasks", "{}", AuditOutcome::Error);
+    let rows = db.store.audit_rows().unwrap();
+    let summary: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.tool.as_str(), r.args.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("add_task", r#"{"title":"a"}"#, "ok"),
+            ("delete_task", r#"{"id":1}"#, "rejected"),
+            ("complete_task", r#"{"id":9}"#, "not_found"),
+            ("list_tasks", "{}", "error"),
+        ]
+    );
+    assert!(rows.iter().all(|r| r.at.ends_with('Z')));
+}
+
+#[test]
+fn audit_log_refuses_update() {
+    let db = temp_db();
+    append(&db.store, "add_task", "{}", AuditOutcome::Rejected);
+    let conn = Connection::open(&db.path).unwrap();
+    let error = conn
+        .execute("UPDATE audit_log SET outcome = 'ok'", [])
+        .unwrap_err();
+    assert!(error.to_string().contains("append-only"), "{error}");
+    assert_eq!(db.store.audit_rows().unwrap()[0].outcome, "rejected");
+}
+
+#[test]
+fn audit_log_refuses_delete() {
+    let db = temp_db();
+    append(&db.store, "add_task", "{}", AuditOutcome::Ok);
+    append(&db.store, "list_tasks", "{}", AuditOutcome::Ok);
+    let conn = Connection::open(&db.path).unwrap();
+    let error = conn.execute("DELETE FROM audit_log", []).unwrap_err();
+    assert!(error.to_string().contains("append-only"), "{error}");
+    let error = conn
+        .execute("DELETE FROM audit_log WHERE id = 1", [])
+        .unwrap_err();
+    assert!(error.to_string().contains("append-only"), "{error}");
+    assert_eq!(db.store.audit_rows().unwrap().len(), 2);
+}
+
+fn user_version(path: &Path) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn reopening_keeps_the_data_and_the_schema_version() {
+    let Db { _dir, path, store } = temp_db();
+    insert(&store, "kept", Some("2026-07-01"), &["a", "b"]);
+    insert(&store, "done", None, &[]);
+    store.complete_todo(2).unwrap().unwrap();
+    append(&store, "add_task", r#"{"title":"kept"}"#, AuditOutcome::Ok);
+    let before = store.list_todos(&TodoFilter::default()).unwrap();
+    drop(store);
+
+    assert_eq!(user_version(&path), 1);
+    let reopened = Store::open(&path).expect("the database reopens");
+    assert_eq!(reopened.list_todos(&TodoFilter::default()).unwrap(), before);
+    assert_eq!(reopened.audit_rows().unwrap().len(), 1);
+    assert_eq!(insert(&reopened, "next", None, &[]).id, 3);
+    drop(reopened);
+
+    assert_eq!(user_version(&path), 1);
+    let again = Store::open(&path).expect("the database reopens twice");
+    assert_eq!(again.list_todos(&TodoFilter::default()).unwrap().len(), 3);
+}
+
+#[test]
+fn fresh_database_has_schema_version_one() {
+    let db = temp_db();
+    assert_eq!(user_version(&db.path), 1);
+}
+
+#[test]
+fn newer_schema_version_fails_to_open_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    drop(Store::open(&path).unwrap());
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 2)
+        .unwrap();
+
+    let error = match Store::open(&path) {
+        Ok(_) => panic!("a database from a newer build must not open"),
+        Err(error) => error,
+    };
+    assert!(
+        matches!(
+            error,
+            StoreError::SchemaTooNew {
+                found: 2,
+                supported: 1
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("newer"), "{message}");
+    assert!(message.contains('2') && message.contains('1'), "{message}");
+}
+
+#[test]
+fn empty_file_with_a_newer_schema_version_fails_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.db");
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let result = Store::open(&path);
+    assert!(
+        matches!(result, Err(StoreError::SchemaTooNew { found: 99, .. })),
+        "{:?}",
+        result.err()
+    );
+}
+
+#[test]
+fn opening_a_path_in_a_missing_directory_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no").join("such").join("dir");
+    let path = missing.join("tasks.db");
+    let error = match Store::open(&path) {
+        Ok(_) => panic!("a database in a missing directory must not open"),
+        Err(error) => error,
+    };
+    assert!(matches!(error, StoreError::Open { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("tasks.db"),
+        "the error names the path: {error}"
+    );
+    assert!(!missing.exists());
+}
