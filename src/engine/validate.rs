@@ -6,7 +6,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use petgraph::algo::{DfsSpace, has_path_connecting, tarjan_scc};
+use petgraph::Direction;
+use petgraph::algo::{DfsSpace, has_path_connecting, tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Map, Value};
 
@@ -83,6 +84,9 @@ struct Checker<'d> {
     /// Edges run from a needed node to the node that needs it.
     graph: DiGraph<usize, ()>,
     space: DfsSpace<NodeIndex, <DiGraph<usize, ()> as petgraph::visit::Visitable>::Map>,
+    /// Each node's transitive upstream nodes as a bit set, computed on first use;
+    /// `Some(None)` when `needs` has a cycle.
+    upstream: Option<Option<Vec<Vec<u64>>>>,
 }
 
 impl<'d> Checker<'d> {
@@ -108,6 +112,7 @@ impl<'d> Checker<'d> {
             problems: Vec::new(),
             graph,
             space,
+            upstream: None,
         }
     }
 
@@ -361,8 +366,7 @@ impl<'d> Checker<'d> {
             return None;
         }
         let here = self.def.nodes.get_index_of(&node.id)?;
-        let (from, to) = (NodeIndex::new(target), NodeIndex::new(here));
-        if has_path_connecting(&self.graph, from, to, Some(&mut self.space)) {
+        if self.is_upstream(target, here) {
             return None;
         }
         Some(format!(
@@ -370,6 +374,40 @@ impl<'d> Checker<'d> {
             node.id
         ))
     }
+}
+
+/// Upstream sets.
+impl Checker<'_> {
+    /// Whether node `target` is upstream of node `here`, transitively through `needs`.
+    fn is_upstream(&mut self, target: usize, here: usize) -> bool {
+        let graph = &self.graph;
+        match self.upstream.get_or_insert_with(|| upstream_sets(graph)) {
+            Some(sets) => sets[here][target / 64] & (1 << (target % 64)) != 0,
+            None => {
+                let (from, to) = (NodeIndex::new(target), NodeIndex::new(here));
+                has_path_connecting(&self.graph, from, to, Some(&mut self.space))
+            }
+        }
+    }
+}
+
+/// For each node, the bit set of its transitive upstream nodes; `None` with a cycle.
+fn upstream_sets(graph: &DiGraph<usize, ()>) -> Option<Vec<Vec<u64>>> {
+    let order = toposort(graph, None).ok()?;
+    let words = graph.node_count().div_ceil(64);
+    let mut sets = vec![Vec::new(); graph.node_count()];
+    for node in order {
+        let mut set = vec![0u64; words];
+        for parent in graph.neighbors_directed(node, Direction::Incoming) {
+            let p = parent.index();
+            for (word, parent_word) in set.iter_mut().zip(&sets[p]) {
+                *word |= parent_word;
+            }
+            set[p / 64] |= 1 << (p % 64);
+        }
+        sets[node.index()] = set;
+    }
+    Some(sets)
 }
 
 /// Declared inputs.
@@ -681,6 +719,22 @@ all = "[nodes.each.output, range(3), inputs]"
             [
                 "wf/x.toml:7:21: nodes.c.input.message: `nodes.d` is not upstream of `c`: add it to needs",
                 "wf/x.toml:10:10: nodes.d.render: `d` cannot refer to itself",
+            ]
+        );
+    }
+
+    #[test]
+    fn upstream_checks_still_work_when_needs_have_a_cycle() {
+        let text = "[nodes.a]\nrender = 'a'\nneeds = ['b']\n[nodes.b]\nrender = 'b'\nneeds = ['a']\n\
+                    [nodes.c]\nrender = '{{ nodes.a.output }}'\nneeds = ['b']\n\
+                    [nodes.d]\nrender = '{{ nodes.c.output }}'\n";
+        let found = problems(text);
+        assert_eq!(
+            found,
+            [
+                "wf/x.toml:3:9: nodes.a.needs: needs form a cycle: a -> b -> a (each node needs \
+                 the one before it)",
+                "wf/x.toml:11:10: nodes.d.render: `nodes.c` is not upstream of `d`: add it to needs",
             ]
         );
     }
