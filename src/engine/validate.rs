@@ -243,14 +243,15 @@ impl<'d> Checker<'d> {
                 scope,
             );
         }
+        // `when` and `for_each` are evaluated once for the node, before the fan-out.
+        let outer = Scope {
+            item: false,
+            ..scope
+        };
         if let Some(when) = &node.when {
-            self.text(&format!("nodes.{id}.when"), when, Syntax::Expression, scope);
+            self.text(&format!("nodes.{id}.when"), when, Syntax::Expression, outer);
         }
         if let Some(for_each) = &node.for_each {
-            let outer = Scope {
-                item: false,
-                ..scope
-            };
             let path = format!("nodes.{id}.for_each");
             self.text(&path, for_each, Syntax::Expression, outer);
         }
@@ -323,7 +324,9 @@ impl<'d> Checker<'d> {
             "nodes" => self.node_reference(parts.next()?, parts.next(), scope),
             "item" | "index" if !scope.item => Some(match scope.node {
                 Some(node) if node.for_each.is_some() => {
-                    format!("`{root}` is not available in `for_each` itself")
+                    format!(
+                        "`{root}` is not available in `when` or `for_each`, which are evaluated once for the node"
+                    )
                 }
                 _ if path.starts_with("output.") => {
                     format!("`{root}` is not available in `output`")
@@ -750,7 +753,8 @@ all = "[nodes.each.output, range(3), inputs]"
             [
                 "wf/x.toml:2:10: nodes.a.render: `item` is only available in a node with `for_each`",
                 "wf/x.toml:3:8: nodes.a.when: `index` is only available in a node with `for_each`",
-                "wf/x.toml:7:12: nodes.b.for_each: `item` is not available in `for_each` itself",
+                "wf/x.toml:6:8: nodes.b.when: `item` is not available in `when` or `for_each`, which are evaluated once for the node",
+                "wf/x.toml:7:12: nodes.b.for_each: `item` is not available in `when` or `for_each`, which are evaluated once for the node",
                 "wf/x.toml:9:5: output.x: `item` is not available in `output`",
             ]
         );
