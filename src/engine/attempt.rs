@@ -16,6 +16,8 @@ use super::report::{NodeError, NodeErrorKind};
 
 /// The delays between attempts: `max_attempts - 1` of them. The base delay grows by
 /// `factor` from `initial_delay`; jitter adds up to 100 % of it; `max_delay` caps the result.
+/// Delays are whole milliseconds: the `f32` arithmetic leaves noise (100ms × 2 =
+/// 200.000003ms) that timers, which round up to the millisecond, would turn into 201ms.
 pub fn backoff_delays(policy: &RetryPolicy, seed: u64) -> impl Iterator<Item = Duration> + use<> {
     let mut builder = ExponentialBuilder::default()
         .with_min_delay(policy.initial_delay)
@@ -26,7 +28,14 @@ pub fn backoff_delays(policy: &RetryPolicy, seed: u64) -> impl Iterator<Item = D
         builder = builder.with_jitter().with_jitter_seed(seed);
     }
     let cap = policy.max_delay;
-    builder.build().map(move |delay| delay.min(cap))
+    builder
+        .build()
+        .map(move |delay| whole_millis(delay).min(cap))
+}
+
+fn whole_millis(delay: Duration) -> Duration {
+    let millis = (delay.as_nanos() + 500_000) / 1_000_000;
+    Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
 }
 
 /// A stable 64-bit seed (FNV-1a): the same across processes and builds, unlike `std`'s hasher.

@@ -289,6 +289,11 @@ impl Run {
             attempts,
         } = done;
         self.attempts[node] += attempts;
+        // Attempts watch a child of the caller's token, so one can report a cancel before
+        // this loop has seen it: that cancel is the run's, whatever the order.
+        if matches!(outcome, Outcome::Cancelled) {
+            self.halt(Stop::Cancelled);
+        }
         let Some(k) = instance else {
             return match outcome {
                 Outcome::Succeeded(value) => {
