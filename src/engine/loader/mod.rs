@@ -1,0 +1,124 @@
+//! Decodes a workflow from TOML (a file) or JSON (inline in a tool call) into a
+//! `WorkflowDef`, reporting every structural problem at once, each with where it is.
+//!
+//! TOML is first turned into JSON while the position of every field is recorded under
+//! its dotted path (`nodes.create.tool`, `nodes.create.needs[0]`); one decoder then
+//! reads the JSON for both formats.
+
+mod model;
+mod toml_source;
+mod values;
+
+use toml_source::{Lines, syntax_problem};
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Number, Value};
+use toml::Spanned;
+use toml::de::{DeInteger, DeTable, DeValue};
+
+use super::definition::{
+    ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, NodeDef, OnFailure, Problem,
+    Problems, RetryPolicy, Trigger, ValueType, WorkflowDef,
+};
+use super::duration::{format_duration, parse_duration};
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "expose_as_tool",
+    "max_parallel",
+    "timeout",
+    "inputs",
+    "nodes",
+    "output",
+];
+const INPUT_KEYS: &[&str] = &["type", "description", "required", "default", "enum"];
+const NODE_KEYS: &[&str] = &[
+    "description",
+    "tool",
+    "args",
+    "render",
+    "write_file",
+    "wait",
+    "input",
+    "sample",
+    "needs",
+    "when",
+    "trigger",
+    "on_failure",
+    "timeout",
+    "for_each",
+    "retry",
+];
+const RETRY_KEYS: &[&str] = &[
+    "max_attempts",
+    "initial_delay",
+    "max_delay",
+    "factor",
+    "jitter",
+];
+const WRITE_FILE_KEYS: &[&str] = &["path", "content", "overwrite"];
+const INPUT_ACTION_KEYS: &[&str] = &["message", "schema", "default"];
+const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens"];
+const TYPE_NAMES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
+
+/// The rule for workflow names and node ids.
+pub const ID_RULE: &str = "[a-z][a-z0-9_]{0,63}";
+
+/// Whether `text` matches [`ID_RULE`].
+pub fn is_id(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && text.len() <= 64
+}
+
+/// Whether `text` can follow `inputs.` in a template: letters, digits, `_`, no leading digit.
+fn is_identifier(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Decodes a workflow file. `source` is the path shown in messages, `default_name` the
+/// name used when the file sets none (its stem).
+pub fn parse_toml(source: &str, default_name: &str, text: &str) -> Result<WorkflowDef, Problems> {
+    let root = DeTable::parse(text)
+        .map_err(|error| Problems(vec![syntax_problem(source, text, &error)]))?;
+    let mut decoder = Decoder::new(Locations::new(source), true);
+    let value = decoder.toml_table(&Lines::new(text), "", root.get_ref());
+    decoder.workflow(&Value::Object(value), default_name)
+}
+
+/// Decodes a definition given inline as JSON; messages name the dotted path of each field.
+pub fn parse_json(value: &Value) -> Result<WorkflowDef, Problems> {
+    Decoder::new(Locations::new("inline"), false).workflow(value, "inline")
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+fn list(names: &[&str]) -> String {
+    names.join(", ")
+}
+
+/// Reads the JSON form of a definition, collecting problems.
+struct Decoder {
+    locations: Locations,
+    problems: Vec<Problem>,
+    /// Paths already reported while converting TOML; later problems there are noise.
+    silenced: HashSet<String>,
+    toml: bool,
+}

@@ -1,0 +1,379 @@
+//! The workflow model field by field: the workflow, inputs, output, nodes, actions.
+
+use super::*;
+
+/// The workflow, its inputs and its output.
+impl Decoder {
+    pub(super) fn workflow(
+        mut self,
+        root: &Value,
+        default_name: &str,
+    ) -> Result<WorkflowDef, Problems> {
+        let Some(map) = self.fields("", root, TOP_KEYS) else {
+            return Err(Problems(self.problems));
+        };
+        let name = self.name(map, default_name);
+        let max_parallel = self.opt(map, "", "max_parallel", |d, p, v| {
+            d.integer(p, v, 1, i64::from(u32::MAX))
+        });
+        let def = WorkflowDef {
+            name,
+            description: self
+                .opt(map, "", "description", Self::string)
+                .unwrap_or_default(),
+            expose_as_tool: self
+                .opt(map, "", "expose_as_tool", Self::boolean)
+                .unwrap_or(false),
+            max_parallel: max_parallel.map_or(DEFAULT_MAX_PARALLEL, |n| n as usize),
+            timeout: self.opt(map, "", "timeout", Self::timeout),
+            inputs: self.inputs(map.get("inputs")),
+            nodes: self.nodes(map.get("nodes")),
+            output: self.output(map.get("output")),
+            locations: Locations::default(),
+        };
+        if !self.problems.is_empty() {
+            // In file order; inline problems keep the order of decoding.
+            self.problems
+                .sort_by_key(|problem| (problem.location.line, problem.location.column));
+            return Err(Problems(self.problems));
+        }
+        Ok(WorkflowDef {
+            locations: self.locations,
+            ..def
+        })
+    }
+
+    pub(super) fn name(&mut self, map: &Map<String, Value>, default_name: &str) -> String {
+        let Some(value) = map.get("name") else {
+            if !is_id(default_name) {
+                let message = format!(
+                    "the file name makes the workflow name `{default_name}`, which does not \
+                     match {ID_RULE}; set `name`"
+                );
+                self.report("", message);
+            }
+            return default_name.to_owned();
+        };
+        let name = self.string("name", value).unwrap_or_default();
+        if value.is_string() && !is_id(&name) {
+            self.report(
+                "name",
+                format!("invalid name `{name}`: must match {ID_RULE}"),
+            );
+        }
+        name
+    }
+
+    pub(super) fn inputs(&mut self, value: Option<&Value>) -> IndexMap<String, InputDef> {
+        let Some(map) = value.and_then(|value| self.table("inputs", value)) else {
+            return IndexMap::new();
+        };
+        let mut inputs = IndexMap::new();
+        for (name, value) in map {
+            let path = format!("inputs.{name}");
+            if !is_identifier(name) {
+                let message = format!(
+                    "invalid input name `{name}`: use letters, digits and `_`, \
+                     not starting with a digit"
+                );
+                self.report(&path, message);
+            }
+            if let Some(input) = self.input_def(&path, value) {
+                inputs.insert(name.clone(), input);
+            }
+        }
+        inputs
+    }
+
+    pub(super) fn input_def(&mut self, path: &str, value: &Value) -> Option<InputDef> {
+        let map = self.fields(path, value, INPUT_KEYS)?;
+        let kind = self.req(map, path, "type", |d, p, v| {
+            d.choice(p, v, TYPE_NAMES, ValueType::parse).map(Some)
+        });
+        Some(InputDef {
+            kind: kind.unwrap_or(ValueType::String),
+            description: self
+                .opt(map, path, "description", Self::string)
+                .unwrap_or_default(),
+            required: self
+                .opt(map, path, "required", Self::boolean)
+                .unwrap_or(false),
+            default: self.opt(map, path, "default", Self::any),
+            choices: self.opt(map, path, "enum", Self::choices),
+        })
+    }
+
+    pub(super) fn choices(&mut self, path: &str, value: &Value) -> Option<Vec<Value>> {
+        match value {
+            Value::Array(items) if items.is_empty() => {
+                self.report(path, "`enum` needs at least one value");
+                None
+            }
+            Value::Array(items) => Some(items.clone()),
+            other => self.wrong_type(path, "an array", other),
+        }
+    }
+
+    pub(super) fn output(&mut self, value: Option<&Value>) -> IndexMap<String, String> {
+        let Some(map) = value.and_then(|value| self.table("output", value)) else {
+            return IndexMap::new();
+        };
+        map.iter()
+            .filter_map(|(name, value)| {
+                let expr = self.string(&format!("output.{name}"), value)?;
+                Some((name.clone(), expr))
+            })
+            .collect()
+    }
+}
+
+/// Nodes.
+impl Decoder {
+    pub(super) fn nodes(&mut self, value: Option<&Value>) -> IndexMap<String, NodeDef> {
+        let Some(value) = value else {
+            self.report(
+                "",
+                "missing required key `nodes`: a workflow needs at least one node",
+            );
+            return IndexMap::new();
+        };
+        let Some(map) = self.table("nodes", value) else {
+            return IndexMap::new();
+        };
+        if map.is_empty() {
+            self.report("nodes", "a workflow needs at least one node");
+        }
+        let mut nodes = IndexMap::new();
+        for (id, value) in map {
+            if !is_id(id) {
+                self.report(
+                    &format!("nodes.{id}"),
+                    format!("invalid node id `{id}`: must match {ID_RULE}"),
+                );
+            }
+            if let Some(node) = self.node(id, value) {
+                nodes.insert(id.clone(), node);
+            }
+        }
+        nodes
+    }
+
+    pub(super) fn node(&mut self, id: &str, value: &Value) -> Option<NodeDef> {
+        let path = format!("nodes.{id}");
+        let map = self.fields(&path, value, NODE_KEYS)?;
+        let p = path.as_str();
+        Some(NodeDef {
+            id: id.to_owned(),
+            description: self
+                .opt(map, p, "description", Self::string)
+                .unwrap_or_default(),
+            action: self.action(p, map),
+            needs: self.opt(map, p, "needs", Self::strings).unwrap_or_default(),
+            when: self.opt(map, p, "when", Self::string),
+            trigger: self
+                .opt(map, p, "trigger", Self::trigger)
+                .unwrap_or_default(),
+            on_failure: self
+                .opt(map, p, "on_failure", Self::on_failure)
+                .unwrap_or_default(),
+            timeout: self.opt(map, p, "timeout", Self::timeout),
+            for_each: self.opt(map, p, "for_each", Self::string),
+            retry: self.opt(map, p, "retry", Self::retry).unwrap_or_default(),
+        })
+    }
+
+    pub(super) fn trigger(&mut self, path: &str, value: &Value) -> Option<Trigger> {
+        self.choice(path, value, Trigger::NAMES, Trigger::parse)
+    }
+
+    pub(super) fn on_failure(&mut self, path: &str, value: &Value) -> Option<OnFailure> {
+        self.choice(path, value, OnFailure::NAMES, OnFailure::parse)
+    }
+
+    pub(super) fn retry(&mut self, path: &str, value: &Value) -> Option<RetryPolicy> {
+        let map = self.fields(path, value, RETRY_KEYS)?;
+        let defaults = RetryPolicy::default();
+        let attempts = self.opt(map, path, "max_attempts", |d, p, v| d.integer(p, v, 1, 100));
+        let retry = RetryPolicy {
+            max_attempts: attempts.map_or(defaults.max_attempts, |n| n as u32),
+            initial_delay: self
+                .opt(map, path, "initial_delay", Self::duration)
+                .unwrap_or(defaults.initial_delay),
+            max_delay: self
+                .opt(map, path, "max_delay", Self::duration)
+                .unwrap_or(defaults.max_delay),
+            factor: self
+                .opt(map, path, "factor", Self::factor)
+                .unwrap_or(defaults.factor),
+            jitter: self
+                .opt(map, path, "jitter", Self::boolean)
+                .unwrap_or(defaults.jitter),
+        };
+        if retry.max_delay < retry.initial_delay {
+            let message = format!(
+                "max_delay ({}) must be at least initial_delay ({})",
+                format_duration(retry.max_delay),
+                format_duration(retry.initial_delay)
+            );
+            self.report(&join(path, "max_delay"), message);
+        }
+        Some(retry)
+    }
+
+    pub(super) fn factor(&mut self, path: &str, value: &Value) -> Option<f32> {
+        let Some(factor) = value.as_f64() else {
+            return self.wrong_type(path, "a number", value);
+        };
+        if !(1.0..=1000.0).contains(&factor) {
+            self.report(
+                path,
+                format!("must be between 1.0 and 1000.0, got {factor}"),
+            );
+            return None;
+        }
+        Some(factor as f32)
+    }
+}
+
+/// Actions.
+impl Decoder {
+    pub(super) fn action(&mut self, path: &str, map: &Map<String, Value>) -> ActionDef {
+        let present: Vec<&str> = ActionDef::NAMES
+            .iter()
+            .copied()
+            .filter(|name| map.contains_key(*name))
+            .collect();
+        if map.contains_key("args") && !present.contains(&"tool") {
+            self.report(
+                &join(path, "args"),
+                "`args` goes with `tool`, and this node has no `tool`",
+            );
+        }
+        match present.as_slice() {
+            [kind] => return self.action_of(path, kind, map),
+            [] => {
+                let names = ActionDef::NAMES.iter().map(|n| format!("`{n}`"));
+                let message = format!(
+                    "the node has no action: give exactly one of {}",
+                    names.collect::<Vec<_>>().join(", ")
+                );
+                self.report(path, message);
+            }
+            several => {
+                let names: Vec<String> = several.iter().map(|n| format!("`{n}`")).collect();
+                let message = format!(
+                    "the node has more than one action ({}): give exactly one",
+                    names.join(", ")
+                );
+                self.report(path, message);
+            }
+        }
+        ActionDef::Render {
+            template: String::new(),
+        }
+    }
+
+    pub(super) fn action_of(
+        &mut self,
+        path: &str,
+        kind: &str,
+        map: &Map<String, Value>,
+    ) -> ActionDef {
+        let (at, value) = (join(path, kind), &map[kind]);
+        let action = match kind {
+            "tool" => self.tool(path, map),
+            "render" => self
+                .string(&at, value)
+                .map(|template| ActionDef::Render { template }),
+            "write_file" => self.write_file(&at, value),
+            "wait" => self
+                .duration(&at, value)
+                .map(|duration| ActionDef::Wait { duration }),
+            "input" => self.input_action(&at, value),
+            _ => self.sample(&at, value),
+        };
+        action.unwrap_or(ActionDef::Render {
+            template: String::new(),
+        })
+    }
+
+    pub(super) fn tool(&mut self, node: &str, map: &Map<String, Value>) -> Option<ActionDef> {
+        let path = join(node, "tool");
+        let name = self.string(&path, &map["tool"])?;
+        if name.is_empty() {
+            self.report(&path, "the tool name is empty");
+        }
+        let args = match map.get("args") {
+            Some(args) => self.table(&join(node, "args"), args)?.clone(),
+            None => Map::new(),
+        };
+        Some(ActionDef::Tool {
+            name,
+            args: Value::Object(args),
+        })
+    }
+
+    pub(super) fn write_file(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let map = self.fields(path, value, WRITE_FILE_KEYS)?;
+        Some(ActionDef::WriteFile {
+            path: self.req(map, path, "path", Self::string),
+            content: self.req(map, path, "content", Self::string),
+            overwrite: self
+                .opt(map, path, "overwrite", Self::boolean)
+                .unwrap_or(false),
+        })
+    }
+
+    pub(super) fn input_action(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let map = self.fields(path, value, INPUT_ACTION_KEYS)?;
+        let schema = self.opt(map, path, "schema", Self::schema);
+        Some(ActionDef::Input {
+            message: self.req(map, path, "message", Self::string),
+            schema: schema
+                .unwrap_or_else(|| serde_json::json!({ "type": "object", "properties": {} })),
+            default: self.opt(map, path, "default", Self::any),
+        })
+    }
+
+    /// A flat JSON Schema object: `type = "object"`, properties that are not objects.
+    pub(super) fn schema(&mut self, path: &str, value: &Value) -> Option<Value> {
+        let map = self.table(path, value)?;
+        let kind = map.get("type");
+        if kind.is_some_and(|kind| kind != "object") {
+            self.report(
+                &join(path, "type"),
+                "an input schema must have type \"object\"",
+            );
+        }
+        let at = join(path, "properties");
+        let properties = match map.get("properties") {
+            Some(properties) => self.table(&at, properties)?,
+            None => return Some(value.clone()),
+        };
+        for (name, property) in properties {
+            let at = join(&at, name);
+            let Some(property) = self.table(&at, property) else {
+                continue;
+            };
+            if property.get("type").is_some_and(|kind| kind == "object") {
+                self.report(
+                    &at,
+                    "an input schema must be flat: a property cannot be an object",
+                );
+            }
+        }
+        Some(value.clone())
+    }
+
+    pub(super) fn sample(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let map = self.fields(path, value, SAMPLE_KEYS)?;
+        let max_tokens = self.opt(map, path, "max_tokens", |d, p, v| {
+            d.integer(p, v, 1, i64::from(u32::MAX))
+        });
+        Some(ActionDef::Sample {
+            prompt: self.req(map, path, "prompt", Self::string),
+            system: self.opt(map, path, "system", Self::string),
+            max_tokens: max_tokens.map(|n| n as u32),
+        })
+    }
+}

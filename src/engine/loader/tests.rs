@@ -1,0 +1,675 @@
+//! Tests of the loader: every structural problem, with its location.
+
+use super::*;
+use serde_json::json;
+
+const FULL: &str = r#"
+name = "release_checklist"
+description = "Prepare a release"
+expose_as_tool = true
+max_parallel = 4
+timeout = "10m"
+
+[inputs.title]
+type = "string"
+description = "What to release"
+required = true
+
+[inputs.level]
+type = "string"
+default = "minor"
+enum = ["major", "minor", "patch"]
+
+[nodes.create]
+description = "Make the task"
+tool = "add_task"
+args = { title = "Release {{ inputs.title }}", tags = ["release"], count = 0x10 }
+timeout = "30s"
+retry = { max_attempts = 3, initial_delay = "200ms", max_delay = "5s", factor = 1.5, jitter = true }
+
+[nodes.note]
+render = "Created {{ nodes.create.output }}"
+needs = ["create"]
+when = "inputs.title != ''"
+trigger = "all_done"
+on_failure = "continue"
+
+[nodes.save]
+write_file = { path = "notes/{{ inputs.title }}.md", content = "x", overwrite = true }
+needs = ["note"]
+for_each = "inputs.level"
+
+[nodes.pause]
+wait = "1m30s"
+
+[nodes.ask]
+input = { message = "Go?", schema = { type = "object", properties = { ok = { type = "boolean" } } }, default = { ok = true } }
+
+[nodes.summarize]
+sample = { prompt = "Summarize", system = "Be brief", max_tokens = 500 }
+
+[output]
+todo = "nodes.create.output"
+"#;
+
+fn problems(text: &str) -> Vec<String> {
+    match parse_toml("wf/x.toml", "x", text) {
+        Ok(def) => panic!("expected problems, decoded {def:?}"),
+        Err(problems) => problems.0.iter().map(ToString::to_string).collect(),
+    }
+}
+
+fn assert_reported(problems: &[String], needle: &str) {
+    assert!(
+        problems.iter().any(|p| p.contains(needle)),
+        "no problem contains {needle:?}:\n{}",
+        problems.join("\n")
+    );
+}
+
+fn node(id: &str, action: ActionDef) -> NodeDef {
+    NodeDef {
+        id: id.to_owned(),
+        description: String::new(),
+        action,
+        needs: vec![],
+        when: None,
+        trigger: Trigger::AllSuccess,
+        on_failure: OnFailure::FailRun,
+        timeout: None,
+        for_each: None,
+        retry: RetryPolicy::default(),
+    }
+}
+
+fn expected_nodes() -> IndexMap<String, NodeDef> {
+    let args = json!({ "title": "Release {{ inputs.title }}", "tags": ["release"], "count": 16 });
+    let create = NodeDef {
+        description: "Make the task".into(),
+        timeout: Some(Duration::from_secs(30)),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            initial_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(5),
+            factor: 1.5,
+            jitter: true,
+        },
+        ..node(
+            "create",
+            ActionDef::Tool {
+                name: "add_task".into(),
+                args,
+            },
+        )
+    };
+    let note = NodeDef {
+        needs: vec!["create".into()],
+        when: Some("inputs.title != ''".into()),
+        trigger: Trigger::AllDone,
+        on_failure: OnFailure::Continue,
+        ..node(
+            "note",
+            ActionDef::Render {
+                template: "Created {{ nodes.create.output }}".into(),
+            },
+        )
+    };
+    let save = NodeDef {
+        needs: vec!["note".into()],
+        for_each: Some("inputs.level".into()),
+        ..node(
+            "save",
+            ActionDef::WriteFile {
+                path: "notes/{{ inputs.title }}.md".into(),
+                content: "x".into(),
+                overwrite: true,
+            },
+        )
+    };
+    [create, note, save]
+        .into_iter()
+        .chain(expected_interactive_nodes())
+        .map(|node| (node.id.clone(), node))
+        .collect()
+}
+
+fn expected_interactive_nodes() -> [NodeDef; 3] {
+    let pause = node(
+        "pause",
+        ActionDef::Wait {
+            duration: Duration::from_secs(90),
+        },
+    );
+    let ask = node(
+        "ask",
+        ActionDef::Input {
+            message: "Go?".into(),
+            schema: json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
+            default: Some(json!({ "ok": true })),
+        },
+    );
+    let summarize = node(
+        "summarize",
+        ActionDef::Sample {
+            prompt: "Summarize".into(),
+            system: Some("Be brief".into()),
+            max_tokens: Some(500),
+        },
+    );
+    [pause, ask, summarize]
+}
+
+fn expected_inputs() -> IndexMap<String, InputDef> {
+    let title = InputDef {
+        kind: ValueType::String,
+        description: "What to release".into(),
+        required: true,
+        default: None,
+        choices: None,
+    };
+    let level = InputDef {
+        kind: ValueType::String,
+        description: String::new(),
+        required: false,
+        default: Some(json!("minor")),
+        choices: Some(vec![json!("major"), json!("minor"), json!("patch")]),
+    };
+    IndexMap::from([("title".into(), title), ("level".into(), level)])
+}
+
+#[test]
+fn a_full_example_decodes_to_the_expected_definition() {
+    let def = parse_toml("wf/release.toml", "release", FULL).unwrap();
+    assert_eq!(def.name, "release_checklist");
+    assert_eq!(def.description, "Prepare a release");
+    assert!(def.expose_as_tool);
+    assert_eq!(def.max_parallel, 4);
+    assert_eq!(def.timeout, Some(Duration::from_secs(600)));
+    assert_eq!(def.inputs, expected_inputs());
+    assert_eq!(def.nodes, expected_nodes());
+    let output = IndexMap::from([("todo".to_owned(), "nodes.create.output".to_owned())]);
+    assert_eq!(def.output, output);
+    assert_eq!(&*def.locations.source, "wf/release.toml");
+}
+
+#[test]
+fn every_field_location_is_recorded_by_dotted_path() {
+    let def = parse_toml("wf/release.toml", "release", FULL).unwrap();
+    let at = |path: &str| def.locations.by_path.get(path).copied();
+    assert_eq!(at("inputs"), Some((8, 2)));
+    assert_eq!(at("inputs.title"), Some((8, 9)));
+    assert_eq!(at("inputs.title.type"), Some((9, 8)));
+    assert_eq!(at("nodes.create"), Some((18, 8)));
+    assert_eq!(at("nodes.create.tool"), Some((20, 8)));
+    assert_eq!(at("nodes.create.args"), Some((21, 1)));
+    assert_eq!(at("nodes.create.args.tags[0]"), Some((21, 56)));
+    assert_eq!(at("nodes.create.retry.factor"), Some((23, 81)));
+    assert_eq!(at("output.todo"), Some((47, 8)));
+}
+
+#[test]
+fn defaults_apply_when_fields_are_absent() {
+    let def = parse_toml("wf/tiny.toml", "tiny", "[nodes.a]\nrender = 'hi'\n").unwrap();
+    assert_eq!(def.name, "tiny");
+    assert_eq!(def.max_parallel, DEFAULT_MAX_PARALLEL);
+    assert_eq!(
+        (def.description.as_str(), def.expose_as_tool, def.timeout),
+        ("", false, None)
+    );
+    assert_eq!(
+        def.nodes["a"],
+        node(
+            "a",
+            ActionDef::Render {
+                template: "hi".into()
+            }
+        )
+    );
+    let def = parse_toml("t.toml", "t", "[nodes.a]\ntool = 'list'\n").unwrap();
+    let empty = ActionDef::Tool {
+        name: "list".into(),
+        args: json!({}),
+    };
+    assert_eq!(def.nodes["a"].action, empty);
+}
+
+#[test]
+fn several_problems_are_reported_together_with_line_and_column() {
+    let text =
+        "name = \"Bad-Name\"\nmax_parallel = 0\n\n[nodes.a]\ntool = 5\ntrigger = \"sometimes\"\n";
+    let found = problems(text);
+    assert_eq!(
+        found,
+        [
+            "wf/x.toml:1:8: name: invalid name `Bad-Name`: must match [a-z][a-z0-9_]{0,63}",
+            "wf/x.toml:2:16: max_parallel: must be between 1 and 4294967295, got 0",
+            "wf/x.toml:5:8: nodes.a.tool: expected a string, found an integer",
+            "wf/x.toml:6:11: nodes.a.trigger: unknown value `sometimes`; expected one of \
+             all_success, all_done, one_success, none_failed",
+        ]
+    );
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let text = "description = \"été\"\nbogus = 1\n[nodes.a] # é\ntool = 't'\n\
+                args = { t = \"é\", u = 2026-01-01 }\n";
+    let found = problems(text);
+    assert_eq!(
+        found,
+        [
+            "wf/x.toml:2:9: bogus: unknown key `bogus`; allowed keys: name, description, \
+             expose_as_tool, max_parallel, timeout, inputs, nodes, output",
+            "wf/x.toml:5:23: nodes.a.args.u: datetimes are not allowed; quote the value to \
+             make it a string",
+        ]
+    );
+}
+
+#[test]
+fn unknown_keys_are_reported_at_every_level_with_the_allowed_keys() {
+    let text = r#"
+colour = "red"
+[inputs.a]
+type = "string"
+optional = true
+[nodes.a]
+tool = "t"
+retries = 3
+retry = { attempts = 2 }
+[nodes.b]
+write_file = { path = "p", content = "c", mode = "0644" }
+[nodes.c]
+input = { message = "m", title = "t" }
+[nodes.d]
+sample = { prompt = "p", temperature = 0.5 }
+"#;
+    let found = problems(text);
+    assert_reported(
+        &found,
+        "wf/x.toml:2:10: colour: unknown key `colour`; allowed keys: name, description,",
+    );
+    assert_reported(
+        &found,
+        "inputs.a.optional: unknown key `optional`; allowed keys: type, description, required, default, enum",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.retries: unknown key `retries`; allowed keys: description, tool, args,",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.retry.attempts: unknown key `attempts`; allowed keys: max_attempts,",
+    );
+    assert_reported(
+        &found,
+        "nodes.b.write_file.mode: unknown key `mode`; allowed keys: path, content, overwrite",
+    );
+    assert_reported(
+        &found,
+        "nodes.c.input.title: unknown key `title`; allowed keys: message, schema, default",
+    );
+    assert_reported(
+        &found,
+        "nodes.d.sample.temperature: unknown key `temperature`; allowed keys: prompt, system, max_tokens",
+    );
+    assert_eq!(found.len(), 7, "{found:#?}");
+}
+
+#[test]
+fn wrong_types_name_what_was_expected_and_found() {
+    let text = r#"
+description = 3
+expose_as_tool = "yes"
+max_parallel = 2.5
+output = { a = 1 }
+[inputs]
+a = "string"
+[nodes.a]
+render = "x"
+needs = "b"
+when = true
+[nodes.b]
+render = "x"
+needs = ["a", 2]
+retry = { factor = "2", jitter = 1 }
+[nodes.c]
+tool = "t"
+args = [1]
+"#;
+    let found = problems(text);
+    assert_reported(&found, "description: expected a string, found an integer");
+    assert_reported(
+        &found,
+        "expose_as_tool: expected a boolean (true or false), found a string",
+    );
+    assert_reported(&found, "max_parallel: expected an integer, found a float");
+    assert_reported(&found, "output.a: expected a string, found an integer");
+    assert_reported(&found, "inputs.a: expected a table, found a string");
+    assert_reported(
+        &found,
+        "nodes.a.needs: expected an array of strings, found a string",
+    );
+    assert_reported(&found, "nodes.a.when: expected a string, found a boolean");
+    assert_reported(
+        &found,
+        "wf/x.toml:14:15: nodes.b.needs[1]: expected a string, found an integer",
+    );
+    assert_reported(
+        &found,
+        "nodes.b.retry.factor: expected a number, found a string",
+    );
+    assert_reported(
+        &found,
+        "nodes.b.retry.jitter: expected a boolean (true or false), found an integer",
+    );
+    assert_reported(&found, "nodes.c.args: expected a table, found an array");
+    assert_eq!(found.len(), 11, "{found:#?}");
+}
+
+#[test]
+fn missing_required_keys_are_reported_at_their_table() {
+    let text = "[inputs.a]\ndescription = 'x'\n[nodes.a]\nwrite_file = { overwrite = true }\n\
+                [nodes.b]\ninput = {}\n[nodes.c]\nsample = { system = 's' }\n";
+    let found = problems(text);
+    assert_reported(
+        &found,
+        "wf/x.toml:1:9: inputs.a: missing required key `type`",
+    );
+    assert_reported(
+        &found,
+        "wf/x.toml:4:1: nodes.a.write_file: missing required key `path`",
+    );
+    assert_reported(&found, "nodes.a.write_file: missing required key `content`");
+    assert_reported(&found, "nodes.b.input: missing required key `message`");
+    assert_reported(&found, "nodes.c.sample: missing required key `prompt`");
+    assert_eq!(found.len(), 5, "{found:#?}");
+    assert_reported(
+        &problems("name = 'x'\n"),
+        "wf/x.toml: missing required key `nodes`",
+    );
+    assert_reported(
+        &problems("nodes = {}\n"),
+        "nodes: a workflow needs at least one node",
+    );
+}
+
+#[test]
+fn a_node_needs_exactly_one_action() {
+    let found =
+        problems("[nodes.a]\nneeds = []\n[nodes.b]\ntool = 't'\nrender = 'r'\nwait = '1s'\n");
+    assert_reported(
+        &found,
+        "wf/x.toml:1:8: nodes.a: the node has no action: give exactly one of `tool`, `render`, \
+         `write_file`, `wait`, `input`, `sample`",
+    );
+    assert_reported(
+        &found,
+        "wf/x.toml:3:8: nodes.b: the node has more than one action (`tool`, `render`, `wait`): \
+         give exactly one",
+    );
+}
+
+#[test]
+fn args_without_tool_are_refused() {
+    let found = problems("[nodes.a]\nrender = 'r'\nargs = { x = 1 }\n");
+    assert_eq!(
+        found,
+        ["wf/x.toml:3:1: nodes.a.args: `args` goes with `tool`, and this node has no `tool`"]
+    );
+}
+
+#[test]
+fn bad_names_and_ids_are_refused() {
+    let found = problems(
+        "name = '1abc'\n[inputs.'my-input']\ntype = 'string'\n[nodes.Create]\nrender = 'r'\n",
+    );
+    assert_reported(
+        &found,
+        "name: invalid name `1abc`: must match [a-z][a-z0-9_]{0,63}",
+    );
+    assert_reported(&found, "inputs.my-input: invalid input name `my-input`");
+    assert_reported(
+        &found,
+        "wf/x.toml:4:8: nodes.Create: invalid node id `Create`",
+    );
+    let long = format!("[nodes.{}]\nrender = 'r'\n", "a".repeat(65));
+    assert_reported(&problems(&long), "invalid node id");
+    let error = parse_toml("wf/My Flow.toml", "My Flow", "[nodes.a]\nrender = 'r'\n").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "wf/My Flow.toml: the file name makes the workflow name `My Flow`, which does not \
+         match [a-z][a-z0-9_]{0,63}; set `name`"
+    );
+    assert!(
+        parse_toml(
+            "wf/My Flow.toml",
+            "My Flow",
+            "name = 'ok'\n[nodes.a]\nrender = 'r'\n"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn bad_enum_values_list_the_allowed_ones() {
+    let found =
+        problems("[inputs.a]\ntype = 'text'\n[nodes.a]\nrender = 'r'\non_failure = 'ignore'\n");
+    assert_reported(
+        &found,
+        "wf/x.toml:2:8: inputs.a.type: unknown value `text`; expected one of string, integer, \
+         number, boolean, array, object",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.on_failure: unknown value `ignore`; expected one of fail_run, continue",
+    );
+    assert_reported(
+        &problems("[inputs.a]\ntype = 'string'\nenum = []\n[nodes.a]\nrender = 'r'\n"),
+        "inputs.a.enum: `enum` needs at least one value",
+    );
+}
+
+#[test]
+fn bad_durations_say_the_accepted_form() {
+    let text = "timeout = '10'\n[nodes.a]\nwait = '1x'\n[nodes.b]\nrender = 'r'\ntimeout = '0s'\n\
+                retry = { initial_delay = '-1s' }\n";
+    let found = problems(text);
+    assert_reported(
+        &found,
+        "wf/x.toml:1:11: timeout: invalid duration `10`: expected a number followed by a unit",
+    );
+    assert_reported(&found, "nodes.a.wait: invalid duration `1x`");
+    assert_reported(&found, "nodes.b.timeout: a timeout must be longer than 0s");
+    assert_reported(
+        &found,
+        "nodes.b.retry.initial_delay: invalid duration `-1s`",
+    );
+    assert_eq!(found.len(), 4, "{found:#?}");
+}
+
+#[test]
+fn out_of_range_numbers_are_refused() {
+    let text = "max_parallel = -1\n[nodes.a]\nrender = 'r'\n\
+                retry = { max_attempts = 101, factor = 0.5, initial_delay = '2s', max_delay = '1s' }\n\
+                [nodes.b]\nsample = { prompt = 'p', max_tokens = 0 }\n[nodes.c]\nrender = 'r'\nretry = { max_attempts = 0 }\n";
+    let found = problems(text);
+    assert_reported(
+        &found,
+        "max_parallel: must be between 1 and 4294967295, got -1",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.retry.max_attempts: must be between 1 and 100, got 101",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.retry.factor: must be between 1.0 and 1000.0, got 0.5",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.retry.max_delay: max_delay (1s) must be at least initial_delay (2s)",
+    );
+    assert_reported(
+        &found,
+        "nodes.b.sample.max_tokens: must be between 1 and 4294967295, got 0",
+    );
+    assert_reported(
+        &found,
+        "nodes.c.retry.max_attempts: must be between 1 and 100, got 0",
+    );
+    let big = problems("max_parallel = 18446744073709551615\n[nodes.a]\nrender = 'r'\n");
+    assert_reported(&big, "max_parallel:");
+    let found = problems("[nodes.a]\nrender = 'r'\nretry = { initial_delay = '1m' }\n");
+    assert_reported(
+        &found,
+        "nodes.a.retry.max_delay: max_delay (30s) must be at least initial_delay (1m)",
+    );
+}
+
+#[test]
+fn toml_datetimes_are_refused() {
+    let found = problems("[nodes.a]\ntool = 't'\nargs = { due = 2026-01-02, at = 12:00:00 }\n");
+    assert_eq!(
+        found,
+        [
+            "wf/x.toml:3:16: nodes.a.args.due: datetimes are not allowed; quote the value to make it a string",
+            "wf/x.toml:3:33: nodes.a.args.at: datetimes are not allowed; quote the value to make it a string",
+        ]
+    );
+    let found = problems("timeout = 1979-05-27T07:32:00Z\n[nodes.a]\nrender = 'r'\n");
+    assert_eq!(found.len(), 1, "{found:#?}");
+}
+
+#[test]
+fn toml_numbers_become_json_numbers() {
+    let text = "[nodes.a]\ntool = 't'\nargs = { a = 1_000, b = -5, c = 0o17, d = 2.5e3, e = 0b101, f = 1.0 }\n";
+    let def = parse_toml("t.toml", "t", text).unwrap();
+    let ActionDef::Tool { args, .. } = &def.nodes["a"].action else {
+        panic!("not a tool");
+    };
+    assert_eq!(
+        args,
+        &json!({ "a": 1000, "b": -5, "c": 15, "d": 2500.0, "e": 5, "f": 1.0 })
+    );
+    let found = problems("[nodes.a]\ntool = 't'\nargs = { x = nan, y = -inf }\n");
+    assert_reported(
+        &found,
+        "nodes.a.args.x: only finite numbers are allowed, not nan",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.args.y: only finite numbers are allowed, not -inf",
+    );
+}
+
+#[test]
+fn input_schemas_must_be_flat_objects() {
+    let text = "[nodes.a]\ninput = { message = 'm', schema = { type = 'object', properties = { \
+                who = { type = 'object' }, n = 3 } } }\n[nodes.b]\ninput = { message = 'm', schema = { type = 'string' } }\n";
+    let found = problems(text);
+    assert_reported(
+        &found,
+        "nodes.a.input.schema.properties.who: an input schema must be flat",
+    );
+    assert_reported(
+        &found,
+        "nodes.a.input.schema.properties.n: expected a table, found an integer",
+    );
+    assert_reported(
+        &found,
+        "nodes.b.input.schema.type: an input schema must have type \"object\"",
+    );
+    let def = parse_toml("t.toml", "t", "[nodes.a]\ninput = { message = 'Go?' }\n").unwrap();
+    let ActionDef::Input {
+        schema, default, ..
+    } = &def.nodes["a"].action
+    else {
+        panic!("not an input");
+    };
+    assert_eq!(
+        (schema, default),
+        (&json!({ "type": "object", "properties": {} }), &None)
+    );
+}
+
+#[test]
+fn a_syntax_error_is_one_problem_at_its_location() {
+    let error = parse_toml("wf/x.toml", "x", "name = 'x'\n[nodes.a\nrender = 'r'\n").unwrap_err();
+    assert_eq!(error.0.len(), 1, "{error}");
+    let location = &error.0[0].location;
+    assert_eq!((location.line, location.column), (2, 9), "{error}");
+    assert!(error.0[0].message.starts_with("invalid TOML: "), "{error}");
+}
+
+#[test]
+fn a_duplicate_table_is_named_at_its_second_definition() {
+    let text = "[nodes.a]\nrender = 'x'\n\n[nodes.a]\nrender = 'y'\n";
+    let error = parse_toml("wf/x.toml", "x", text).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "wf/x.toml:4:8: invalid TOML: table `[nodes.a]` is defined twice"
+    );
+    let error =
+        parse_toml("wf/x.toml", "x", "[nodes.a]\nrender = 'x'\nrender = 'y'\n").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "wf/x.toml:3:1: invalid TOML: key `render` is defined twice"
+    );
+}
+
+#[test]
+fn inline_json_decodes_the_same_schema() {
+    let value = json!({
+        "inputs": { "title": { "type": "string", "required": true } },
+        "nodes": {
+            "create": { "tool": "add_task", "args": { "title": "{{ inputs.title }}" } },
+            "note": { "render": "done", "needs": ["create"], "retry": { "max_attempts": 2, "factor": 3 } }
+        },
+        "output": { "todo": "nodes.create.output" }
+    });
+    let def = parse_json(&value).unwrap();
+    assert_eq!(def.name, "inline");
+    assert_eq!(&*def.locations.source, "inline");
+    assert!(def.locations.by_path.is_empty());
+    assert_eq!(def.nodes["note"].needs, ["create"]);
+    assert_eq!(def.nodes["note"].retry.max_attempts, 2);
+    assert_eq!(def.nodes["note"].retry.factor, 3.0);
+    assert_eq!(def.output["todo"], "nodes.create.output");
+}
+
+#[test]
+fn inline_json_problems_carry_the_dotted_path() {
+    let value = json!({
+        "name": "demo",
+        "nodes": {
+            "a": { "tool": "t", "args": "x", "timeout": "soon" },
+            "b": { "render": "r", "needs": [null], "extra": 1 }
+        }
+    });
+    let error = parse_json(&value).unwrap_err();
+    let found: Vec<String> = error.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        found,
+        [
+            "inline: nodes.a.args: expected an object, found a string",
+            "inline: nodes.a.timeout: invalid duration `soon`: expected a number followed by a \
+             unit (ms, s, m or h), like `200ms`, `30s`, `1.5s` or `1m30s`",
+            "inline: nodes.b.extra: unknown key `extra`; allowed keys: description, tool, args, \
+             render, write_file, wait, input, sample, needs, when, trigger, on_failure, timeout, \
+             for_each, retry",
+            "inline: nodes.b.needs[0]: expected a string, found null",
+        ]
+    );
+    assert!(
+        error
+            .0
+            .iter()
+            .all(|p| p.location.line == 0 && p.location.column == 0)
+    );
+    let error = parse_json(&json!([1])).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "inline: expected an object, found an array"
+    );
+}
