@@ -45,9 +45,9 @@ pub fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("workflow");
-    let def = loader::parse_toml(source, stem, text)?;
-    validate::validate(&def, &Tools::exists, Limits::FILE)?;
-    Ok(def)
+    loader::parse_toml_checked(source, stem, text, &|def| {
+        validate::validate(def, &Tools::exists, Limits::FILE)
+    })
 }
 
 /// Reads, decodes and validates one workflow file.

@@ -136,10 +136,12 @@ fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Req
                 )));
             }
         },
-        (None, Some(value)) => loader::parse_json(value).map_err(|p| problems_error(&p))?,
+        (None, Some(value)) => loader::parse_json_checked(value, &|def| {
+            validate::validate(def, &Tools::exists, Limits::INLINE)
+        })
+        .map_err(|p| problems_error(&p))?,
         (None, None) => unreachable!("checked above"),
     };
-    validate::validate(&def, &Tools::exists, Limits::INLINE).map_err(|p| problems_error(&p))?;
     let def = Arc::new(def);
     let plan = Arc::new(Plan::new(Arc::clone(&def)));
     inputs_for(&def, plan, &given)

@@ -90,16 +90,37 @@ fn is_identifier(text: &str) -> bool {
 /// Decodes a workflow file. `source` is the path shown in messages, `default_name` the
 /// name used when the file sets none (its stem).
 pub fn parse_toml(source: &str, default_name: &str, text: &str) -> Result<WorkflowDef, Problems> {
-    let root = DeTable::parse(text)
-        .map_err(|error| Problems(vec![syntax_problem(source, text, &error)]))?;
-    let mut decoder = Decoder::new(Locations::new(source), true);
-    let value = decoder.toml_table(&Lines::new(text), "", root.get_ref());
-    decoder.workflow(&Value::Object(value), default_name)
+    parse_toml_checked(source, default_name, text, &|_| Ok(()))
 }
 
 /// Decodes a definition given inline as JSON; messages name the dotted path of each field.
 pub fn parse_json(value: &Value) -> Result<WorkflowDef, Problems> {
-    Decoder::new(Locations::new("inline"), false).workflow(value, "inline")
+    parse_json_checked(value, &|_| Ok(()))
+}
+
+/// The semantic checks run on a decoded definition (`validate::validate` with its tools and
+/// limits).
+pub type Check<'c> = &'c dyn Fn(&WorkflowDef) -> Result<(), Problems>;
+
+/// [`parse_toml`], then `check`. Unknown keys do not stop `check` (the rest of the
+/// definition decodes as it would without them), so their problems and its come together;
+/// any other decoding problem leaves the definition incomplete and stops before `check`.
+pub fn parse_toml_checked(
+    source: &str,
+    default_name: &str,
+    text: &str,
+    check: Check<'_>,
+) -> Result<WorkflowDef, Problems> {
+    let root = DeTable::parse(text)
+        .map_err(|error| Problems(vec![syntax_problem(source, text, &error)]))?;
+    let mut decoder = Decoder::new(Locations::new(source), true);
+    let value = decoder.toml_table(&Lines::new(text), "", root.get_ref());
+    decoder.workflow(&Value::Object(value), default_name, check)
+}
+
+/// [`parse_json`], then `check`, as [`parse_toml_checked`] does.
+pub fn parse_json_checked(value: &Value, check: Check<'_>) -> Result<WorkflowDef, Problems> {
+    Decoder::new(Locations::new("inline"), false).workflow(value, "inline", check)
 }
 
 fn join(parent: &str, key: &str) -> String {
@@ -120,5 +141,8 @@ struct Decoder {
     problems: Vec<Problem>,
     /// Paths already reported while converting TOML; later problems there are noise.
     silenced: HashSet<String>,
+    /// How many of `problems` are unknown keys, which leave the rest of the definition as
+    /// it would be without them.
+    unknown_keys: usize,
     toml: bool,
 }

@@ -4,10 +4,13 @@ use super::*;
 
 /// The workflow, its inputs and its output.
 impl Decoder {
+    /// Decodes the workflow, then runs `check` on it when it is complete: when decoding
+    /// found nothing wrong, or only unknown keys.
     pub(super) fn workflow(
         mut self,
         root: &Value,
         default_name: &str,
+        check: Check<'_>,
     ) -> Result<WorkflowDef, Problems> {
         let Some(map) = self.fields("", root, TOP_KEYS) else {
             return Err(Problems(self.problems));
@@ -31,16 +34,24 @@ impl Decoder {
             output: self.output(map.get("output")),
             locations: Locations::default(),
         };
-        if !self.problems.is_empty() {
-            // In file order; inline problems keep the order of decoding.
-            self.problems
-                .sort_by_key(|problem| (problem.location.line, problem.location.column));
-            return Err(Problems(self.problems));
-        }
-        Ok(WorkflowDef {
+        let complete = self.problems.len() == self.unknown_keys;
+        let def = WorkflowDef {
             locations: self.locations,
             ..def
-        })
+        };
+        let mut problems = self.problems;
+        if complete && let Err(found) = check(&def) {
+            if problems.is_empty() {
+                return Err(found);
+            }
+            problems.extend(found.0);
+        }
+        if problems.is_empty() {
+            return Ok(def);
+        }
+        // In file order; inline problems keep the order of decoding, then checking.
+        problems.sort_by_key(|problem| (problem.location.line, problem.location.column));
+        Err(Problems(problems))
     }
 
     pub(super) fn name(&mut self, map: &Map<String, Value>, default_name: &str) -> String {

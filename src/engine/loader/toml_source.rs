@@ -68,6 +68,7 @@ impl Decoder {
             locations,
             problems: Vec::new(),
             silenced: HashSet::new(),
+            unknown_keys: 0,
             toml,
         }
     }

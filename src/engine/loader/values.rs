@@ -53,7 +53,9 @@ impl Decoder {
         let map = self.table(path, value)?;
         for key in map.keys().filter(|key| !allowed.contains(&key.as_str())) {
             let message = format!("unknown key `{key}`; allowed keys: {}", list(allowed));
+            let before = self.problems.len();
             self.report(&join(path, key), message);
+            self.unknown_keys += self.problems.len() - before;
         }
         Some(map)
     }
