@@ -12,7 +12,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::io::AsyncReadExt;
@@ -22,8 +22,8 @@ use tokio::task::JoinHandle;
 /// The server binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 
-/// An MCP client connected to the server's stdio.
-pub type Client = RunningService<RoleClient, ()>;
+/// An MCP client connected to the server's stdio; `H` handles what the server sends it.
+pub type Client<H = ()> = RunningService<RoleClient, H>;
 
 /// How long any single wait on the child may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -43,8 +43,8 @@ impl TempDb {
 }
 
 /// A running server: the client, the database it was started on, and its stderr.
-pub struct Server {
-    pub client: Client,
+pub struct Server<H: ClientHandler = ()> {
+    pub client: Client<H>,
     pub db: PathBuf,
     stderr: Arc<Mutex<String>>,
     stderr_reader: JoinHandle<()>,
@@ -71,6 +71,17 @@ impl Server {
         server
     }
 
+    /// Starts the server on a fresh database in its own temporary directory, with `args`
+    /// after `--db` (e.g. `--workflows <dir>`).
+    pub async fn start_with_args(args: &[&OsStr]) -> Server {
+        let temp = TempDb::new();
+        let mut command = server_command(temp.dir.path());
+        command.arg("--db").arg(&temp.path).args(args);
+        let mut server = Server::spawn(command, temp.path.clone()).await;
+        server._temp = Some(temp);
+        server
+    }
+
     /// Starts the server with `--db <db>`.
     pub async fn start_on(db: &Path) -> Server {
         Server::start_with_db_arg(db.as_os_str(), db).await
@@ -87,6 +98,13 @@ impl Server {
     /// Spawns `command` (the server binary), connects a client and starts collecting stderr.
     /// `db` is the database file the command is expected to use.
     pub async fn spawn(command: Command, db: PathBuf) -> Server {
+        Server::spawn_with(command, db, ()).await
+    }
+}
+
+impl<H: ClientHandler> Server<H> {
+    /// [`Server::spawn`] with a client whose `handler` receives the server's notifications.
+    pub async fn spawn_with(command: Command, db: PathBuf, handler: H) -> Server<H> {
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -106,7 +124,7 @@ impl Server {
                 }
             }
         });
-        let client = tokio::time::timeout(DEADLINE, ().serve(transport))
+        let client = tokio::time::timeout(DEADLINE, handler.serve(transport))
             .await
             .expect("the server answers initialize in time")
             .unwrap_or_else(|e| {

@@ -1,0 +1,598 @@
+//! The `workflows` terminal commands, run as the built binary in a temporary directory.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// A temporary directory holding the database, a workflows folder and a workspace.
+struct Sandbox {
+    dir: TempDir,
+    db: PathBuf,
+    workflows: PathBuf,
+    workspace: PathBuf,
+}
+
+/// What a run of the binary left behind, as text.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn from(output: Output) -> Ran {
+        Ran {
+            code: output.status.code(),
+            stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+        }
+    }
+
+    fn assert_code(&self, code: i32) -> &Ran {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit status\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Stdout as exactly one JSON value.
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON value ({e}):\n{}\n--- stderr ---\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let workflows = dir.path().join("workflows");
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir(&workflows).unwrap();
+        std::fs::create_dir(&workspace).unwrap();
+        Sandbox {
+            db: dir.path().join("tasks.db"),
+            dir,
+            workflows,
+            workspace,
+        }
+    }
+
+    /// Writes `text` to `name` in the temporary directory (outside the workflows folder).
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Writes `text` to `name` in the workflows folder.
+    fn workflow(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.workflows.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs the binary with `--db`, `--workflows` and `--workspace` into the sandbox, then
+    /// `args`, with no inherited configuration and stdin closed.
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Ran {
+        let output = Command::new(common::BIN)
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--workflows")
+            .arg(&self.workflows)
+            .arg("--workspace")
+            .arg(&self.workspace)
+            .args(args)
+            .env_remove("TASKS_DB_PATH")
+            .env_remove("TASKS_WORKFLOWS_DIR")
+            .env_remove("TASKS_WORKSPACE")
+            .env_remove("RUST_LOG")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the binary");
+        Ran::from(output)
+    }
+}
+
+const HELLO: &str = r#"description = "Say hello"
+
+[inputs.who]
+type = "string"
+default = "world"
+
+[nodes.greet]
+render = "hello {{ inputs.who }}"
+
+[output]
+text = "nodes.greet.output"
+"#;
+
+/// One problem of each kind, at known places: an unknown key (2:10), an unknown tool (8:8),
+/// a template naming an undeclared input (9:18), an unknown need (13:10) and a cycle (17:9).
+const FLAWED: &str = r#"name = "flawed"
+colour = "red"
+
+[inputs.version]
+type = "string"
+
+[nodes.create]
+tool = "add_tsk"
+args = { title = "{{ inputs.versoin }}" }
+
+[nodes.after]
+render = "after"
+needs = ["nowhere"]
+
+[nodes.ping]
+render = "ping"
+needs = ["pong"]
+
+[nodes.pong]
+render = "pong"
+needs = ["ping"]
+"#;
+
+/// Not TOML at all: the error is at 2:4, where `]]` should be.
+const BROKEN: &str = "name = \"broken\"\n[[x\n";
+
+#[test]
+fn validate_accepts_a_good_file() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.file("hello.toml", HELLO);
+    let ran = sandbox.run(&["workflows".as_ref(), "validate".as_ref(), good.as_os_str()]);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout
+            .contains(&format!("ok    {} (hello, 1 nodes)", good.display())),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        !ran.stderr.contains(&good.display().to_string()),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// The problem lines of `stderr`: those that start with `prefix`.
+fn problem_lines<'s>(stderr: &'s str, prefix: &str) -> Vec<&'s str> {
+    stderr.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+/// Splits `path:line:column: dotted.path: message` after `path:`, checking its shape.
+fn parse_problem<'l>(line: &'l str, path: &str) -> (u32, u32, &'l str, &'l str) {
+    let rest = line
+        .strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("not a problem of {path}: {line}"));
+    let mut parts = rest.splitn(3, ": ");
+    let (Some(position), Some(dotted), Some(message)) = (parts.next(), parts.next(), parts.next())
+    else {
+        panic!("not `path:line:column: dotted.path: message`: {line}");
+    };
+    let (line_no, column) = position
+        .split_once(':')
+        .unwrap_or_else(|| panic!("no line:column in {line}"));
+    (
+        line_no.parse().unwrap_or_else(|_| panic!("line in {line}")),
+        column
+            .parse()
+            .unwrap_or_else(|_| panic!("column in {line}")),
+        dotted,
+        message,
+    )
+}
+
+#[test]
+fn validate_reports_every_problem_of_a_file_with_its_line_and_column() {
+    let sandbox = Sandbox::new();
+    let flawed = sandbox.file("flawed.toml", FLAWED);
+    let ran = sandbox.run(&[
+        "workflows".as_ref(),
+        "validate".as_ref(),
+        flawed.as_os_str(),
+    ]);
+    ran.assert_code(1);
+
+    let path = flawed.display().to_string();
+    let lines = problem_lines(&ran.stderr, &path);
+    let problems: Vec<(u32, u32, &str, &str)> =
+        lines.iter().map(|l| parse_problem(l, &path)).collect();
+    let at: Vec<(u32, u32, &str)> = problems.iter().map(|&(l, c, p, _)| (l, c, p)).collect();
+    assert_eq!(
+        at,
+        [
+            (2, 10, "colour"),
+            (8, 8, "nodes.create.tool"),
+            (9, 18, "nodes.create.args.title"),
+            (13, 10, "nodes.after.needs[0]"),
+            (17, 9, "nodes.ping.needs"),
+        ],
+        "stderr:\n{}",
+        ran.stderr
+    );
+    let messages: Vec<&str> = problems.iter().map(|p| p.3).collect();
+    assert!(
+        messages[0].starts_with("unknown key `colour`"),
+        "{messages:?}"
+    );
+    assert_eq!(messages[1], "unknown tool `add_tsk`");
+    assert!(
+        messages[2].starts_with("unknown input `inputs.versoin`"),
+        "{messages:?}"
+    );
+    assert_eq!(messages[3], "unknown node `nowhere`");
+    assert!(
+        messages[4].contains("cycle") && messages[4].contains("ping -> pong -> ping"),
+        "{messages:?}"
+    );
+    assert!(
+        ran.stdout.contains(&format!("FAIL  {path} (5 problems)")),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn validate_reports_on_each_of_several_paths() {
+    let sandbox = Sandbox::new();
+    let good = sandbox.file("hello.toml", HELLO);
+    let flawed = sandbox.file("flawed.toml", FLAWED);
+    let broken = sandbox.file("broken.toml", BROKEN);
+    let missing = sandbox.dir.path().join("missing.toml");
+    let ran = sandbox.run(&[
+        "workflows".as_ref(),
+        "validate".as_ref(),
+        good.as_os_str(),
+        flawed.as_os_str(),
+        broken.as_os_str(),
+        missing.as_os_str(),
+    ]);
+    ran.assert_code(1);
+
+    assert!(ran.stdout.contains(&format!("ok    {}", good.display())));
+    for bad in [&flawed, &broken, &missing] {
+        assert!(
+            ran.stdout.contains(&format!("FAIL  {}", bad.display())),
+            "{}",
+            ran.stdout
+        );
+    }
+    let flawed_path = flawed.display().to_string();
+    assert_eq!(problem_lines(&ran.stderr, &flawed_path).len(), 5);
+    let broken_path = broken.display().to_string();
+    let broken_lines = problem_lines(&ran.stderr, &broken_path);
+    assert_eq!(broken_lines.len(), 1, "{}", ran.stderr);
+    let (line, column, _, _) = parse_problem(broken_lines[0], &broken_path);
+    assert_eq!((line, column), (2, 4), "{}", broken_lines[0]);
+    let missing_path = missing.display().to_string();
+    assert_eq!(
+        problem_lines(&ran.stderr, &missing_path).len(),
+        1,
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("3 of 4 workflow files have problems"));
+}
+
+#[test]
+fn validate_without_paths_checks_the_built_ins_and_the_folder() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let ran = sandbox.run(&["workflows", "validate"]);
+    ran.assert_code(0);
+    assert!(
+        ran.stdout.contains("(release_checklist, 2 nodes)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("(hello, 1 nodes)"), "{}", ran.stdout);
+
+    let broken = sandbox.workflow("broken.toml", BROKEN);
+    let ran = sandbox.run(&["workflows", "validate"]);
+    ran.assert_code(1);
+    assert!(
+        ran.stdout.contains(&format!("FAIL  {}", broken.display())),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let broken = sandbox.workflow("broken.toml", BROKEN);
+    let ran = sandbox.run(&["workflows", "list"]);
+    ran.assert_code(0);
+
+    let names: Vec<&str> = ran
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["release_checklist", "hello"], "{}", ran.stdout);
+    let hello = ran.stdout.lines().nth(1).unwrap();
+    assert!(
+        hello.contains("1 nodes") && hello.contains("Say hello"),
+        "{hello}"
+    );
+    assert!(!ran.stdout.contains("broken"), "{}", ran.stdout);
+    assert!(
+        ran.stderr
+            .contains(&format!("{}:2:4: invalid TOML", broken.display())),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// Runs `release_checklist` with `args` after its name.
+fn run_release<S: AsRef<std::ffi::OsStr>>(sandbox: &Sandbox, args: &[S]) -> Ran {
+    let mut all: Vec<&std::ffi::OsStr> = vec![
+        "workflows".as_ref(),
+        "run".as_ref(),
+        "release_checklist".as_ref(),
+    ];
+    all.extend(args.iter().map(AsRef::as_ref));
+    sandbox.run(&all)
+}
+
+fn titles(todos: &Value) -> Vec<&str> {
+    todos
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of todos: {todos}"))
+        .iter()
+        .map(|todo| todo["title"].as_str().expect("a title"))
+        .collect()
+}
+
+#[test]
+fn run_prints_only_the_report_as_json_and_the_todos_are_stored() {
+    let sandbox = Sandbox::new();
+    let ran = run_release(
+        &sandbox,
+        &["--input", "version=9.9", "--input", r#"steps=["a","b"]"#],
+    );
+    ran.assert_code(0);
+    let report = ran.json();
+
+    let run_id = report["run_id"].as_str().expect("a run id");
+    assert_eq!(run_id.len(), 36, "a UUID: {run_id}");
+    assert_eq!(report["status"], "succeeded");
+    let todos = &report["output"]["todos"];
+    assert_eq!(titles(todos), ["9.9: a", "9.9: b"]);
+    for todo in todos.as_array().unwrap() {
+        assert_eq!(todo["tags"], json!(["release", "v9.9"]));
+        assert_eq!(todo["status"], "open");
+    }
+    let summary = report["output"]["summary"].as_str().expect("a summary");
+    assert!(
+        summary.starts_with("Release 9.9: 2 todos created."),
+        "{summary}"
+    );
+
+    let steps = &report["nodes"]["steps"];
+    assert_eq!(steps["status"], "succeeded");
+    assert!(
+        steps["attempts"].as_u64().is_some_and(|n| n >= 1),
+        "{steps}"
+    );
+    assert_eq!(&steps["output"], todos);
+    let node = &report["nodes"]["summary"];
+    assert_eq!(node["status"], "succeeded");
+    assert_eq!(node["attempts"], 1);
+    assert_eq!(node["output"], summary);
+
+    assert_eq!(common::task_titles(&sandbox.db), ["9.9: a", "9.9: b"]);
+    let rows = common::audit_rows(&sandbox.db);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for row in &rows {
+        assert_eq!(
+            (row.tool.as_str(), row.outcome.as_str()),
+            ("add_task", "ok")
+        );
+        assert_eq!(row.run_id.as_deref(), Some(run_id));
+        assert_eq!(row.node_id.as_deref(), Some("steps"));
+    }
+}
+
+#[test]
+fn a_failed_run_exits_one_with_the_node_error_in_the_report() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.file(
+        "finish.toml",
+        "[nodes.finish]\ntool = \"complete_task\"\nargs = { id = 999999 }\n",
+    );
+    let ran = sandbox.run(&["workflows".as_ref(), "run".as_ref(), file.as_os_str()]);
+    ran.assert_code(1);
+    let report = ran.json();
+
+    assert_eq!(report["status"], "failed");
+    assert!(
+        report["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("finish")),
+        "{report:#}"
+    );
+    let node = &report["nodes"]["finish"];
+    assert_eq!(node["status"], "failed");
+    assert_eq!(node["error"]["code"], "not_found");
+    assert!(
+        node["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("999999")),
+        "{node:#}"
+    );
+    let rows = common::audit_rows(&sandbox.db);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].tool.as_str(), rows[0].outcome.as_str()),
+        ("complete_task", "not_found")
+    );
+}
+
+#[test]
+fn a_missing_required_input_exits_one_naming_it_and_runs_nothing() {
+    let sandbox = Sandbox::new();
+    let ran = run_release(&sandbox, &["--input", r#"steps=["a"]"#]);
+    ran.assert_code(1);
+    assert_eq!(ran.stdout, "", "no report without a run");
+    assert!(
+        ran.stderr
+            .contains("inputs.version: the required input `version` is missing"),
+        "{}",
+        ran.stderr
+    );
+    if sandbox.db.exists() {
+        assert!(common::task_titles(&sandbox.db).is_empty());
+    }
+}
+
+#[test]
+fn an_input_of_the_wrong_type_is_refused() {
+    let sandbox = Sandbox::new();
+    let ran = run_release(
+        &sandbox,
+        &["--input", "version=1", "--input", "steps=not json"],
+    );
+    ran.assert_code(1);
+    assert_eq!(ran.stdout, "");
+    assert!(ran.stderr.contains("--input steps"), "{}", ran.stderr);
+
+    let ran = run_release(
+        &sandbox,
+        &["--input", "version=1", "--input", r#"steps={"a":1}"#],
+    );
+    ran.assert_code(1);
+    assert!(
+        ran.stderr.contains("input `steps` must be of type array"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn inputs_json_gives_every_input_and_input_overrides_its_keys() {
+    let sandbox = Sandbox::new();
+    let inputs = r#"{"version": "1.0", "steps": ["x", "y"]}"#;
+    let ran = run_release(&sandbox, &["--inputs-json", inputs]);
+    ran.assert_code(0);
+    assert_eq!(titles(&ran.json()["output"]["todos"]), ["1.0: x", "1.0: y"]);
+
+    let ran = run_release(
+        &sandbox,
+        &["--inputs-json", inputs, "--input", "version=2.0"],
+    );
+    ran.assert_code(0);
+    assert_eq!(titles(&ran.json()["output"]["todos"]), ["2.0: x", "2.0: y"]);
+
+    let ran = run_release(&sandbox, &["--inputs-json", "[1]"]);
+    ran.assert_code(1);
+    assert!(ran.stderr.contains("--inputs-json must be a JSON object"));
+    assert_eq!(
+        common::task_titles(&sandbox.db),
+        ["1.0: x", "1.0: y", "2.0: x", "2.0: y"]
+    );
+}
+
+const WRITER: &str = r#"[inputs.path]
+type = "string"
+required = true
+
+[nodes.note]
+write_file = { path = "{{ inputs.path }}", content = "run {{ run.id }}" }
+"#;
+
+#[test]
+fn run_takes_a_file_path_and_write_file_stays_in_the_workspace() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.file("writer.toml", WRITER);
+    let run = |path: &str| {
+        sandbox.run(&[
+            "workflows".as_ref(),
+            "run".as_ref(),
+            file.as_os_str(),
+            "--input".as_ref(),
+            format!("path={path}").as_ref(),
+        ])
+    };
+
+    let ran = run("notes/today.md");
+    ran.assert_code(0);
+    let report = ran.json();
+    assert_eq!(report["status"], "succeeded");
+    let written = std::fs::read_to_string(sandbox.workspace.join("notes/today.md"))
+        .expect("the file is written under the workspace");
+    assert_eq!(
+        written,
+        format!("run {}", report["run_id"].as_str().unwrap())
+    );
+
+    let ran = run("../x");
+    ran.assert_code(1);
+    let report = ran.json();
+    assert_eq!(report["status"], "failed");
+    let error = &report["nodes"]["note"]["error"];
+    assert_eq!(error["code"], "file_error", "{report:#}");
+    assert!(error["message"].as_str().unwrap().contains(".."), "{error}");
+    assert!(!sandbox.dir.path().join("x").exists(), "nothing escaped");
+
+    let outside = sandbox.dir.path().join("outside.md");
+    let ran = run(outside.to_str().unwrap());
+    ran.assert_code(1);
+    assert_eq!(ran.json()["nodes"]["note"]["error"]["code"], "file_error");
+    assert!(!outside.exists(), "an absolute path is refused");
+}
+
+#[test]
+fn show_mermaid_prints_the_flowchart() {
+    let sandbox = Sandbox::new();
+    let ran = sandbox.run(&["workflows", "show", "release_checklist", "--mermaid"]);
+    ran.assert_code(0);
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines[0], "flowchart TD", "{}", ran.stdout);
+    assert!(lines.contains(&"steps --> summary"), "{}", ran.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("steps[") && l.contains("tool")),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn an_unknown_workflow_name_fails_listing_the_known_ones() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    for args in [
+        ["workflows", "run", "no_such_flow"].as_slice(),
+        ["workflows", "show", "no_such_flow", "--mermaid"].as_slice(),
+    ] {
+        let ran = sandbox.run(args);
+        assert_ne!(ran.code, Some(0), "{args:?} succeeded");
+        assert_eq!(ran.stdout, "", "{args:?}");
+        let line = ran
+            .stderr
+            .lines()
+            .find(|l| l.contains("no_such_flow"))
+            .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
+        assert!(
+            line.contains("known workflows: release_checklist, hello"),
+            "{line}"
+        );
+    }
+    assert!(!Path::new(&sandbox.db).exists() || common::task_titles(&sandbox.db).is_empty());
+}
