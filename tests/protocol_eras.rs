@@ -1,0 +1,151 @@
+//! Both protocol eras over raw JSON-RPC lines: the `initialize` handshake of 2025-11-25
+//! and the stateless 2026-07-28 requests introduced by `server/discover`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    _dir: tempfile::TempDir,
+}
+
+impl Raw {
+    fn start() -> Raw {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
+            .arg("--db")
+            .arg(dir.path().join("tasks.db"))
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Raw {
+            child,
+            stdin,
+            stdout,
+            _dir: dir,
+        }
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its response, skipping any notification before it.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed stdout"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+    })
+}
+
+#[test]
+fn an_initialize_session_of_2025_11_25_lists_and_calls_tools() {
+    let mut raw = Raw::start();
+    let init = raw.request(
+        1,
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } }),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["result"]["serverInfo"]["name"], "mcp-task-server");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    raw.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+
+    let listed = raw.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"add_task") && names.contains(&"run_workflow"),
+        "{names:?}"
+    );
+
+    let added = raw.request(
+        3,
+        "tools/call",
+        json!({ "name": "add_task", "arguments": { "title": "legacy era" } }),
+    );
+    assert_eq!(added["result"]["structuredContent"]["ok"], true);
+    assert_eq!(
+        added["result"]["structuredContent"]["data"]["title"],
+        "legacy era"
+    );
+}
+
+#[test]
+fn server_discover_then_stateless_2026_07_28_requests_work_without_initialize() {
+    let mut raw = Raw::start();
+    let discovered = raw.request(1, "server/discover", json!({ "_meta": modern_meta() }));
+    let versions = discovered["result"]["supportedVersions"]
+        .as_array()
+        .unwrap();
+    assert!(versions.contains(&json!("2026-07-28")), "{versions:?}");
+    assert!(versions.contains(&json!("2025-11-25")), "{versions:?}");
+    assert!(discovered["result"]["capabilities"]["tools"].is_object());
+
+    let added = raw.request(
+        2,
+        "tools/call",
+        json!({ "_meta": modern_meta(), "name": "add_task", "arguments": { "title": "modern era" } }),
+    );
+    assert_eq!(added["result"]["resultType"], "complete");
+    assert_eq!(
+        added["result"]["structuredContent"]["data"]["title"],
+        "modern era"
+    );
+
+    let rejected = raw.request(
+        3,
+        "tools/call",
+        json!({ "_meta": modern_meta(), "name": "add_task", "arguments": { "title": "" } }),
+    );
+    assert_eq!(rejected["result"]["isError"], true);
+    assert_eq!(
+        rejected["result"]["structuredContent"]["error"]["code"],
+        "invalid_input"
+    );
+
+    let unknown = raw.request(
+        4,
+        "tools/call",
+        json!({ "_meta": modern_meta(), "name": "no_such_tool", "arguments": {} }),
+    );
+    assert_eq!(unknown["error"]["code"], -32602);
+}
