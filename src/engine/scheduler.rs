@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::actions::{self, ActionEnv, BoxFuture, Resolved};
 use super::attempt::{AttemptScope, Outcome, run_attempts};
+use super::definition::ActionDef;
 use super::observer::{Event, Observer, Progress};
-use super::plan::{NodeAction, Plan};
+use super::plan::{NodeAction, Plan, PlannedNode};
 use super::report::{NodeError, NodeErrorKind, NodeReport, NodeStatus, RunReport, RunStatus};
 use super::{template, trigger};
 use crate::tools::Origin;
@@ -184,7 +185,10 @@ impl Run {
                 actions::resolve(&node.action, &minijinja::Value::UNDEFINED, &self.inputs);
             return self.queue_unit(i, None, resolved);
         }
-        let ctx = self.context(i, None);
+        let ctx = match needs_context(node) {
+            true => self.context(i, None),
+            false => minijinja::Value::UNDEFINED,
+        };
         if let Some(when) = &node.when {
             match template::eval_bool(when, &ctx) {
                 Ok(true) => {}
@@ -495,6 +499,31 @@ impl Run {
             error,
             nodes,
         }
+    }
+}
+
+/// Whether deciding `node` evaluates anything against a template context. Building one
+/// costs more than the rest of a plain node's scheduling, so a node whose action is plain
+/// text (no `when`, no `for_each`) goes without. Other actions always get one.
+fn needs_context(node: &PlannedNode) -> bool {
+    if node.when.is_some() || node.for_each.is_some() {
+        return true;
+    }
+    match &node.action {
+        NodeAction::Defined(ActionDef::Render { template }) => template::is_template(template),
+        NodeAction::Defined(ActionDef::Tool { name: _, args }) => has_template(args),
+        NodeAction::Defined(ActionDef::Wait { duration: _ }) => false,
+        _ => true,
+    }
+}
+
+/// Whether a string anywhere in `value` is a template (what `template::expand` expands).
+fn has_template(value: &Value) -> bool {
+    match value {
+        Value::String(text) => template::is_template(text),
+        Value::Array(items) => items.iter().any(has_template),
+        Value::Object(map) => map.values().any(has_template),
+        _ => false,
     }
 }
 
