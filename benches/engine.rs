@@ -1,0 +1,234 @@
+//! Scheduling cost of the workflow engine on no-op nodes, validation of a large file, and
+//! the overhead a one-node run adds to a direct tool call. Run: `cargo bench --bench engine`.
+//!
+//! A no-op node is `render = "x"`: a plain string, which the engine returns as it is,
+//! without templating. Definitions are decoded, validated and planned once, outside the
+//! timed loop; each measured run is spawned as a task on a two-worker runtime, which is
+//! how the server runs workflows.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Map, Value, json};
+use tokio::runtime::Runtime;
+
+use mcp_task_server::engine::plan::Plan;
+use mcp_task_server::engine::report::RunStatus;
+use mcp_task_server::engine::validate::{Limits, validate};
+use mcp_task_server::engine::{Engine, RunOptions, loader};
+use mcp_task_server::store::Store;
+use mcp_task_server::tools::{Origin, Tools};
+
+/// High enough that the limit never throttles the widest shape.
+const MAX_PARALLEL: usize = 10_000;
+
+/// A DAG as the parents of each node; parents always come earlier.
+type Shape = Vec<Vec<usize>>;
+
+fn chain(n: usize) -> Shape {
+    (0..n)
+        .map(|i| if i == 0 { vec![] } else { vec![i - 1] })
+        .collect()
+}
+
+/// One root, then `width` nodes that each need only the root.
+fn fanout(width: usize) -> Shape {
+    std::iter::once(vec![])
+        .chain((0..width).map(|_| vec![0]))
+        .collect()
+}
+
+/// `layers` layers of `width` nodes, each needing every node of the layer before.
+fn diamond(layers: usize, width: usize) -> Shape {
+    (0..layers * width)
+        .map(|i| match i / width {
+            0 => vec![],
+            layer => ((layer - 1) * width..layer * width).collect(),
+        })
+        .collect()
+}
+
+/// SplitMix64: a fixed, tiny generator so every run builds the same graph.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// `n` nodes, each with up to three parents drawn among the nodes before it.
+fn random(n: usize, seed: u64) -> Shape {
+    let mut rng = SplitMix(seed);
+    (0..n)
+        .map(|i| {
+            if i == 0 {
+                return vec![];
+            }
+            let count = rng.below(4);
+            let mut parents: Vec<usize> = (0..count).map(|_| rng.below(i)).collect();
+            parents.sort_unstable();
+            parents.dedup();
+            parents
+        })
+        .collect()
+}
+
+fn edges(shape: &Shape) -> usize {
+    shape.iter().map(Vec::len).sum()
+}
+
+fn node_id(i: usize) -> String {
+    format!("n{i}")
+}
+
+/// The shape as an inline (JSON) definition of no-op nodes.
+fn definition_json(name: &str, shape: &Shape) -> Value {
+    let nodes: Map<String, Value> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, parents)| {
+            let mut node = json!({ "render": "x" });
+            if !parents.is_empty() {
+                let needs: Vec<String> = parents.iter().map(|&p| node_id(p)).collect();
+                node["needs"] = json!(needs);
+            }
+            (node_id(i), node)
+        })
+        .collect();
+    json!({ "name": name, "max_parallel": MAX_PARALLEL, "nodes": nodes })
+}
+
+/// The shape as a workflow file of no-op nodes.
+fn definition_toml(name: &str, shape: &Shape) -> String {
+    let mut text = format!("name = \"{name}\"\nmax_parallel = {MAX_PARALLEL}\n");
+    for (i, parents) in shape.iter().enumerate() {
+        text.push_str(&format!("\n[nodes.{}]\nrender = \"x\"\n", node_id(i)));
+        if !parents.is_empty() {
+            let needs: Vec<String> = parents
+                .iter()
+                .map(|&p| format!("\"{}\"", node_id(p)))
+                .collect();
+            text.push_str(&format!("needs = [{}]\n", needs.join(", ")));
+        }
+    }
+    text
+}
+
+/// Decodes, validates and plans a shape; panics on any problem.
+fn plan(name: &str, shape: &Shape) -> Arc<Plan> {
+    let def = loader::parse_json(&definition_json(name, shape)).expect("definition decodes");
+    validate(&def, &Tools::exists, Limits::FILE).expect("definition validates");
+    Arc::new(Plan::new(Arc::new(def)))
+}
+
+fn engine() -> Engine {
+    let store = Store::open_in_memory().expect("in-memory store");
+    Engine::new(Tools::new(store), &std::env::temp_dir())
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn bench_schedule(c: &mut Criterion) {
+    let rt = runtime();
+    let engine = engine();
+    let shapes: [(&str, String, Shape); 5] = [
+        ("chain", "100".into(), chain(100)),
+        ("chain", "1000".into(), chain(1000)),
+        ("fanout", "1000".into(), fanout(1000)),
+        ("diamond", "10x100".into(), diamond(10, 100)),
+        ("random", "10000".into(), random(10_000, 0x5eed)),
+    ];
+    let mut group = c.benchmark_group("schedule");
+    for (kind, size, shape) in shapes {
+        let plan = plan(kind, &shape);
+        let nodes = shape.len();
+        let check = rt.block_on(engine.run(Arc::clone(&plan), Map::new(), RunOptions::default()));
+        assert_eq!(check.status, RunStatus::Succeeded, "{kind}/{size} succeeds");
+        assert_eq!(check.nodes.len(), nodes);
+        eprintln!(
+            "schedule/{kind}/{size}: {nodes} nodes, {} edges",
+            edges(&shape)
+        );
+        group.throughput(Throughput::Elements(nodes as u64));
+        group.bench_function(BenchmarkId::new(kind, size), |b| {
+            b.to_async(&rt).iter(|| {
+                let engine = engine.clone();
+                let plan = Arc::clone(&plan);
+                async move {
+                    let run = tokio::spawn(async move {
+                        engine.run(plan, Map::new(), RunOptions::default()).await
+                    });
+                    black_box(run.await.expect("run task"))
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+fn bench_validate(c: &mut Criterion) {
+    let shape = random(10_000, 0x5eed);
+    let text = definition_toml("random", &shape);
+    let mut group = c.benchmark_group("validate");
+    group.throughput(Throughput::Elements(shape.len() as u64));
+    group.bench_function(BenchmarkId::new("file", shape.len()), |b| {
+        b.iter(|| {
+            let def =
+                loader::parse_toml("bench.toml", "random", black_box(&text)).expect("file decodes");
+            validate(&def, &Tools::exists, Limits::FILE).expect("file validates");
+            black_box(Plan::new(Arc::new(def)))
+        });
+    });
+    // The three steps of `file` apart.
+    group.bench_function(BenchmarkId::new("parse_toml", shape.len()), |b| {
+        b.iter(|| loader::parse_toml("bench.toml", "random", black_box(&text)).expect("decodes"));
+    });
+    let def = Arc::new(loader::parse_toml("bench.toml", "random", &text).expect("decodes"));
+    group.bench_function(BenchmarkId::new("check", shape.len()), |b| {
+        b.iter(|| validate(black_box(&def), &Tools::exists, Limits::FILE).expect("validates"));
+    });
+    group.bench_function(BenchmarkId::new("plan", shape.len()), |b| {
+        b.iter(|| Plan::new(black_box(Arc::clone(&def))));
+    });
+    group.finish();
+}
+
+fn bench_overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let engine = engine();
+    let tools = engine.tools().clone();
+    let args = Map::new();
+    let mut group = c.benchmark_group("overhead/one_node");
+    group.bench_function("call_tool/list_tasks", |b| {
+        b.to_async(&rt).iter(|| async {
+            let result = engine.call_tool("list_tasks", args.clone()).await;
+            black_box(result.expect("tool exists").expect("list_tasks succeeds"))
+        });
+    });
+    group.bench_function("invoke/list_tasks", |b| {
+        b.to_async(&rt).iter(|| async {
+            let result = tools.invoke("list_tasks", &args, Origin::default());
+            black_box(result.expect("tool exists").expect("list_tasks succeeds"))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_schedule, bench_validate, bench_overhead);
+criterion_main!(benches);
