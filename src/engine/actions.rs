@@ -144,21 +144,41 @@ pub fn resolve(
     })
 }
 
+/// Performs one attempt of an action that needs no waiting (a tool call, text, a file),
+/// right away; `None` for the actions that wait (`wait`, `input`, `sample`).
+pub fn perform_now(
+    env: &ActionEnv,
+    action: &Resolved,
+    origin: Origin<'_>,
+) -> Option<Result<Value, NodeError>> {
+    Some(match action {
+        Resolved::Tool { name, args } => match env.tools.invoke(name, args, origin) {
+            Some(result) => result.map_err(NodeError::from),
+            None => Err(NodeError::new(
+                NodeErrorKind::Unsupported,
+                format!("unknown tool `{name}`"),
+            )),
+        },
+        Resolved::Text(text) => Ok(Value::String(text.clone())),
+        Resolved::WriteFile {
+            path,
+            content,
+            overwrite,
+        } => write_file(&env.workspace, path, content, *overwrite),
+        Resolved::Wait(_) | Resolved::Input { .. } | Resolved::Sample { .. } => return None,
+    })
+}
+
 /// Performs one attempt of a resolved action.
 pub async fn perform(
     env: &ActionEnv,
     action: &Resolved,
     origin: Origin<'_>,
 ) -> Result<Value, NodeError> {
+    if let Some(result) = perform_now(env, action, origin) {
+        return result;
+    }
     match action {
-        Resolved::Tool { name, args } => match env.tools.invoke(name, args, origin) {
-            Some(result) => result.map_err(NodeError::from),
-            None => Err(NodeError::new(NodeErrorKind::Unsupported, format!("unknown tool `{name}`"))),
-        },
-        Resolved::Text(text) => Ok(Value::String(text.clone())),
-        Resolved::WriteFile { path, content, overwrite } => {
-            write_file(&env.workspace, path, content, *overwrite)
-        }
         Resolved::Wait(duration) => {
             tokio::time::sleep(*duration).await;
             Ok(Value::Null)
@@ -180,6 +200,9 @@ pub async fn perform(
                 "this node asks the client's model, and no MCP client that can answer is connected",
             )),
         },
+        Resolved::Tool { .. } | Resolved::Text(_) | Resolved::WriteFile { .. } => {
+            unreachable!("perform_now performs these")
+        }
     }
 }
 

@@ -71,40 +71,44 @@ pub struct AttemptScope<'a> {
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or the run stops. Returns the outcome
-/// and the number of attempts started.
-pub async fn run_attempts<F, Fut>(scope: AttemptScope<'_>, mut attempt: F) -> (Outcome, u32)
+/// and the number of attempts made. `first`, when given, is the error of a first attempt
+/// already made elsewhere (synchronously, by the scheduler): the loop carries on from it.
+pub async fn run_attempts<F, Fut>(
+    scope: AttemptScope<'_>,
+    mut first: Option<NodeError>,
+    mut attempt: F,
+) -> (Outcome, u32)
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<serde_json::Value, NodeError>>,
 {
-    let seed = jitter_seed(scope.run_id, scope.node_id, scope.instance);
-    let mut delays = backoff_delays(&scope.policy, seed);
+    // Built at the first failure: most attempts succeed and never need it.
+    let mut delays = None;
     let mut number = 0;
     loop {
         number += 1;
-        let result = tokio::select! {
-            biased;
-            _ = scope.stop.cancelled() => return (Outcome::Cancelled, number),
-            result = with_timeout(scope.timeout, attempt(number)) => result,
+        let result = match first.take() {
+            Some(error) => Err(error),
+            None => tokio::select! {
+                biased;
+                _ = scope.stop.cancelled() => return (Outcome::Cancelled, number),
+                result = with_timeout(scope.timeout, attempt(number)) => result,
+            },
         };
         let error = match result {
             Ok(value) => return (Outcome::Succeeded(value), number),
             Err(error) => error,
         };
-        let retry_in = if error.is_retryable() {
-            delays.next()
-        } else {
-            None
+        let retry_in = match error.is_retryable() {
+            true => delays
+                .get_or_insert_with(|| {
+                    let seed = jitter_seed(scope.run_id, scope.node_id, scope.instance);
+                    backoff_delays(&scope.policy, seed)
+                })
+                .next(),
+            false => None,
         };
-        if let Some(observer) = scope.observer {
-            observer.event(&Event::AttemptFailed {
-                run_id: scope.run_id,
-                node: scope.node_id,
-                attempt: number,
-                error: &error,
-                retry_in,
-            });
-        }
+        report_failure(&scope, number, &error, retry_in);
         let Some(delay) = retry_in else {
             return (Outcome::Failed(error), number);
         };
@@ -113,6 +117,24 @@ where
             _ = scope.stop.cancelled() => return (Outcome::Cancelled, number),
             _ = tokio::time::sleep(delay) => {}
         }
+    }
+}
+
+/// Tells the observer that attempt `number` failed, and when the next one comes.
+pub fn report_failure(
+    scope: &AttemptScope<'_>,
+    number: u32,
+    error: &NodeError,
+    retry_in: Option<Duration>,
+) {
+    if let Some(observer) = scope.observer {
+        observer.event(&Event::AttemptFailed {
+            run_id: scope.run_id,
+            node: scope.node_id,
+            attempt: number,
+            error,
+            retry_in,
+        });
     }
 }
 

@@ -15,13 +15,16 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::actions::{self, ActionEnv, BoxFuture, Resolved};
-use super::attempt::{AttemptScope, Outcome, run_attempts};
+use super::attempt::{AttemptScope, Outcome, report_failure, run_attempts};
 use super::definition::ActionDef;
 use super::observer::{Event, Observer, Progress};
 use super::plan::{NodeAction, Plan, PlannedNode};
 use super::report::{NodeError, NodeErrorKind, NodeReport, NodeStatus, RunReport, RunStatus};
 use super::{template, trigger};
 use crate::tools::Origin;
+
+/// How many units may finish synchronously before the run yields to other tasks.
+const YIELD_EVERY: usize = 256;
 
 /// Why a run stopped before every node was decided.
 #[derive(Debug, Clone)]
@@ -119,13 +122,24 @@ impl Run {
         });
         let deadline = self.plan.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut running: FuturesUnordered<BoxFuture<UnitDone>> = FuturesUnordered::new();
+        let mut since_yield = 0;
         loop {
             if self.stop.is_none() && self.cancel.is_cancelled() {
                 self.halt(Stop::Cancelled);
             }
-            if self.stop.is_none() {
+            while self.stop.is_none() {
                 self.decide_ready();
-                self.launch(&mut running);
+                let finished = self.launch(&mut running);
+                if finished == 0 {
+                    break;
+                }
+                // Units finished synchronously; a long chain of them must not hold this
+                // worker for the whole run.
+                since_yield += finished;
+                if since_yield >= YIELD_EVERY {
+                    since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
             }
             if running.is_empty() {
                 break;
@@ -266,14 +280,27 @@ impl Run {
         }
     }
 
-    fn launch(&mut self, running: &mut FuturesUnordered<BoxFuture<UnitDone>>) {
-        while running.len() < self.plan.max_parallel {
+    /// Starts queued units while the concurrency limit allows. A unit whose action needs no
+    /// waiting (a tool call, text, a file) makes its first attempt right here, and only goes
+    /// on to the attempt loop if that attempt failed in a way a retry could cure. Returns how
+    /// many units finished here, since their downstream nodes may now be ready.
+    fn launch(&mut self, running: &mut FuturesUnordered<BoxFuture<UnitDone>>) -> usize {
+        let mut finished = 0;
+        while self.stop.is_none() && running.len() < self.plan.max_parallel {
             let Some((node, instance, action)) = self.unit_ready.pop_front() else {
                 break;
             };
             if self.status[node] == NodeStatus::Pending {
                 self.set_status(node, NodeStatus::Running, None);
             }
+            let first = match self.attempt_now(node, instance, &action) {
+                Ok(done) => {
+                    self.finish_unit(done);
+                    finished += 1;
+                    continue;
+                }
+                Err(first) => first,
+            };
             running.push(Box::pin(attempt_unit(
                 Arc::clone(&self.plan),
                 Arc::clone(&self.env),
@@ -281,8 +308,51 @@ impl Run {
                 self.stop_token.clone(),
                 self.observer.clone(),
                 (node, instance, action),
+                first,
             )));
         }
+        finished
+    }
+
+    /// The first attempt of a unit that needs no waiting, made synchronously: `Ok` when the
+    /// unit is done, `Err` with the attempt loop's starting point otherwise (`None` when no
+    /// attempt was made, or the retryable error of the one that was).
+    fn attempt_now(
+        &self,
+        node: usize,
+        instance: Option<usize>,
+        action: &Resolved,
+    ) -> Result<UnitDone, Option<NodeError>> {
+        let planned = &self.plan.nodes[node];
+        let origin = Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&planned.id),
+        };
+        let outcome = match actions::perform_now(&self.env, action, origin).ok_or(None)? {
+            Ok(value) => Outcome::Succeeded(value),
+            Err(error) if error.is_retryable() && planned.retry.max_attempts > 1 => {
+                return Err(Some(error));
+            }
+            Err(error) => {
+                let scope = AttemptScope {
+                    run_id: &self.run_id,
+                    node_id: &planned.id,
+                    instance,
+                    policy: planned.retry,
+                    timeout: planned.timeout,
+                    stop: &self.stop_token,
+                    observer: self.observer.as_ref(),
+                };
+                report_failure(&scope, 1, &error, None);
+                Outcome::Failed(error)
+            }
+        };
+        Ok(UnitDone {
+            node,
+            instance,
+            outcome,
+            attempts: 1,
+        })
     }
 
     fn finish_unit(&mut self, done: UnitDone) {
@@ -553,6 +623,7 @@ async fn attempt_unit(
     stop: CancellationToken,
     observer: Option<Arc<dyn Observer>>,
     (node, instance, action): (usize, Option<usize>, Resolved),
+    first: Option<NodeError>,
 ) -> UnitDone {
     let planned = &plan.nodes[node];
     let scope = AttemptScope {
@@ -569,7 +640,7 @@ async fn attempt_unit(
         node_id: Some(&planned.id),
     };
     let (outcome, attempts) =
-        run_attempts(scope, |_| actions::perform(&env, &action, origin)).await;
+        run_attempts(scope, first, |_| actions::perform(&env, &action, origin)).await;
     UnitDone {
         node,
         instance,
