@@ -21,7 +21,8 @@ pub enum NodeAction {
 
 #[derive(Debug, Clone)]
 pub struct PlannedNode {
-    pub id: String,
+    /// Shared with every report of every run of the plan.
+    pub id: Arc<str>,
     pub action: NodeAction,
     pub upstream: Vec<usize>,
     pub downstream: Vec<usize>,
@@ -109,7 +110,7 @@ impl Plan {
             .nodes
             .values()
             .map(|node| PlannedNode {
-                id: node.id.clone(),
+                id: node.id.as_str().into(),
                 action: NodeAction::Defined(node.action.clone()),
                 upstream: node
                     .needs
@@ -160,7 +161,7 @@ impl Plan {
             max_parallel: 1,
             timeout: None,
             nodes: vec![PlannedNode {
-                id: name.to_owned(),
+                id: name.into(),
                 action: NodeAction::ToolWithRunInputs(name.to_owned()),
                 upstream: Vec::new(),
                 downstream: Vec::new(),

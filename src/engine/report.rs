@@ -135,6 +135,10 @@ pub struct NodeReport {
     pub reason: Option<String>,
 }
 
+/// The nodes of a report, by id, in the order of the definition. The ids are the plan's
+/// own, shared; the hasher is a fast one, since the keys are ours, not an attacker's.
+pub type NodeReports = IndexMap<std::sync::Arc<str>, NodeReport, foldhash::fast::FixedState>;
+
 /// The result of a run, as the CLI prints it and `run_workflow` returns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -144,5 +148,5 @@ pub struct RunReport {
     pub output: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    pub nodes: IndexMap<String, NodeReport>,
+    pub nodes: NodeReports,
 }

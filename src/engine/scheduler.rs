@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +18,9 @@ use super::attempt::{AttemptScope, Outcome, report_failure, run_attempts};
 use super::definition::ActionDef;
 use super::observer::{Event, Observer, Progress};
 use super::plan::{NodeAction, Plan, PlannedNode};
-use super::report::{NodeError, NodeErrorKind, NodeReport, NodeStatus, RunReport, RunStatus};
+use super::report::{
+    NodeError, NodeErrorKind, NodeReport, NodeReports, NodeStatus, RunReport, RunStatus,
+};
 use super::{template, trigger};
 use crate::tools::Origin;
 
@@ -293,6 +294,18 @@ impl Run {
             if self.status[node] == NodeStatus::Pending {
                 self.set_status(node, NodeStatus::Running, None);
             }
+            if let Resolved::Text(text) = action {
+                // Text cannot fail; it becomes the output as it is, without a copy.
+                let outcome = Outcome::Succeeded(Value::String(text));
+                self.finish_unit(UnitDone {
+                    node,
+                    instance,
+                    outcome,
+                    attempts: 1,
+                });
+                finished += 1;
+                continue;
+            }
             let first = match self.attempt_now(node, instance, &action) {
                 Ok(done) => {
                     self.finish_unit(done);
@@ -423,7 +436,7 @@ impl Run {
         let fails_run = self.plan.nodes[i].on_failure == super::definition::OnFailure::FailRun;
         self.complete(i, NodeStatus::Failed, None, None, Some(error));
         if fails_run {
-            let id = self.plan.nodes[i].id.clone();
+            let id = self.plan.nodes[i].id.to_string();
             self.halt(Stop::NodeFailed(id));
         }
     }
@@ -495,7 +508,7 @@ impl Run {
             if let Some(output) = &self.outputs[r] {
                 entry.insert("output".into(), output.clone());
             }
-            nodes.insert(self.plan.nodes[r].id.clone(), Value::Object(entry));
+            nodes.insert(self.plan.nodes[r].id.to_string(), Value::Object(entry));
         }
         minijinja::Value::from_serialize(&nodes)
     }
@@ -549,7 +562,8 @@ impl Run {
     }
 
     fn report(self, status: RunStatus, output: Value, error: Option<String>) -> RunReport {
-        let mut nodes = IndexMap::with_capacity(self.plan.nodes.len());
+        let mut nodes =
+            NodeReports::with_capacity_and_hasher(self.plan.nodes.len(), Default::default());
         let parts = self.outputs.into_iter().zip(self.errors).zip(self.reason);
         for (i, ((output, error), reason)) in parts.enumerate() {
             let report = NodeReport {
@@ -559,7 +573,7 @@ impl Run {
                 error,
                 reason,
             };
-            nodes.insert(self.plan.nodes[i].id.clone(), report);
+            nodes.insert(Arc::clone(&self.plan.nodes[i].id), report);
         }
         RunReport {
             run_id: self.run_id.to_string(),
