@@ -13,6 +13,10 @@
 
 use std::sync::Arc;
 
+// The allocator the server binary ships with, shared by all three executors.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;

@@ -123,12 +123,26 @@ pub fn parse_json_checked(value: &Value, check: Check<'_>) -> Result<WorkflowDef
     Decoder::new(Locations::new("inline"), false).workflow(value, "inline", check)
 }
 
+/// `parent.key`, or `key` at the top. Built by hand: it runs for every field of a file.
 fn join(parent: &str, key: &str) -> String {
     if parent.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{parent}.{key}")
+        return key.to_owned();
     }
+    let mut path = String::with_capacity(parent.len() + 1 + key.len());
+    path.push_str(parent);
+    path.push('.');
+    path.push_str(key);
+    path
+}
+
+/// `path[index]`, for the items of an array.
+fn indexed(path: &str, index: usize) -> String {
+    let mut indexed = String::with_capacity(path.len() + 6);
+    indexed.push_str(path);
+    indexed.push('[');
+    indexed.push_str(&index.to_string());
+    indexed.push(']');
+    indexed
 }
 
 fn list(names: &[&str]) -> String {

@@ -121,7 +121,7 @@ impl Decoder {
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| self.toml_value(lines, &format!("{path}[{i}]"), item))
+                    .map(|(i, item)| self.toml_value(lines, &indexed(path, i), item))
                     .collect(),
             ),
             DeValue::Table(table) => Value::Object(self.toml_table(lines, path, table)),

@@ -166,7 +166,7 @@ impl Decoder {
         };
         let read = items.iter().enumerate();
         let strings: Vec<_> = read
-            .filter_map(|(i, item)| self.string(&format!("{path}[{i}]"), item))
+            .filter_map(|(i, item)| self.string(&indexed(path, i), item))
             .collect();
         (strings.len() == items.len()).then_some(strings)
     }

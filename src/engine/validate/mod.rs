@@ -288,6 +288,9 @@ impl<'d> Checker<'d> {
     }
 
     fn text(&mut self, path: &str, text: &str, syntax: Syntax, scope: Scope<'d>) {
+        if syntax == Syntax::Template && !template::is_template(text) {
+            return; // plain text, taken literally: it names nothing
+        }
         let references = match syntax {
             Syntax::Template => template::template_references(text),
             Syntax::Expression => template::expression_references(text),
