@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine_support::{Harness, Rec, Recorder, Rng, assert_problem, plan, problems};
-use mcp_task_server::engine::RunOptions;
 use mcp_task_server::engine::attempt::{backoff_delays, jitter_seed};
 use mcp_task_server::engine::definition::RetryPolicy;
 use mcp_task_server::engine::report::{NodeStatus, RunStatus};
+use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
 use mcp_task_server::tools::{Origin, Tools};
 use serde_json::{Map, Value, json};
@@ -1013,4 +1013,58 @@ async fn input_and_sample_nodes_without_a_client_take_the_default_or_fail() {
     assert_eq!(run.status("model"), Failed);
     assert_eq!(run.error_code("model"), "unsupported");
     assert_eq!(run.node("model").attempts, 1);
+}
+
+/// A tool failure another attempt might cure (`internal_error`, here from a read-only
+/// database) is retried on schedule, the first attempt included in the count, even though
+/// that first attempt is made synchronously by the scheduler.
+#[tokio::test(start_paused = true)]
+async fn internal_errors_of_a_tool_are_retried_on_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    drop(Store::open(&path).unwrap());
+    let read_only = Store::open(format!("file:{}?mode=ro", path.display())).unwrap();
+    let engine = Engine::new(Tools::new(read_only), dir.path());
+    let plan = plan(
+        r#"
+        [nodes.add]
+        tool = "add_task"
+        args = { title = "cannot be stored" }
+        retry = { max_attempts = 3, initial_delay = "100ms", factor = 2.0 }
+        "#,
+    );
+    let recorder = Recorder::default();
+    let options = RunOptions {
+        observer: Some(recorder.observer()),
+        ..RunOptions::default()
+    };
+    let started = tokio::time::Instant::now();
+    let report = engine.run(Arc::clone(&plan), Map::new(), options).await;
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+    let node = &report.nodes["add"];
+    assert_eq!(node.status, Failed);
+    assert_eq!(node.attempts, 3);
+    assert_eq!(node.error.as_ref().unwrap().code, "internal_error");
+    let failures: Vec<(u32, Option<Duration>, Duration)> = recorder
+        .take()
+        .into_iter()
+        .filter_map(|event| match event {
+            Rec::AttemptFailed {
+                attempt,
+                retry_in,
+                at,
+                ..
+            } => Some((attempt, retry_in, at - started)),
+            Rec::Node { .. } => None,
+        })
+        .collect();
+    let ms = Duration::from_millis;
+    assert_eq!(
+        failures,
+        [
+            (1, Some(ms(100)), ms(0)),
+            (2, Some(ms(200)), ms(100)),
+            (3, None, ms(300)),
+        ]
+    );
 }

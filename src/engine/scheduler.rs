@@ -473,8 +473,7 @@ impl Run {
         self.outputs[i] = output;
         self.errors[i] = error;
         self.set_status(i, status, reason);
-        let plan = Arc::clone(&self.plan);
-        for &d in &plan.nodes[i].downstream {
+        for &d in &self.plan.nodes[i].downstream {
             self.waiting_on[d] -= 1;
             if self.waiting_on[d] == 0 {
                 self.node_ready.push_back(d);
