@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use mcp_task_server::store::AuditRow;
+use mcp_task_server::store::{Store, TodoFilter};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -281,53 +283,24 @@ pub fn expect_error(result: &CallToolResult, code: &str) -> String {
         .to_owned()
 }
 
-/// A row of the `audit_log` table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRow {
-    pub id: i64,
-    pub at: String,
-    pub tool: String,
-    pub args: String,
-    pub outcome: String,
-    pub run_id: Option<String>,
-    pub node_id: Option<String>,
+/// Every audit row of the database at `db`, in order of writing, read through the store
+/// opened read-only (the server may still have it open).
+pub fn audit_rows(db: &Path) -> Vec<AuditRow> {
+    read_only(db).audit_rows().expect("read the audit log")
 }
 
-/// Every audit row of the database at `db`, in order of writing, read with a separate
-/// read-only connection.
-pub fn audit_rows(db: &Path) -> Vec<AuditRow> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
-    let mut stmt = conn
-        .prepare("SELECT id, at, tool, args, outcome, run_id, node_id FROM audit_log ORDER BY id")
-        .expect("prepare the audit query");
-    stmt.query_map([], |r| {
-        Ok(AuditRow {
-            id: r.get(0)?,
-            at: r.get(1)?,
-            tool: r.get(2)?,
-            args: r.get(3)?,
-            outcome: r.get(4)?,
-            run_id: r.get(5)?,
-            node_id: r.get(6)?,
-        })
-    })
-    .expect("query the audit log")
-    .collect::<Result<_, _>>()
-    .expect("read the audit log")
+/// The store at `db`, opened read-only (the server may still have it open).
+fn read_only(db: &Path) -> Store {
+    let uri = format!("file:{}?mode=ro", db.display());
+    Store::open(&uri).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()))
 }
 
 /// The titles in the `tasks` table of the database at `db`, in id order.
 pub fn task_titles(db: &Path) -> Vec<String> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
-    let mut stmt = conn
-        .prepare("SELECT title FROM tasks ORDER BY id")
-        .expect("prepare the tasks query");
-    stmt.query_map([], |r| r.get(0))
-        .expect("query the tasks")
-        .collect::<Result<_, _>>()
-        .expect("read the tasks")
+    read_only(db)
+        .list_todos(&TodoFilter::default())
+        .expect("read the todos")
+        .into_iter()
+        .map(|todo| todo.title)
+        .collect()
 }
