@@ -2,7 +2,7 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, Tx};
 use crate::clock;
 
 /// The recorded arguments are capped at this many bytes; longer ones end in a marker.
@@ -62,9 +62,9 @@ pub fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
     format!("{}…[truncated: {} bytes in all]", &args[..end], args.len()).into()
 }
 
-impl Store {
+impl Tx<'_> {
     pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
-        self.lock()
+        self.conn
             .prepare_cached(
                 "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -78,6 +78,12 @@ impl Store {
                 entry.node_id
             ])?;
         Ok(())
+    }
+}
+
+impl Store {
+    pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
+        self.with(|tx| tx.append_audit(entry))
     }
 
     /// The whole log in order of writing.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
@@ -32,6 +32,11 @@ pub enum StoreError {
     ReadOnlyUninitialised { found: i64 },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+}
+
+/// The connection while one caller holds it; the queries of `todos` and `audit` live here.
+pub struct Tx<'c> {
+    conn: &'c Connection,
 }
 
 /// A handle to the database, cheap to clone.
@@ -92,6 +97,27 @@ impl Store {
     /// Whether writes to this database will be refused.
     pub fn is_read_only(&self) -> bool {
         self.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
+    }
+
+    /// Runs `work` inside one write transaction that commits when it returns: a tool's
+    /// effect and its audit row then cost one commit, and land together. On a read-only
+    /// database no write transaction can start, and the statements run as they come.
+    /// An error is the commit's: then nothing `work` wrote is kept.
+    pub fn transaction<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> Result<T, StoreError> {
+        let conn = self.lock();
+        match Transaction::new_unchecked(&conn, TransactionBehavior::Immediate) {
+            Ok(tx) => {
+                let out = work(&Tx { conn: &tx });
+                tx.commit()?;
+                Ok(out)
+            }
+            Err(_) => Ok(work(&Tx { conn: &conn })),
+        }
+    }
+
+    /// Runs `work` on the connection, each statement committing on its own.
+    pub(crate) fn with<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> T {
+        work(&Tx { conn: &self.lock() })
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {

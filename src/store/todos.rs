@@ -5,7 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, Tx};
 use crate::clock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -92,9 +92,9 @@ pub(crate) fn escape_like(text: &str) -> String {
     escaped
 }
 
-impl Store {
+impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn;
         let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
         let id = conn
             .prepare_cached(
@@ -103,11 +103,11 @@ impl Store {
             .query_row(params![new.title, new.due, tags, clock::now_iso()], |r| {
                 r.get(0)
             })?;
-        Ok(get(&conn, id)?.expect("the row was just inserted"))
+        Ok(get(conn, id)?.expect("the row was just inserted"))
     }
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        Ok(get(&self.lock(), id)?)
+        Ok(get(self.conn, id)?)
     }
 
     pub fn list_todos(&self, filter: &TodoFilter) -> Result<Vec<Todo>, StoreError> {
@@ -120,7 +120,7 @@ impl Store {
                AND (?4 IS NULL OR (due IS NOT NULL AND due <= ?4))
              ORDER BY id ASC"
         );
-        let conn = self.lock();
+        let conn = self.conn;
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(
             params![
@@ -137,7 +137,7 @@ impl Store {
     /// Substring match on titles, case-insensitive for ASCII letters, wildcards literal.
     pub fn search_todos(&self, query: &str) -> Result<Vec<Todo>, StoreError> {
         let pattern = format!("%{}%", escape_like(query));
-        let conn = self.lock();
+        let conn = self.conn;
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM tasks WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC"
         ))?;
@@ -147,22 +147,49 @@ impl Store {
 
     /// Marks a todo done; a todo already done is returned unchanged. `None` if there is none.
     pub fn complete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn;
         conn.prepare_cached(
             "UPDATE tasks SET status = 'done', completed_at = ?2 WHERE id = ?1 AND status = 'open'",
         )?
         .execute(params![id, clock::now_iso()])?;
-        Ok(get(&conn, id)?)
+        Ok(get(conn, id)?)
     }
 
     /// Deletes a todo and returns it as it was. `None` if there is none.
     pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn;
         Ok(conn
             .prepare_cached(&format!(
                 "DELETE FROM tasks WHERE id = ?1 RETURNING {COLUMNS}"
             ))?
             .query_row([id], todo_from_row)
             .optional()?)
+    }
+}
+
+/// The same queries, each on its own, for callers outside a tool call.
+impl Store {
+    pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
+        self.with(|tx| tx.insert_todo(new))
+    }
+
+    pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        self.with(|tx| tx.get_todo(id))
+    }
+
+    pub fn list_todos(&self, filter: &TodoFilter) -> Result<Vec<Todo>, StoreError> {
+        self.with(|tx| tx.list_todos(filter))
+    }
+
+    pub fn search_todos(&self, query: &str) -> Result<Vec<Todo>, StoreError> {
+        self.with(|tx| tx.search_todos(query))
+    }
+
+    pub fn complete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        self.with(|tx| tx.complete_todo(id))
+    }
+
+    pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
+        self.with(|tx| tx.delete_todo(id))
     }
 }

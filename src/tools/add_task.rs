@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::validate::Checker;
 use super::{Effects, ToolResult, ToolSpec, schema};
-use crate::store::{NewTodo, Store};
+use crate::store::{NewTodo, Tx};
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -76,7 +76,7 @@ fn check_tags(check: &mut Checker, value: &Value) -> Option<Vec<String>> {
     tags.into_iter().collect()
 }
 
-pub(super) fn call(store: &Store, args: &Map<String, Value>) -> ToolResult {
+pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let new = parse(args)?;
-    Ok(serde_json::to_value(store.insert_todo(&new)?).expect("a todo serialises"))
+    Ok(serde_json::to_value(tx.insert_todo(&new)?).expect("a todo serialises"))
 }

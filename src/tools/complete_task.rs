@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::store::Store;
+use crate::store::Tx;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -42,9 +42,9 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
     Ok(id.expect("checked"))
 }
 
-pub(super) fn call(store: &Store, args: &Map<String, Value>) -> ToolResult {
+pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let id = parse(args)?;
-    match store.complete_todo(id)? {
+    match tx.complete_todo(id)? {
         Some(todo) => Ok(serde_json::to_value(todo).expect("a todo serialises")),
         None => Err(ToolError::not_found(format!("no todo with id {id}"))),
     }

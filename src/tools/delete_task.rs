@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use super::complete_task::parse_id;
 use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::store::Store;
+use crate::store::Tx;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -49,9 +49,9 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
     Ok(id.expect("checked"))
 }
 
-pub(super) fn call(store: &Store, args: &Map<String, Value>) -> ToolResult {
+pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let id = parse(args)?;
-    match store.delete_todo(id)? {
+    match tx.delete_todo(id)? {
         Some(todo) => Ok(serde_json::to_value(todo).expect("a todo serialises")),
         None => Err(ToolError::not_found(format!("no todo with id {id}"))),
     }

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::store::{Store, TodoFilter, TodoStatus};
+use crate::store::{TodoFilter, TodoStatus, Tx};
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -66,7 +66,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<TodoFilter, ToolError> 
     Ok(filter)
 }
 
-pub(super) fn call(store: &Store, args: &Map<String, Value>) -> ToolResult {
+pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let filter = parse(args)?;
-    Ok(serde_json::to_value(store.list_todos(&filter)?).expect("todos serialise"))
+    Ok(serde_json::to_value(tx.list_todos(&filter)?).expect("todos serialise"))
 }

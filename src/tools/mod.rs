@@ -16,7 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::store::{AuditEntry, AuditOutcome, Store, StoreError};
+use crate::store::{AuditEntry, AuditOutcome, Store, StoreError, Tx};
 
 /// The `code` of a failed result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -124,7 +124,7 @@ impl ToolSpec {
     }
 }
 
-type Handler = fn(&Store, &Map<String, Value>) -> ToolResult;
+type Handler = fn(&Tx<'_>, &Map<String, Value>) -> ToolResult;
 
 /// A registered tool: its name, its published definition, and what runs it.
 type Registration = (&'static str, fn() -> ToolSpec, Handler);
@@ -177,21 +177,27 @@ impl Tools {
         origin: Origin<'_>,
     ) -> Option<ToolResult> {
         let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
-        let result =
-            catch_unwind(AssertUnwindSafe(|| handler(&self.store, args))).unwrap_or_else(|_| {
-                tracing::error!(tool = name, "tool panicked");
-                Err(ToolError::internal())
-            });
-        let outcome = match &result {
-            Ok(_) => AuditOutcome::Ok,
-            Err(error) => error.code.audit_outcome(),
-        };
-        self.audit(name, args, outcome, origin);
-        Some(result)
+        // The effect and its audit row commit together, in one transaction.
+        let committed = self.store.transaction(|tx| {
+            let result =
+                catch_unwind(AssertUnwindSafe(|| handler(tx, args))).unwrap_or_else(|_| {
+                    tracing::error!(tool = name, "tool panicked");
+                    Err(ToolError::internal())
+                });
+            let outcome = match &result {
+                Ok(_) => AuditOutcome::Ok,
+                Err(error) => error.code.audit_outcome(),
+            };
+            append_audit(tx, name, args, outcome, origin);
+            result
+        });
+        Some(committed.unwrap_or_else(|error| {
+            tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
+            Err(ToolError::internal())
+        }))
     }
 
-    /// Appends a row to the audit log. Best effort under storage failure: the failure is
-    /// logged and the caller still gets what really happened.
+    /// Appends a row to the audit log, for a call that is not a task-manager tool's.
     pub fn audit(
         &self,
         tool: &str,
@@ -199,17 +205,30 @@ impl Tools {
         outcome: AuditOutcome,
         origin: Origin<'_>,
     ) {
-        let args = serde_json::to_string(args).expect("a JSON map serialises");
-        let entry = AuditEntry {
-            tool,
-            args: &args,
-            outcome,
-            run_id: origin.run_id,
-            node_id: origin.node_id,
-        };
-        if let Err(error) = self.store.append_audit(&entry) {
-            tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");
-        }
+        self.store
+            .with(|tx| append_audit(tx, tool, args, outcome, origin));
+    }
+}
+
+/// Appends a row to the audit log. Best effort under storage failure: the failure is logged
+/// and the caller still gets what really happened.
+fn append_audit(
+    tx: &Tx<'_>,
+    tool: &str,
+    args: &Map<String, Value>,
+    outcome: AuditOutcome,
+    origin: Origin<'_>,
+) {
+    let args = serde_json::to_string(args).expect("a JSON map serialises");
+    let entry = AuditEntry {
+        tool,
+        args: &args,
+        outcome,
+        run_id: origin.run_id,
+        node_id: origin.node_id,
+    };
+    if let Err(error) = tx.append_audit(&entry) {
+        tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");
     }
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::store::Store;
+use crate::store::Tx;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -43,7 +43,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<String, ToolError> {
     Ok(query.expect("checked"))
 }
 
-pub(super) fn call(store: &Store, args: &Map<String, Value>) -> ToolResult {
+pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let query = parse(args)?;
-    Ok(serde_json::to_value(store.search_todos(&query)?).expect("todos serialise"))
+    Ok(serde_json::to_value(tx.search_todos(&query)?).expect("todos serialise"))
 }
