@@ -6,139 +6,26 @@
 //! timed loop; each measured run is spawned as a task on a two-worker runtime, which is
 //! how the server runs workflows.
 
+#[path = "support/shapes.rs"]
+mod shapes;
+
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use serde_json::{Map, Value, json};
+use serde_json::Map;
 use tokio::runtime::Runtime;
 
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::validate::{Limits, validate};
-use mcp_task_server::engine::{Engine, RunOptions, loader};
-use mcp_task_server::store::Store;
+use mcp_task_server::engine::{RunOptions, loader};
 use mcp_task_server::tools::{Origin, Tools};
+use shapes::{Shape, chain, definition_toml, diamond, edges, engine, fanout, plan, random};
 
 // The allocator the binary ships with, so the figures are the server's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// High enough that the limit never throttles the widest shape.
-const MAX_PARALLEL: usize = 10_000;
-
-/// A DAG as the parents of each node; parents always come earlier.
-type Shape = Vec<Vec<usize>>;
-
-fn chain(n: usize) -> Shape {
-    (0..n)
-        .map(|i| if i == 0 { vec![] } else { vec![i - 1] })
-        .collect()
-}
-
-/// One root, then `width` nodes that each need only the root.
-fn fanout(width: usize) -> Shape {
-    std::iter::once(vec![])
-        .chain((0..width).map(|_| vec![0]))
-        .collect()
-}
-
-/// `layers` layers of `width` nodes, each needing every node of the layer before.
-fn diamond(layers: usize, width: usize) -> Shape {
-    (0..layers * width)
-        .map(|i| match i / width {
-            0 => vec![],
-            layer => ((layer - 1) * width..layer * width).collect(),
-        })
-        .collect()
-}
-
-/// SplitMix64: a fixed, tiny generator so every run builds the same graph.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// `n` nodes, each with up to three parents drawn among the nodes before it.
-fn random(n: usize, seed: u64) -> Shape {
-    let mut rng = SplitMix(seed);
-    (0..n)
-        .map(|i| {
-            if i == 0 {
-                return vec![];
-            }
-            let count = rng.below(4);
-            let mut parents: Vec<usize> = (0..count).map(|_| rng.below(i)).collect();
-            parents.sort_unstable();
-            parents.dedup();
-            parents
-        })
-        .collect()
-}
-
-fn edges(shape: &Shape) -> usize {
-    shape.iter().map(Vec::len).sum()
-}
-
-fn node_id(i: usize) -> String {
-    format!("n{i}")
-}
-
-/// The shape as an inline (JSON) definition of no-op nodes.
-fn definition_json(name: &str, shape: &Shape) -> Value {
-    let nodes: Map<String, Value> = shape
-        .iter()
-        .enumerate()
-        .map(|(i, parents)| {
-            let mut node = json!({ "render": "x" });
-            if !parents.is_empty() {
-                let needs: Vec<String> = parents.iter().map(|&p| node_id(p)).collect();
-                node["needs"] = json!(needs);
-            }
-            (node_id(i), node)
-        })
-        .collect();
-    json!({ "name": name, "max_parallel": MAX_PARALLEL, "nodes": nodes })
-}
-
-/// The shape as a workflow file of no-op nodes.
-fn definition_toml(name: &str, shape: &Shape) -> String {
-    let mut text = format!("name = \"{name}\"\nmax_parallel = {MAX_PARALLEL}\n");
-    for (i, parents) in shape.iter().enumerate() {
-        text.push_str(&format!("\n[nodes.{}]\nrender = \"x\"\n", node_id(i)));
-        if !parents.is_empty() {
-            let needs: Vec<String> = parents
-                .iter()
-                .map(|&p| format!("\"{}\"", node_id(p)))
-                .collect();
-            text.push_str(&format!("needs = [{}]\n", needs.join(", ")));
-        }
-    }
-    text
-}
-
-/// Decodes, validates and plans a shape; panics on any problem.
-fn plan(name: &str, shape: &Shape) -> Arc<Plan> {
-    let def = loader::parse_json(&definition_json(name, shape)).expect("definition decodes");
-    validate(&def, &Tools::exists, Limits::FILE).expect("definition validates");
-    Arc::new(Plan::new(Arc::new(def)))
-}
-
-fn engine() -> Engine {
-    let store = Store::open_in_memory().expect("in-memory store");
-    Engine::new(Tools::new(store), &std::env::temp_dir())
-}
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()

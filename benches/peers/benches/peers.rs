@@ -13,46 +13,22 @@
 
 use std::sync::Arc;
 
+#[path = "../../support/shapes.rs"]
+mod shapes;
+
 // The allocator the server binary ships with, shared by all three executors.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use serde_json::{Map, Value, json};
+use serde_json::Map;
 use tokio::runtime::Runtime;
 
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::{RunReport, RunStatus};
-use mcp_task_server::engine::validate::{Limits, validate};
-use mcp_task_server::engine::{Engine, RunOptions, loader};
-use mcp_task_server::store::Store;
-use mcp_task_server::tools::Tools;
+use mcp_task_server::engine::{Engine, RunOptions};
 
-/// A DAG as the parents of each node; parents always come earlier.
-type Shape = Vec<Vec<usize>>;
-
-fn chain(n: usize) -> Shape {
-    (0..n)
-        .map(|i| if i == 0 { vec![] } else { vec![i - 1] })
-        .collect()
-}
-
-/// One root, then `width` nodes that each need only the root.
-fn fanout(width: usize) -> Shape {
-    std::iter::once(vec![])
-        .chain((0..width).map(|_| vec![0]))
-        .collect()
-}
-
-/// `layers` layers of `width` nodes, each needing every node of the layer before.
-fn diamond(layers: usize, width: usize) -> Shape {
-    (0..layers * width)
-        .map(|i| match i / width {
-            0 => vec![],
-            layer => ((layer - 1) * width..layer * width).collect(),
-        })
-        .collect()
-}
+use shapes::{Shape, chain, diamond, fanout};
 
 /// The last node's depth (longest path from a root, in edges): what a relay reports.
 fn depth(shape: &Shape) -> u64 {
@@ -66,25 +42,11 @@ fn depth(shape: &Shape) -> u64 {
 mod ours {
     use super::*;
 
-    pub fn engine() -> Engine {
-        let store = Store::open_in_memory().expect("in-memory store");
-        Engine::new(Tools::new(store), &std::env::temp_dir())
-    }
+    pub use super::shapes::engine;
 
     /// No-op nodes (`render = "x"`, returned without templating), decoded, validated, planned.
     pub fn plan(shape: &Shape) -> Arc<Plan> {
-        let nodes: Map<String, Value> = shape
-            .iter()
-            .enumerate()
-            .map(|(i, parents)| {
-                let needs: Vec<String> = parents.iter().map(|p| format!("n{p}")).collect();
-                (format!("n{i}"), json!({ "render": "x", "needs": needs }))
-            })
-            .collect();
-        let def = json!({ "name": "peers", "max_parallel": 10_000, "nodes": nodes });
-        let def = loader::parse_json(&def).expect("definition decodes");
-        validate(&def, &Tools::exists, Limits::FILE).expect("definition validates");
-        Arc::new(Plan::new(Arc::new(def)))
+        super::shapes::plan("peers", shape)
     }
 
     pub async fn run(engine: Engine, plan: Arc<Plan>) -> RunReport {
