@@ -14,26 +14,19 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Map;
-use tokio::runtime::Runtime;
 
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::validate::{Limits, validate};
 use mcp_task_server::engine::{RunOptions, loader};
 use mcp_task_server::tools::{Origin, Tools};
-use shapes::{Shape, chain, definition_toml, diamond, edges, engine, fanout, plan, random};
+use shapes::{
+    Shape, chain, definition_toml, diamond, edges, engine, fanout, plan, random, runtime,
+};
 
 // The allocator the binary ships with, so the figures are the server's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 fn bench_schedule(c: &mut Criterion) {
     let rt = runtime();

@@ -129,3 +129,12 @@ pub fn engine() -> Engine {
     let store = Store::open_in_memory().expect("in-memory store");
     Engine::new(Tools::new(store), &std::env::temp_dir())
 }
+
+/// A multi-thread runtime with two workers, as on the machines the figures come from.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}

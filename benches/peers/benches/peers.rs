@@ -28,7 +28,7 @@ use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::{RunReport, RunStatus};
 use mcp_task_server::engine::{Engine, RunOptions};
 
-use shapes::{Shape, chain, diamond, fanout};
+use shapes::{Shape, chain, diamond, fanout, runtime};
 
 /// The last node's depth (longest path from a root, in edges): what a relay reports.
 fn depth(shape: &Shape) -> u64 {
@@ -180,14 +180,6 @@ mod with_dagrs {
         .await
         .expect("run task")
     }
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
 }
 
 /// Runs each executor once on `shape` and checks that it ran every node, in order.
