@@ -12,7 +12,6 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::definition::ActionDef;
-use super::plan::NodeAction;
 use super::report::{NodeError, NodeErrorKind};
 use super::template;
 use crate::tools::{Origin, Tools};
@@ -80,21 +79,8 @@ fn render(what: &str, text: &str, ctx: &minijinja::Value) -> Result<String, Node
     template::render(text, ctx).map_err(|e| template_error(what, e))
 }
 
-/// Expands the action's templates against `ctx` (or takes the run inputs verbatim).
-pub fn resolve(
-    action: &NodeAction,
-    ctx: &minijinja::Value,
-    run_inputs: &Map<String, Value>,
-) -> Result<Resolved, NodeError> {
-    let action = match action {
-        NodeAction::ToolWithRunInputs(name) => {
-            return Ok(Resolved::Tool {
-                name: name.clone(),
-                args: run_inputs.clone(),
-            });
-        }
-        NodeAction::Defined(action) => action,
-    };
+/// Expands the action's templates against `ctx`.
+pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, NodeError> {
     Ok(match action {
         ActionDef::Tool { name, args } => {
             let args = template::expand(args, ctx).map_err(|e| template_error("args", e))?;

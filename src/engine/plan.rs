@@ -33,6 +33,9 @@ pub struct PlannedNode {
     pub retry: RetryPolicy,
     /// Nodes whose `output`/`status` this node's templates read.
     pub reads: Vec<usize>,
+    /// Whether deciding the node evaluates anything against a template context; building
+    /// one costs more than the rest of a plain node's scheduling.
+    pub needs_context: bool,
 }
 
 /// A workflow ready to run; shared by every run of it.
@@ -122,6 +125,7 @@ impl Plan {
                 for_each: node.for_each.clone(),
                 retry: node.retry,
                 reads: ids_to_indices(referenced_nodes(&node_references(node))),
+                needs_context: needs_context(node),
             })
             .collect();
         for i in 0..nodes.len() {
@@ -165,11 +169,37 @@ impl Plan {
                 for_each: None,
                 retry: RetryPolicy::default(),
                 reads: Vec::new(),
+                needs_context: false,
             }],
             output: IndexMap::new(),
             output_reads: Vec::new(),
             def: None,
         }
+    }
+}
+
+/// Whether deciding `node` evaluates anything against a template context: a `when`, a
+/// `for_each`, or templates in its action. `input` and `sample` always get one.
+fn needs_context(node: &NodeDef) -> bool {
+    if node.when.is_some() || node.for_each.is_some() {
+        return true;
+    }
+    match &node.action {
+        ActionDef::Render { template } => template::is_template(template),
+        ActionDef::Tool { args, .. } => has_template(args),
+        ActionDef::Wait { .. } => false,
+        ActionDef::WriteFile { .. } | ActionDef::Input { .. } | ActionDef::Sample { .. } => true,
+    }
+}
+
+/// Whether a string anywhere in `value` is a template (what `template::expand` expands).
+fn has_template(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => template::is_template(text),
+        Value::Array(items) => items.iter().any(has_template),
+        Value::Object(map) => map.values().any(has_template),
+        _ => false,
     }
 }
 

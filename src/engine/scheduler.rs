@@ -15,9 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::actions::{self, ActionEnv, BoxFuture, Resolved};
 use super::attempt::{AttemptScope, Outcome, report_failure, run_attempts};
-use super::definition::ActionDef;
 use super::observer::{Event, Observer, Progress};
-use super::plan::{NodeAction, Plan, PlannedNode};
+use super::plan::{NodeAction, Plan};
 use super::report::{
     NodeError, NodeErrorKind, NodeReport, NodeReports, NodeStatus, RunReport, RunStatus,
 };
@@ -195,12 +194,17 @@ impl Run {
         if let Err(reason) = trigger::verdict(node.trigger, upstream) {
             return self.complete(i, NodeStatus::Skipped, Some(reason.to_owned()), None, None);
         }
-        if let NodeAction::ToolWithRunInputs(_) = node.action {
-            let resolved =
-                actions::resolve(&node.action, &minijinja::Value::UNDEFINED, &self.inputs);
-            return self.queue_unit(i, None, resolved);
-        }
-        let ctx = match needs_context(node) {
+        let action = match &node.action {
+            NodeAction::Defined(action) => action,
+            NodeAction::ToolWithRunInputs(name) => {
+                // A one-node plan's only node: the inputs are its wire arguments, handed over
+                // as they are (nothing else reads them: such a plan has no `output`).
+                let args = std::mem::take(&mut self.inputs);
+                let name = name.clone();
+                return self.queue_unit(i, None, Ok(Resolved::Tool { name, args }));
+            }
+        };
+        let ctx = match node.needs_context {
             true => self.context(i, None),
             false => minijinja::Value::UNDEFINED,
         };
@@ -225,7 +229,7 @@ impl Run {
             }
         }
         let Some(expr) = &node.for_each else {
-            let resolved = actions::resolve(&node.action, &ctx, &self.inputs);
+            let resolved = actions::resolve(action, &ctx);
             return self.queue_unit(i, None, resolved);
         };
         let items = match template::eval(expr, &ctx) {
@@ -259,7 +263,7 @@ impl Run {
         });
         for (k, item) in items.iter().enumerate() {
             let ctx = self.context(i, Some((item, k)));
-            let resolved = actions::resolve(&node.action, &ctx, &self.inputs);
+            let resolved = actions::resolve(action, &ctx);
             self.queue_unit(i, Some(k), resolved);
         }
     }
@@ -582,31 +586,6 @@ impl Run {
             error,
             nodes,
         }
-    }
-}
-
-/// Whether deciding `node` evaluates anything against a template context. Building one
-/// costs more than the rest of a plain node's scheduling, so a node whose action is plain
-/// text (no `when`, no `for_each`) goes without. Other actions always get one.
-fn needs_context(node: &PlannedNode) -> bool {
-    if node.when.is_some() || node.for_each.is_some() {
-        return true;
-    }
-    match &node.action {
-        NodeAction::Defined(ActionDef::Render { template }) => template::is_template(template),
-        NodeAction::Defined(ActionDef::Tool { name: _, args }) => has_template(args),
-        NodeAction::Defined(ActionDef::Wait { duration: _ }) => false,
-        _ => true,
-    }
-}
-
-/// Whether a string anywhere in `value` is a template (what `template::expand` expands).
-fn has_template(value: &Value) -> bool {
-    match value {
-        Value::String(text) => template::is_template(text),
-        Value::Array(items) => items.iter().any(has_template),
-        Value::Object(map) => map.values().any(has_template),
-        _ => false,
     }
 }
 
