@@ -103,6 +103,28 @@ fn too_many_nodes_are_refused() {
     validate(&def(text), &known, Limits::FILE).unwrap();
 }
 
+/// `count` independent plain nodes, inline.
+fn inline_nodes(count: usize) -> WorkflowDef {
+    let nodes: serde_json::Map<String, serde_json::Value> = (0..count)
+        .map(|i| (format!("n{i}"), json!({ "render": "x" })))
+        .collect();
+    parse_json(&json!({ "nodes": nodes })).unwrap()
+}
+
+#[test]
+fn inline_definitions_hold_at_most_1000_nodes_and_files_10000() {
+    validate(&inline_nodes(1_000), &known, Limits::INLINE).unwrap();
+    let error = validate(&inline_nodes(1_001), &known, Limits::INLINE).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("too many nodes: 1001, at most 1000 allowed"),
+        "{error}"
+    );
+    validate(&inline_nodes(1_001), &known, Limits::FILE).unwrap();
+    assert_eq!(Limits::FILE.max_nodes, 10_000);
+}
+
 #[test]
 fn write_file_is_refused_inline_only() {
     let value = json!({ "nodes": { "w": { "write_file": { "path": "a", "content": "b" } } } });
