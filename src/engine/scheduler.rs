@@ -547,7 +547,9 @@ impl Run {
         if self.plan.output.is_empty() {
             return (Value::Object(output), None);
         }
-        let inputs = minijinja::Value::from_serialize(&self.inputs);
+        // The nodes' context of the inputs, when one was built, is the same value.
+        let inputs = (self.inputs_ctx.clone())
+            .unwrap_or_else(|| minijinja::Value::from_serialize(&self.inputs));
         let nodes = self.nodes_context(&self.plan.output_reads);
         let ctx = minijinja::context! { inputs, nodes, run => minijinja::context! { id => &*self.run_id } };
         let mut first_error = None;
