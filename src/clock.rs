@@ -11,3 +11,20 @@ pub fn now_iso() -> String {
         .format(&format)
         .expect("a UTC timestamp always formats")
 }
+
+/// Now, in milliseconds since the Unix epoch: the unit of every stored deadline.
+pub fn now_ms() -> i64 {
+    let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
+    i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// A millisecond timestamp as [`now_iso`] writes it.
+pub fn iso_from_ms(ms: i64) -> String {
+    let format =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    let nanos = i128::from(ms) * 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        .format(&format)
+        .expect("a UTC timestamp always formats")
+}

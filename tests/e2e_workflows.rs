@@ -428,8 +428,8 @@ async fn a_failing_inline_run_is_run_failed_with_the_node_error_in_data() {
         "{finish}"
     );
     let after = &report["nodes"]["after"];
-    assert_eq!(after["status"], "cancelled", "{after}");
-    assert_eq!(after["reason"], "run failed at node `finish`");
+    assert_eq!(after["status"], "skipped", "{after}");
+    assert_eq!(after["reason"], "upstream failed");
 
     let rows = audit_rows(&stopped.db);
     let run_id = report["run_id"].as_str().unwrap();

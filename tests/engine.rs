@@ -326,7 +326,7 @@ async fn trigger_rules_decide_joins_after_succeeded_failed_and_skipped_upstreams
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_fail_run_failure_cancels_running_nodes_and_starts_nothing_more() {
+async fn a_fail_run_failure_cancels_running_nodes_skips_its_downstream_and_starts_nothing_more() {
     let plan = plan(
         r#"
         max_parallel = 2
@@ -356,10 +356,13 @@ async fn a_fail_run_failure_cancels_running_nodes_and_starts_nothing_more() {
     assert_eq!(run.error_code("bad"), "not_found");
     assert_eq!(run.status("slow"), Cancelled);
     assert_eq!(run.reason("slow"), Some("run failed at node `bad`"));
-    for node in ["queued", "after_slow", "after_bad"] {
+    for node in ["queued", "after_slow"] {
         assert_eq!(run.status(node), Cancelled, "{node}");
         assert_eq!(run.reason(node), Some("run failed at node `bad`"), "{node}");
     }
+    // Downstream of the failed node, even under `all_done`: it can never run now.
+    assert_eq!(run.status("after_bad"), Skipped);
+    assert_eq!(run.reason("after_bad"), Some("upstream failed"));
     let failed_at = run.position("bad", Failed);
     assert_eq!(run.started_from(failed_at), Vec::<&str>::new());
     assert!(run.position("slow", Running) < failed_at);
@@ -569,7 +572,8 @@ async fn an_attempt_past_its_timeout_fails_the_node_with_code_timeout() {
         run.error_message("slow")
     );
     assert_eq!(run.node("slow").attempts, 1);
-    assert_eq!(run.status("after"), Cancelled);
+    assert_eq!(run.status("after"), Skipped);
+    assert_eq!(run.reason("after"), Some("upstream failed"));
     assert_eq!(run.report.status, RunStatus::Failed);
     assert_eq!(run.elapsed, ms(100));
 }

@@ -497,22 +497,81 @@ fn reopening_keeps_the_data_and_the_schema_version() {
     let before = store.list_todos(&TodoFilter::default()).unwrap();
     drop(store);
 
-    assert_eq!(user_version(&path), 1);
+    assert_eq!(user_version(&path), 2);
     let reopened = Store::open(&path).expect("the database reopens");
     assert_eq!(reopened.list_todos(&TodoFilter::default()).unwrap(), before);
     assert_eq!(reopened.audit_rows().unwrap().len(), 1);
     assert_eq!(insert(&reopened, "next", None, &[]).id, 3);
     drop(reopened);
 
-    assert_eq!(user_version(&path), 1);
+    assert_eq!(user_version(&path), 2);
     let again = Store::open(&path).expect("the database reopens twice");
     assert_eq!(again.list_todos(&TodoFilter::default()).unwrap().len(), 3);
 }
 
 #[test]
-fn fresh_database_has_schema_version_one() {
+fn fresh_database_has_the_current_schema_version() {
     let db = temp_db();
-    assert_eq!(user_version(&db.path), 1);
+    assert_eq!(user_version(&db.path), 2);
+}
+
+/// The schema of release 0.1.0 (migration 1), as that release created it.
+const RELEASE_0_1_SCHEMA: &str = r#"
+    CREATE TABLE tasks (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        title        TEXT NOT NULL,
+        status       TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done')),
+        due          TEXT,
+        tags         TEXT NOT NULL DEFAULT '[]',
+        created_at   TEXT NOT NULL,
+        completed_at TEXT
+    );
+    CREATE INDEX tasks_due ON tasks (due);
+    CREATE TABLE audit_log (
+        id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        at      TEXT NOT NULL,
+        tool    TEXT NOT NULL,
+        args    TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'rejected', 'not_found', 'error')),
+        run_id  TEXT,
+        node_id TEXT
+    );
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    INSERT INTO tasks (title, status, due, tags, created_at, completed_at) VALUES
+        ('open one', 'open', '2026-05-01', '["a"]', '2026-11-30T10:00:00.000Z', NULL),
+        ('done one', 'done', NULL, '[]', '2026-11-30T10:00:01.000Z', '2026-11-30T11:00:00.000Z');
+    INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id) VALUES
+        ('2026-11-30T10:00:00.000Z', 'add_task', '{"title":"open one"}', 'ok', NULL, NULL),
+        ('2026-11-30T10:00:02.000Z', 'delete_task', '{"id":3}', 'rejected', 'r1', 'n1');
+    PRAGMA user_version = 1;
+"#;
+
+#[test]
+fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(RELEASE_0_1_SCHEMA)
+        .unwrap();
+
+    let store = Store::open(&path).expect("the old database opens and migrates");
+    assert_eq!(user_version(&path), 2);
+    let todos = store.list_todos(&TodoFilter::default()).unwrap();
+    assert_eq!(titles(&todos), ["open one", "done one"]);
+    assert_eq!(todos[0].tags, ["a"]);
+    assert_eq!(todos[1].status, TodoStatus::Done);
+    let audit = store.audit_rows().unwrap();
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[1].run_id.as_deref(), Some("r1"));
+    assert_eq!(insert(&store, "new", None, &[]).id, 3);
+    assert!(store.list_runs(None, 10).unwrap().is_empty());
+    // The audit log is still append-only after the migration.
+    let conn = Connection::open(&path).unwrap();
+    assert!(conn.execute("DELETE FROM audit_log", []).is_err());
 }
 
 #[test]
@@ -522,7 +581,7 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
     drop(Store::open(&path).unwrap());
     Connection::open(&path)
         .unwrap()
-        .pragma_update(None, "user_version", 2)
+        .pragma_update(None, "user_version", 3)
         .unwrap();
 
     let error = match Store::open(&path) {
@@ -533,15 +592,15 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
         matches!(
             error,
             StoreError::SchemaTooNew {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             }
         ),
         "{error:?}"
     );
     let message = error.to_string();
     assert!(message.contains("newer"), "{message}");
-    assert!(message.contains('2') && message.contains('1'), "{message}");
+    assert!(message.contains('3') && message.contains('2'), "{message}");
 }
 
 #[test]

@@ -231,29 +231,97 @@ pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
     Ok(joined)
 }
 
-fn write_file(root: &Path, path: &str, content: &str, overwrite: bool) -> Result<Value, NodeError> {
+/// Writes `content` to `path` under `root`: into a temporary file beside it, then renamed
+/// into place, so that the file appears whole or not at all. Without `overwrite`, the
+/// rename refuses to replace an existing file (`renameat2` with `RENAME_NOREPLACE`, or a
+/// hard link where the file system lacks it).
+pub fn write_file(
+    root: &Path,
+    path: &str,
+    content: &str,
+    overwrite: bool,
+) -> Result<Value, NodeError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
 
     let target = confine(root, path)?;
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
+    let cannot = |e: std::io::Error| file_error(format!("cannot write `{path}`: {e}"));
+    let parent = target.parent().unwrap_or(root);
+    std::fs::create_dir_all(parent)
+        .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let temp = parent.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)
+        .map_err(cannot)?;
+    let written = file
+        .write_all(content.as_bytes())
+        .and_then(|()| file.sync_data());
+    drop(file);
+    let placed = written.and_then(|()| match overwrite {
+        true => std::fs::rename(&temp, &target),
+        false => rename_no_replace(&temp, &target),
+    });
+    if let Err(error) = placed {
+        let _ = std::fs::remove_file(&temp);
+        return Err(match error.kind() {
+            std::io::ErrorKind::AlreadyExists => file_error(format!(
+                "`{path}` already exists; set overwrite = true to replace it"
+            )),
+            _ => cannot(error),
+        });
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).custom_flags(libc::O_NOFOLLOW);
-    if overwrite {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    let mut file = options.open(&target).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => file_error(format!(
-            "`{path}` already exists; set overwrite = true to replace it"
-        )),
-        _ => file_error(format!("cannot write `{path}`: {e}")),
-    })?;
-    file.write_all(content.as_bytes())
-        .map_err(|e| file_error(format!("cannot write `{path}`: {e}")))?;
     Ok(json!({ "path": path, "bytes": content.len() }))
+}
+
+/// Renames `from` to `to` unless `to` exists (then `AlreadyExists`).
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (c_from, c_to) = (c(from)?, c(to)?);
+    // SAFETY: both arguments are valid NUL-terminated paths that outlive the call.
+    let status = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            c_from.as_ptr(),
+            libc::AT_FDCWD,
+            c_to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if status == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    match error.raw_os_error() {
+        // The file system or kernel lacks the flag: a hard link refuses an existing name too.
+        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        _ => Err(error),
+    }
+}
+
+/// A stable hash of a file's content (FNV-1a, 64 bits, with the length), as a `write_file`
+/// attempt records it before writing.
+pub fn content_hash(content: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in content.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{hash:016x}:{}", content.len())
+}
+
+/// Whether `path` under `root` already holds exactly `content`.
+pub fn already_written(root: &Path, path: &str, content: &str) -> bool {
+    confine(root, path)
+        .ok()
+        .and_then(|target| std::fs::read(target).ok())
+        .is_some_and(|bytes| bytes == content.as_bytes())
 }

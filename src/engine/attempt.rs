@@ -1,17 +1,15 @@
-//! Attempts of one node: per-attempt timeout, retries with backoff, cooperative cancel.
+//! Attempts of one node: per-attempt timeout and the backoff between retries.
 //!
 //! Jitter is seeded from the run id, node id and instance, so a resumed run sleeps the
 //! same delays as the run it resumes.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
-use tokio_util::sync::CancellationToken;
 
 use super::definition::RetryPolicy;
-use super::observer::{Event, Observer};
+use super::observer::Event;
 use super::report::{NodeError, NodeErrorKind};
 
 /// The delays between attempts: `max_attempts - 1` of them. The base delay grows by
@@ -51,7 +49,7 @@ pub fn jitter_seed(run_id: &str, node_id: &str, instance: Option<usize>) -> u64 
     hash
 }
 
-/// How a unit (a node, or one `for_each` instance) ended.
+/// How a unit (a node, or one `for_each` instance) ended, or how one attempt of it did.
 #[derive(Debug)]
 pub enum Outcome {
     Succeeded(serde_json::Value),
@@ -59,86 +57,32 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// Who is attempting, for events and the jitter seed.
-pub struct AttemptScope<'a> {
-    pub run_id: &'a str,
-    pub node_id: &'a str,
-    pub instance: Option<usize>,
-    pub policy: RetryPolicy,
-    pub timeout: Option<Duration>,
-    pub stop: &'a CancellationToken,
-    pub observer: Option<&'a Arc<dyn Observer>>,
+/// The delay before attempt `finished + 1`, after `finished` attempts failed; `None` when
+/// no attempt is left. The same seed gives the same delay in any process.
+pub fn retry_delay(policy: &RetryPolicy, seed: u64, finished: u32) -> Option<Duration> {
+    let index = usize::try_from(finished.checked_sub(1)?).ok()?;
+    backoff_delays(policy, seed).nth(index)
 }
 
-/// Runs `attempt` until it succeeds, fails for good, or the run stops. Returns the outcome
-/// and the number of attempts made. `first`, when given, is the error of a first attempt
-/// already made elsewhere (synchronously, by the scheduler): the loop carries on from it.
-pub async fn run_attempts<F, Fut>(
-    scope: AttemptScope<'_>,
-    mut first: Option<NodeError>,
-    mut attempt: F,
-) -> (Outcome, u32)
-where
-    F: FnMut(u32) -> Fut,
-    Fut: Future<Output = Result<serde_json::Value, NodeError>>,
-{
-    // Built at the first failure: most attempts succeed and never need it.
-    let mut delays = None;
-    let mut number = 0;
-    loop {
-        number += 1;
-        let result = match first.take() {
-            Some(error) => Err(error),
-            None => tokio::select! {
-                biased;
-                _ = scope.stop.cancelled() => return (Outcome::Cancelled, number),
-                result = with_timeout(scope.timeout, attempt(number)) => result,
-            },
-        };
-        let error = match result {
-            Ok(value) => return (Outcome::Succeeded(value), number),
-            Err(error) => error,
-        };
-        let retry_in = match error.is_retryable() {
-            true => delays
-                .get_or_insert_with(|| {
-                    let seed = jitter_seed(scope.run_id, scope.node_id, scope.instance);
-                    backoff_delays(&scope.policy, seed)
-                })
-                .next(),
-            false => None,
-        };
-        report_failure(&scope, number, &error, retry_in);
-        let Some(delay) = retry_in else {
-            return (Outcome::Failed(error), number);
-        };
-        tokio::select! {
-            biased;
-            _ = scope.stop.cancelled() => return (Outcome::Cancelled, number),
-            _ = tokio::time::sleep(delay) => {}
-        }
-    }
-}
-
-/// Tells the observer that attempt `number` failed, and when the next one comes.
-pub fn report_failure(
-    scope: &AttemptScope<'_>,
-    number: u32,
-    error: &NodeError,
+/// The event of a failed attempt, and when the next one comes.
+pub fn failure_event<'a>(
+    run_id: &'a str,
+    node: &'a str,
+    attempt: u32,
+    error: &'a NodeError,
     retry_in: Option<Duration>,
-) {
-    if let Some(observer) = scope.observer {
-        observer.event(&Event::AttemptFailed {
-            run_id: scope.run_id,
-            node: scope.node_id,
-            attempt: number,
-            error,
-            retry_in,
-        });
+) -> Event<'a> {
+    Event::AttemptFailed {
+        run_id,
+        node,
+        attempt,
+        error,
+        retry_in,
     }
 }
 
-async fn with_timeout<Fut>(
+/// Bounds an attempt by the node's per-attempt timeout.
+pub async fn with_timeout<Fut>(
     timeout: Option<Duration>,
     attempt: Fut,
 ) -> Result<serde_json::Value, NodeError>

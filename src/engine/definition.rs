@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Where a piece of a definition came from, for error messages.
@@ -124,7 +125,7 @@ pub struct InputDef {
 }
 
 /// When a node runs, given the states of its upstream nodes. See ARCHITECTURE.md for the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Trigger {
     #[default]
     AllSuccess,
@@ -149,7 +150,7 @@ impl Trigger {
 }
 
 /// What a node's failure does to its run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum OnFailure {
     /// Fail the run: cancel what is running, start nothing new.
     #[default]
@@ -171,7 +172,7 @@ impl OnFailure {
 }
 
 /// How a node is retried. `max_attempts` counts every try, the first included.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     pub max_attempts: u32,
     pub initial_delay: Duration,
@@ -193,7 +194,7 @@ impl Default for RetryPolicy {
 }
 
 /// The one thing a node does.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ActionDef {
     /// Call a registered tool; string values in `args` are templates.
     Tool { name: String, args: Value },

@@ -9,6 +9,7 @@ pub mod attempt;
 pub mod catalog;
 pub mod definition;
 pub mod duration;
+pub mod journal;
 pub mod loader;
 pub mod observer;
 pub mod plan;
@@ -20,16 +21,18 @@ pub mod validate;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use actions::{ActionEnv, Interaction};
+use journal::{Answers, Journal, JournalError, RunOrigin, RunStart, UnitState};
 use observer::Observer;
 use plan::Plan;
-use report::{NodeStatus, RunReport};
+use report::{NodeStatus, RunReport, RunStatus};
+use scheduler::RunSetup;
 
 use crate::tools::{ToolError, ToolResult, Tools};
 
@@ -37,10 +40,15 @@ use crate::tools::{ToolError, ToolResult, Tools};
 #[derive(Default, Clone)]
 pub struct RunOptions {
     pub observer: Option<Arc<dyn Observer>>,
-    /// Who answers `input` and `sample` nodes; without one, they fail (or take their default).
+    /// The caller's channel for `input` and `sample` nodes, while it is connected.
     pub interaction: Option<Arc<dyn Interaction>>,
+    /// Park questions in the journal, to be answered through it, across restarts; without
+    /// this (or a journal), a question goes to `interaction`, or takes its node's default.
+    pub park_questions: bool,
     /// Cancel this token to cancel the run.
     pub cancel: CancellationToken,
+    /// Who started the run; recorded, and decides who may take it over.
+    pub origin: RunOrigin,
 }
 
 /// A run started in the background.
@@ -56,6 +64,22 @@ pub struct Engine {
     env: Arc<ActionEnv>,
     /// The one-node plans behind direct tool calls, built once.
     single: Arc<HashMap<&'static str, Arc<Plan>>>,
+    journal: Option<Arc<dyn Journal>>,
+    /// The cancel tokens of the durable runs this process drives, by run id.
+    active: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+/// Why a stored run cannot be resumed or retried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    #[error("this engine keeps no journal, so it has no stored runs")]
+    NoJournal,
+    #[error("run {0} is already driven by this process")]
+    AlreadyActive(String),
+    #[error("run {run_id} is {status}; only a failed or cancelled run can be retried")]
+    NotRetryable { run_id: String, status: String },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
 }
 
 impl Engine {
@@ -71,7 +95,15 @@ impl Engine {
                 interaction: None,
             }),
             single: Arc::new(single),
+            journal: None,
+            active: Arc::default(),
         }
+    }
+
+    /// Records every workflow run in `journal`, so that runs outlive the process.
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Engine {
+        self.journal = Some(journal);
+        self
     }
 
     pub fn tools(&self) -> &Tools {
@@ -101,20 +133,8 @@ impl Engine {
         options: RunOptions,
     ) -> RunReport {
         let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        self.run_with_id(plan, inputs, options, run_id).await
-    }
-
-    async fn run_with_id(
-        &self,
-        plan: Arc<Plan>,
-        inputs: Map<String, Value>,
-        options: RunOptions,
-        run_id: Arc<str>,
-    ) -> RunReport {
-        let env = self.env_for(&options);
-        scheduler::Run::new(plan, env, run_id, inputs, options.observer, options.cancel)
-            .drive()
-            .await
+        let setup = self.fresh_setup(plan, inputs, options, run_id, Vec::new(), None);
+        self.drive(setup).await
     }
 
     /// Starts `plan` as a task on the runtime and returns at once.
@@ -125,15 +145,164 @@ impl Engine {
         options: RunOptions,
     ) -> RunHandle {
         let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let cancel = options.cancel.clone();
+        let setup = self.fresh_setup(plan, inputs, options, run_id, Vec::new(), None);
+        self.spawn(setup)
+    }
+
+    fn spawn(&self, setup: RunSetup) -> RunHandle {
+        let run_id = setup.run_id.to_string();
+        let cancel = setup.cancel.clone();
         let engine = self.clone();
-        let id = Arc::clone(&run_id);
-        let join = tokio::spawn(async move { engine.run_with_id(plan, inputs, options, id).await });
+        let join = tokio::spawn(async move { engine.drive(setup).await });
         RunHandle {
-            run_id: run_id.to_string(),
+            run_id,
             cancel,
             join,
         }
+    }
+
+    /// The setup of a new run; with a journal and a workflow's plan, the run is recorded
+    /// first. A run that cannot be recorded (a read-only database) still runs, unrecorded.
+    fn fresh_setup(
+        &self,
+        plan: Arc<Plan>,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+        run_id: Arc<str>,
+        restored: Vec<(String, Option<usize>, UnitState)>,
+        retry_of: Option<&str>,
+    ) -> RunSetup {
+        let env = self.env_for(&options);
+        let answers = match (options.park_questions, &options.interaction) {
+            (true, _) => Answers::Parked,
+            (false, Some(_)) => Answers::Caller,
+            (false, None) => Answers::Nobody,
+        };
+        let deadline_ms = plan.timeout.map(|limit| {
+            crate::clock::now_ms() + i64::try_from(limit.as_millis()).unwrap_or(i64::MAX)
+        });
+        let journal = self.journal.as_ref().filter(|_| plan.is_durable()).and_then(|journal| {
+            let start = RunStart {
+                run_id: &run_id,
+                plan: &plan,
+                inputs: &inputs,
+                origin: options.origin,
+                answers,
+                deadline_ms,
+                retry_of,
+            };
+            match journal.create(&start) {
+                Ok(()) => Some(Arc::clone(journal)),
+                Err(error) => {
+                    tracing::warn!(%run_id, %error, "the run cannot be recorded; it runs unrecorded");
+                    None
+                }
+            }
+        });
+        RunSetup {
+            plan,
+            env,
+            run_id,
+            inputs,
+            observer: options.observer,
+            cancel: options.cancel,
+            journal,
+            answers,
+            deadline_ms,
+            restored,
+            resumed: false,
+        }
+    }
+
+    async fn drive(&self, setup: RunSetup) -> RunReport {
+        let durable = setup.journal.is_some();
+        let run_id = setup.run_id.to_string();
+        if durable {
+            self.lock_active()
+                .insert(run_id.clone(), setup.cancel.clone());
+        }
+        let report = scheduler::Run::new(setup).drive().await;
+        if durable {
+            self.lock_active().remove(&run_id);
+        }
+        report
+    }
+
+    fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Cancels a run this process drives; false if it drives no such run.
+    pub fn cancel_local(&self, run_id: &str) -> bool {
+        match self.lock_active().get(run_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The ids of the durable runs this process drives now.
+    pub fn active_runs(&self) -> Vec<String> {
+        self.lock_active().keys().cloned().collect()
+    }
+
+    /// Takes a stored, unfinished run over and drives it on from where it stopped, through
+    /// the same constructor that starts a fresh run: what finished is kept, what had not
+    /// committed runs again.
+    pub fn resume(&self, run_id: &str, options: RunOptions) -> Result<RunHandle, ResumeError> {
+        let journal = self.journal.clone().ok_or(ResumeError::NoJournal)?;
+        if self.lock_active().contains_key(run_id) {
+            return Err(ResumeError::AlreadyActive(run_id.to_owned()));
+        }
+        let stored = journal.load(run_id)?;
+        if let Some(status) = stored.finished {
+            return Err(JournalError::Finished {
+                run_id: run_id.to_owned(),
+                status: status.as_str().to_owned(),
+            }
+            .into());
+        }
+        journal.claim(run_id)?;
+        let env = self.env_for(&options);
+        let mut setup = RunSetup::from_stored(stored, env);
+        setup.observer = options.observer;
+        setup.cancel = options.cancel;
+        setup.journal = Some(journal);
+        Ok(self.spawn(setup))
+    }
+
+    /// Runs a failed or cancelled run again as a new run: nodes (and `for_each` instances)
+    /// that succeeded keep their results; failed, cancelled and skipped ones run again.
+    pub fn retry(&self, run_id: &str, options: RunOptions) -> Result<RunHandle, ResumeError> {
+        let journal = self.journal.clone().ok_or(ResumeError::NoJournal)?;
+        let stored = journal.load(run_id)?;
+        match stored.finished {
+            Some(RunStatus::Failed | RunStatus::Cancelled) => {}
+            other => {
+                let status = other.map_or("unfinished", RunStatus::as_str);
+                return Err(ResumeError::NotRetryable {
+                    run_id: run_id.to_owned(),
+                    status: status.to_owned(),
+                });
+            }
+        }
+        let kept = stored
+            .units
+            .into_iter()
+            .filter(|(_, _, unit)| unit.status == NodeStatus::Succeeded)
+            .collect();
+        let new_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let setup = self.fresh_setup(
+            stored.plan,
+            stored.inputs,
+            options,
+            new_id,
+            kept,
+            Some(run_id),
+        );
+        Ok(self.spawn(setup))
     }
 
     /// A direct call of a task-manager tool, as a one-node workflow. `None` if no such tool.

@@ -6,19 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
 
 use super::definition::{ActionDef, NodeDef, OnFailure, RetryPolicy, Trigger, WorkflowDef};
 use super::template;
 
 /// What a planned node does. A one-node tool call takes its arguments verbatim from the
 /// run's inputs: they are wire data, never templates.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum NodeAction {
     Defined(ActionDef),
     ToolWithRunInputs(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlannedNode {
     /// Shared with every report of every run of the plan.
     pub id: Arc<str>,
@@ -38,8 +39,9 @@ pub struct PlannedNode {
     pub needs_context: bool,
 }
 
-/// A workflow ready to run; shared by every run of it.
-#[derive(Debug, Clone)]
+/// A workflow ready to run; shared by every run of it. It serialises as the snapshot a
+/// durable run keeps: resuming needs no TOML parsing and no validation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     pub name: String,
     pub max_parallel: usize,
@@ -48,6 +50,8 @@ pub struct Plan {
     pub output: IndexMap<String, String>,
     /// Nodes the `output` expressions read.
     pub output_reads: Vec<usize>,
+    /// The definition the plan was built from; not part of the snapshot.
+    #[serde(skip)]
     pub def: Option<Arc<WorkflowDef>>,
 }
 
@@ -149,6 +153,28 @@ impl Plan {
             nodes,
             def: Some(def),
         }
+    }
+
+    /// The snapshot a durable run keeps of its plan.
+    pub fn snapshot(&self) -> String {
+        serde_json::to_string(self).expect("a plan serialises")
+    }
+
+    /// A plan read back from its snapshot.
+    pub fn from_snapshot(text: &str) -> Result<Plan, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Whether runs of this plan are recorded: every workflow's are; the one-node plan of a
+    /// direct tool call is not (its audit row is its record).
+    pub fn is_durable(&self) -> bool {
+        !matches!(
+            self.nodes.as_slice(),
+            [PlannedNode {
+                action: NodeAction::ToolWithRunInputs(_),
+                ..
+            }]
+        )
     }
 
     /// The one-node workflow behind a direct call of tool `name`.

@@ -1,15 +1,16 @@
 //! What a run reports: states, errors and the run's result.
 
 use indexmap::IndexMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::{ErrorCode, ToolError};
 
 /// The state of a node. Terminal: all but `Pending` and `Running`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeStatus {
+    #[default]
     Pending,
     Running,
     Succeeded,
@@ -33,6 +34,18 @@ impl NodeStatus {
     pub fn is_terminal(self) -> bool {
         !matches!(self, NodeStatus::Pending | NodeStatus::Running)
     }
+
+    pub fn parse(text: &str) -> Option<NodeStatus> {
+        Some(match text {
+            "pending" => NodeStatus::Pending,
+            "running" => NodeStatus::Running,
+            "succeeded" => NodeStatus::Succeeded,
+            "failed" => NodeStatus::Failed,
+            "skipped" => NodeStatus::Skipped,
+            "cancelled" => NodeStatus::Cancelled,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +63,15 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
         }
+    }
+
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        Some(match text {
+            "succeeded" => RunStatus::Succeeded,
+            "failed" => RunStatus::Failed,
+            "cancelled" => RunStatus::Cancelled,
+            _ => return None,
+        })
     }
 }
 
@@ -69,7 +91,9 @@ pub enum NodeErrorKind {
     Unsupported,
 }
 
-/// A node's failure: a code a program can test and a message a person can read.
+/// A node's failure: a code a program can test and a message a person can read. Reports
+/// show the code and message; [`NodeError::to_stored`] keeps the kind too, so that a
+/// stored error reads back as the same error (and is retried, or not, the same way).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeError {
     pub code: &'static str,
@@ -114,6 +138,40 @@ impl NodeError {
             }),
             _ => None,
         }
+    }
+}
+
+/// The stored form of a node error.
+#[derive(Serialize, Deserialize)]
+struct StoredError {
+    kind: String,
+    message: String,
+}
+
+impl NodeError {
+    /// The error as JSON that [`NodeError::from_stored`] reads back.
+    pub fn to_stored(&self) -> String {
+        let kind = match self.kind {
+            NodeErrorKind::Tool(code) => format!("tool:{}", code.as_str()),
+            _ => self.code.to_owned(),
+        };
+        let stored = StoredError {
+            kind,
+            message: self.message.clone(),
+        };
+        serde_json::to_string(&stored).expect("an error serialises")
+    }
+
+    pub fn from_stored(text: &str) -> Option<NodeError> {
+        let stored: StoredError = serde_json::from_str(text).ok()?;
+        let kind = match stored.kind.as_str() {
+            "timeout" => NodeErrorKind::Timeout,
+            "template_error" => NodeErrorKind::Template,
+            "file_error" => NodeErrorKind::File,
+            "unsupported" => NodeErrorKind::Unsupported,
+            other => NodeErrorKind::Tool(ErrorCode::parse(other.strip_prefix("tool:")?)?),
+        };
+        Some(NodeError::new(kind, stored.message))
     }
 }
 

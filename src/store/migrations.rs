@@ -35,6 +35,88 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
     BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
     "#,
+    // 2: durable runs, their nodes, the tasks that report them, and the tasks' questions.
+    r#"
+    CREATE TABLE runs (
+        id               TEXT PRIMARY KEY,
+        workflow         TEXT NOT NULL,
+        snapshot         TEXT NOT NULL,
+        inputs           TEXT NOT NULL,
+        status           TEXT NOT NULL
+                         CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled')),
+        error            TEXT,
+        output           TEXT,
+        origin           TEXT NOT NULL CHECK (origin IN ('cli', 'mcp')),
+        answers          TEXT NOT NULL DEFAULT 'none' CHECK (answers IN ('none', 'caller', 'parked')),
+        deadline_ms      INTEGER,
+        lease_owner      TEXT,
+        lease_expires_ms INTEGER,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        retry_of         TEXT,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        finished_at      TEXT,
+        finished_ms      INTEGER
+    );
+    CREATE INDEX runs_by_status ON runs (status, created_at, id);
+    CREATE INDEX runs_by_lease ON runs (lease_owner) WHERE status = 'running';
+
+    CREATE TABLE nodes (
+        run_id          TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        node_id         TEXT NOT NULL,
+        instance        INTEGER NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN
+                        ('pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled')),
+        reason          TEXT,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms INTEGER,
+        deadline_ms     INTEGER,
+        asking          TEXT,
+        output          TEXT,
+        error           TEXT,
+        intent          TEXT,
+        started_at      TEXT,
+        finished_at     TEXT,
+        PRIMARY KEY (run_id, node_id, instance)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE run_tasks (
+        task_id          TEXT PRIMARY KEY,
+        parent_id        TEXT REFERENCES run_tasks (task_id) ON DELETE CASCADE,
+        run_id           TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        node_id          TEXT,
+        instance         INTEGER NOT NULL DEFAULT -1,
+        status           TEXT NOT NULL CHECK (status IN
+                         ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+        status_message   TEXT,
+        progress         INTEGER NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        updated_ms       INTEGER NOT NULL,
+        ttl_ms           INTEGER NOT NULL,
+        poll_interval_ms INTEGER NOT NULL,
+        result           TEXT,
+        error            TEXT
+    );
+    CREATE UNIQUE INDEX run_tasks_by_unit ON run_tasks (run_id, node_id, instance);
+    CREATE INDEX run_tasks_by_parent ON run_tasks (parent_id, created_at, task_id);
+    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, task_id);
+    -- Terminal states never change, whatever writes the row.
+    CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
+    WHEN OLD.status IN ('completed', 'failed', 'cancelled') AND NEW.status IS NOT OLD.status
+    BEGIN SELECT RAISE(ABORT, 'a finished task keeps its state'); END;
+
+    CREATE TABLE task_questions (
+        task_id     TEXT NOT NULL REFERENCES run_tasks (task_id) ON DELETE CASCADE,
+        key         TEXT NOT NULL,
+        request     TEXT NOT NULL,
+        answer      TEXT,
+        asked_at    TEXT NOT NULL,
+        answered_at TEXT,
+        PRIMARY KEY (task_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX task_questions_open ON task_questions (task_id) WHERE answer IS NULL;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -1,9 +1,13 @@
 //! SQLite persistence: opening the database, migrations, and one function per query.
 //!
-//! The store knows nothing of MCP or of the engine: it speaks in todos and audit entries.
+//! The store knows nothing of MCP or of the engine: it speaks in todos, audit entries,
+//! runs, node rows, task rows and questions, all of them plain data.
 
 mod audit;
+mod commit;
 mod migrations;
+mod run_tasks;
+mod runs;
 mod todos;
 
 use std::path::Path;
@@ -13,6 +17,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
+pub use commit::{Batch, Write};
+pub use run_tasks::{QuestionRow, TaskRow, TaskTiming, TaskUpdate};
+pub use runs::{NewRun, NodeRow, RunEnd, RunRow, RunSummary};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -30,8 +37,23 @@ pub enum StoreError {
     SchemaTooNew { found: i64, supported: i64 },
     #[error("the database is read-only and its schema is not initialised (version {found})")]
     ReadOnlyUninitialised { found: i64 },
+    #[error("run {run_id} is driven by another process now")]
+    LeaseLost { run_id: String },
+    #[error("commit failed: {0}")]
+    Commit(String),
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+}
+
+/// How hard a commit works to survive a power loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: nothing committed is lost when the process dies; the last
+    /// commits may be lost if the machine does.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit waits for the disk.
+    Full,
 }
 
 /// The connection while one caller holds it; the queries of `todos` and `audit` live here.
@@ -48,6 +70,7 @@ pub struct Tx<'c> {
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    queue: Arc<commit::GroupQueue>,
 }
 
 impl Store {
@@ -56,6 +79,11 @@ impl Store {
     /// `path` may also be a SQLite `file:` URI, e.g. `file:tasks.db?mode=ro` to open an
     /// existing database read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Self::open_with(path, Durability::Normal)
+    }
+
+    /// Like [`Store::open`], with a chosen durability.
+    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Store, StoreError> {
         let path = path.as_ref();
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -65,7 +93,7 @@ impl Store {
             path: path.display().to_string(),
             source,
         })?;
-        Self::from_connection(conn).map_err(|e| match e {
+        Self::from_connection(conn, durability).map_err(|e| match e {
             StoreError::Sqlite(source) => StoreError::Open {
                 path: path.display().to_string(),
                 source,
@@ -76,21 +104,26 @@ impl Store {
 
     /// An in-memory database, for tests and benchmarks.
     pub fn open_in_memory() -> Result<Store, StoreError> {
-        Self::from_connection(Connection::open_in_memory()?)
+        Self::from_connection(Connection::open_in_memory()?, Durability::Normal)
     }
 
-    fn from_connection(mut conn: Connection) -> Result<Store, StoreError> {
+    fn from_connection(mut conn: Connection, durability: Durability) -> Result<Store, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "foreign_keys", true)?;
         if !conn.is_readonly(rusqlite::MAIN_DB)? {
             // WAL lets readers proceed during a write; NORMAL loses nothing on a process
             // crash, which is the failure mode of a stdio child process.
             conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            let synchronous = match durability {
+                Durability::Normal => "NORMAL",
+                Durability::Full => "FULL",
+            };
+            conn.pragma_update(None, "synchronous", synchronous)?;
         }
         migrations::migrate(&mut conn)?;
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            queue: Arc::default(),
         })
     }
 
@@ -101,17 +134,30 @@ impl Store {
 
     /// Runs `work` inside one write transaction that commits when it returns: a tool's
     /// effect and its audit row then cost one commit, and land together. On a read-only
-    /// database no write transaction can start, and the statements run as they come.
+    /// database no write transaction can start, and the statements run as they come (the
+    /// reads succeed, the writes fail). A database that is busy or locked beyond the busy
+    /// timeout is an error, never a reason to run the statements apart.
     /// An error is the commit's: then nothing `work` wrote is kept.
     pub fn transaction<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> Result<T, StoreError> {
+        self.try_transaction(|tx| Ok(work(tx)))
+    }
+
+    /// Like [`Store::transaction`], but an `Err` from `work` rolls everything back.
+    pub fn try_transaction<T>(
+        &self,
+        work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let conn = self.lock();
         match Transaction::new_unchecked(&conn, TransactionBehavior::Immediate) {
             Ok(tx) => {
-                let out = work(&Tx { conn: &tx });
+                let out = work(&Tx { conn: &tx })?;
                 tx.commit()?;
                 Ok(out)
             }
-            Err(_) => Ok(work(&Tx { conn: &conn })),
+            Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {
+                work(&Tx { conn: &conn })
+            }
+            Err(error) => Err(error.into()),
         }
     }
 

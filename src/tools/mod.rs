@@ -36,6 +36,15 @@ impl ErrorCode {
         }
     }
 
+    pub fn parse(text: &str) -> Option<ErrorCode> {
+        match text {
+            "invalid_input" => Some(ErrorCode::InvalidInput),
+            "not_found" => Some(ErrorCode::NotFound),
+            "internal_error" => Some(ErrorCode::InternalError),
+            _ => None,
+        }
+    }
+
     fn audit_outcome(self) -> AuditOutcome {
         match self {
             ErrorCode::InvalidInput => AuditOutcome::Rejected,

@@ -1,0 +1,242 @@
+//! The journal: the interface through which a run's state reaches durable storage.
+//!
+//! The engine owns this interface and knows nothing of what implements it (SQLite today,
+//! through the task registry in `tasks`). The scheduler writes a run's changes through it
+//! in batches, at the points where it would otherwise wait, and a tool node's call goes
+//! through [`Journal::commit_tool_call`], which commits the tool's effect, its audit row
+//! and the node's new state in one transaction: a crash can then neither lose the effect
+//! nor let a resumed run repeat it.
+//!
+//! Invariant: nothing downstream of a change can be committed before the change itself:
+//! a tool call's transaction carries every change the run had not yet committed.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::actions::BoxFuture;
+use super::plan::Plan;
+use super::report::{NodeError, NodeStatus, RunStatus};
+use crate::tools::{Origin, ToolResult};
+
+/// Who started a run. `serve` takes over unfinished `mcp` runs by itself; `cli` runs
+/// resume only when asked (`workflows resume`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunOrigin {
+    #[default]
+    Cli,
+    Mcp,
+}
+
+impl RunOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOrigin::Cli => "cli",
+            RunOrigin::Mcp => "mcp",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RunOrigin> {
+        match text {
+            "cli" => Some(RunOrigin::Cli),
+            "mcp" => Some(RunOrigin::Mcp),
+            _ => None,
+        }
+    }
+}
+
+/// Who answers a run's questions (`input` and `sample` nodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answers {
+    /// Nobody: a node's `default` stands in, or the node fails.
+    #[default]
+    Nobody,
+    /// The caller, through the run's `Interaction`, while it is connected. A resumed run
+    /// has lost its caller and so has nobody.
+    Caller,
+    /// The question is parked in the journal and waits, across restarts, for an answer
+    /// given through it.
+    Parked,
+}
+
+impl Answers {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answers::Nobody => "none",
+            Answers::Caller => "caller",
+            Answers::Parked => "parked",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Answers> {
+        match text {
+            "none" => Some(Answers::Nobody),
+            "caller" => Some(Answers::Caller),
+            "parked" => Some(Answers::Parked),
+            _ => None,
+        }
+    }
+}
+
+/// The durable state of one unit: a node, or one `for_each` instance of it. Times are
+/// milliseconds since the Unix epoch, so that they mean the same in another process.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnitState {
+    pub status: NodeStatus,
+    pub reason: Option<String>,
+    /// Attempts finished so far.
+    pub attempts: u32,
+    /// When the next attempt is due (a retry's backoff).
+    pub next_attempt_ms: Option<i64>,
+    /// When the running `wait` attempt ends.
+    pub deadline_ms: Option<i64>,
+    /// The key of the question the unit is waiting on.
+    pub asking: Option<String>,
+    pub output: Option<Value>,
+    pub error: Option<NodeError>,
+    /// The hash of the content a `write_file` attempt is about to write.
+    pub intent: Option<String>,
+    pub started_ms: Option<i64>,
+    pub finished_ms: Option<i64>,
+}
+
+/// A unit's change, as a batch carries it.
+#[derive(Debug, Clone, Copy)]
+pub struct UnitChange<'a> {
+    pub node: &'a str,
+    pub instance: Option<usize>,
+    pub state: &'a UnitState,
+}
+
+/// A question a unit puts, recorded once under its key.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    pub node: &'a str,
+    pub instance: Option<usize>,
+    pub key: &'a str,
+    /// `{kind: "input", message, schema}` or `{kind: "sample", prompt, system, maxTokens}`.
+    pub request: Value,
+}
+
+/// Where the run stands, for its parent task.
+#[derive(Debug, Clone, Copy)]
+pub struct RunProgress<'a> {
+    /// 0 to 100; a `for_each` node's instances share the node's unit.
+    pub percent: u8,
+    pub done: usize,
+    pub total: usize,
+    /// The node the run is at.
+    pub current: Option<&'a str>,
+    /// Whether some unit waits for an answer.
+    pub asking: bool,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy)]
+pub struct RunEnd<'a> {
+    pub status: RunStatus,
+    pub error: Option<&'a str>,
+    pub output: &'a Value,
+}
+
+/// Changes of one run, committed together.
+#[derive(Debug, Clone)]
+pub struct RunBatch<'a> {
+    pub run_id: &'a str,
+    pub units: Vec<UnitChange<'a>>,
+    pub questions: Vec<Question<'a>>,
+    /// Answers the caller gave directly, recorded beside their questions.
+    pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
+    pub progress: RunProgress<'a>,
+    pub end: Option<RunEnd<'a>>,
+}
+
+/// A new run, recorded before anything of it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RunStart<'a> {
+    pub run_id: &'a str,
+    pub plan: &'a Plan,
+    pub inputs: &'a Map<String, Value>,
+    pub origin: RunOrigin,
+    pub answers: Answers,
+    pub deadline_ms: Option<i64>,
+    pub retry_of: Option<&'a str>,
+}
+
+/// A tool call that a tool node makes.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub name: &'a str,
+    pub args: &'a Map<String, Value>,
+    pub origin: Origin<'a>,
+    pub node: &'a str,
+    pub instance: Option<usize>,
+}
+
+/// A run read back from the journal.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub run_id: String,
+    pub plan: Arc<Plan>,
+    pub inputs: Map<String, Value>,
+    pub origin: RunOrigin,
+    pub answers: Answers,
+    pub deadline_ms: Option<i64>,
+    /// `None` while the run is unfinished.
+    pub finished: Option<RunStatus>,
+    pub units: Vec<(String, Option<usize>, UnitState)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    #[error("no run with id {0}")]
+    NotFound(String),
+    #[error("run {run_id} already {status}")]
+    Finished { run_id: String, status: String },
+    #[error("run {0} is driven by another live process")]
+    Held(String),
+    #[error("run {0} is driven by another process now")]
+    LeaseLost(String),
+    #[error("the stored run {run_id} cannot be read: {detail}")]
+    Corrupt { run_id: String, detail: String },
+    #[error("storage failure: {0}")]
+    Storage(String),
+}
+
+/// Durable storage for runs. Every method is short and synchronous except
+/// [`Journal::answer`], which waits for a person.
+pub trait Journal: Send + Sync {
+    /// Records a new run, its lease held by this process, and every node pending.
+    fn create(&self, start: &RunStart<'_>) -> Result<(), JournalError>;
+
+    /// Commits a batch of changes; returns once they are durable.
+    fn commit(&self, batch: &RunBatch<'_>) -> Result<(), JournalError>;
+
+    /// In one transaction: commits `batch`, makes the tool call (its effect and its audit
+    /// row), and records the unit's state that `settle` derives from the result. Returns
+    /// the result and that state.
+    fn commit_tool_call(
+        &self,
+        batch: &RunBatch<'_>,
+        call: &ToolCall<'_>,
+        settle: &dyn Fn(&ToolResult) -> UnitState,
+    ) -> Result<(ToolResult, UnitState), JournalError>;
+
+    /// Reads a run back, to resume it or to run it again.
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError>;
+
+    /// Takes the run's lease for this process: `Held` if a live process holds it.
+    fn claim(&self, run_id: &str) -> Result<(), JournalError>;
+
+    /// Gives the run's lease up (a run this process stops driving without finishing it).
+    fn release(&self, run_id: &str);
+
+    /// Resolves to the answer of the unit's question `key` once one is given.
+    fn answer(
+        &self,
+        run_id: &str,
+        node: &str,
+        instance: Option<usize>,
+        key: &str,
+    ) -> BoxFuture<Result<Value, NodeError>>;
+}

@@ -1,0 +1,164 @@
+//! Deciding a node once its upstream nodes are terminal: its trigger rule, its `when`, its
+//! `for_each` expansion, then its units queued with their templates resolved.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::Run;
+use super::state::Fan;
+use super::units::UnitWake;
+use crate::engine::actions::{self, Resolved};
+use crate::engine::attempt::Outcome;
+use crate::engine::plan::NodeAction;
+use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
+use crate::engine::{template, trigger};
+
+impl Run {
+    /// Decides every node whose upstream is complete: skip it, fail it, or queue its units.
+    pub(super) fn decide_ready(&mut self) {
+        while self.stop.is_none() {
+            let Some(node) = self.node_ready.pop_front() else {
+                break;
+            };
+            self.decide(node);
+        }
+    }
+
+    fn decide(&mut self, i: usize) {
+        let plan = Arc::clone(&self.plan);
+        let node = &plan.nodes[i];
+        let upstream = node.upstream.iter().map(|&u| self.state.status(u));
+        if let Err(reason) = trigger::verdict(node.trigger, upstream) {
+            return self.complete(i, NodeStatus::Skipped, Some(reason.to_owned()), None, None);
+        }
+        let action = match &node.action {
+            NodeAction::Defined(action) => action,
+            NodeAction::ToolWithRunInputs(name) => {
+                // A one-node plan's only node: the inputs are its wire arguments, handed over
+                // as they are (nothing else reads them: such a plan has no `output`).
+                let args = std::mem::take(&mut self.inputs);
+                let name = name.clone();
+                return self.queue_unit(i, None, Ok(Resolved::Tool { name, args }));
+            }
+        };
+        let ctx = match node.needs_context {
+            true => self.context(i, None),
+            false => minijinja::Value::UNDEFINED,
+        };
+        if let Some(when) = &node.when {
+            match template::eval_bool(when, &ctx) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let reason = Some("condition false".into());
+                    return self.complete(i, NodeStatus::Skipped, reason, None, None);
+                }
+                Err(e) => {
+                    let error = NodeError::new(NodeErrorKind::Template, format!("when: {e}"));
+                    return self.fail(i, error);
+                }
+            }
+        }
+        let Some(expr) = &node.for_each else {
+            let resolved = actions::resolve(action, &ctx);
+            return self.queue_unit(i, None, resolved);
+        };
+        let items = match template::eval(expr, &ctx) {
+            Ok(Value::Array(items)) => items,
+            Ok(other) => {
+                let kind = json_type(&other);
+                let error = format!("for_each: expected a list, got {kind}");
+                return self.fail(i, NodeError::new(NodeErrorKind::Template, error));
+            }
+            Err(e) => {
+                let error = NodeError::new(NodeErrorKind::Template, format!("for_each: {e}"));
+                return self.fail(i, error);
+            }
+        };
+        if items.is_empty() {
+            let output = Some(Value::Array(Vec::new()));
+            return self.complete(i, NodeStatus::Succeeded, None, output, None);
+        }
+        // A resumed node keeps the instances that finished; the items are the same, since
+        // they come from the same inputs and upstream outputs.
+        let restored = std::mem::take(&mut self.state.restored_instances[i]);
+        self.state.fans[i] = Some(Fan::new(items.len(), restored));
+        for (k, item) in items.iter().enumerate() {
+            if self.state.unit(i, Some(k)).status.is_terminal() {
+                continue;
+            }
+            let ctx = self.context(i, Some((item, k)));
+            let resolved = actions::resolve(action, &ctx);
+            self.queue_unit(i, Some(k), resolved);
+        }
+        if self.state.fans[i]
+            .as_ref()
+            .is_some_and(|fan| fan.remaining == 0)
+        {
+            self.collect(i);
+        }
+    }
+
+    pub(super) fn queue_unit(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        resolved: Result<Resolved, NodeError>,
+    ) {
+        match resolved {
+            Ok(action) => self.unit_ready.push_back((node, instance, action)),
+            Err(error) => self.settle_wake(UnitWake {
+                node,
+                instance,
+                outcome: Outcome::Failed(error),
+                attempted: false,
+                action: None,
+            }),
+        }
+    }
+
+    /// Fails node `i`; a `fail_run` node stops the run (see `node_finished`).
+    pub(super) fn fail(&mut self, i: usize, error: NodeError) {
+        self.complete(i, NodeStatus::Failed, None, None, Some(error));
+    }
+
+    /// The template context of node `i`: inputs, the nodes it reads, the run, the item.
+    pub(super) fn context(&mut self, i: usize, item: Option<(&Value, usize)>) -> minijinja::Value {
+        let reads = &self.plan.nodes[i].reads;
+        let nodes = self.nodes_context(reads);
+        let inputs = self
+            .inputs_ctx
+            .get_or_insert_with(|| minijinja::Value::from_serialize(&self.inputs))
+            .clone();
+        let run = minijinja::context! { id => &*self.run_id };
+        match item {
+            Some((item, index)) => minijinja::context! { inputs, nodes, run, item, index },
+            None => minijinja::context! { inputs, nodes, run },
+        }
+    }
+
+    pub(super) fn nodes_context(&self, reads: &[usize]) -> minijinja::Value {
+        let mut nodes = Map::new();
+        for &r in reads {
+            let mut entry = Map::new();
+            let unit = &self.state.nodes[r];
+            entry.insert("status".into(), Value::String(unit.status.as_str().into()));
+            if let Some(output) = &unit.output {
+                entry.insert("output".into(), output.clone());
+            }
+            nodes.insert(self.plan.nodes[r].id.to_string(), Value::Object(entry));
+        }
+        minijinja::Value::from_serialize(&nodes)
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}

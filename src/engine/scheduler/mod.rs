@@ -1,0 +1,278 @@
+//! The scheduler: one task per run that starts each node as soon as its upstream states
+//! allow (no layer barriers), never more than `max_parallel` at once.
+//!
+//! Node attempts that wait (`wait`, `input`, `sample`, a retry's backoff) are futures polled
+//! by the scheduler's own task (`FuturesUnordered`), not spawned tasks: a hand-off between
+//! nodes then costs no cross-thread wake-up, which on a small VM is the dominant cost (tens
+//! of microseconds against well under one). Attempts that need no waiting (a tool call,
+//! text, a file) are made right here, synchronously.
+//!
+//! The roles are split by file: this one is the run loop; `state` holds the run's records;
+//! `decide` applies trigger rules, conditions and fan-out; `units` makes attempts and
+//! settles their outcomes; `persist` writes changes to the journal; `finish` ends the run.
+
+mod decide;
+mod finish;
+mod persist;
+mod state;
+mod units;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::actions::{ActionEnv, BoxFuture, Resolved};
+use super::journal::{Answers, Journal, StoredRun, UnitState};
+use super::observer::{Event, Observer};
+use super::plan::Plan;
+use super::report::RunReport;
+use state::RunState;
+use units::Woken;
+
+/// How many units may finish synchronously before the run yields to other tasks.
+const YIELD_EVERY: usize = 256;
+
+/// Why a run stopped before every node was decided.
+#[derive(Debug, Clone)]
+enum Stop {
+    Cancelled,
+    NodeFailed(usize),
+    TimedOut,
+    /// The journal refused a write (the lease went to another process, or storage failed):
+    /// this process stops driving the run and writes nothing more of it.
+    Lost(String),
+}
+
+/// Everything a run is started with.
+pub(crate) struct RunSetup {
+    pub plan: Arc<Plan>,
+    pub env: Arc<ActionEnv>,
+    pub run_id: Arc<str>,
+    pub inputs: Map<String, Value>,
+    pub observer: Option<Arc<dyn Observer>>,
+    pub cancel: CancellationToken,
+    pub journal: Option<Arc<dyn Journal>>,
+    pub answers: Answers,
+    /// The run's absolute deadline, when it has one (ms since the Unix epoch).
+    pub deadline_ms: Option<i64>,
+    /// Stored unit states to start from: a resumed run's, or a retried run's successes.
+    pub restored: Vec<(String, Option<usize>, UnitState)>,
+    /// Whether the run continues a stored one (its deadline is then the stored one).
+    pub resumed: bool,
+}
+
+impl RunSetup {
+    /// The setup of a stored run, to drive it on from where it stopped.
+    pub fn from_stored(stored: StoredRun, env: Arc<ActionEnv>) -> RunSetup {
+        RunSetup {
+            plan: stored.plan,
+            env,
+            run_id: stored.run_id.into(),
+            inputs: stored.inputs,
+            observer: None,
+            cancel: CancellationToken::new(),
+            journal: None,
+            // A caller that was connected to the run is gone with the process.
+            answers: match stored.answers {
+                Answers::Caller => Answers::Nobody,
+                other => other,
+            },
+            deadline_ms: stored.deadline_ms,
+            restored: stored.units,
+            resumed: true,
+        }
+    }
+}
+
+pub(super) struct Run {
+    plan: Arc<Plan>,
+    env: Arc<ActionEnv>,
+    run_id: Arc<str>,
+    inputs: Map<String, Value>,
+    inputs_ctx: Option<minijinja::Value>,
+    observer: Option<Arc<dyn Observer>>,
+    cancel: CancellationToken,
+    /// Cancelled when the run stops for any reason; waiting attempts watch it.
+    stop_token: CancellationToken,
+    stop: Option<Stop>,
+    journal: Option<Arc<dyn Journal>>,
+    answers: Answers,
+    deadline_ms: Option<i64>,
+    resumed: bool,
+    state: RunState,
+    /// Upstream nodes of each node that are not yet terminal.
+    waiting_on: Vec<usize>,
+    node_ready: VecDeque<usize>,
+    unit_ready: VecDeque<(usize, Option<usize>, Resolved)>,
+    /// Units waiting: on a timer, an answer, or a retry's backoff.
+    running: FuturesUnordered<BoxFuture<Woken>>,
+}
+
+/// What woke the run loop.
+enum Wake {
+    Unit(Woken),
+    Cancelled,
+    TimedOut,
+}
+
+impl Run {
+    /// Builds a run, fresh or from stored records: one constructor for both, so that a
+    /// resumed run is scheduled by the same rules as the run it continues.
+    pub(super) fn new(setup: RunSetup) -> Run {
+        let plan = setup.plan;
+        let n = plan.nodes.len();
+        let mut state = RunState::new(n, setup.journal.is_some());
+        let index: std::collections::HashMap<&str, usize> = plan
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| (&*node.id, i))
+            .collect();
+        for (node, instance, unit) in setup.restored {
+            let Some(&i) = index.get(node.as_str()) else {
+                continue;
+            };
+            match instance {
+                None => state.nodes[i] = unit,
+                Some(k) => state.restored_instances[i].push((k, unit)),
+            }
+        }
+        let mut waiting_on: Vec<usize> = plan.nodes.iter().map(|n| n.upstream.len()).collect();
+        for i in 0..n {
+            if state.nodes[i].status.is_terminal() {
+                state.done += 1;
+                for &d in &plan.nodes[i].downstream {
+                    waiting_on[d] -= 1;
+                }
+            }
+        }
+        let node_ready = (0..n)
+            .filter(|&i| waiting_on[i] == 0 && !state.nodes[i].status.is_terminal())
+            .collect();
+        Run {
+            stop_token: setup.cancel.child_token(),
+            env: setup.env,
+            run_id: setup.run_id,
+            inputs: setup.inputs,
+            inputs_ctx: None,
+            observer: setup.observer,
+            cancel: setup.cancel,
+            stop: None,
+            journal: setup.journal,
+            answers: setup.answers,
+            deadline_ms: setup.deadline_ms,
+            resumed: setup.resumed,
+            state,
+            waiting_on,
+            node_ready,
+            unit_ready: VecDeque::new(),
+            running: FuturesUnordered::new(),
+            plan,
+        }
+    }
+
+    fn emit(&self, event: Event<'_>) {
+        if let Some(observer) = &self.observer {
+            observer.event(&event);
+        }
+    }
+
+    pub(super) async fn drive(mut self) -> RunReport {
+        self.emit(Event::RunStarted {
+            run_id: &self.run_id,
+            workflow: &self.plan.name,
+            total: self.plan.nodes.len(),
+        });
+        let deadline = self.deadline();
+        let mut since_yield = 0;
+        loop {
+            if self.stop.is_none() && self.cancel.is_cancelled() {
+                self.halt(Stop::Cancelled);
+            }
+            while self.stop.is_none() {
+                self.decide_ready();
+                let finished = self.launch();
+                if finished == 0 {
+                    break;
+                }
+                // Units finished synchronously; a long chain of them must not hold this
+                // worker for the whole run.
+                since_yield += finished;
+                if since_yield >= YIELD_EVERY {
+                    since_yield = 0;
+                    self.flush();
+                    tokio::task::yield_now().await;
+                }
+            }
+            if self.running.is_empty() {
+                break;
+            }
+            // Nothing more can happen until something wakes: what changed is committed now,
+            // before anything waits on it.
+            self.flush();
+            let stopped = self.stop.is_some();
+            let wake = tokio::select! {
+                biased;
+                Some(woken) = self.running.next() => Wake::Unit(woken),
+                _ = self.cancel.cancelled(), if !stopped => Wake::Cancelled,
+                _ = sleep_until(deadline), if !stopped && deadline.is_some() => Wake::TimedOut,
+            };
+            match wake {
+                Wake::Unit(woken) => self.wake(woken),
+                Wake::Cancelled => self.halt(Stop::Cancelled),
+                Wake::TimedOut => self.halt(Stop::TimedOut),
+            }
+        }
+        self.finalize()
+    }
+
+    /// When the run times out: from the stored absolute deadline on a resumed run; from the
+    /// plan's timeout, exactly, on a fresh one.
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        let limit = self.plan.timeout?;
+        let now = tokio::time::Instant::now();
+        Some(match self.deadline_ms {
+            Some(at) if self.resumed => {
+                let left = at.saturating_sub(crate::clock::now_ms()).max(0);
+                now + std::time::Duration::from_millis(left as u64)
+            }
+            _ => now + limit,
+        })
+    }
+
+    fn halt(&mut self, stop: Stop) {
+        if self.stop.is_none() {
+            self.stop = Some(stop);
+            self.stop_token.cancel();
+        }
+    }
+
+    fn stop_reason(&self) -> String {
+        match &self.stop {
+            Some(Stop::Cancelled) => "run cancelled".to_owned(),
+            Some(Stop::NodeFailed(node)) => {
+                format!("run failed at node `{}`", self.plan.nodes[*node].id)
+            }
+            Some(Stop::TimedOut) => match self.plan.timeout {
+                Some(limit) => format!(
+                    "run timed out after {}",
+                    super::duration::format_duration(limit)
+                ),
+                None => "run timed out".to_owned(),
+            },
+            Some(Stop::Lost(why)) => why.clone(),
+            None => "not reached".to_owned(),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

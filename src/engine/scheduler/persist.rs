@@ -1,0 +1,47 @@
+//! Writing a run's changes to its journal: at the points where the run would otherwise
+//! wait, with the tool calls that carry them, and once at the end.
+
+use super::{Run, Stop};
+use crate::engine::journal::{JournalError, RunBatch, RunEnd};
+
+impl Run {
+    /// The changes not yet committed, with the run's progress (and its end, when given).
+    pub(super) fn batch<'a>(&'a self, end: Option<RunEnd<'a>>) -> RunBatch<'a> {
+        let (units, questions, answers) = self.state.changes(&self.plan);
+        RunBatch {
+            run_id: &self.run_id,
+            units,
+            questions,
+            answers,
+            progress: self.state.progress(&self.plan),
+            end,
+        }
+    }
+
+    /// Commits what changed since the last commit. Cheap when nothing did.
+    pub(super) fn flush(&mut self) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        if !self.state.has_changes() {
+            return;
+        }
+        let committed = journal.commit(&self.batch(None));
+        match committed {
+            Ok(()) => self.state.clear_changes(),
+            Err(error) => self.lose(error),
+        }
+    }
+
+    /// The journal refused a write: this process stops driving the run and writes nothing
+    /// more of it. What was committed stays, so the run can go on elsewhere or later.
+    pub(super) fn lose(&mut self, error: JournalError) {
+        tracing::error!(run_id = %self.run_id, %error, "the run's state cannot be saved; this process stops driving it");
+        self.journal = None;
+        let why = match error {
+            JournalError::LeaseLost(_) => "run taken over by another process".to_owned(),
+            other => format!("run state could not be saved: {other}"),
+        };
+        self.halt(Stop::Lost(why));
+    }
+}

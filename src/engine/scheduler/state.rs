@@ -1,0 +1,232 @@
+//! A run's state: one [`UnitState`] record per node and per `for_each` instance, with the
+//! set of records changed since they were last committed, and the run's progress.
+//!
+//! This is the whole of what a run needs to go on: the scheduler's queues are derived
+//! from it, so a run rebuilt from stored records continues where the stored one stopped.
+
+use crate::engine::journal::{Question, RunProgress, UnitChange, UnitState};
+use crate::engine::plan::Plan;
+use crate::engine::report::NodeStatus;
+use serde_json::Value;
+
+/// The instances of a `for_each` node, once it has expanded.
+#[derive(Debug, Default)]
+pub(super) struct Fan {
+    pub units: Vec<UnitState>,
+    /// Instances not yet terminal.
+    pub remaining: usize,
+    dirty: Vec<bool>,
+}
+
+impl Fan {
+    pub fn new(count: usize, restored: Vec<(usize, UnitState)>) -> Fan {
+        let mut units = vec![UnitState::default(); count];
+        for (k, state) in restored {
+            if k < count {
+                units[k] = state;
+            }
+        }
+        let remaining = units.iter().filter(|u| !u.status.is_terminal()).count();
+        Fan {
+            units,
+            remaining,
+            dirty: vec![false; count],
+        }
+    }
+
+    /// The share of this node's progress unit that is done.
+    fn fraction(&self) -> f64 {
+        match self.units.len() {
+            0 => 0.0,
+            n => (n - self.remaining) as f64 / n as f64,
+        }
+    }
+}
+
+/// A question waiting to be recorded, and an answer given directly, waiting likewise.
+struct Asked {
+    node: usize,
+    instance: Option<usize>,
+    key: String,
+    request: Value,
+}
+
+struct Answered {
+    node: usize,
+    instance: Option<usize>,
+    key: String,
+    answer: Value,
+}
+
+pub(super) struct RunState {
+    pub nodes: Vec<UnitState>,
+    pub fans: Vec<Option<Fan>>,
+    /// Instance states read back from the store, until their node expands.
+    pub restored_instances: Vec<Vec<(usize, UnitState)>>,
+    /// Nodes in a terminal state.
+    pub done: usize,
+    /// Units waiting for an answer.
+    pub asking: usize,
+    /// The node the run is at: the last one that started or finished.
+    pub current: Option<usize>,
+    /// Whether changes are tracked at all (only for a run with a journal).
+    tracking: bool,
+    node_dirty: Vec<bool>,
+    dirty: Vec<(usize, Option<usize>)>,
+    asked: Vec<Asked>,
+    answered: Vec<Answered>,
+}
+
+impl RunState {
+    pub fn new(n: usize, tracking: bool) -> RunState {
+        RunState {
+            nodes: vec![UnitState::default(); n],
+            fans: (0..n).map(|_| None).collect(),
+            restored_instances: vec![Vec::new(); n],
+            done: 0,
+            asking: 0,
+            current: None,
+            tracking,
+            node_dirty: vec![false; if tracking { n } else { 0 }],
+            dirty: Vec::new(),
+            asked: Vec::new(),
+            answered: Vec::new(),
+        }
+    }
+
+    pub fn unit(&self, node: usize, instance: Option<usize>) -> &UnitState {
+        match instance {
+            None => &self.nodes[node],
+            Some(k) => &self.fans[node].as_ref().expect("an expanded node").units[k],
+        }
+    }
+
+    /// The unit's record, marked as changed.
+    pub fn unit_mut(&mut self, node: usize, instance: Option<usize>) -> &mut UnitState {
+        self.mark(node, instance);
+        self.unit_mut_clean(node, instance)
+    }
+
+    /// The unit's record, for a change that is already committed.
+    pub fn unit_mut_clean(&mut self, node: usize, instance: Option<usize>) -> &mut UnitState {
+        match instance {
+            None => &mut self.nodes[node],
+            Some(k) => &mut self.fans[node].as_mut().expect("an expanded node").units[k],
+        }
+    }
+
+    pub fn mark(&mut self, node: usize, instance: Option<usize>) {
+        if !self.tracking {
+            return;
+        }
+        let flag = match instance {
+            None => &mut self.node_dirty[node],
+            Some(k) => &mut self.fans[node].as_mut().expect("an expanded node").dirty[k],
+        };
+        if !*flag {
+            *flag = true;
+            self.dirty.push((node, instance));
+        }
+    }
+
+    pub fn ask(&mut self, node: usize, instance: Option<usize>, key: String, request: Value) {
+        if self.tracking {
+            self.asked.push(Asked {
+                node,
+                instance,
+                key,
+                request,
+            });
+        }
+    }
+
+    pub fn answered(&mut self, node: usize, instance: Option<usize>, key: String, answer: Value) {
+        if self.tracking {
+            self.answered.push(Answered {
+                node,
+                instance,
+                key,
+                answer,
+            });
+        }
+    }
+
+    pub fn has_changes(&self) -> bool {
+        !self.dirty.is_empty() || !self.asked.is_empty() || !self.answered.is_empty()
+    }
+
+    /// The changed units and new questions, by reference, in the order they changed.
+    pub fn changes<'a>(
+        &'a self,
+        plan: &'a Plan,
+    ) -> (
+        Vec<UnitChange<'a>>,
+        Vec<Question<'a>>,
+        Vec<(UnitChange<'a>, &'a str, &'a Value)>,
+    ) {
+        let change = |node: usize, instance: Option<usize>| UnitChange {
+            node: &plan.nodes[node].id,
+            instance,
+            state: self.unit(node, instance),
+        };
+        let units = self.dirty.iter().map(|&(n, k)| change(n, k)).collect();
+        let questions = self
+            .asked
+            .iter()
+            .map(|a| Question {
+                node: &plan.nodes[a.node].id,
+                instance: a.instance,
+                key: &a.key,
+                request: a.request.clone(),
+            })
+            .collect();
+        let answers = self
+            .answered
+            .iter()
+            .map(|a| (change(a.node, a.instance), a.key.as_str(), &a.answer))
+            .collect();
+        (units, questions, answers)
+    }
+
+    /// Marks every change as committed.
+    pub fn clear_changes(&mut self) {
+        for (node, instance) in std::mem::take(&mut self.dirty) {
+            match instance {
+                None => self.node_dirty[node] = false,
+                Some(k) => {
+                    if let Some(fan) = self.fans[node].as_mut() {
+                        fan.dirty[k] = false;
+                    }
+                }
+            }
+        }
+        self.asked.clear();
+        self.answered.clear();
+    }
+
+    pub fn progress<'a>(&self, plan: &'a Plan) -> RunProgress<'a> {
+        let total = plan.nodes.len();
+        let fanned: f64 = self
+            .fans
+            .iter()
+            .zip(&self.nodes)
+            .filter(|(_, node)| !node.status.is_terminal())
+            .filter_map(|(fan, _)| fan.as_ref().map(Fan::fraction))
+            .sum();
+        let percent = match total {
+            0 => 100.0,
+            _ => 100.0 * (self.done as f64 + fanned) / total as f64,
+        };
+        RunProgress {
+            percent: percent.floor().clamp(0.0, 100.0) as u8,
+            done: self.done,
+            total,
+            current: self.current.map(|i| &*plan.nodes[i].id),
+            asking: self.asking > 0,
+        }
+    }
+
+    pub fn status(&self, node: usize) -> NodeStatus {
+        self.nodes[node].status
+    }
+}

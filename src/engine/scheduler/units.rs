@@ -1,0 +1,659 @@
+//! Units at work: launching them under the concurrency limit, making their attempts, and
+//! settling each outcome into the unit's record: success, a retry at a stored time, or
+//! failure. Every change of a unit goes through [`settle`] and [`Run::apply`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Run;
+use crate::clock;
+use crate::engine::actions::{self, BoxFuture, Resolved};
+use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay, with_timeout};
+use crate::engine::definition::RetryPolicy;
+use crate::engine::journal::{Answers, ToolCall, UnitState};
+use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
+use crate::tools::Origin;
+
+/// A waiting unit woke: its attempt ended, or its retry is due.
+pub(super) enum Woken {
+    Unit(UnitWake),
+    /// A synchronous action's retry is due: attempt it now.
+    Due {
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+    },
+}
+
+/// How a unit's attempt (or the unit, when `attempted` is false) ended.
+pub(super) struct UnitWake {
+    pub node: usize,
+    pub instance: Option<usize>,
+    pub outcome: Outcome,
+    pub attempted: bool,
+    /// The action of a waiting attempt, handed back for its retry.
+    pub action: Option<Resolved>,
+}
+
+/// A unit's record after its attempt `number` ended with `result`: succeeded, failed, or
+/// still running with its next attempt's time, when the error is one a retry could cure.
+pub(super) fn settle(
+    unit: &UnitState,
+    number: u32,
+    result: Result<Value, NodeError>,
+    policy: &RetryPolicy,
+    seed: u64,
+) -> UnitState {
+    let now = clock::now_ms();
+    let mut next = UnitState {
+        attempts: number,
+        next_attempt_ms: None,
+        deadline_ms: None,
+        asking: None,
+        intent: None,
+        ..unit.clone()
+    };
+    match result {
+        Ok(value) => {
+            next.status = NodeStatus::Succeeded;
+            next.output = Some(value);
+            next.error = None;
+            next.finished_ms = Some(now);
+        }
+        Err(error) => {
+            match error.is_retryable() {
+                true => match retry_delay(policy, seed, number) {
+                    Some(delay) => next.next_attempt_ms = Some(now + millis(delay)),
+                    None => next.status = NodeStatus::Failed,
+                },
+                false => next.status = NodeStatus::Failed,
+            }
+            if next.status == NodeStatus::Failed {
+                next.finished_ms = Some(now);
+            }
+            next.error = Some(error);
+        }
+    }
+    next
+}
+
+fn millis(delay: Duration) -> i64 {
+    i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What is left of a stored absolute time, from now.
+fn left_until(at_ms: i64) -> Duration {
+    Duration::from_millis(at_ms.saturating_sub(clock::now_ms()).max(0) as u64)
+}
+
+fn is_synchronous(action: &Resolved) -> bool {
+    matches!(
+        action,
+        Resolved::Tool { .. } | Resolved::WriteFile { .. } | Resolved::Text(_)
+    )
+}
+
+impl Run {
+    /// Starts queued units while the concurrency limit allows. A unit whose action needs no
+    /// waiting makes its attempt right here. Returns how many units finished here, since
+    /// their downstream nodes may now be ready.
+    pub(super) fn launch(&mut self) -> usize {
+        let mut finished = 0;
+        while self.stop.is_none() && self.running.len() < self.plan.max_parallel {
+            let Some((node, instance, action)) = self.unit_ready.pop_front() else {
+                break;
+            };
+            self.begin(node, instance);
+            match self.start_unit(node, instance, action) {
+                Some(waiting) => self.running.push(waiting),
+                None => finished += 1,
+            }
+        }
+        finished
+    }
+
+    /// Marks the node, and the instance, running.
+    fn begin(&mut self, node: usize, instance: Option<usize>) {
+        let now = clock::now_ms();
+        self.state.current = Some(node);
+        if self.state.status(node) == NodeStatus::Pending {
+            let unit = self.state.unit_mut(node, None);
+            unit.status = NodeStatus::Running;
+            unit.started_ms = Some(now);
+            self.node_changed(node);
+        }
+        if instance.is_some() && self.state.unit(node, instance).status == NodeStatus::Pending {
+            let unit = self.state.unit_mut(node, instance);
+            unit.status = NodeStatus::Running;
+            unit.started_ms = Some(now);
+        }
+    }
+
+    /// Makes the unit's first attempt now, or returns what it waits on.
+    fn start_unit(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+    ) -> Option<BoxFuture<Woken>> {
+        let next_at = self.state.unit(node, instance).next_attempt_ms;
+        if let Resolved::Text(text) = action {
+            // Text cannot fail; it becomes the output as it is, without a copy.
+            self.settle_wake(UnitWake {
+                node,
+                instance,
+                outcome: Outcome::Succeeded(Value::String(text)),
+                attempted: true,
+                action: None,
+            });
+            return None;
+        }
+        if is_synchronous(&action) {
+            // A stored retry time that has not come yet is waited for first.
+            if let Some(at) = next_at.filter(|&at| at > clock::now_ms()) {
+                return Some(self.due_after(node, instance, action, left_until(at)));
+            }
+            return self.attempt_now(node, instance, action);
+        }
+        let first_wait = next_at.map(left_until).unwrap_or_default();
+        Some(self.waiting_attempt(node, instance, action, first_wait))
+    }
+
+    /// Handles a unit that woke.
+    pub(super) fn wake(&mut self, woken: Woken) {
+        match woken {
+            Woken::Unit(wake) => self.settle_wake(wake),
+            Woken::Due {
+                node,
+                instance,
+                action,
+            } => {
+                if let Some(waiting) = self.attempt_now(node, instance, action) {
+                    self.running.push(waiting);
+                }
+            }
+        }
+    }
+
+    fn seed(&self, node: usize, instance: Option<usize>) -> u64 {
+        jitter_seed(&self.run_id, &self.plan.nodes[node].id, instance)
+    }
+
+    /// One attempt of a synchronous action (a tool call or a file), made on this task.
+    /// Returns the wait for the retry it scheduled, if it did.
+    fn attempt_now(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+    ) -> Option<BoxFuture<Woken>> {
+        let number = self.state.unit(node, instance).attempts + 1;
+        let settled = match &action {
+            Resolved::Tool { name, args } => self.call_tool(node, instance, number, name, args)?,
+            Resolved::WriteFile {
+                path,
+                content,
+                overwrite,
+            } => {
+                let result = self.write_file(node, instance, path, content, *overwrite)?;
+                self.settled(node, instance, number, result)
+            }
+            _ => unreachable!("only synchronous actions are attempted now"),
+        };
+        let retry = self.apply(node, instance, settled.0, settled.1);
+        retry.map(|delay| self.due_after(node, instance, action, delay))
+    }
+
+    /// A tool call. With a journal, the call's effect, its audit row and the unit's new
+    /// record commit in one transaction, together with every change not yet committed.
+    /// `None` if the journal refused: the run is then lost to this process.
+    fn call_tool(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        number: u32,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+    ) -> Option<(UnitState, bool)> {
+        let planned = &self.plan.nodes[node];
+        let origin = Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&planned.id),
+        };
+        let Some(journal) = self.journal.clone() else {
+            let result = match self.env.tools.invoke(name, args, origin) {
+                Some(result) => result.map_err(NodeError::from),
+                None => Err(unknown_tool(name)),
+            };
+            return Some(self.settled(node, instance, number, result));
+        };
+        let (policy, seed) = (planned.retry, self.seed(node, instance));
+        let unit = self.state.unit(node, instance).clone();
+        let call = ToolCall {
+            name,
+            args,
+            origin,
+            node: &planned.id,
+            instance,
+        };
+        let settle_result = |result: &crate::tools::ToolResult| {
+            let result = result.clone().map_err(NodeError::from);
+            settle(&unit, number, result, &policy, seed)
+        };
+        let committed = {
+            let batch = self.batch(None);
+            journal.commit_tool_call(&batch, &call, &settle_result)
+        };
+        match committed {
+            Ok((_, settled)) => {
+                self.state.clear_changes();
+                Some((settled, false))
+            }
+            Err(error) => {
+                self.lose(error);
+                None
+            }
+        }
+    }
+
+    /// The settled record of an attempt whose change is still to be committed.
+    fn settled(
+        &self,
+        node: usize,
+        instance: Option<usize>,
+        number: u32,
+        result: Result<Value, NodeError>,
+    ) -> (UnitState, bool) {
+        let policy = self.plan.nodes[node].retry;
+        let unit = self.state.unit(node, instance);
+        let settled = settle(unit, number, result, &policy, self.seed(node, instance));
+        (settled, true)
+    }
+
+    /// Writes a file so that a resumed run never writes it twice, nor calls its own
+    /// earlier write a conflict: the content's hash is committed before the write, the
+    /// write is a temporary file renamed into place, and a resumed attempt whose hash was
+    /// recorded finds the identical file there and is done. `None` if the journal refused.
+    fn write_file(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        path: &str,
+        content: &str,
+        overwrite: bool,
+    ) -> Option<Result<Value, NodeError>> {
+        let root = self.env.workspace.clone();
+        let done = || json!({ "path": path, "bytes": content.len() });
+        if self.journal.is_none() {
+            return Some(actions::write_file(&root, path, content, overwrite));
+        }
+        let intent = actions::content_hash(content);
+        if self.state.unit(node, instance).intent.as_deref() == Some(intent.as_str())
+            && actions::already_written(&root, path, content)
+        {
+            return Some(Ok(done()));
+        }
+        self.state.unit_mut(node, instance).intent = Some(intent);
+        self.flush();
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(|s| matches!(s, super::Stop::Lost(_)))
+        {
+            return None;
+        }
+        Some(actions::write_file(&root, path, content, overwrite))
+    }
+
+    /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
+    fn waiting_attempt(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+        first_wait: Duration,
+    ) -> BoxFuture<Woken> {
+        let number = self.state.unit(node, instance).attempts + 1;
+        let timeout = self.plan.nodes[node].timeout;
+        let stop = self.stop_token.clone();
+        let attempt: BoxFuture<Result<Value, NodeError>> = match &action {
+            &Resolved::Wait(duration) => {
+                let stored = self.state.unit(node, instance).deadline_ms;
+                let (first_wait, duration) = match stored {
+                    // Resumed mid-wait: only what is left of the stored deadline.
+                    Some(at) => (Duration::ZERO, left_until(at)),
+                    None => {
+                        let at = clock::now_ms() + millis(first_wait + duration);
+                        self.state.unit_mut(node, instance).deadline_ms = Some(at);
+                        (first_wait, duration)
+                    }
+                };
+                Box::pin(async move {
+                    tokio::time::sleep(first_wait).await;
+                    with_timeout(timeout, async move {
+                        tokio::time::sleep(duration).await;
+                        Ok(Value::Null)
+                    })
+                    .await
+                })
+            }
+            question => {
+                let asked = self.ask(node, instance, number, question.clone());
+                Box::pin(async move {
+                    tokio::time::sleep(first_wait).await;
+                    with_timeout(timeout, asked).await
+                })
+            }
+        };
+        Box::pin(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = stop.cancelled() => Outcome::Cancelled,
+                result = attempt => match result {
+                    Ok(value) => Outcome::Succeeded(value),
+                    Err(error) => Outcome::Failed(error),
+                },
+            };
+            Woken::Unit(UnitWake {
+                node,
+                instance,
+                outcome,
+                attempted: true,
+                action: Some(action),
+            })
+        })
+    }
+
+    /// Puts an `input` or `sample` question to whoever answers this run's questions,
+    /// recording it under a key that attempt `number` of this unit always gets.
+    fn ask(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        number: u32,
+        question: Resolved,
+    ) -> BoxFuture<Result<Value, NodeError>> {
+        let answers = match (self.answers, &self.env.interaction, &self.journal) {
+            (Answers::Caller, Some(_), _) => Answers::Caller,
+            (Answers::Parked, _, Some(_)) => Answers::Parked,
+            _ => Answers::Nobody,
+        };
+        if answers == Answers::Nobody {
+            let env = Arc::clone(&self.env);
+            let env = Arc::new(actions::ActionEnv {
+                interaction: None,
+                ..(*env).clone()
+            });
+            return Box::pin(
+                async move { actions::perform(&env, &question, Origin::default()).await },
+            );
+        }
+        let key = format!("attempt-{number}");
+        let request = match &question {
+            Resolved::Input {
+                message, schema, ..
+            } => {
+                json!({ "kind": "input", "message": message, "schema": schema })
+            }
+            Resolved::Sample {
+                prompt,
+                system,
+                max_tokens,
+            } => {
+                json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens })
+            }
+            _ => unreachable!("only questions are asked"),
+        };
+        self.state.ask(node, instance, key.clone(), request);
+        self.state.unit_mut(node, instance).asking = Some(key.clone());
+        self.state.asking += 1;
+        match answers {
+            Answers::Parked => {
+                let journal = self.journal.as_ref().expect("checked above");
+                journal.answer(&self.run_id, &self.plan.nodes[node].id, instance, &key)
+            }
+            _ => {
+                let env = Arc::clone(&self.env);
+                Box::pin(async move { actions::perform(&env, &question, Origin::default()).await })
+            }
+        }
+    }
+
+    /// A wait, then a `Due` wake for the unit's next synchronous attempt.
+    fn due_after(
+        &self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+        delay: Duration,
+    ) -> BoxFuture<Woken> {
+        let stop = self.stop_token.clone();
+        Box::pin(async move {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => Woken::Unit(UnitWake {
+                    node,
+                    instance,
+                    outcome: Outcome::Cancelled,
+                    attempted: false,
+                    action: None,
+                }),
+                _ = tokio::time::sleep(delay) => Woken::Due { node, instance, action },
+            }
+        })
+    }
+
+    /// Settles a unit that woke, or whose action could not even be resolved.
+    pub(super) fn settle_wake(&mut self, wake: UnitWake) {
+        let UnitWake {
+            node,
+            instance,
+            outcome,
+            attempted,
+            action,
+        } = wake;
+        if self.state.unit(node, instance).asking.is_some() {
+            self.state.asking -= 1;
+        }
+        let result = match outcome {
+            // Attempts watch a child of the caller's token, so one can report a cancel
+            // before this loop has seen it: that cancel is the run's, whatever the order.
+            Outcome::Cancelled => {
+                self.halt(super::Stop::Cancelled);
+                let reason = self.stop_reason();
+                return self.end_unit(node, instance, NodeStatus::Cancelled, Some(reason));
+            }
+            Outcome::Succeeded(value) => Ok(value),
+            Outcome::Failed(error) => Err(error),
+        };
+        if let (Ok(answer), Some(key), Answers::Caller) = (
+            &result,
+            self.state.unit(node, instance).asking.clone(),
+            self.answers,
+        ) {
+            self.state.answered(node, instance, key, answer.clone());
+        }
+        let attempts = self.state.unit(node, instance).attempts;
+        let number = if attempted { attempts + 1 } else { attempts };
+        let (mut settled, _) = self.settled(node, instance, number, result);
+        if !attempted && settled.status == NodeStatus::Running {
+            // An action that could not be resolved is never retried.
+            settled.status = NodeStatus::Failed;
+            settled.next_attempt_ms = None;
+        }
+        if let Some(delay) = self.apply(node, instance, settled, true) {
+            let action = action.expect("only a waiting attempt's failure is retried here");
+            let waiting = match is_synchronous(&action) {
+                true => self.due_after(node, instance, action, delay),
+                false => self.waiting_attempt(node, instance, action, delay),
+            };
+            self.running.push(waiting);
+        }
+    }
+
+    /// Stores a unit's settled record and carries out what follows from it. Returns the
+    /// delay before the retry the record schedules, if it does.
+    pub(super) fn apply(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        settled: UnitState,
+        uncommitted: bool,
+    ) -> Option<Duration> {
+        let retry_in = settled
+            .next_attempt_ms
+            .filter(|_| settled.status == NodeStatus::Running)
+            .map(left_until);
+        if let Some(error) = &settled.error
+            && settled.status != NodeStatus::Succeeded
+        {
+            let planned = &self.plan.nodes[node];
+            if let Some(observer) = &self.observer {
+                observer.event(&failure_event(
+                    &self.run_id,
+                    &planned.id,
+                    settled.attempts,
+                    error,
+                    retry_in,
+                ));
+            }
+        }
+        let status = settled.status;
+        match uncommitted {
+            true => *self.state.unit_mut(node, instance) = settled,
+            false => *self.state.unit_mut_clean(node, instance) = settled,
+        }
+        if status.is_terminal() {
+            self.unit_finished(node, instance);
+        }
+        retry_in
+    }
+
+    /// Ends a unit without an attempt (cancelled), with a reason.
+    pub(super) fn end_unit(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        status: NodeStatus,
+        reason: Option<String>,
+    ) {
+        let unit = self.state.unit_mut(node, instance);
+        unit.status = status;
+        unit.reason = reason;
+        unit.asking = None;
+        unit.next_attempt_ms = None;
+        unit.finished_ms = Some(clock::now_ms());
+        self.unit_finished(node, instance);
+    }
+
+    /// A unit reached a terminal state: a node is complete; an instance counts down its
+    /// node's remaining instances.
+    fn unit_finished(&mut self, node: usize, instance: Option<usize>) {
+        let Some(_) = instance else {
+            return self.node_finished(node);
+        };
+        let fan = self.state.fans[node].as_mut().expect("an expanded node");
+        fan.remaining -= 1;
+        if fan.remaining == 0 {
+            self.collect(node);
+        }
+    }
+
+    /// Completes a `for_each` node from its instances: cancelled if one was, else failed
+    /// with the first failure in item order, else succeeded with the list of outputs.
+    pub(super) fn collect(&mut self, node: usize) {
+        let fan = self.state.fans[node].as_ref().expect("an expanded node");
+        let attempts = fan.units.iter().map(|u| u.attempts).sum();
+        let cancelled = fan.units.iter().any(|u| u.status == NodeStatus::Cancelled);
+        let failure = fan
+            .units
+            .iter()
+            .enumerate()
+            .find_map(|(k, u)| (u.status == NodeStatus::Failed).then(|| (k, u.error.clone())));
+        let outputs: Vec<Value> = fan
+            .units
+            .iter()
+            .map(|u| u.output.clone().unwrap_or(Value::Null))
+            .collect();
+        self.state.unit_mut(node, None).attempts = attempts;
+        if cancelled {
+            let reason = self.stop_reason();
+            self.complete(node, NodeStatus::Cancelled, Some(reason), None, None);
+        } else if let Some((k, error)) = failure {
+            let error = error.unwrap_or_else(|| NodeError::new(NodeErrorKind::Unsupported, ""));
+            let message = format!("item {k}: {}", error.message);
+            self.fail(node, NodeError { message, ..error });
+        } else {
+            self.complete(
+                node,
+                NodeStatus::Succeeded,
+                None,
+                Some(Value::Array(outputs)),
+                None,
+            );
+        }
+    }
+
+    /// Records a node's terminal state and what follows from it.
+    pub(super) fn complete(
+        &mut self,
+        node: usize,
+        status: NodeStatus,
+        reason: Option<String>,
+        output: Option<Value>,
+        error: Option<NodeError>,
+    ) {
+        let unit = self.state.unit_mut(node, None);
+        unit.status = status;
+        unit.reason = reason;
+        unit.output = output;
+        unit.error = error;
+        unit.asking = None;
+        unit.next_attempt_ms = None;
+        unit.finished_ms = Some(clock::now_ms());
+        self.node_finished(node);
+    }
+
+    /// A node is terminal: count it, tell the observer, release the nodes waiting on it,
+    /// and stop the run if it failed with `fail_run`.
+    fn node_finished(&mut self, node: usize) {
+        self.state.done += 1;
+        self.state.current = Some(node);
+        self.node_changed(node);
+        let plan = Arc::clone(&self.plan);
+        for &d in &plan.nodes[node].downstream {
+            self.waiting_on[d] -= 1;
+            if self.waiting_on[d] == 0 {
+                self.node_ready.push_back(d);
+            }
+        }
+        let planned = &plan.nodes[node];
+        if self.state.status(node) == NodeStatus::Failed
+            && planned.on_failure == crate::engine::definition::OnFailure::FailRun
+        {
+            self.halt(super::Stop::NodeFailed(node));
+        }
+    }
+
+    pub(super) fn node_changed(&self, node: usize) {
+        if let Some(observer) = &self.observer {
+            let unit = &self.state.nodes[node];
+            observer.event(&crate::engine::observer::Event::NodeChanged {
+                run_id: &self.run_id,
+                node: &self.plan.nodes[node].id,
+                status: unit.status,
+                reason: unit.reason.as_deref(),
+                progress: crate::engine::observer::Progress {
+                    done: self.state.done,
+                    total: self.plan.nodes.len(),
+                },
+            });
+        }
+    }
+}
+
+fn unknown_tool(name: &str) -> NodeError {
+    NodeError::new(NodeErrorKind::Unsupported, format!("unknown tool `{name}`"))
+}

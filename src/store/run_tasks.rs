@@ -1,0 +1,324 @@
+//! Queries on `run_tasks` and `task_questions`: the tasks that report a run and its nodes,
+//! and the questions those tasks put, with their answers.
+//!
+//! A task row is found by its id, or by its unit: (run, node, instance), where the run's
+//! own task has no node and instance -1. A finished task's status never changes: the
+//! statements below skip such rows, and a trigger refuses the change anyway.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Store, StoreError, Tx};
+use crate::clock;
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    pub task_id: String,
+    pub parent_id: Option<String>,
+    pub run_id: String,
+    pub node_id: Option<String>,
+    pub instance: i64,
+    pub status: String,
+    pub status_message: Option<String>,
+    pub progress: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub ttl_ms: i64,
+    pub poll_interval_ms: i64,
+    pub result: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A task's new state. `progress` never lowers the stored value.
+#[derive(Debug, Clone)]
+pub struct TaskUpdate {
+    pub node_id: Option<String>,
+    pub instance: i64,
+    /// Used when the row does not exist yet (a `for_each` instance's first change).
+    pub new_task_id: String,
+    pub status: &'static str,
+    pub status_message: Option<String>,
+    pub progress: i64,
+    pub result: Option<String>,
+    pub error: Option<String>,
+}
+
+/// How long tasks are kept and how often clients should poll them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskTiming {
+    pub ttl_ms: i64,
+    pub poll_interval_ms: i64,
+}
+
+/// A question a task asks, with its answer once given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionRow {
+    pub task_id: String,
+    pub node_id: Option<String>,
+    pub instance: i64,
+    pub key: String,
+    pub request: String,
+    pub answer: Option<String>,
+}
+
+const TASK_COLUMNS: &str = "task_id, parent_id, run_id, node_id, instance, status, status_message, \
+     progress, created_at, updated_at, ttl_ms, poll_interval_ms, result, error";
+
+fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
+    Ok(TaskRow {
+        task_id: r.get(0)?,
+        parent_id: r.get(1)?,
+        run_id: r.get(2)?,
+        node_id: r.get(3)?,
+        instance: r.get(4)?,
+        status: r.get(5)?,
+        status_message: r.get(6)?,
+        progress: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+        ttl_ms: r.get(10)?,
+        poll_interval_ms: r.get(11)?,
+        result: r.get(12)?,
+        error: r.get(13)?,
+    })
+}
+
+impl Tx<'_> {
+    /// Inserts the run's own task (its id is the run's) and one `working` task per node,
+    /// each given as (task id, node id), with the status message `pending`.
+    pub fn insert_run_tasks(
+        &self,
+        run_id: &str,
+        nodes: &[(String, &str)],
+        timing: TaskTiming,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        let now = clock::now_iso();
+        let now_ms = clock::now_ms();
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, instance, status,
+                 status_message, progress, created_at, updated_at, updated_ms, ttl_ms,
+                 poll_interval_ms)
+             VALUES (?1, ?2, ?3, ?4, -1, 'working', ?5, 0, ?6, ?6, ?7, ?8, ?9)",
+        )?;
+        let (ttl, poll) = (timing.ttl_ms, timing.poll_interval_ms);
+        stmt.execute(params![
+            run_id,
+            None::<&str>,
+            run_id,
+            None::<&str>,
+            message,
+            now,
+            now_ms,
+            ttl,
+            poll
+        ])?;
+        for (task_id, node_id) in nodes {
+            stmt.execute(params![
+                task_id, run_id, run_id, node_id, "pending", now, now_ms, ttl, poll
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Writes a task's new state, creating the row for a unit seen for the first time.
+    pub fn update_task(
+        &self,
+        run_id: &str,
+        update: &TaskUpdate,
+        timing: TaskTiming,
+    ) -> Result<(), StoreError> {
+        let now = clock::now_iso();
+        self.conn
+            .prepare_cached(
+                "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, instance, status,
+                     status_message, progress, created_at, updated_at, updated_ms, ttl_ms,
+                     poll_interval_ms, result, error)
+                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13)
+                 ON CONFLICT (run_id, node_id, instance) DO UPDATE SET
+                     status = excluded.status, status_message = excluded.status_message,
+                     progress = MAX(run_tasks.progress, excluded.progress),
+                     updated_at = excluded.updated_at, updated_ms = excluded.updated_ms,
+                     result = excluded.result, error = excluded.error
+                 WHERE run_tasks.status NOT IN ('completed', 'failed', 'cancelled')",
+            )?
+            .execute(params![
+                update.new_task_id,
+                run_id,
+                update.node_id,
+                update.instance,
+                update.status,
+                update.status_message,
+                update.progress.clamp(0, 100),
+                now,
+                clock::now_ms(),
+                timing.ttl_ms,
+                timing.poll_interval_ms,
+                update.result,
+                update.error
+            ])?;
+        Ok(())
+    }
+
+    /// Updates the run's own task (its id is the run's).
+    pub fn update_run_task(
+        &self,
+        run_id: &str,
+        status: &'static str,
+        message: &str,
+        progress: i64,
+        result: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "UPDATE run_tasks SET status = ?2, status_message = ?3,
+                     progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
+                     result = COALESCE(?7, result), error = COALESCE(?8, error)
+                 WHERE task_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')",
+            )?
+            .execute(params![
+                run_id,
+                status,
+                message,
+                progress.clamp(0, 100),
+                clock::now_iso(),
+                clock::now_ms(),
+                result,
+                error
+            ])?;
+        Ok(())
+    }
+
+    /// Records a question of the unit's task under `key`, once: asking again with the same
+    /// key (a resumed run) keeps the first record and its answer.
+    pub fn ask(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        instance: i64,
+        key: &str,
+        request: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO task_questions (task_id, key, request, asked_at)
+                 SELECT task_id, ?4, ?5, ?6 FROM run_tasks
+                 WHERE run_id = ?1 AND node_id = ?2 AND instance = ?3",
+            )?
+            .execute(params![
+                run_id,
+                node_id,
+                instance,
+                key,
+                request,
+                clock::now_iso()
+            ])?;
+        Ok(())
+    }
+}
+
+impl Store {
+    pub fn task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!("SELECT {TASK_COLUMNS} FROM run_tasks WHERE task_id = ?1");
+        Ok(conn
+            .prepare_cached(&sql)?
+            .query_row([task_id], task_from_row)
+            .optional()?)
+    }
+
+    /// The sub-tasks of `parent` in creation order, after the task id `after` (a cursor
+    /// that stays valid while rows are added), at most `limit` of them.
+    pub fn child_tasks(
+        &self,
+        parent: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM run_tasks
+             WHERE parent_id = ?1 AND (?2 IS NULL OR rowid > (SELECT rowid FROM run_tasks WHERE task_id = ?2))
+             ORDER BY rowid LIMIT ?3"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![parent, after, limit], task_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Tasks of a status (or all), most recently updated first, paginated by an opaque
+    /// position `(updated_ms, task_id)` that a later page starts after.
+    pub fn list_tasks_page(
+        &self,
+        status: Option<&str>,
+        after: Option<(i64, &str)>,
+        limit: usize,
+    ) -> Result<Vec<(i64, TaskRow)>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT updated_ms, {TASK_COLUMNS} FROM run_tasks
+             WHERE (?1 IS NULL OR status = ?1)
+               AND (?2 IS NULL OR (updated_ms, task_id) < (?2, ?3))
+             ORDER BY updated_ms DESC, task_id DESC LIMIT ?4"
+        );
+        let (after_ms, after_id) = after.unzip();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![status, after_ms, after_id, limit], |r| {
+            let at: i64 = r.get(0)?;
+            let task = TaskRow {
+                task_id: r.get(1)?,
+                parent_id: r.get(2)?,
+                run_id: r.get(3)?,
+                node_id: r.get(4)?,
+                instance: r.get(5)?,
+                status: r.get(6)?,
+                status_message: r.get(7)?,
+                progress: r.get(8)?,
+                created_at: r.get(9)?,
+                updated_at: r.get(10)?,
+                ttl_ms: r.get(11)?,
+                poll_interval_ms: r.get(12)?,
+                result: r.get(13)?,
+                error: r.get(14)?,
+            };
+            Ok((at, task))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every question of a run's tasks, answered or not.
+    pub fn questions(&self, run_id: &str) -> Result<Vec<QuestionRow>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT q.task_id, t.node_id, t.instance, q.key, q.request, q.answer
+             FROM task_questions q JOIN run_tasks t ON t.task_id = q.task_id
+             WHERE t.run_id = ?1 ORDER BY q.asked_at, q.key",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(QuestionRow {
+                task_id: r.get(0)?,
+                node_id: r.get(1)?,
+                instance: r.get(2)?,
+                key: r.get(3)?,
+                request: r.get(4)?,
+                answer: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Answers an open question. False if there is no such question or it was answered.
+    pub fn answer(&self, task_id: &str, key: &str, answer: &str) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .prepare_cached(
+                "UPDATE task_questions SET answer = ?3, answered_at = ?4
+                 WHERE task_id = ?1 AND key = ?2 AND answer IS NULL",
+            )?
+            .execute(params![task_id, key, answer, clock::now_iso()])?;
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,399 @@
+//! Queries on `runs` and `nodes`: durable runs, their leases, and one row per node or
+//! `for_each` instance.
+//!
+//! Deadlines and lease expiries are milliseconds since the Unix epoch; the times a person
+//! reads are ISO 8601 text, as elsewhere in the store.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Store, StoreError, Tx};
+use crate::clock;
+
+/// A run as stored. JSON columns (`snapshot`, `inputs`, `output`) are text the caller wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    pub id: String,
+    pub workflow: String,
+    pub snapshot: String,
+    pub inputs: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub output: Option<String>,
+    pub origin: String,
+    pub answers: String,
+    pub deadline_ms: Option<i64>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_ms: Option<i64>,
+    pub cancel_requested: bool,
+    pub retry_of: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// What `runs` lists: a run with its parent task's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    pub id: String,
+    pub workflow: String,
+    pub status: String,
+    pub progress: i64,
+    pub status_message: Option<String>,
+    pub origin: String,
+    pub created_at: String,
+    pub created_ms: i64,
+}
+
+/// One node, or one `for_each` instance (`instance >= 0`; the node itself is `-1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRow {
+    pub node_id: String,
+    pub instance: i64,
+    pub status: String,
+    pub reason: Option<String>,
+    pub attempts: i64,
+    pub next_attempt_ms: Option<i64>,
+    /// A `wait` attempt's absolute end.
+    pub deadline_ms: Option<i64>,
+    /// The key of the question the unit waits on.
+    pub asking: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub intent: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A run being created, with the lease of the process that will drive it.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub workflow: &'a str,
+    pub snapshot: &'a str,
+    pub inputs: &'a str,
+    pub origin: &'a str,
+    pub answers: &'a str,
+    pub deadline_ms: Option<i64>,
+    pub lease_owner: &'a str,
+    pub lease_expires_ms: i64,
+    pub retry_of: Option<&'a str>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub output: Option<String>,
+}
+
+const RUN_COLUMNS: &str = "id, workflow, snapshot, inputs, status, error, output, origin, answers, \
+     deadline_ms, lease_owner, lease_expires_ms, cancel_requested, retry_of, created_at, \
+     updated_at, finished_at";
+
+fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        workflow: r.get(1)?,
+        snapshot: r.get(2)?,
+        inputs: r.get(3)?,
+        status: r.get(4)?,
+        error: r.get(5)?,
+        output: r.get(6)?,
+        origin: r.get(7)?,
+        answers: r.get(8)?,
+        deadline_ms: r.get(9)?,
+        lease_owner: r.get(10)?,
+        lease_expires_ms: r.get(11)?,
+        cancel_requested: r.get(12)?,
+        retry_of: r.get(13)?,
+        created_at: r.get(14)?,
+        updated_at: r.get(15)?,
+        finished_at: r.get(16)?,
+    })
+}
+
+fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
+    Ok(NodeRow {
+        node_id: r.get(0)?,
+        instance: r.get(1)?,
+        status: r.get(2)?,
+        reason: r.get(3)?,
+        attempts: r.get(4)?,
+        next_attempt_ms: r.get(5)?,
+        deadline_ms: r.get(6)?,
+        asking: r.get(7)?,
+        output: r.get(8)?,
+        error: r.get(9)?,
+        intent: r.get(10)?,
+        started_at: r.get(11)?,
+        finished_at: r.get(12)?,
+    })
+}
+
+impl Tx<'_> {
+    pub fn insert_run(&self, run: &NewRun<'_>) -> Result<(), StoreError> {
+        let now = clock::now_iso();
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, answers,
+                     deadline_ms, lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+            )?
+            .execute(params![
+                run.id,
+                run.workflow,
+                run.snapshot,
+                run.inputs,
+                run.origin,
+                run.answers,
+                run.deadline_ms,
+                run.lease_owner,
+                run.lease_expires_ms,
+                run.retry_of,
+                now
+            ])?;
+        Ok(())
+    }
+
+    /// Checks that `owner` still holds the run's lease and extends it; `LeaseLost` if not.
+    /// Every batch a driver commits starts here, so a process that lost a run writes nothing.
+    pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<(), StoreError> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET lease_expires_ms = ?3, updated_at = ?4
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
+            )?
+            .execute(params![run_id, owner, until_ms, clock::now_iso()])?;
+        match changed {
+            0 => Err(StoreError::LeaseLost {
+                run_id: run_id.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes a node's or an instance's state, inserting the row the first time.
+    pub fn upsert_node(&self, run_id: &str, node: &NodeRow) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO nodes (run_id, node_id, instance, status, reason, attempts,
+                     next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
+                     finished_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                 ON CONFLICT (run_id, node_id, instance) DO UPDATE SET
+                     status = excluded.status, reason = excluded.reason,
+                     attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
+                     deadline_ms = excluded.deadline_ms, asking = excluded.asking,
+                     output = excluded.output, error = excluded.error, intent = excluded.intent,
+                     started_at = excluded.started_at, finished_at = excluded.finished_at",
+            )?
+            .execute(params![
+                run_id,
+                node.node_id,
+                node.instance,
+                node.status,
+                node.reason,
+                node.attempts,
+                node.next_attempt_ms,
+                node.deadline_ms,
+                node.asking,
+                node.output,
+                node.error,
+                node.intent,
+                node.started_at,
+                node.finished_at
+            ])?;
+        Ok(())
+    }
+
+    /// Records how a run ended and gives up its lease.
+    pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        let now = clock::now_iso();
+        self.conn
+            .prepare_cached(
+                "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
+                     finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL
+                 WHERE id = ?1 AND status = 'running'",
+            )?
+            .execute(params![
+                run_id,
+                end.status,
+                end.error,
+                end.output,
+                now,
+                clock::now_ms()
+            ])?;
+        Ok(())
+    }
+}
+
+impl Store {
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        Ok(conn
+            .prepare_cached(&sql)?
+            .query_row([run_id], run_from_row)
+            .optional()?)
+    }
+
+    /// Every stored node and instance row of a run.
+    pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT node_id, instance, status, reason, attempts, next_attempt_ms, deadline_ms,
+                    asking, output, error, intent, started_at, finished_at
+             FROM nodes WHERE run_id = ?1 ORDER BY node_id, instance",
+        )?;
+        let rows = stmt.query_map([run_id], node_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Runs, newest first, optionally of one status, with their progress.
+    pub fn list_runs(
+        &self,
+        status: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
+                    r.origin, r.created_at, COALESCE(t.updated_ms, 0)
+             FROM runs r LEFT JOIN run_tasks t ON t.task_id = r.id
+             WHERE ?1 IS NULL OR r.status = ?1
+             ORDER BY r.created_at DESC, r.id DESC LIMIT ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![status, limit], |r| {
+            Ok(RunSummary {
+                id: r.get(0)?,
+                workflow: r.get(1)?,
+                status: r.get(2)?,
+                progress: r.get(3)?,
+                status_message: r.get(4)?,
+                origin: r.get(5)?,
+                created_at: r.get(6)?,
+                created_ms: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Hands the run's lease to `owner` if the run is unfinished and its lease is free,
+    /// expired, already `owner`'s, or held by `gone` (an owner known to be dead). One
+    /// statement, so two processes claiming at once cannot both win.
+    pub fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        until_ms: i64,
+        gone: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .prepare_cached(
+                "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3, updated_at = ?6
+                 WHERE id = ?1 AND status = 'running'
+                   AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
+                        OR lease_owner = ?5)",
+            )?
+            .execute(params![
+                run_id,
+                owner,
+                until_ms,
+                clock::now_ms(),
+                gone,
+                clock::now_iso()
+            ])?;
+        Ok(changed == 1)
+    }
+
+    /// Unfinished runs of `origin` that some other owner holds or held: (id, owner, expiry).
+    pub fn unfinished_runs(
+        &self,
+        origin: &str,
+        owner: &str,
+    ) -> Result<Vec<(String, Option<String>, Option<i64>)>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, lease_owner, lease_expires_ms FROM runs
+             WHERE status = 'running' AND origin = ?1 AND lease_owner IS NOT ?2
+             ORDER BY created_at, id",
+        )?;
+        let rows = stmt.query_map(params![origin, owner], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Extends every lease `owner` holds; returns the runs whose cancel was requested.
+    pub fn renew_leases(&self, owner: &str, until_ms: i64) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "UPDATE runs SET lease_expires_ms = ?2 WHERE lease_owner = ?1 AND status = 'running'",
+        )?
+        .execute(params![owner, until_ms])?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM runs
+             WHERE lease_owner = ?1 AND status = 'running' AND cancel_requested = 1",
+        )?;
+        let rows = stmt.query_map([owner], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Gives up the leases `owner` holds, so that another process may take the runs now.
+    pub fn release_leases(&self, owner: &str) -> Result<usize, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL
+                 WHERE lease_owner = ?1 AND status = 'running'",
+            )?
+            .execute([owner])?)
+    }
+
+    /// Gives up one lease.
+    pub fn release_lease(&self, run_id: &str, owner: &str) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL
+             WHERE id = ?1 AND lease_owner = ?2",
+        )?
+        .execute([run_id, owner])?;
+        Ok(())
+    }
+
+    /// Asks whoever drives the run to cancel it. False if the run is not unfinished.
+    pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .prepare_cached(
+                "UPDATE runs SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
+            )?
+            .execute([run_id])?;
+        Ok(changed == 1)
+    }
+
+    /// Deletes finished runs (with their nodes, tasks and questions) that finished before
+    /// `finished_before_ms` and whose task TTL has run out by `now_ms`; when `ignore_ttl`,
+    /// the TTL is not consulted. The audit log is never touched. Returns how many went.
+    pub fn purge_runs(
+        &self,
+        finished_before_ms: i64,
+        now_ms: i64,
+        ignore_ttl: bool,
+    ) -> Result<usize, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached(
+                "DELETE FROM runs
+                 WHERE status != 'running' AND finished_ms IS NOT NULL
+                   AND finished_ms < ?1
+                   AND (?3 OR finished_ms + COALESCE(
+                        (SELECT ttl_ms FROM run_tasks WHERE task_id = runs.id), 0) <= ?2)",
+            )?
+            .execute(params![finished_before_ms, now_ms, ignore_ttl])?)
+    }
+}
