@@ -28,3 +28,10 @@ pub fn iso_from_ms(ms: i64) -> String {
         .format(&format)
         .expect("a UTC timestamp always formats")
 }
+
+/// The milliseconds of a timestamp written by [`now_iso`] or [`iso_from_ms`].
+pub fn ms_from_iso(text: &str) -> Option<i64> {
+    let parsed =
+        OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
+}

@@ -11,4 +11,5 @@ pub mod clock;
 pub mod engine;
 pub mod server;
 pub mod store;
+pub mod tasks;
 pub mod tools;

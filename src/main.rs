@@ -2,13 +2,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use mcp_task_server::cli::{self, RunArgs};
 use mcp_task_server::engine::Engine;
 use mcp_task_server::server::Server;
-use mcp_task_server::store::Store;
+use mcp_task_server::store::{Durability, Store};
+use mcp_task_server::tasks::housekeeping::{self, Chores};
+use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
 use tracing_subscriber::EnvFilter;
 
@@ -45,6 +49,39 @@ struct Common {
     /// Root folder for `write_file` nodes; they cannot write outside it.
     #[arg(long, env = "TASKS_WORKSPACE", default_value = ".", global = true)]
     workspace: PathBuf,
+
+    /// `normal` survives a crash of the process; `full` also survives a power loss, at
+    /// several times the cost of a commit (SQLite `synchronous=NORMAL` or `FULL`).
+    #[arg(
+        long,
+        env = "TASKS_DURABILITY",
+        default_value = "normal",
+        global = true
+    )]
+    durability: DurabilityArg,
+
+    /// How long a finished run and its tasks are kept, counted from completion.
+    #[arg(long, env = "TASKS_TASK_TTL", default_value = "24h", value_parser = duration, global = true)]
+    task_ttl: Duration,
+
+    /// How long a process's claim on a run it drives lasts unless renewed (it is renewed
+    /// every third of this); a run whose claim ran out is taken over by `serve`.
+    #[arg(long, env = "TASKS_LEASE", default_value = "15s", value_parser = duration, global = true)]
+    lease: Duration,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DurabilityArg {
+    Normal,
+    Full,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    let parsed = mcp_task_server::engine::duration::parse_duration(text)?;
+    if parsed.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(parsed)
 }
 
 #[derive(Subcommand)]
@@ -73,6 +110,54 @@ enum WorkflowsCommand {
         /// All inputs as one JSON object.
         #[arg(long, value_name = "JSON")]
         inputs_json: Option<String>,
+        /// Park questions (`input` and `sample` nodes) until `workflows answer` answers
+        /// them, even after a restart, instead of taking their defaults.
+        #[arg(long)]
+        wait_for_answers: bool,
+    },
+    /// List stored runs, newest first: id, workflow, status, progress, start time, age.
+    Runs {
+        /// Only runs of this status (running, succeeded, failed, cancelled).
+        #[arg(long, value_parser = ["running", "succeeded", "failed", "cancelled"])]
+        status: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Print a stored run's report as JSON: its nodes, tasks, questions and answers.
+    Status { run_id: String },
+    /// Take an unfinished run over and drive it to the end, with the progress bar.
+    Resume {
+        run_id: String,
+        /// Park questions until `workflows answer` answers them.
+        #[arg(long)]
+        wait_for_answers: bool,
+    },
+    /// Cancel a run, wherever it is driven.
+    Cancel { run_id: String },
+    /// Run a failed or cancelled run again, as a new run: nodes that succeeded keep their
+    /// results; failed, cancelled and skipped ones run again.
+    Retry {
+        run_id: String,
+        /// Park questions until `workflows answer` answers them.
+        #[arg(long)]
+        wait_for_answers: bool,
+    },
+    /// Delete finished runs and their tasks now (the audit log is never touched).
+    Purge {
+        /// Only runs that finished longer ago than this, e.g. 7d [default: every finished run]
+        #[arg(long, value_parser = mcp_task_server::engine::duration::parse_duration)]
+        older_than: Option<Duration>,
+    },
+    /// Answer the question a run's node waits on (with --wait-for-answers). The answer is
+    /// JSON, or else taken as text.
+    Answer {
+        run_id: String,
+        node: String,
+        answer: String,
+        /// The `for_each` instance, for a node that fans out.
+        #[arg(long)]
+        instance: Option<usize>,
     },
     /// Print a workflow's DAG.
     Show {
@@ -109,13 +194,50 @@ fn workflows_dir(common: &Common) -> Option<PathBuf> {
     })
 }
 
-fn engine(common: &Common) -> anyhow::Result<Engine> {
-    let store = Store::open(&common.db)?;
+/// The store, the engine on it, and the task registry that journals the engine's runs.
+struct Durable {
+    engine: Engine,
+    registry: Arc<Registry>,
+}
+
+fn durable(common: &Common) -> anyhow::Result<Durable> {
+    let durability = match common.durability {
+        DurabilityArg::Normal => Durability::Normal,
+        DurabilityArg::Full => Durability::Full,
+    };
+    let store = Store::open_with(&common.db, durability)?;
     if store.is_read_only() {
         tracing::warn!(db = %common.db.display(), "database is read-only: writes will fail");
     }
-    Ok(Engine::new(Tools::new(store), &common.workspace))
+    let tools = Tools::new(store.clone());
+    let config = RegistryConfig {
+        lease: common.lease,
+        task_ttl: common.task_ttl,
+        ..RegistryConfig::default()
+    };
+    let registry = Arc::new(Registry::new(store, tools.clone(), config));
+    let engine = Engine::new(tools, &common.workspace).with_journal(registry.clone());
+    Ok(Durable { engine, registry })
 }
+
+/// Runs `work` while this process renews its leases (and, for `serve`, takes orphaned runs
+/// over and purges expired ones); gives its leases up when `work` is done.
+async fn with_housekeeping<T>(
+    durable: &Durable,
+    chores: Chores,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let chores_task = housekeeping::spawn(durable.engine.clone(), durable.registry.clone(), chores);
+    let out = work.await;
+    chores_task.abort();
+    durable.registry.release_all();
+    out
+}
+
+const TERMINAL: Chores = Chores {
+    take_over: false,
+    purge: false,
+};
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -126,10 +248,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = workflows_dir(common);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
-            let engine = engine(common)?;
+            let durable = durable(common)?;
             let catalog = cli::load_catalog(dir.as_deref());
             tracing::info!(db = %common.db.display(), "serving MCP on stdio");
-            runtime.block_on(Server::new(engine, catalog).serve_stdio())?;
+            let server = Server::new(durable.engine.clone(), catalog);
+            let chores = Chores {
+                take_over: true,
+                purge: true,
+            };
+            runtime.block_on(with_housekeeping(&durable, chores, server.serve_stdio()))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Workflows(WorkflowsCommand::List) => {
@@ -152,15 +279,65 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workflow,
             inputs,
             inputs_json,
+            wait_for_answers,
         }) => {
             let catalog = cli::load_catalog(dir.as_deref());
             let entry = cli::resolve(&catalog, &workflow).map_err(anyhow::Error::msg)?;
-            let engine = engine(common)?;
+            let durable = durable(common)?;
             let args = RunArgs {
                 inputs,
                 inputs_json,
+                wait_for_answers,
             };
-            Ok(runtime.block_on(cli::run_workflow(&engine, &entry, &args)))
+            let work = cli::run_workflow(&durable.engine, &entry, &args);
+            Ok(runtime.block_on(with_housekeeping(&durable, TERMINAL, work)))
         }
+        Command::Workflows(command) => stored_runs(&runtime, common, command),
     }
+}
+
+/// The commands on stored runs.
+fn stored_runs(
+    runtime: &tokio::runtime::Runtime,
+    common: &Common,
+    command: WorkflowsCommand,
+) -> anyhow::Result<ExitCode> {
+    let durable = durable(common)?;
+    let (engine, registry) = (&durable.engine, &*durable.registry);
+    Ok(match command {
+        WorkflowsCommand::Runs { status, limit } => {
+            cli::list_runs(registry, status.as_deref(), limit)
+        }
+        WorkflowsCommand::Status { run_id } => cli::status(registry, &run_id),
+        WorkflowsCommand::Purge { older_than } => {
+            cli::purge(registry, older_than.unwrap_or_default())
+        }
+        WorkflowsCommand::Answer {
+            run_id,
+            node,
+            answer,
+            instance,
+        } => cli::answer(registry, &run_id, &node, instance, &answer),
+        WorkflowsCommand::Resume {
+            run_id,
+            wait_for_answers,
+        } => {
+            let work = cli::resume(engine, &run_id, wait_for_answers);
+            runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
+        }
+        WorkflowsCommand::Retry {
+            run_id,
+            wait_for_answers,
+        } => {
+            let work = cli::retry(engine, &run_id, wait_for_answers);
+            runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
+        }
+        WorkflowsCommand::Cancel { run_id } => {
+            runtime.block_on(cli::cancel(engine, registry, &run_id))
+        }
+        WorkflowsCommand::List
+        | WorkflowsCommand::Validate { .. }
+        | WorkflowsCommand::Show { .. }
+        | WorkflowsCommand::Run { .. } => unreachable!("handled by `run`"),
+    })
 }

@@ -1,10 +1,12 @@
-//! The terminal commands beside the server: `workflows list|validate|run|show`.
+//! The terminal commands beside the server: `workflows list|validate|run|show`, and the
+//! commands on stored runs (`runs`, `status`, `resume`, `cancel`, `retry`, `purge`, `answer`).
 //!
 //! These write their results to stdout; they never run in server mode, where stdout
 //! belongs to the protocol.
 
 mod mermaid;
 mod run;
+mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use crate::engine::catalog::{self, Catalog, Entry};
 use crate::engine::definition::WorkflowDef;
 
 pub use run::{RunArgs, run_workflow};
+pub use runs::{answer, cancel, list_runs, purge, resume, retry, status};
 
 /// Writes a line to stdout (allowed here: these are terminal commands, not server mode).
 #[allow(clippy::print_stdout)]

@@ -9,15 +9,18 @@ use serde_json::{Map, Value};
 
 use crate::engine::catalog::Entry;
 use crate::engine::definition::ValueType;
+use crate::engine::journal::RunOrigin;
 use crate::engine::observer::{Event, Observer};
 use crate::engine::report::RunStatus;
-use crate::engine::{Engine, RunOptions, validate};
+use crate::engine::{Engine, RunHandle, RunOptions, validate};
 
 pub struct RunArgs {
     /// `KEY=VALUE` pairs; a value is taken as text for string inputs, else parsed as JSON.
     pub inputs: Vec<String>,
     /// A JSON object of inputs; `--input` pairs override its keys.
     pub inputs_json: Option<String>,
+    /// Park questions until `workflows answer` answers them, instead of taking defaults.
+    pub wait_for_answers: bool,
 }
 
 fn gather_inputs(entry: &Entry, args: &RunArgs) -> Result<Map<String, Value>, String> {
@@ -54,6 +57,10 @@ struct Bar(ProgressBar);
 impl Observer for Bar {
     fn event(&self, event: &Event<'_>) {
         match event {
+            Event::RunStarted { run_id, total, .. } => {
+                self.0.set_length(*total as u64);
+                self.0.println(format!("run {run_id}"));
+            }
             Event::NodeChanged {
                 node,
                 status,
@@ -80,8 +87,8 @@ impl Observer for Bar {
     }
 }
 
-fn progress_bar(total: usize) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     let style =
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
             .expect("the template is valid");
@@ -106,12 +113,26 @@ pub async fn run_workflow(engine: &Engine, entry: &Entry, args: &RunArgs) -> Exi
             return ExitCode::FAILURE;
         }
     };
-    let bar = progress_bar(entry.plan.nodes.len());
+    let (bar, options) = watched(args.wait_for_answers);
+    let handle = engine.start(Arc::clone(&entry.plan), inputs, options);
+    follow(handle, bar).await
+}
+
+/// Options that show the run's progress on a bar, and the bar.
+pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
+    let bar = progress_bar();
     let options = RunOptions {
         observer: Some(Arc::new(Bar(bar.clone()))),
+        park_questions,
+        origin: RunOrigin::Cli,
         ..RunOptions::default()
     };
-    let handle = engine.start(Arc::clone(&entry.plan), inputs, options);
+    (bar, options)
+}
+
+/// Waits for a run started in the background (Ctrl-C cancels it), then prints its report
+/// on stdout; 0 only on success.
+pub(super) async fn follow(handle: RunHandle, bar: ProgressBar) -> ExitCode {
     let cancel = handle.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

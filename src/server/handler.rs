@@ -1,16 +1,17 @@
 //! `ServerHandler`: discovery and dispatch of tool calls.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, progress, results};
 use crate::engine::RunOptions;
+use crate::engine::journal::RunOrigin;
 use crate::tools::{Effects, Tools};
 
 const INSTRUCTIONS: &str = "A task manager and workflow engine. add_task creates todos; \
@@ -136,10 +137,13 @@ impl ServerHandler for Server {
             return Ok(results::reply(reply).into());
         }
         if name == RUN_WORKFLOW || self.exposed().any(|e| e.def.name == name) {
+            let request = context.id.to_string();
             let mut options = RunOptions {
-                cancel: context.ct.clone(),
+                origin: RunOrigin::Mcp,
                 ..RunOptions::default()
             };
+            self.lock_runs()
+                .insert(request.clone(), options.cancel.clone());
             let mut forwarder = None;
             if let Some(token) = context.meta.get_progress_token() {
                 let (observer, task) = progress::reporter(context.peer.clone(), token);
@@ -149,6 +153,7 @@ impl ServerHandler for Server {
             let reply =
                 workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
                     .await;
+            self.lock_runs().remove(&request);
             if let Some(task) = forwarder {
                 // The run and its observer are gone; wait for the last notifications.
                 let _ = task.await;
@@ -156,5 +161,18 @@ impl ServerHandler for Server {
             return Ok(results::reply(reply).into());
         }
         Err(results::unknown_tool(name))
+    }
+
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        let Some(request) = notification.request_id else {
+            return;
+        };
+        if let Some(cancel) = self.lock_runs().get(&request.to_string()) {
+            cancel.cancel();
+        }
     }
 }

@@ -9,7 +9,10 @@ mod progress;
 mod results;
 mod workflow_tools;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
 
 use anyhow::Context;
 use rmcp::ServiceExt;
@@ -22,6 +25,12 @@ use crate::engine::catalog::Catalog;
 pub struct Server {
     engine: Engine,
     catalog: Arc<Catalog>,
+    /// The cancel tokens of the runs that `tools/call` requests wait on, by request id.
+    ///
+    /// A run is cancelled by the client's `notifications/cancelled`, not by the request's
+    /// own token: rmcp cancels that one too when the client hangs up, and a run whose
+    /// caller is gone finishes its work (it is durable; nobody else may want it stopped).
+    runs: Arc<std::sync::Mutex<HashMap<String, CancellationToken>>>,
 }
 
 impl Server {
@@ -29,7 +38,12 @@ impl Server {
         Server {
             engine,
             catalog: Arc::new(catalog),
+            runs: Arc::default(),
         }
+    }
+
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Serves MCP on this process's stdin and stdout until the client hangs up.

@@ -32,6 +32,13 @@ pub enum Write {
         key: String,
         request: String,
     },
+    /// An answer the caller gave directly, recorded beside its question.
+    Answer {
+        node_id: String,
+        instance: i64,
+        key: String,
+        answer: String,
+    },
     Finish(RunEnd),
 }
 
@@ -85,6 +92,12 @@ impl Tx<'_> {
                     key,
                     request,
                 } => self.ask(&batch.run_id, node_id, *instance, key, request)?,
+                Write::Answer {
+                    node_id,
+                    instance,
+                    key,
+                    answer,
+                } => self.record_answer(&batch.run_id, node_id, *instance, key, answer)?,
                 Write::Finish(end) => self.finish_run(&batch.run_id, end)?,
             }
         }

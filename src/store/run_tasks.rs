@@ -218,6 +218,34 @@ impl Tx<'_> {
     }
 }
 
+impl Tx<'_> {
+    /// Records the answer of a unit's question, unless it has one.
+    pub fn record_answer(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        instance: i64,
+        key: &str,
+        answer: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "UPDATE task_questions SET answer = ?5, answered_at = ?6
+                 WHERE key = ?4 AND answer IS NULL AND task_id = (SELECT task_id FROM run_tasks
+                     WHERE run_id = ?1 AND node_id = ?2 AND instance = ?3)",
+            )?
+            .execute(params![
+                run_id,
+                node_id,
+                instance,
+                key,
+                answer,
+                clock::now_iso()
+            ])?;
+        Ok(())
+    }
+}
+
 impl Store {
     pub fn task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
         let conn = self.lock();

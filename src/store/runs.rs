@@ -79,6 +79,9 @@ pub struct NewRun<'a> {
     pub retry_of: Option<&'a str>,
 }
 
+/// Who holds an unfinished run: (run id, lease owner, lease expiry in ms).
+pub type Lease = (String, Option<String>, Option<i64>);
+
 /// How a run ended.
 #[derive(Debug, Clone)]
 pub struct RunEnd {
@@ -310,12 +313,8 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Unfinished runs of `origin` that some other owner holds or held: (id, owner, expiry).
-    pub fn unfinished_runs(
-        &self,
-        origin: &str,
-        owner: &str,
-    ) -> Result<Vec<(String, Option<String>, Option<i64>)>, StoreError> {
+    /// Unfinished runs of `origin` that some other owner holds or held.
+    pub fn unfinished_runs(&self, origin: &str, owner: &str) -> Result<Vec<Lease>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT id, lease_owner, lease_expires_ms FROM runs

@@ -187,23 +187,26 @@ impl Tools {
     ) -> Option<ToolResult> {
         let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
         // The effect and its audit row commit together, in one transaction.
-        let committed = self.store.transaction(|tx| {
-            let result =
-                catch_unwind(AssertUnwindSafe(|| handler(tx, args))).unwrap_or_else(|_| {
-                    tracing::error!(tool = name, "tool panicked");
-                    Err(ToolError::internal())
-                });
-            let outcome = match &result {
-                Ok(_) => AuditOutcome::Ok,
-                Err(error) => error.code.audit_outcome(),
-            };
-            append_audit(tx, name, args, outcome, origin);
-            result
-        });
+        let committed = self
+            .store
+            .transaction(|tx| run_audited(tx, name, *handler, args, origin));
         Some(committed.unwrap_or_else(|error| {
             tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
             Err(ToolError::internal())
         }))
+    }
+
+    /// Runs tool `name` inside the caller's transaction: its effect and its audit row then
+    /// commit with whatever else the caller writes there. `None` when no such tool exists.
+    pub fn invoke_in(
+        &self,
+        tx: &Tx<'_>,
+        name: &str,
+        args: &Map<String, Value>,
+        origin: Origin<'_>,
+    ) -> Option<ToolResult> {
+        let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
+        Some(run_audited(tx, name, *handler, args, origin))
     }
 
     /// Appends a row to the audit log, for a call that is not a task-manager tool's.
@@ -217,6 +220,26 @@ impl Tools {
         self.store
             .with(|tx| append_audit(tx, tool, args, outcome, origin));
     }
+}
+
+/// Runs a handler and appends its audit row, on the same transaction.
+fn run_audited(
+    tx: &Tx<'_>,
+    name: &str,
+    handler: Handler,
+    args: &Map<String, Value>,
+    origin: Origin<'_>,
+) -> ToolResult {
+    let result = catch_unwind(AssertUnwindSafe(|| handler(tx, args))).unwrap_or_else(|_| {
+        tracing::error!(tool = name, "tool panicked");
+        Err(ToolError::internal())
+    });
+    let outcome = match &result {
+        Ok(_) => AuditOutcome::Ok,
+        Err(error) => error.code.audit_outcome(),
+    };
+    append_audit(tx, name, args, outcome, origin);
+    result
 }
 
 /// Appends a row to the audit log. Best effort under storage failure: the failure is logged

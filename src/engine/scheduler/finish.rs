@@ -56,7 +56,7 @@ impl Run {
             Some(Stop::NodeFailed(failed)) => self.downstream_of(failed),
             _ => vec![false; self.plan.nodes.len()],
         };
-        for i in 0..self.plan.nodes.len() {
+        for (i, below) in downstream.into_iter().enumerate() {
             if let Some(fan) = self.state.fans[i].as_ref() {
                 let open: Vec<usize> = (0..fan.units.len())
                     .filter(|&k| !fan.units[k].status.is_terminal())
@@ -71,7 +71,7 @@ impl Run {
             if self.state.status(i).is_terminal() {
                 continue;
             }
-            let (status, why) = match downstream[i] {
+            let (status, why) = match below {
                 true => (NodeStatus::Skipped, "upstream failed".to_owned()),
                 false => (NodeStatus::Cancelled, reason.clone()),
             };

@@ -114,7 +114,7 @@ pub(super) struct Run {
 
 /// What woke the run loop.
 enum Wake {
-    Unit(Woken),
+    Unit(Box<Woken>),
     Cancelled,
     TimedOut,
 }
@@ -217,12 +217,12 @@ impl Run {
             let stopped = self.stop.is_some();
             let wake = tokio::select! {
                 biased;
-                Some(woken) = self.running.next() => Wake::Unit(woken),
+                Some(woken) = self.running.next() => Wake::Unit(Box::new(woken)),
                 _ = self.cancel.cancelled(), if !stopped => Wake::Cancelled,
                 _ = sleep_until(deadline), if !stopped && deadline.is_some() => Wake::TimedOut,
             };
             match wake {
-                Wake::Unit(woken) => self.wake(woken),
+                Wake::Unit(woken) => self.wake(*woken),
                 Wake::Cancelled => self.halt(Stop::Cancelled),
                 Wake::TimedOut => self.halt(Stop::TimedOut),
             }

@@ -58,6 +58,13 @@ struct Answered {
     answer: Value,
 }
 
+/// What changed: units, new questions, and answers given directly.
+pub(super) type Changes<'a> = (
+    Vec<UnitChange<'a>>,
+    Vec<Question<'a>>,
+    Vec<(UnitChange<'a>, &'a str, &'a Value)>,
+);
+
 pub(super) struct RunState {
     pub nodes: Vec<UnitState>,
     pub fans: Vec<Option<Fan>>,
@@ -156,14 +163,7 @@ impl RunState {
     }
 
     /// The changed units and new questions, by reference, in the order they changed.
-    pub fn changes<'a>(
-        &'a self,
-        plan: &'a Plan,
-    ) -> (
-        Vec<UnitChange<'a>>,
-        Vec<Question<'a>>,
-        Vec<(UnitChange<'a>, &'a str, &'a Value)>,
-    ) {
+    pub fn changes<'a>(&'a self, plan: &'a Plan) -> Changes<'a> {
         let change = |node: usize, instance: Option<usize>| UnitChange {
             node: &plan.nodes[node].id,
             instance,

@@ -1,0 +1,84 @@
+//! The background work of a process that drives durable runs: renewing its leases,
+//! honouring cancels asked for by other processes, taking over orphaned runs (`serve`
+//! only), and purging runs whose TTL ran out.
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use super::Registry;
+use crate::engine::journal::RunOrigin;
+use crate::engine::{Engine, RunOptions};
+
+/// What the loop does besides renewing leases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chores {
+    /// Take over unfinished `mcp` runs whose lease expired or whose owner is gone.
+    pub take_over: bool,
+    /// Delete finished runs whose TTL ran out.
+    pub purge: bool,
+}
+
+/// Runs one round now, then one every third of the lease, until the task is aborted.
+pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHandle<()> {
+    let every = registry.config().lease / 3;
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            round(&engine, &registry, chores);
+        }
+    })
+}
+
+/// One round of housekeeping.
+pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
+    match registry.renew() {
+        Ok(cancelled) => {
+            for run_id in cancelled {
+                if engine.cancel_local(&run_id) {
+                    tracing::info!(%run_id, "cancelling the run, as asked");
+                }
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not renew leases"),
+    }
+    if chores.take_over {
+        take_over(engine, registry);
+    }
+    if chores.purge {
+        match registry.purge_expired() {
+            Ok(0) => {}
+            Ok(count) => tracing::info!(count, "purged finished runs past their TTL"),
+            Err(error) => tracing::warn!(%error, "could not purge finished runs"),
+        }
+    }
+}
+
+fn take_over(engine: &Engine, registry: &Registry) {
+    let orphans = match registry.orphans() {
+        Ok(orphans) => orphans,
+        Err(error) => return tracing::warn!(%error, "could not look for orphaned runs"),
+    };
+    for run_id in orphans {
+        let options = RunOptions {
+            origin: RunOrigin::Mcp,
+            ..RunOptions::default()
+        };
+        match engine.resume(&run_id, options) {
+            Ok(handle) => {
+                tracing::info!(%run_id, "took over an unfinished run");
+                tokio::spawn(async move {
+                    match handle.join.await {
+                        Ok(report) => {
+                            tracing::info!(run_id = %report.run_id, status = report.status.as_str(), "resumed run finished")
+                        }
+                        Err(error) => tracing::error!(%error, "resumed run stopped abnormally"),
+                    }
+                });
+            }
+            Err(error) => tracing::debug!(%run_id, %error, "not taking the run over"),
+        }
+    }
+}

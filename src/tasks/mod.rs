@@ -1,0 +1,19 @@
+//! The durable task registry: runs as parent tasks, nodes and `for_each` instances as
+//! sub-tasks, their states, progress, questions, leases and TTL.
+//!
+//! The registry is the engine's [`Journal`](crate::engine::journal::Journal) on the store.
+//! Invariant: this module knows no SQL and no MCP types; the store holds the queries and
+//! the server speaks the protocol.
+
+mod admin;
+pub mod housekeeping;
+pub mod progress;
+mod records;
+mod registry;
+pub mod status;
+mod view;
+
+pub use admin::AnswerError;
+pub use registry::{Registry, RegistryConfig};
+pub use status::TaskStatus;
+pub use view::{RunListing, TaskView};

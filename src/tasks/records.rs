@@ -1,0 +1,174 @@
+//! Conversions between the engine's records and the store's rows: a unit's state to its
+//! node row and its task's new state, and node rows back to unit states.
+
+use serde_json::Value;
+
+use super::progress;
+use super::status::{TaskStatus, unit_message};
+use crate::clock;
+use crate::engine::journal::{RunBatch, RunProgress, UnitChange, UnitState};
+use crate::engine::report::{NodeError, NodeStatus};
+use crate::store::{NodeRow, RunEnd, TaskUpdate, Write};
+
+/// The stored instance number: `-1` for the node itself.
+pub(super) fn instance_number(instance: Option<usize>) -> i64 {
+    instance.map_or(-1, |k| i64::try_from(k).unwrap_or(i64::MAX))
+}
+
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).expect("a JSON value serialises")
+}
+
+pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
+    let unit = change.state;
+    NodeRow {
+        node_id: change.node.to_owned(),
+        instance: instance_number(change.instance),
+        status: unit.status.as_str().to_owned(),
+        reason: unit.reason.clone(),
+        attempts: i64::from(unit.attempts),
+        next_attempt_ms: unit.next_attempt_ms,
+        deadline_ms: unit.deadline_ms,
+        asking: unit.asking.clone(),
+        output: unit.output.as_ref().map(json_text),
+        error: unit.error.as_ref().map(NodeError::to_stored),
+        intent: unit.intent.clone(),
+        started_at: unit.started_ms.map(clock::iso_from_ms),
+        finished_at: unit.finished_ms.map(clock::iso_from_ms),
+    }
+}
+
+pub(super) fn task_update(change: &UnitChange<'_>) -> TaskUpdate {
+    let unit = change.state;
+    let status = TaskStatus::of_unit(unit.status, unit.asking.is_some());
+    TaskUpdate {
+        node_id: Some(change.node.to_owned()),
+        instance: instance_number(change.instance),
+        new_task_id: uuid::Uuid::new_v4().to_string(),
+        status: status.as_str(),
+        status_message: Some(unit_message(unit)),
+        progress: if status.is_terminal() { 100 } else { 0 },
+        result: match unit.status {
+            NodeStatus::Succeeded => unit.output.as_ref().map(json_text),
+            _ => None,
+        },
+        error: match unit.status {
+            NodeStatus::Failed => unit.error.as_ref().map(NodeError::to_stored),
+            _ => None,
+        },
+    }
+}
+
+/// The run's own task while the run goes on.
+fn run_task(progress: &RunProgress<'_>) -> Write {
+    let status = match progress.asking {
+        true => TaskStatus::InputRequired,
+        false => TaskStatus::Working,
+    };
+    Write::RunTask {
+        status: status.as_str(),
+        message: progress::message(progress),
+        progress: i64::from(progress.percent),
+        result: None,
+        error: None,
+    }
+}
+
+/// The writes of a batch: each unit's row and task, questions, answers, the run's task,
+/// and the run's end.
+pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
+    let mut writes = Vec::with_capacity(batch.units.len() * 2 + 2);
+    for change in &batch.units {
+        writes.push(Write::Node(node_row(change)));
+        writes.push(Write::Task(task_update(change)));
+    }
+    for question in &batch.questions {
+        writes.push(Write::Question {
+            node_id: question.node.to_owned(),
+            instance: instance_number(question.instance),
+            key: question.key.to_owned(),
+            request: json_text(&question.request),
+        });
+    }
+    for (unit, key, answer) in &batch.answers {
+        writes.push(Write::Answer {
+            node_id: unit.node.to_owned(),
+            instance: instance_number(unit.instance),
+            key: (*key).to_owned(),
+            answer: json_text(answer),
+        });
+    }
+    let Some(end) = &batch.end else {
+        writes.push(run_task(&batch.progress));
+        return writes;
+    };
+    let status = TaskStatus::of_run(end.status);
+    let succeeded = status == TaskStatus::Completed;
+    let message = match end.error {
+        Some(error) => error.to_owned(),
+        None => format!(
+            "{}/{} · {}",
+            batch.progress.done,
+            batch.progress.total,
+            status.as_str()
+        ),
+    };
+    writes.push(Write::RunTask {
+        status: status.as_str(),
+        message,
+        progress: if succeeded {
+            100
+        } else {
+            i64::from(batch.progress.percent)
+        },
+        result: succeeded.then(|| json_text(end.output)),
+        error: end
+            .error
+            .map(|e| json_text(&serde_json::json!({ "message": e }))),
+    });
+    writes.push(Write::Finish(RunEnd {
+        status: end.status.as_str(),
+        error: end.error.map(str::to_owned),
+        output: Some(json_text(end.output)),
+    }));
+    writes
+}
+
+/// A stored row back as the unit state it was written from.
+pub(super) fn unit_state(row: &NodeRow) -> Result<(Option<usize>, UnitState), String> {
+    let status = NodeStatus::parse(&row.status).ok_or_else(|| {
+        format!(
+            "node `{}` has an unknown status `{}`",
+            row.node_id, row.status
+        )
+    })?;
+    let output = match &row.output {
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| format!("node `{}` output: {e}", row.node_id))?,
+        ),
+        None => None,
+    };
+    let error = match &row.error {
+        Some(text) => Some(
+            NodeError::from_stored(text)
+                .ok_or_else(|| format!("node `{}` has an unreadable error", row.node_id))?,
+        ),
+        None => None,
+    };
+    let instance = usize::try_from(row.instance).ok();
+    let state = UnitState {
+        status,
+        reason: row.reason.clone(),
+        attempts: u32::try_from(row.attempts).unwrap_or(0),
+        next_attempt_ms: row.next_attempt_ms,
+        deadline_ms: row.deadline_ms,
+        asking: row.asking.clone(),
+        output,
+        error,
+        intent: row.intent.clone(),
+        started_ms: row.started_at.as_deref().and_then(clock::ms_from_iso),
+        finished_ms: row.finished_at.as_deref().and_then(clock::ms_from_iso),
+    };
+    Ok((instance, state))
+}

@@ -1,0 +1,309 @@
+//! The registry: the engine's journal on the store. A run is a parent task whose id is the
+//! run's; each node, and each `for_each` instance, is a sub-task with an id of its own.
+//!
+//! A process drives a run only while it holds the run's lease. Every batch it commits
+//! checks and extends that lease first, in the same transaction, so that a process that
+//! lost a run (it stalled past its lease and another took over) writes nothing more of it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use super::records::{self, instance_number};
+use crate::clock;
+use crate::engine::actions::BoxFuture;
+use crate::engine::journal::{
+    Journal, JournalError, RunBatch, RunOrigin, RunStart, StoredRun, ToolCall, UnitChange,
+    UnitState,
+};
+use crate::engine::plan::Plan;
+use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
+use crate::store::{Batch, NewRun, Store, StoreError, TaskTiming};
+use crate::tools::{ToolError, ToolResult, Tools};
+
+/// How often a waiting question looks for an answer given by another process. Answers
+/// given through this process wake it at once.
+const ANSWER_POLL: Duration = Duration::from_millis(500);
+
+/// The registry's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RegistryConfig {
+    /// How long a lease lasts without renewal; renewed every third of it.
+    pub lease: Duration,
+    /// How long a finished task is kept, from its completion.
+    pub task_ttl: Duration,
+    /// How often clients are told to poll a task.
+    pub poll_interval: Duration,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> RegistryConfig {
+        RegistryConfig {
+            lease: Duration::from_secs(15),
+            task_ttl: Duration::from_secs(24 * 60 * 60),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+pub struct Registry {
+    store: Store,
+    tools: Tools,
+    /// This process, as lease owner: `pid:uuid`, so that a dead owner can be recognised.
+    owner: String,
+    config: RegistryConfig,
+    answered: Arc<Notify>,
+}
+
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn storage(error: StoreError) -> JournalError {
+    match error {
+        StoreError::LeaseLost { run_id } => JournalError::LeaseLost(run_id),
+        other => JournalError::Storage(other.to_string()),
+    }
+}
+
+/// Whether the process named in a lease owner (`pid:uuid`) is gone from this machine.
+pub(super) fn owner_is_gone(owner: &str) -> bool {
+    let Some(pid) = owner.split(':').next().and_then(|p| p.parse::<i32>().ok()) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    !alive
+}
+
+impl Registry {
+    pub fn new(store: Store, tools: Tools, config: RegistryConfig) -> Registry {
+        Registry {
+            store,
+            tools,
+            owner: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            config,
+            answered: Arc::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn config(&self) -> RegistryConfig {
+        self.config
+    }
+
+    fn timing(&self) -> TaskTiming {
+        TaskTiming {
+            ttl_ms: ms(self.config.task_ttl),
+            poll_interval_ms: ms(self.config.poll_interval),
+        }
+    }
+
+    fn lease_until(&self) -> i64 {
+        clock::now_ms() + ms(self.config.lease)
+    }
+
+    fn store_batch(&self, batch: &RunBatch<'_>) -> Batch {
+        Batch {
+            run_id: batch.run_id.to_owned(),
+            fence: Some((self.owner.clone(), self.lease_until())),
+            timing: self.timing(),
+            writes: records::writes(batch),
+        }
+    }
+
+    /// Wakes the questions of this process that wait for answers.
+    pub(super) fn answers_changed(&self) {
+        self.answered.notify_waiters();
+    }
+}
+
+impl Journal for Registry {
+    fn create(&self, start: &RunStart<'_>) -> Result<(), JournalError> {
+        let snapshot = start.plan.snapshot();
+        let inputs = serde_json::to_string(start.inputs).expect("inputs serialise");
+        let nodes: Vec<(String, &str)> = start
+            .plan
+            .nodes
+            .iter()
+            .map(|node| (uuid::Uuid::new_v4().to_string(), &*node.id))
+            .collect();
+        let message = format!("0/{}", nodes.len());
+        let run = NewRun {
+            id: start.run_id,
+            workflow: &start.plan.name,
+            snapshot: &snapshot,
+            inputs: &inputs,
+            origin: start.origin.as_str(),
+            answers: start.answers.as_str(),
+            deadline_ms: start.deadline_ms,
+            lease_owner: &self.owner,
+            lease_expires_ms: self.lease_until(),
+            retry_of: start.retry_of,
+        };
+        self.store
+            .try_transaction(|tx| {
+                tx.insert_run(&run)?;
+                tx.insert_run_tasks(start.run_id, &nodes, self.timing(), &message)
+            })
+            .map_err(storage)
+    }
+
+    fn commit(&self, batch: &RunBatch<'_>) -> Result<(), JournalError> {
+        self.store.commit(self.store_batch(batch)).map_err(storage)
+    }
+
+    fn commit_tool_call(
+        &self,
+        batch: &RunBatch<'_>,
+        call: &ToolCall<'_>,
+        settle: &dyn Fn(&ToolResult) -> UnitState,
+    ) -> Result<(ToolResult, UnitState), JournalError> {
+        let before = self.store_batch(batch);
+        self.store
+            .try_transaction(|tx| {
+                tx.apply(&before)?;
+                let result = self
+                    .tools
+                    .invoke_in(tx, call.name, call.args, call.origin)
+                    .unwrap_or_else(|| {
+                        Err(ToolError::invalid_input(format!(
+                            "unknown tool `{}`",
+                            call.name
+                        )))
+                    });
+                let state = settle(&result);
+                let change = UnitChange {
+                    node: call.node,
+                    instance: call.instance,
+                    state: &state,
+                };
+                let after = Batch {
+                    run_id: batch.run_id.to_owned(),
+                    fence: None,
+                    timing: self.timing(),
+                    writes: vec![
+                        crate::store::Write::Node(records::node_row(&change)),
+                        crate::store::Write::Task(records::task_update(&change)),
+                    ],
+                };
+                tx.apply(&after)?;
+                Ok((result, state))
+            })
+            .map_err(storage)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        let run = self
+            .store
+            .run(run_id)
+            .map_err(storage)?
+            .ok_or_else(|| JournalError::NotFound(run_id.to_owned()))?;
+        let corrupt = |detail: String| JournalError::Corrupt {
+            run_id: run_id.to_owned(),
+            detail,
+        };
+        let plan = Plan::from_snapshot(&run.snapshot).map_err(|e| corrupt(e.to_string()))?;
+        let inputs: Map<String, Value> =
+            serde_json::from_str(&run.inputs).map_err(|e| corrupt(e.to_string()))?;
+        let mut units = Vec::new();
+        for row in self.store.nodes(run_id).map_err(storage)? {
+            let (instance, state) = records::unit_state(&row).map_err(corrupt)?;
+            units.push((row.node_id, instance, state));
+        }
+        Ok(StoredRun {
+            run_id: run.id,
+            plan: Arc::new(plan),
+            inputs,
+            origin: RunOrigin::parse(&run.origin).unwrap_or_default(),
+            answers: crate::engine::journal::Answers::parse(&run.answers).unwrap_or_default(),
+            deadline_ms: run.deadline_ms,
+            finished: RunStatus::parse(&run.status),
+            units,
+        })
+    }
+
+    fn claim(&self, run_id: &str) -> Result<(), JournalError> {
+        let run = self
+            .store
+            .run(run_id)
+            .map_err(storage)?
+            .ok_or_else(|| JournalError::NotFound(run_id.to_owned()))?;
+        let gone = run
+            .lease_owner
+            .filter(|owner| owner != &self.owner && owner_is_gone(owner));
+        let claimed = self
+            .store
+            .claim_run(run_id, &self.owner, self.lease_until(), gone.as_deref())
+            .map_err(storage)?;
+        match claimed {
+            true => Ok(()),
+            false => Err(JournalError::Held(run_id.to_owned())),
+        }
+    }
+
+    fn release(&self, run_id: &str) {
+        if let Err(error) = self.store.release_lease(run_id, &self.owner) {
+            tracing::warn!(%run_id, %error, "could not release the run's lease");
+        }
+    }
+
+    fn answer(
+        &self,
+        run_id: &str,
+        node: &str,
+        instance: Option<usize>,
+        key: &str,
+    ) -> BoxFuture<Result<Value, NodeError>> {
+        let store = self.store.clone();
+        let answered = Arc::clone(&self.answered);
+        let (run_id, node, key) = (run_id.to_owned(), node.to_owned(), key.to_owned());
+        let instance = instance_number(instance);
+        Box::pin(async move {
+            loop {
+                let notified = answered.notified();
+                match find_answer(&store, &run_id, &node, instance, &key) {
+                    Ok(Some(answer)) => return Ok(answer),
+                    Ok(None) => {}
+                    Err(error) => {
+                        let message = format!("the answer cannot be read: {error}");
+                        return Err(NodeError::new(NodeErrorKind::Unsupported, message));
+                    }
+                }
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep(ANSWER_POLL) => {}
+                }
+            }
+        })
+    }
+}
+
+fn find_answer(
+    store: &Store,
+    run_id: &str,
+    node: &str,
+    instance: i64,
+    key: &str,
+) -> Result<Option<Value>, StoreError> {
+    let questions = store.questions(run_id)?;
+    let found = questions
+        .into_iter()
+        .find(|q| q.node_id.as_deref() == Some(node) && q.instance == instance && q.key == key);
+    Ok(found
+        .and_then(|q| q.answer)
+        .and_then(|text| serde_json::from_str(&text).ok()))
+}
