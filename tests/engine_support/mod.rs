@@ -1,6 +1,9 @@
 //! Helpers for the engine tests: building plans from TOML, running them with an event
 //! recorder, and a small seeded random number generator.
 
+// Each test file uses a part of these helpers.
+#![allow(dead_code)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

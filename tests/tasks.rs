@@ -1,0 +1,144 @@
+//! The task registry's rules: the state table, terminal states, progress, and task ids.
+
+use mcp_task_server::engine::journal::{RunProgress, UnitState};
+use mcp_task_server::engine::report::{NodeError, NodeErrorKind, NodeStatus, RunStatus};
+use mcp_task_server::store::Store;
+use mcp_task_server::tasks::TaskStatus;
+use mcp_task_server::tasks::progress::message;
+use mcp_task_server::tasks::status::unit_message;
+use rusqlite::Connection;
+
+use TaskStatus::{Cancelled, Completed, Failed, InputRequired, Working};
+
+#[test]
+fn node_states_map_to_task_states_by_the_documented_table() {
+    let table = [
+        (NodeStatus::Pending, false, Working),
+        (NodeStatus::Running, false, Working),
+        (NodeStatus::Running, true, InputRequired),
+        (NodeStatus::Succeeded, false, Completed),
+        (NodeStatus::Skipped, false, Completed),
+        (NodeStatus::Failed, false, Failed),
+        (NodeStatus::Cancelled, false, Cancelled),
+    ];
+    for (node, asking, task) in table {
+        assert_eq!(
+            TaskStatus::of_unit(node, asking),
+            task,
+            "{node:?} asking={asking}"
+        );
+    }
+    assert_eq!(TaskStatus::of_run(RunStatus::Succeeded), Completed);
+    assert_eq!(TaskStatus::of_run(RunStatus::Failed), Failed);
+    assert_eq!(TaskStatus::of_run(RunStatus::Cancelled), Cancelled);
+}
+
+#[test]
+fn status_messages_say_pending_the_skip_reason_or_the_error() {
+    let unit = |status, reason: Option<&str>, error: Option<&str>| UnitState {
+        status,
+        reason: reason.map(str::to_owned),
+        error: error.map(|m| NodeError::new(NodeErrorKind::Template, m)),
+        ..UnitState::default()
+    };
+    assert_eq!(
+        unit_message(&unit(NodeStatus::Pending, None, None)),
+        "pending"
+    );
+    let skipped = unit(NodeStatus::Skipped, Some("condition false"), None);
+    assert_eq!(unit_message(&skipped), "condition false");
+    let failed = unit(NodeStatus::Failed, None, Some("bad template"));
+    assert_eq!(unit_message(&failed), "bad template");
+    let asking = UnitState {
+        asking: Some("attempt-1".into()),
+        ..unit(NodeStatus::Running, None, None)
+    };
+    assert_eq!(unit_message(&asking), "waiting for an answer");
+}
+
+#[test]
+fn a_terminal_task_state_never_changes() {
+    let all = [Working, InputRequired, Completed, Failed, Cancelled];
+    for from in all {
+        for to in all {
+            let next = from.then(to);
+            match from.is_terminal() {
+                true => assert_eq!(next, from, "{from:?} -> {to:?}"),
+                false => assert_eq!(next, to, "{from:?} -> {to:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    drop(Store::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
+         VALUES ('r', 'w', '{}', '{}', 'succeeded', 'cli', 'now', 'now');
+         INSERT INTO run_tasks (task_id, run_id, status, created_at, updated_at, updated_ms,
+             ttl_ms, poll_interval_ms)
+         VALUES ('r', 'r', 'completed', 'now', 'now', 0, 1, 1);",
+    )
+    .unwrap();
+    let changed = conn.execute(
+        "UPDATE run_tasks SET status = 'working' WHERE task_id = 'r'",
+        [],
+    );
+    assert!(changed.is_err(), "the trigger refuses it");
+    let same = conn.execute(
+        "UPDATE run_tasks SET status = 'completed' WHERE task_id = 'r'",
+        [],
+    );
+    assert!(same.is_ok());
+    let out_of_range = conn.execute(
+        "UPDATE run_tasks SET progress = 101 WHERE task_id = 'r'",
+        [],
+    );
+    assert!(out_of_range.is_err(), "progress stays within 0 to 100");
+}
+
+#[test]
+fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = Store::open(&path).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
+             VALUES ('r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');
+             INSERT INTO run_tasks (task_id, run_id, status, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES ('r', 'r', 'working', 'now', 'now', 0, 1, 1);",
+        )
+        .unwrap();
+    let mut shown = Vec::new();
+    for reported in [0, 14, 10, 28, 28, 250, 42] {
+        store
+            .transaction(|tx| tx.update_run_task("r", "working", "m", reported, None, None))
+            .unwrap()
+            .unwrap();
+        shown.push(store.task("r").unwrap().unwrap().progress);
+    }
+    assert_eq!(shown, [0, 14, 14, 28, 28, 100, 100]);
+}
+
+#[test]
+fn the_run_message_says_how_far_it_is_and_where() {
+    let at = |current| RunProgress {
+        percent: 42,
+        done: 3,
+        total: 7,
+        current,
+        asking: false,
+    };
+    assert_eq!(
+        message(&at(Some("option_exploration"))),
+        "3/7 · option_exploration"
+    );
+    assert_eq!(message(&at(None)), "3/7");
+}
