@@ -1,0 +1,515 @@
+//! Crash and resume as a user meets them: the real binary, killed with SIGKILL at seeded
+//! points of a run (after some node completions, mid-wait, mid-retry, at a random moment,
+//! which lands in a commit now and then), then started again on the same database until
+//! the run is done. Every finished node ran exactly once; every todo exists exactly once.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_task_server::store::{NodeRow, Store};
+use serde_json::json;
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
+
+/// Tool nodes, a wait, a retry with backoff, two fan-outs and a file.
+const CRASHY: &str = r#"
+name = "crashy"
+max_parallel = 3
+
+[inputs.items]
+type = "array"
+default = ["a", "b", "c", "d", "e", "f"]
+
+[nodes.first]
+tool = "add_task"
+args = { title = "first" }
+
+[nodes.pause]
+wait = "150ms"
+needs = ["first"]
+
+[nodes.fan]
+for_each = "inputs.items"
+tool = "add_task"
+args = { title = "fan {{ item }}" }
+needs = ["pause"]
+
+[nodes.flaky]
+wait = "1s"
+timeout = "40ms"
+retry = { max_attempts = 3, initial_delay = "120ms", factor = 1.0 }
+on_failure = "continue"
+needs = ["first"]
+
+[nodes.tick]
+for_each = "inputs.items"
+wait = "40ms"
+needs = ["fan"]
+
+[nodes.note]
+write_file = { path = "out/{{ run.id }}.txt", content = "{{ nodes.fan.output | length }} todos" }
+needs = ["fan"]
+
+[nodes.last]
+tool = "add_task"
+args = { title = "last" }
+needs = ["tick", "note", "flaky"]
+trigger = "all_done"
+"#;
+
+/// A workspace with the workflow file and a database.
+struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("workflows")).unwrap();
+        std::fs::write(dir.path().join("workflows/crashy.toml"), CRASHY).unwrap();
+        Sandbox { dir }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("tasks.db")
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .env_remove("TASKS_DB_PATH")
+            .env_remove("RUST_LOG")
+            .current_dir(self.dir.path())
+            .arg("--db")
+            .arg(self.db())
+            .arg("--workflows")
+            .arg(self.dir.path().join("workflows"))
+            .arg("--workspace")
+            .arg(self.dir.path())
+            .arg("--lease")
+            .arg("900ms");
+        command
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `serve`, with a client that has sent `initialize` and, if given, one tools/call.
+    fn serve(&self, call: Option<&str>) -> Child {
+        let mut child = self
+            .command()
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.as_mut().unwrap();
+        let mut send = |message: serde_json::Value| writeln!(stdin, "{message}").unwrap();
+        send(
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "crash-test", "version": "1" } } }),
+        );
+        send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        if let Some(workflow) = call {
+            send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": { "name": "run_workflow", "arguments": { "workflow": workflow } } }));
+        }
+        stdin.flush().unwrap();
+        child
+    }
+
+    fn store(&self) -> Store {
+        Store::open(self.db()).unwrap()
+    }
+}
+
+/// SplitMix64, for the kill points.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+/// Where a kill lands.
+#[derive(Debug, Clone, Copy)]
+enum Point {
+    /// Once this many nodes and instances have finished.
+    AfterCompletions(usize),
+    /// While this wait node (`pause`, or an instance of `tick`) is running.
+    MidWait(&'static str),
+    /// While `flaky` waits for its next attempt.
+    MidRetry,
+    /// After this long, wherever the run is (in a commit, sometimes).
+    After(Duration),
+}
+
+impl Point {
+    fn draw(rng: &mut Rng) -> Point {
+        match rng.below(4) {
+            0 => Point::AfterCompletions(2 + rng.below(16) as usize),
+            1 => Point::MidWait(["pause", "tick"][rng.below(2) as usize]),
+            2 => Point::MidRetry,
+            _ => Point::After(Duration::from_millis(5 + rng.below(400))),
+        }
+    }
+
+    fn reached(&self, rows: &[NodeRow], since: Instant) -> bool {
+        let running = |node: &str| {
+            rows.iter()
+                .any(|r| r.node_id == node && r.status == "running" && r.deadline_ms.is_some())
+        };
+        match self {
+            Point::AfterCompletions(n) => {
+                let done = rows.iter().filter(|r| is_terminal(&r.status)).count();
+                done >= *n
+            }
+            Point::MidWait(node) => running(node),
+            Point::MidRetry => rows.iter().any(|r| {
+                r.node_id == "flaky" && r.status == "running" && r.next_attempt_ms.is_some()
+            }),
+            Point::After(delay) => since.elapsed() >= *delay,
+        }
+    }
+}
+
+fn is_terminal(status: &str) -> bool {
+    !matches!(status, "pending" | "running")
+}
+
+fn run_id(store: &Store) -> Option<String> {
+    store
+        .list_runs(None, 1)
+        .unwrap()
+        .into_iter()
+        .next()
+        .map(|r| r.id)
+}
+
+fn run_status(store: &Store) -> Option<String> {
+    store
+        .list_runs(None, 1)
+        .unwrap()
+        .into_iter()
+        .next()
+        .map(|r| r.status)
+}
+
+/// Kills `child` with SIGKILL once `point` is reached (or the run ended by then).
+fn kill_at(child: &mut Child, store: &Store, point: Point) {
+    let since = Instant::now();
+    let limit = since + Duration::from_secs(20);
+    loop {
+        let rows = run_id(store)
+            .map(|id| store.nodes(&id).unwrap())
+            .unwrap_or_default();
+        let ended = matches!(run_status(store).as_deref(), Some(s) if s != "running");
+        if ended || point.reached(&rows, since) || Instant::now() > limit {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let rows = run_id(store)
+        .map(|id| store.nodes(&id).unwrap())
+        .unwrap_or_default();
+    let done = rows.iter().filter(|r| is_terminal(&r.status)).count();
+    eprintln!(
+        "killed at {point:?}: {done} units done, run {:?}",
+        run_status(store)
+    );
+}
+
+/// Waits for the run to end, for at most 30 s.
+fn wait_for_end(store: &Store) -> String {
+    let limit = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = run_status(store).filter(|s| s != "running") {
+            return status;
+        }
+        assert!(Instant::now() < limit, "the run did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What every interrupted run of `crashy` must have left once it ended.
+fn assert_exactly_once(sandbox: &Sandbox, kills: &[Point]) {
+    let store = sandbox.store();
+    let id = run_id(&store).unwrap();
+    let run = store.run(&id).unwrap().unwrap();
+    assert_eq!(run.status, "succeeded", "after kills at {kills:?}: {run:?}");
+
+    let mut titles: Vec<String> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    titles.sort();
+    let mut expected = vec!["first".to_owned(), "last".to_owned()];
+    expected.extend(["a", "b", "c", "d", "e", "f"].map(|i| format!("fan {i}")));
+    expected.sort();
+    assert_eq!(
+        titles, expected,
+        "each todo exactly once, after kills at {kills:?}"
+    );
+
+    let audit = store.audit_rows().unwrap();
+    let calls: Vec<&str> = audit
+        .iter()
+        .filter(|r| r.tool == "add_task")
+        .map(|r| r.node_id.as_deref().unwrap_or("?"))
+        .collect();
+    assert_eq!(calls.len(), 8, "one audited call per todo: {calls:?}");
+    assert!(
+        audit
+            .iter()
+            .all(|r| r.outcome == "ok" && r.run_id.as_deref() == Some(&*id))
+    );
+
+    let rows = store.nodes(&id).unwrap();
+    assert!(rows.iter().all(|r| is_terminal(&r.status)), "{rows:?}");
+    let node = |n: &str| {
+        rows.iter()
+            .find(|r| r.node_id == n && r.instance == -1)
+            .unwrap()
+    };
+    assert_eq!(node("flaky").status, "failed");
+    assert_eq!(
+        node("flaky").attempts,
+        3,
+        "the retry policy's attempts, no more, no fewer"
+    );
+    assert_eq!(node("first").attempts, 1);
+    assert_eq!(node("last").attempts, 1);
+    let ticks = rows
+        .iter()
+        .filter(|r| r.node_id == "tick" && r.instance >= 0);
+    assert_eq!(ticks.filter(|r| r.status == "succeeded").count(), 6);
+    let note = std::fs::read_to_string(sandbox.dir.path().join(format!("out/{id}.txt")));
+    assert_eq!(note.unwrap(), "6 todos");
+    let leftovers = std::fs::read_dir(sandbox.dir.path().join("out"))
+        .unwrap()
+        .count();
+    assert_eq!(leftovers, 1, "no temporary file is left behind");
+}
+
+fn kills(seed: u64, count: usize) -> Vec<Point> {
+    let mut rng = Rng(seed);
+    (0..count).map(|_| Point::draw(&mut rng)).collect()
+}
+
+/// A terminal run, killed at each point in turn and resumed with `workflows resume`.
+fn crash_from_the_terminal(seed: u64) {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    let points = kills(seed, 4);
+    let mut child = sandbox.spawn(&["workflows", "run", "crashy"]);
+    for point in &points {
+        kill_at(&mut child, &store, *point);
+        let id = run_id(&store).expect("the run was recorded");
+        child = sandbox.spawn(&["workflows", "resume", &id]);
+    }
+    let status = child.wait().unwrap();
+    let id = run_id(&store).unwrap();
+    if !status.success() {
+        // The last kill may have come after the run ended; then nothing is left to resume.
+        assert_eq!(wait_for_end(&store), "succeeded", "run {id}");
+    }
+    assert_exactly_once(&sandbox, &points);
+}
+
+#[test]
+fn a_terminal_run_killed_anywhere_finishes_with_every_effect_exactly_once() {
+    for seed in 1..=6 {
+        crash_from_the_terminal(seed);
+    }
+}
+
+/// A run over MCP, killed at each point in turn; a new `serve` takes it over by itself.
+fn crash_under_serve(seed: u64) {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    let points = kills(seed, 3);
+    let mut child = sandbox.serve(Some("crashy"));
+    for point in &points {
+        kill_at(&mut child, &store, *point);
+        child = sandbox.serve(None);
+    }
+    wait_for_end(&store);
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    assert_exactly_once(&sandbox, &points);
+}
+
+#[test]
+fn a_run_over_stdio_killed_anywhere_is_finished_by_the_next_server() {
+    for seed in 11..=14 {
+        crash_under_serve(seed);
+    }
+}
+
+/// A workflow with a long wait between two tool calls, to hold a run unfinished.
+const SLOW: &str = r#"
+name = "slow"
+[nodes.first]
+tool = "add_task"
+args = { title = "first" }
+[nodes.pause]
+wait = "2500ms"
+needs = ["first"]
+[nodes.last]
+tool = "add_task"
+args = { title = "last" }
+needs = ["pause"]
+"#;
+
+fn lease_owner_pid(store: &Store, id: &str) -> Option<u32> {
+    let owner = store.run(id).unwrap()?.lease_owner?;
+    owner.split(':').next()?.parse().ok()
+}
+
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let limit = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < limit, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn read_stderr(mut child: Child) -> String {
+    use std::io::Read;
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut text = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut text);
+    }
+    text
+}
+
+#[test]
+fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_dies() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
+    let store = sandbox.store();
+    let mut first = sandbox.serve(Some("slow"));
+    wait_until("the wait starts", || {
+        run_id(&store).is_some_and(|id| {
+            store
+                .nodes(&id)
+                .unwrap()
+                .iter()
+                .any(|r| r.node_id == "pause")
+        })
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let id = run_id(&store).unwrap();
+
+    let b = sandbox.serve(None);
+    let c = sandbox.serve(None);
+    let (b_pid, c_pid) = (b.id(), c.id());
+    wait_until("a server takes the run", || {
+        lease_owner_pid(&store, &id).is_some_and(|pid| pid == b_pid || pid == c_pid)
+    });
+    let driver_pid = lease_owner_pid(&store, &id).unwrap();
+    let (driver, other) = if driver_pid == b_pid { (b, c) } else { (c, b) };
+    // Both servers looked; the run stays with its driver while it lives.
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(lease_owner_pid(&store, &id), Some(driver_pid));
+    let driver_log = read_stderr(driver);
+
+    wait_until("the other server takes over", || {
+        lease_owner_pid(&store, &id) == Some(other.id())
+    });
+    assert_eq!(wait_for_end(&store), "succeeded");
+    let other_log = read_stderr(other);
+    assert_eq!(
+        driver_log.matches("took over an unfinished run").count(),
+        1,
+        "{driver_log}"
+    );
+    assert_eq!(
+        other_log.matches("took over an unfinished run").count(),
+        1,
+        "{other_log}"
+    );
+    let mut titles: Vec<String> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    titles.sort();
+    assert_eq!(titles, ["first", "last"]);
+}
+
+/// A terminal run parked on a question, killed, then resumed and answered from another
+/// terminal.
+#[test]
+fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.dir.path().join("workflows/ask.toml"),
+        r#"
+        name = "ask"
+        [nodes.make]
+        tool = "add_task"
+        args = { title = "before the question" }
+        [nodes.ask]
+        input = { message = "Name the release", schema = { type = "object", properties = { name = { type = "string" } } } }
+        needs = ["make"]
+        [nodes.named]
+        tool = "add_task"
+        args = { title = "release {{ nodes.ask.output.name }}" }
+        needs = ["ask"]
+        "#,
+    )
+    .unwrap();
+    let store = sandbox.store();
+    let mut child = sandbox.spawn(&["workflows", "run", "ask", "--wait-for-answers"]);
+    wait_until("the question is asked", || {
+        run_id(&store).is_some_and(|id| !store.questions(&id).unwrap().is_empty())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = run_id(&store).unwrap();
+    let task = store.task(&id).unwrap().unwrap();
+    assert_eq!(task.status, "input_required");
+
+    let mut resumed = sandbox.spawn(&["workflows", "resume", &id, "--wait-for-answers"]);
+    let answered = sandbox
+        .command()
+        .args(["workflows", "answer", &id, "ask", r#"{"name": "1.4"}"#])
+        .output()
+        .unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    assert!(resumed.wait().unwrap().success());
+    let titles: Vec<String> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    assert_eq!(titles, ["before the question", "release 1.4"]);
+    assert_eq!(store.run(&id).unwrap().unwrap().status, "succeeded");
+}
