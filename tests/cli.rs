@@ -596,3 +596,204 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
     }
     assert!(!Path::new(&sandbox.db).exists() || common::task_titles(&sandbox.db).is_empty());
 }
+
+/// A workflow that fails at its second node, after its first made a todo.
+const HALF: &str = r#"
+[nodes.make]
+tool = "add_task"
+args = { title = "made" }
+[nodes.finish]
+tool = "complete_task"
+args = { id = 42 }
+needs = ["make"]
+"#;
+
+fn run_id_of(ran: &Ran) -> String {
+    ran.json()["run_id"].as_str().expect("a run id").to_owned()
+}
+
+#[test]
+fn runs_lists_stored_runs_newest_first_with_status_and_progress() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    sandbox.workflow("half.toml", HALF);
+    let ok = run_id_of(sandbox.run(&["workflows", "run", "hello"]).assert_code(0));
+    let bad = run_id_of(sandbox.run(&["workflows", "run", "half"]).assert_code(1));
+
+    let listed = sandbox.run(&["workflows", "runs"]);
+    listed.assert_code(0);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert!(lines[0].starts_with("ID"), "{}", listed.stdout);
+    assert!(
+        lines[1].starts_with(&bad) && lines[1].contains("failed"),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        lines[2].starts_with(&ok) && lines[2].contains("succeeded"),
+        "{}",
+        listed.stdout
+    );
+    assert!(lines[2].contains("100%"), "{}", lines[2]);
+
+    let failed_only = sandbox.run(&["workflows", "runs", "--status", "failed"]);
+    assert_eq!(
+        failed_only.stdout.lines().count(),
+        2,
+        "{}",
+        failed_only.stdout
+    );
+    let refused = sandbox.run(&["workflows", "runs", "--status", "sleeping"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+}
+
+#[test]
+fn status_prints_the_stored_report_with_each_node_and_its_task() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("half.toml", HALF);
+    let id = run_id_of(sandbox.run(&["workflows", "run", "half"]).assert_code(1));
+
+    let status = sandbox.run(&["workflows", "status", &id]);
+    let view = status.assert_code(0).json();
+    assert_eq!(view["run_id"], id.as_str());
+    assert_eq!(view["status"], "failed");
+    assert_eq!(view["task_status"], "failed");
+    assert_eq!(view["origin"], "cli");
+    assert_eq!(view["nodes"]["make"]["status"], "succeeded");
+    assert_eq!(view["nodes"]["finish"]["error"]["code"], "not_found");
+    assert!(view["nodes"]["finish"]["task_id"].is_string(), "{view}");
+
+    let missing = sandbox.run(&["workflows", "status", "no-such-run"]);
+    missing.assert_code(1);
+    assert!(
+        missing.stderr.contains("no run with id no-such-run"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn retry_runs_a_failed_run_again_keeping_what_succeeded() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("half.toml", HALF);
+    let id = run_id_of(sandbox.run(&["workflows", "run", "half"]).assert_code(1));
+
+    let retried = sandbox.run(&["workflows", "retry", &id]);
+    let report = retried.assert_code(1).json();
+    assert_ne!(report["run_id"], id.as_str());
+    assert_eq!(report["nodes"]["make"]["status"], "succeeded");
+    assert_eq!(report["nodes"]["finish"]["status"], "failed");
+    let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
+    assert_eq!(store.list_todos(&Default::default()).unwrap().len(), 1);
+
+    let hello = {
+        sandbox.workflow("hello.toml", HELLO);
+        run_id_of(sandbox.run(&["workflows", "run", "hello"]).assert_code(0))
+    };
+    let refused = sandbox.run(&["workflows", "retry", &hello]);
+    refused.assert_code(1);
+    assert!(
+        refused.stderr.contains("only a failed or cancelled run"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn resume_and_cancel_refuse_a_finished_run_and_purge_deletes_finished_runs() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let id = run_id_of(sandbox.run(&["workflows", "run", "hello"]).assert_code(0));
+
+    let resumed = sandbox.run(&["workflows", "resume", &id]);
+    resumed.assert_code(1);
+    assert!(
+        resumed.stderr.contains("already succeeded"),
+        "{}",
+        resumed.stderr
+    );
+    let cancelled = sandbox.run(&["workflows", "cancel", &id]);
+    cancelled.assert_code(1);
+    assert!(
+        cancelled.stderr.contains("already succeeded"),
+        "{}",
+        cancelled.stderr
+    );
+
+    let kept = sandbox.run(&["workflows", "purge", "--older-than", "1h"]);
+    assert_eq!(kept.assert_code(0).stdout.trim(), "purged 0 finished runs");
+    let purged = sandbox.run(&["workflows", "purge"]);
+    assert_eq!(
+        purged.assert_code(0).stdout.trim(),
+        "purged 1 finished runs"
+    );
+    sandbox.run(&["workflows", "status", &id]).assert_code(1);
+    let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
+    assert_eq!(store.audit_rows().unwrap().len(), 0, "hello calls no tool");
+}
+
+#[test]
+fn cancel_ends_an_orphaned_run_as_cancelled() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow(
+        "long.toml",
+        "[nodes.first]\ntool = \"add_task\"\nargs = { title = \"t\" }\n[nodes.long]\nwait = \"1h\"\nneeds = [\"first\"]\n",
+    );
+    let mut child = Command::new(common::BIN)
+        .args(["--db".as_ref(), sandbox.db.as_os_str()])
+        .args(["--workflows".as_ref(), sandbox.workflows.as_os_str()])
+        .args(["workflows", "run", "long"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
+    let id = loop {
+        let runs = store.list_runs(None, 1).unwrap();
+        if let Some(run) = runs.first()
+            && store
+                .nodes(&run.id)
+                .unwrap()
+                .iter()
+                .any(|n| n.node_id == "long")
+        {
+            break run.id.clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let cancelled = sandbox.run(&["workflows", "cancel", &id]);
+    assert_eq!(
+        cancelled.assert_code(0).stdout.trim(),
+        format!("run {id} cancelled")
+    );
+    let view = sandbox.run(&["workflows", "status", &id]).json();
+    assert_eq!(view["status"], "cancelled");
+    assert_eq!(view["nodes"]["first"]["status"], "succeeded");
+    assert_eq!(view["nodes"]["long"]["status"], "cancelled");
+}
+
+#[test]
+fn answer_names_what_is_wrong_when_there_is_nothing_to_answer() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let id = run_id_of(sandbox.run(&["workflows", "run", "hello"]).assert_code(0));
+    let no_question = sandbox.run(&["workflows", "answer", &id, "greet", "yes"]);
+    no_question.assert_code(1);
+    assert!(
+        no_question.stderr.contains("has no open question"),
+        "{}",
+        no_question.stderr
+    );
+    let no_run = sandbox.run(&["workflows", "answer", "nope", "greet", "yes"]);
+    no_run.assert_code(1);
+    assert!(
+        no_run.stderr.contains("no run with id nope"),
+        "{}",
+        no_run.stderr
+    );
+}

@@ -635,3 +635,71 @@ fn opening_a_path_in_a_missing_directory_is_an_error() {
     );
     assert!(!missing.exists());
 }
+
+#[test]
+fn processes_opening_a_fresh_database_at_once_all_migrate_it_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fresh.db");
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || Store::open(&path).map(|_| ()))
+        })
+        .collect();
+    for opener in openers {
+        opener.join().unwrap().expect("every opener succeeds");
+    }
+    assert_eq!(user_version(&path), 2);
+}
+
+#[test]
+fn a_database_locked_past_the_busy_timeout_never_splits_a_call_from_its_audit_row() {
+    let Db { _dir, path, store } = temp_db();
+    let tools = mcp_task_server::tools::Tools::new(store.clone());
+    let blocker = Connection::open(&path).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let args = serde_json::json!({ "title": "blocked" });
+    let result = tools
+        .invoke("add_task", args.as_object().unwrap(), Default::default())
+        .expect("add_task exists");
+    assert_eq!(result.unwrap_err().code.as_str(), "internal_error");
+    blocker.execute_batch("ROLLBACK").unwrap();
+    assert!(store.list_todos(&TodoFilter::default()).unwrap().is_empty());
+    assert!(
+        store.audit_rows().unwrap().is_empty(),
+        "neither the effect nor its row"
+    );
+}
+
+#[test]
+fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
+    let Db { _dir, path, store } = temp_db();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
+         VALUES ('r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');",
+    )
+    .unwrap();
+    for (i, at) in [(1, 30), (2, 10), (3, 20), (4, 20), (5, 40)] {
+        conn.execute(
+            "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, status, created_at,
+                 updated_at, updated_ms, ttl_ms, poll_interval_ms)
+             VALUES (?1, NULL, 'r', ?1, 'working', 'now', 'now', ?2, 1, 1)",
+            rusqlite::params![format!("t{i}"), at],
+        )
+        .unwrap();
+    }
+    let ids = |page: &[(i64, mcp_task_server::store::TaskRow)]| -> Vec<String> {
+        page.iter().map(|(_, t)| t.task_id.clone()).collect()
+    };
+    let first = store.list_tasks_page(None, None, 2).unwrap();
+    assert_eq!(ids(&first), ["t5", "t1"]);
+    let (at, id) = (first[1].0, first[1].1.task_id.clone());
+    let second = store.list_tasks_page(None, Some((at, &id)), 2).unwrap();
+    assert_eq!(ids(&second), ["t4", "t3"]);
+    let (at, id) = (second[1].0, second[1].1.task_id.clone());
+    let third = store
+        .list_tasks_page(Some("working"), Some((at, &id)), 2)
+        .unwrap();
+    assert_eq!(ids(&third), ["t2"]);
+}

@@ -208,3 +208,29 @@ pub struct RunReport {
     pub error: Option<String>,
     pub nodes: NodeReports,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_error_reads_back_as_the_same_error_and_retries_the_same_way() {
+        let errors = [
+            NodeError::new(NodeErrorKind::Tool(ErrorCode::InternalError), "db gone"),
+            NodeError::new(NodeErrorKind::Tool(ErrorCode::NotFound), "no todo 7"),
+            NodeError::new(NodeErrorKind::Timeout, "attempt timed out after 1s"),
+            NodeError::new(NodeErrorKind::Template, "undefined value"),
+            NodeError::new(NodeErrorKind::File, "exists"),
+            NodeError::new(NodeErrorKind::Unsupported, "nobody to ask"),
+        ];
+        for error in errors {
+            let back = NodeError::from_stored(&error.to_stored()).expect("reads back");
+            assert_eq!(back, error);
+            assert_eq!(back.is_retryable(), error.is_retryable());
+        }
+        assert_eq!(
+            NodeError::from_stored(r#"{"kind":"tool:bogus","message":""}"#),
+            None
+        );
+    }
+}

@@ -131,7 +131,13 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if conn.is_readonly(rusqlite::MAIN_DB)? {
         return Err(StoreError::ReadOnlyUninitialised { found });
     }
-    let tx = conn.transaction()?;
+    // Another process may be migrating the same file right now: take the write lock first,
+    // then read the version again under it.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found >= supported {
+        return Ok(());
+    }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", index as i64 + 1)?;
