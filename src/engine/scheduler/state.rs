@@ -74,6 +74,8 @@ pub(super) struct RunState {
     pub done: usize,
     /// Units waiting for an answer.
     pub asking: usize,
+    /// Expanded `for_each` nodes not yet terminal: their instances count towards progress.
+    open_fans: Vec<usize>,
     /// The node the run is at: the last one that started or finished.
     pub current: Option<usize>,
     /// Whether changes are tracked at all (only for a run with a journal).
@@ -92,6 +94,7 @@ impl RunState {
             restored_instances: vec![Vec::new(); n],
             done: 0,
             asking: 0,
+            open_fans: Vec::new(),
             current: None,
             tracking,
             node_dirty: vec![false; if tracking { n } else { 0 }],
@@ -99,6 +102,12 @@ impl RunState {
             asked: Vec::new(),
             answered: Vec::new(),
         }
+    }
+
+    /// Expands `node` into its instances.
+    pub fn expand(&mut self, node: usize, fan: Fan) {
+        self.fans[node] = Some(fan);
+        self.open_fans.push(node);
     }
 
     pub fn unit(&self, node: usize, instance: Option<usize>) -> &UnitState {
@@ -207,11 +216,10 @@ impl RunState {
     pub fn progress<'a>(&self, plan: &'a Plan) -> RunProgress<'a> {
         let total = plan.nodes.len();
         let fanned: f64 = self
-            .fans
+            .open_fans
             .iter()
-            .zip(&self.nodes)
-            .filter(|(_, node)| !node.status.is_terminal())
-            .filter_map(|(fan, _)| fan.as_ref().map(Fan::fraction))
+            .filter(|&&i| !self.nodes[i].status.is_terminal())
+            .filter_map(|&i| self.fans[i].as_ref().map(Fan::fraction))
             .sum();
         let percent = match total {
             0 => 100.0,
@@ -228,5 +236,10 @@ impl RunState {
 
     pub fn status(&self, node: usize) -> NodeStatus {
         self.nodes[node].status
+    }
+
+    /// Forgets a `for_each` node's share of progress once the node is terminal.
+    pub fn close_fan(&mut self, node: usize) {
+        self.open_fans.retain(|&i| i != node);
     }
 }

@@ -578,6 +578,7 @@ impl Run {
             .map(|u| u.output.clone().unwrap_or(Value::Null))
             .collect();
         self.state.unit_mut(node, None).attempts = attempts;
+        self.state.close_fan(node);
         if cancelled {
             let reason = self.stop_reason();
             self.complete(node, NodeStatus::Cancelled, Some(reason), None, None);
