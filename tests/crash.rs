@@ -513,3 +513,30 @@ fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer() {
     assert_eq!(titles, ["before the question", "release 1.4"]);
     assert_eq!(store.run(&id).unwrap().unwrap().status, "succeeded");
 }
+
+#[test]
+fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
+    let store = sandbox.store();
+    let mut child = sandbox.spawn(&["workflows", "run", "slow"]);
+    wait_until("the wait starts", || {
+        run_id(&store).is_some_and(|id| {
+            store
+                .nodes(&id)
+                .unwrap()
+                .iter()
+                .any(|r| r.node_id == "pause")
+        })
+    });
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sends SIGINT to the child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "a cancelled run exits 1");
+    let id = run_id(&store).unwrap();
+    let run = store.run(&id).unwrap().unwrap();
+    assert_eq!(run.status, "cancelled");
+    assert_eq!(run.lease_owner, None, "nothing is left to take over");
+    assert_eq!(store.task(&id).unwrap().unwrap().status, "cancelled");
+}
