@@ -630,3 +630,70 @@ async fn a_finished_run_is_purged_after_its_ttl_and_a_running_one_never_is() {
     long.cancel.cancel();
     assert_eq!(long.join.await.unwrap().status, RunStatus::Cancelled);
 }
+
+/// A caller that never answers: its questions stay open until the run is gone.
+struct Silent;
+
+impl mcp_task_server::engine::actions::Interaction for Silent {
+    fn ask(
+        &self,
+        _message: String,
+        _schema: Value,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(std::future::pending())
+    }
+
+    fn sample(
+        &self,
+        _prompt: String,
+        _system: Option<String>,
+        _max_tokens: u32,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_question_its_caller_never_answered_takes_its_default_once_the_caller_is_gone() {
+    let world = World::new();
+    let a = world.process(SHORT);
+    let caller = RunOptions {
+        interaction: Some(Arc::new(Silent)),
+        ..RunOptions::default()
+    };
+    let handle = start(
+        &a,
+        r#"
+        [nodes.ask]
+        input = { message = "Go?", schema = { type = "object" }, default = { go = "by default" } }
+        "#,
+        json!({}),
+        caller,
+    );
+    let store = world.store();
+    let id = handle.run_id.clone();
+    until("the question is asked", || {
+        store.questions(&id).unwrap().len() == 1
+    })
+    .await;
+    crash(handle).await;
+    tokio::time::sleep(SHORT * 2).await;
+    let b = world.process(SHORT);
+    let report = b
+        .engine
+        .resume(&id, RunOptions::default())
+        .unwrap()
+        .join
+        .await
+        .unwrap();
+    assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
+    assert_eq!(
+        report.nodes["ask"].output,
+        Some(json!({ "go": "by default" }))
+    );
+    assert_eq!(b.registry.task(&id).unwrap().unwrap().status, "completed");
+}

@@ -381,6 +381,10 @@ impl Run {
             _ => Answers::Nobody,
         };
         if answers == Answers::Nobody {
+            // A question recorded before a restart, whose asker is gone: nobody waits on it.
+            if self.state.unit(node, instance).asking.is_some() {
+                self.state.unit_mut(node, instance).asking = None;
+            }
             let env = Arc::clone(&self.env);
             let env = Arc::new(actions::ActionEnv {
                 interaction: None,
