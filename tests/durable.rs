@@ -87,6 +87,14 @@ fn node_status(store: &Store, run_id: &str, node: &str) -> Option<String> {
         .map(|r| r.status)
 }
 
+/// Waits until node `node` of the run is running.
+async fn until_running(store: &Store, run_id: &str, node: &str) {
+    until(&format!("`{node}` runs"), || {
+        node_status(store, run_id, node).as_deref() == Some("running")
+    })
+    .await;
+}
+
 fn start(proc: &Proc, toml: &str, inputs: Value, options: RunOptions) -> RunHandle {
     let plan = plan(toml);
     let inputs = checked_inputs(&plan, inputs);
@@ -120,10 +128,7 @@ async fn a_run_has_a_task_per_node_from_its_start_with_the_run_id_as_parent() {
     let handle = start(&a, TOOL_WAIT_TOOL, json!({}), RunOptions::default());
     let store = world.store();
     let run_id = handle.run_id.clone();
-    until("the wait starts", || {
-        node_status(&store, &run_id, "pause").as_deref() == Some("running")
-    })
-    .await;
+    until_running(&store, &run_id, "pause").await;
 
     let parent = a.registry.task(&run_id).unwrap().expect("the run's task");
     assert_eq!(parent.parent_task_id, None);
@@ -163,10 +168,7 @@ async fn a_run_resumed_after_a_crash_finishes_without_repeating_a_finished_tool_
     let handle = start(&a, TOOL_WAIT_TOOL, json!({}), RunOptions::default());
     let store = world.store();
     let id = handle.run_id.clone();
-    until("the wait starts", || {
-        node_status(&store, &id, "pause").as_deref() == Some("running")
-    })
-    .await;
+    until_running(&store, &id, "pause").await;
     let deadline = store
         .nodes(&id)
         .unwrap()
@@ -224,10 +226,7 @@ async fn a_process_that_lost_its_lease_writes_nothing_more_and_the_new_owner_fin
     let handle = start(&a, TOOL_WAIT_TOOL, json!({}), RunOptions::default());
     let store = world.store();
     let id = handle.run_id.clone();
-    until("the wait starts", || {
-        node_status(&store, &id, "pause").as_deref() == Some("running")
-    })
-    .await;
+    until_running(&store, &id, "pause").await;
     tokio::time::sleep(Duration::from_millis(150)).await;
     let b = world.process(Duration::from_secs(30));
     let taken = b.engine.resume(&id, RunOptions::default()).unwrap();
@@ -280,10 +279,7 @@ async fn a_cancel_asked_for_by_another_process_stops_the_run_there() {
     let b = world.process(Duration::from_secs(30));
     let store = world.store();
     let id = handle.run_id.clone();
-    until("the wait starts", || {
-        node_status(&store, &id, "long").as_deref() == Some("running")
-    })
-    .await;
+    until_running(&store, &id, "long").await;
     assert!(b.registry.request_cancel(&id).unwrap());
     let chores = Chores {
         take_over: false,

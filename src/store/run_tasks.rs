@@ -286,7 +286,7 @@ impl Store {
     ) -> Result<Vec<(i64, TaskRow)>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT updated_ms, {TASK_COLUMNS} FROM run_tasks
+            "SELECT {TASK_COLUMNS}, updated_ms FROM run_tasks
              WHERE (?1 IS NULL OR status = ?1)
                AND (?2 IS NULL OR (updated_ms, task_id) < (?2, ?3))
              ORDER BY updated_ms DESC, task_id DESC LIMIT ?4"
@@ -295,24 +295,7 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![status, after_ms, after_id, limit], |r| {
-            let at: i64 = r.get(0)?;
-            let task = TaskRow {
-                task_id: r.get(1)?,
-                parent_id: r.get(2)?,
-                run_id: r.get(3)?,
-                node_id: r.get(4)?,
-                instance: r.get(5)?,
-                status: r.get(6)?,
-                status_message: r.get(7)?,
-                progress: r.get(8)?,
-                created_at: r.get(9)?,
-                updated_at: r.get(10)?,
-                ttl_ms: r.get(11)?,
-                poll_interval_ms: r.get(12)?,
-                result: r.get(13)?,
-                error: r.get(14)?,
-            };
-            Ok((at, task))
+            Ok((r.get(14)?, task_from_row(r)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::units::close;
 use super::{Run, Stop};
-use crate::clock;
 use crate::engine::journal::RunEnd;
 use crate::engine::observer::Event;
 use crate::engine::report::{NodeReport, NodeReports, NodeStatus, RunReport, RunStatus};
@@ -63,9 +63,7 @@ impl Run {
                     .collect();
                 for k in open {
                     let unit = self.state.unit_mut(i, Some(k));
-                    unit.status = NodeStatus::Cancelled;
-                    unit.reason = Some(reason.clone());
-                    unit.finished_ms = Some(clock::now_ms());
+                    close(unit, NodeStatus::Cancelled, Some(reason.clone()));
                 }
             }
             if self.state.status(i).is_terminal() {
@@ -75,11 +73,7 @@ impl Run {
                 true => (NodeStatus::Skipped, "upstream failed".to_owned()),
                 false => (NodeStatus::Cancelled, reason.clone()),
             };
-            let unit = self.state.unit_mut(i, None);
-            unit.status = status;
-            unit.reason = Some(why);
-            unit.asking = None;
-            unit.finished_ms = Some(clock::now_ms());
+            close(self.state.unit_mut(i, None), status, Some(why));
             self.state.done += 1;
             self.node_changed(i);
         }

@@ -543,12 +543,7 @@ impl Run {
         status: NodeStatus,
         reason: Option<String>,
     ) {
-        let unit = self.state.unit_mut(node, instance);
-        unit.status = status;
-        unit.reason = reason;
-        unit.asking = None;
-        unit.next_attempt_ms = None;
-        unit.finished_ms = Some(clock::now_ms());
+        close(self.state.unit_mut(node, instance), status, reason);
         self.unit_finished(node, instance);
     }
 
@@ -611,13 +606,9 @@ impl Run {
         error: Option<NodeError>,
     ) {
         let unit = self.state.unit_mut(node, None);
-        unit.status = status;
-        unit.reason = reason;
         unit.output = output;
         unit.error = error;
-        unit.asking = None;
-        unit.next_attempt_ms = None;
-        unit.finished_ms = Some(clock::now_ms());
+        close(unit, status, reason);
         self.node_finished(node);
     }
 
@@ -657,6 +648,16 @@ impl Run {
             });
         }
     }
+}
+
+/// Puts a unit in a terminal state: nothing is awaited or asked any more.
+pub(super) fn close(unit: &mut UnitState, status: NodeStatus, reason: Option<String>) {
+    unit.status = status;
+    unit.reason = reason;
+    unit.asking = None;
+    unit.next_attempt_ms = None;
+    unit.deadline_ms = None;
+    unit.finished_ms = Some(clock::now_ms());
 }
 
 fn unknown_tool(name: &str) -> NodeError {
