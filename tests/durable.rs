@@ -519,6 +519,7 @@ async fn an_identical_file_left_by_an_interrupted_write_counts_as_written() {
     let store = world.store();
     let intent = mcp_task_server::engine::actions::content_hash("hello");
     let row = mcp_task_server::store::NodeRow {
+        node: 1,
         node_id: "write".into(),
         instance: -1,
         status: "running".into(),
@@ -534,7 +535,7 @@ async fn an_identical_file_left_by_an_interrupted_write_counts_as_written() {
         finished_at: None,
     };
     store
-        .transaction(|tx| tx.upsert_node(&id, &row))
+        .transaction(|tx| tx.upsert_nodes(tx.run_key(&id)?, &[row]))
         .unwrap()
         .unwrap();
     std::fs::create_dir_all(world.dir.path().join("out")).unwrap();

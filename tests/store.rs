@@ -675,17 +675,19 @@ fn a_database_locked_past_the_busy_timeout_never_splits_a_call_from_its_audit_ro
 fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
     let Db { _dir, path, store } = temp_db();
     let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
-         VALUES ('r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');",
-    )
-    .unwrap();
     for (i, at) in [(1, 30), (2, 10), (3, 20), (4, 20), (5, 40)] {
         conn.execute(
-            "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, status, created_at,
-                 updated_at, updated_ms, ttl_ms, poll_interval_ms)
-             VALUES (?1, NULL, 'r', ?1, 'working', 'now', 'now', ?2, 1, 1)",
-            rusqlite::params![format!("t{i}"), at],
+            "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
+                 updated_at)
+             VALUES (?1, ?2, 'w', '{}', '{}', 'running', 'cli', 'now', 'now')",
+            rusqlite::params![i, format!("t{i}")],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, status,
+                 created_at, updated_at, updated_ms, ttl_ms, poll_interval_ms)
+             VALUES (?1, -1, -1, ?2, NULL, 'working', 'now', 'now', ?3, 1, 1)",
+            rusqlite::params![i, format!("t{i}"), at],
         )
         .unwrap();
     }

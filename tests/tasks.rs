@@ -77,11 +77,12 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
     drop(Store::open(&path).unwrap());
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
-         VALUES ('r', 'w', '{}', '{}', 'succeeded', 'cli', 'now', 'now');
-         INSERT INTO run_tasks (task_id, run_id, status, created_at, updated_at, updated_ms,
-             ttl_ms, poll_interval_ms)
-         VALUES ('r', 'r', 'completed', 'now', 'now', 0, 1, 1);",
+        "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
+             updated_at)
+         VALUES (1, 'r', 'w', '{}', '{}', 'succeeded', 'cli', 'now', 'now');
+         INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
+             updated_at, updated_ms, ttl_ms, poll_interval_ms)
+         VALUES (1, -1, -1, 'r', 'completed', 'now', 'now', 0, 1, 1);",
     )
     .unwrap();
     let changed = conn.execute(
@@ -109,17 +110,18 @@ fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, created_at, updated_at)
-             VALUES ('r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');
-             INSERT INTO run_tasks (task_id, run_id, status, created_at, updated_at, updated_ms,
-                 ttl_ms, poll_interval_ms)
-             VALUES ('r', 'r', 'working', 'now', 'now', 0, 1, 1);",
+            "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
+                 updated_at)
+             VALUES (1, 'r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');
+             INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
+                 updated_at, updated_ms, ttl_ms, poll_interval_ms)
+             VALUES (1, -1, -1, 'r', 'working', 'now', 'now', 0, 1, 1);",
         )
         .unwrap();
     let mut shown = Vec::new();
     for reported in [0, 14, 10, 28, 28, 250, 42] {
         store
-            .transaction(|tx| tx.update_run_task("r", "working", "m", reported, None, None))
+            .transaction(|tx| tx.update_run_task(1, "working", "m", reported, None, None))
             .unwrap()
             .unwrap();
         shown.push(store.task("r").unwrap().unwrap().progress);

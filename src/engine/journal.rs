@@ -104,6 +104,8 @@ pub struct UnitState {
 #[derive(Debug, Clone, Copy)]
 pub struct UnitChange<'a> {
     pub node: &'a str,
+    /// The node's index in the plan.
+    pub index: usize,
     pub instance: Option<usize>,
     pub state: &'a UnitState,
 }
@@ -112,6 +114,7 @@ pub struct UnitChange<'a> {
 #[derive(Debug, Clone)]
 pub struct Question<'a> {
     pub node: &'a str,
+    pub index: usize,
     pub instance: Option<usize>,
     pub key: &'a str,
     /// `{kind: "input", message, schema}` or `{kind: "sample", prompt, system, maxTokens}`.
@@ -170,6 +173,7 @@ pub struct ToolCall<'a> {
     pub args: &'a Map<String, Value>,
     pub origin: Origin<'a>,
     pub node: &'a str,
+    pub index: usize,
     pub instance: Option<usize>,
 }
 

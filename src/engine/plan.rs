@@ -24,19 +24,35 @@ pub struct PlannedNode {
     /// Shared with every report of every run of the plan.
     pub id: Arc<str>,
     pub action: NodeAction,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstream: Vec<usize>,
+    /// Rebuilt from `upstream` when a snapshot is read.
+    #[serde(skip)]
     pub downstream: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub trigger: Trigger,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub on_failure: OnFailure,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub for_each: Option<String>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub retry: RetryPolicy,
     /// Nodes whose `output`/`status` this node's templates read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<usize>,
     /// Whether deciding the node evaluates anything against a template context; building
     /// one costs more than the rest of a plain node's scheduling.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_context: bool,
+}
+
+/// Whether a snapshot field holds its default, and can be left out.
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// A workflow ready to run; shared by every run of it. It serialises as the snapshot a
@@ -132,13 +148,11 @@ impl Plan {
                 needs_context: needs_context(node),
             })
             .collect();
-        for i in 0..nodes.len() {
-            nodes[i].upstream.sort_unstable();
-            nodes[i].upstream.dedup();
-            for u in nodes[i].upstream.clone() {
-                nodes[u].downstream.push(i);
-            }
+        for node in &mut nodes {
+            node.upstream.sort_unstable();
+            node.upstream.dedup();
         }
+        link_downstream(&mut nodes);
         debug_assert!(is_acyclic(&nodes), "validated plans are acyclic");
         let mut output_refs = BTreeSet::new();
         for expr in def.output.values() {
@@ -162,7 +176,9 @@ impl Plan {
 
     /// A plan read back from its snapshot.
     pub fn from_snapshot(text: &str) -> Result<Plan, serde_json::Error> {
-        serde_json::from_str(text)
+        let mut plan: Plan = serde_json::from_str(text)?;
+        link_downstream(&mut plan.nodes);
+        Ok(plan)
     }
 
     /// Whether runs of this plan are recorded: every workflow's are; the one-node plan of a
@@ -200,6 +216,16 @@ impl Plan {
             output: IndexMap::new(),
             output_reads: Vec::new(),
             def: None,
+        }
+    }
+}
+
+/// Fills each node's `downstream` from the others' `upstream`.
+fn link_downstream(nodes: &mut [PlannedNode]) {
+    for i in 0..nodes.len() {
+        for k in 0..nodes[i].upstream.len() {
+            let u = nodes[i].upstream[k];
+            nodes[u].downstream.push(i);
         }
     }
 }

@@ -17,8 +17,8 @@ use super::{Store, StoreError, Tx};
 /// One change of a batch.
 #[derive(Debug, Clone)]
 pub enum Write {
-    Node(NodeRow),
-    Task(TaskUpdate),
+    Nodes(Vec<NodeRow>),
+    Tasks(Vec<TaskUpdate>),
     RunTask {
         status: &'static str,
         message: String,
@@ -27,14 +27,14 @@ pub enum Write {
         error: Option<String>,
     },
     Question {
-        node_id: String,
+        node: i64,
         instance: i64,
         key: String,
         request: String,
     },
     /// An answer the caller gave directly, recorded beside its question.
     Answer {
-        node_id: String,
+        node: i64,
         instance: i64,
         key: String,
         answer: String,
@@ -65,13 +65,16 @@ impl Tx<'_> {
     /// Applies a batch inside the current transaction: the fence first, so that a writer
     /// that lost its lease writes nothing.
     pub fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
-        if let Some((owner, until)) = &batch.fence {
-            self.fence(&batch.run_id, owner, *until)?;
-        }
+        let key = match &batch.fence {
+            Some((owner, until)) => self.fence(&batch.run_id, owner, *until)?,
+            None => self.run_key(&batch.run_id)?,
+        };
         for write in &batch.writes {
             match write {
-                Write::Node(row) => self.upsert_node(&batch.run_id, row)?,
-                Write::Task(update) => self.update_task(&batch.run_id, update, batch.timing)?,
+                Write::Nodes(rows) => self.upsert_nodes(key, rows)?,
+                Write::Tasks(updates) => {
+                    self.update_tasks(key, &batch.run_id, updates, batch.timing)?
+                }
                 Write::RunTask {
                     status,
                     message,
@@ -79,7 +82,7 @@ impl Tx<'_> {
                     result,
                     error,
                 } => self.update_run_task(
-                    &batch.run_id,
+                    key,
                     status,
                     message,
                     *progress,
@@ -87,17 +90,17 @@ impl Tx<'_> {
                     error.as_deref(),
                 )?,
                 Write::Question {
-                    node_id,
+                    node,
                     instance,
-                    key,
+                    key: question,
                     request,
-                } => self.ask(&batch.run_id, node_id, *instance, key, request)?,
+                } => self.ask(key, *node, *instance, question, request)?,
                 Write::Answer {
-                    node_id,
+                    node,
                     instance,
-                    key,
+                    key: question,
                     answer,
-                } => self.record_answer(&batch.run_id, node_id, *instance, key, answer)?,
+                } => self.record_answer(key, *node, *instance, question, answer)?,
                 Write::Finish(end) => self.finish_run(&batch.run_id, end)?,
             }
         }

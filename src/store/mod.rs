@@ -22,6 +22,11 @@ pub use run_tasks::{QuestionRow, TaskRow, TaskTiming, TaskUpdate};
 pub use runs::{NewRun, NodeRow, RunEnd, RunRow, RunSummary};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 
+/// The page cache of a connection, in KiB.
+const CACHE_KIB: i64 = 32 * 1024;
+/// How much of the file a connection maps into memory, at most.
+const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+
 /// How long a statement waits for a lock held by another connection before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -110,6 +115,11 @@ impl Store {
     fn from_connection(mut conn: Connection, durability: Durability) -> Result<Store, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "foreign_keys", true)?;
+        // A run touches a row per node, in tables and indexes keyed by random ids: with
+        // SQLite's default 2 MiB page cache, most of those touches become `pread` calls
+        // once the file outgrows it. A larger cache and a memory map keep them in memory.
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+        conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         if !conn.is_readonly(rusqlite::MAIN_DB)? {
             // WAL lets readers proceed during a write; NORMAL loses nothing on a process
             // crash, which is the failure mode of a stdio child process.

@@ -1,9 +1,9 @@
 //! Queries on `run_tasks` and `task_questions`: the tasks that report a run and its nodes,
 //! and the questions those tasks put, with their answers.
 //!
-//! A task row is found by its id, or by its unit: (run, node, instance), where the run's
-//! own task has no node and instance -1. A finished task's status never changes: the
-//! statements below skip such rows, and a trigger refuses the change anyway.
+//! A task row is found by its id, or by its unit: (run key, node index, instance), where
+//! the run's own task is node -1 and a node's is instance -1. A finished task's status never
+//! changes: the statements below skip such rows, and a trigger refuses the change anyway.
 
 use rusqlite::{OptionalExtension, Row, params};
 
@@ -30,8 +30,10 @@ pub struct TaskRow {
 }
 
 /// A task's new state. `progress` never lowers the stored value.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct TaskUpdate {
+    /// The node's index in the run's plan.
+    pub node: i64,
     pub node_id: Option<String>,
     pub instance: i64,
     /// Used when the row does not exist yet (a `for_each` instance's first change).
@@ -61,8 +63,9 @@ pub struct QuestionRow {
     pub answer: Option<String>,
 }
 
-const TASK_COLUMNS: &str = "task_id, parent_id, run_id, node_id, instance, status, status_message, \
-     progress, created_at, updated_at, ttl_ms, poll_interval_ms, result, error";
+const TASK_COLUMNS: &str = "t.task_id, t.parent_id, r.id, t.node_id, t.instance, t.status, \
+     t.status_message, t.progress, t.created_at, t.updated_at, t.ttl_ms, t.poll_interval_ms, \
+     t.result, t.error";
 
 fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     Ok(TaskRow {
@@ -85,9 +88,11 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
 
 impl Tx<'_> {
     /// Inserts the run's own task (its id is the run's) and one `working` task per node,
-    /// each given as (task id, node id), with the status message `pending`.
+    /// given in plan order as (task id, node id), with the status message `message` and
+    /// `pending`.
     pub fn insert_run_tasks(
         &self,
+        run_key: i64,
         run_id: &str,
         nodes: &[(String, &str)],
         timing: TaskTiming,
@@ -95,47 +100,50 @@ impl Tx<'_> {
     ) -> Result<(), StoreError> {
         let now = clock::now_iso();
         let now_ms = clock::now_ms();
-        let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, instance, status,
-                 status_message, progress, created_at, updated_at, updated_ms, ttl_ms,
-                 poll_interval_ms)
-             VALUES (?1, ?2, ?3, ?4, -1, 'working', ?5, 0, ?6, ?6, ?7, ?8, ?9)",
-        )?;
         let (ttl, poll) = (timing.ttl_ms, timing.poll_interval_ms);
-        stmt.execute(params![
-            run_id,
-            None::<&str>,
-            run_id,
-            None::<&str>,
-            message,
-            now,
-            now_ms,
-            ttl,
-            poll
-        ])?;
-        for (task_id, node_id) in nodes {
-            stmt.execute(params![
-                task_id, run_id, run_id, node_id, "pending", now, now_ms, ttl, poll
-            ])?;
-        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
+                     status, status_message, progress, created_at, updated_at, updated_ms,
+                     ttl_ms, poll_interval_ms)
+                 VALUES (?1, -1, -1, ?2, NULL, NULL, 'working', ?3, 0, ?4, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![run_key, run_id, message, now, now_ms, ttl, poll])?;
+        let json = serde_json::to_string(nodes).expect("task ids serialise");
+        self.conn
+            .prepare_cached(
+                "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
+                     status, status_message, progress, created_at, updated_at, updated_ms,
+                     ttl_ms, poll_interval_ms)
+                 SELECT ?1, key, -1, value->>0, ?2, value->>1, 'working', 'pending', 0,
+                     ?3, ?3, ?4, ?5, ?6
+                 FROM json_each(?7)",
+            )?
+            .execute(params![run_key, run_id, now, now_ms, ttl, poll, json])?;
         Ok(())
     }
 
-    /// Writes a task's new state, creating the row for a unit seen for the first time.
-    pub fn update_task(
+    /// Writes the new states of some of a run's tasks, creating the rows of units seen for
+    /// the first time (`for_each` instances): one statement for them all.
+    pub fn update_tasks(
         &self,
+        run_key: i64,
         run_id: &str,
-        update: &TaskUpdate,
+        updates: &[TaskUpdate],
         timing: TaskTiming,
     ) -> Result<(), StoreError> {
-        let now = clock::now_iso();
+        let json = serde_json::to_string(updates).expect("task updates serialise");
         self.conn
             .prepare_cached(
-                "INSERT INTO run_tasks (task_id, parent_id, run_id, node_id, instance, status,
-                     status_message, progress, created_at, updated_at, updated_ms, ttl_ms,
-                     poll_interval_ms, result, error)
-                 VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13)
-                 ON CONFLICT (run_id, node_id, instance) DO UPDATE SET
+                "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
+                     status, status_message, progress, created_at, updated_at, updated_ms,
+                     ttl_ms, poll_interval_ms, result, error)
+                 SELECT ?1, value->>'node', value->>'instance', value->>'new_task_id', ?2,
+                     value->>'node_id', value->>'status', value->>'status_message',
+                     MIN(MAX(value->>'progress', 0), 100), ?3, ?3, ?4, ?5, ?6,
+                     value->>'result', value->>'error'
+                 FROM json_each(?7) WHERE true
+                 ON CONFLICT (run_key, node, instance) DO UPDATE SET
                      status = excluded.status, status_message = excluded.status_message,
                      progress = MAX(run_tasks.progress, excluded.progress),
                      updated_at = excluded.updated_at, updated_ms = excluded.updated_ms,
@@ -143,27 +151,21 @@ impl Tx<'_> {
                  WHERE run_tasks.status NOT IN ('completed', 'failed', 'cancelled')",
             )?
             .execute(params![
-                update.new_task_id,
+                run_key,
                 run_id,
-                update.node_id,
-                update.instance,
-                update.status,
-                update.status_message,
-                update.progress.clamp(0, 100),
-                now,
+                clock::now_iso(),
                 clock::now_ms(),
                 timing.ttl_ms,
                 timing.poll_interval_ms,
-                update.result,
-                update.error
+                json
             ])?;
         Ok(())
     }
 
-    /// Updates the run's own task (its id is the run's).
+    /// Updates the run's own task.
     pub fn update_run_task(
         &self,
-        run_id: &str,
+        run_key: i64,
         status: &'static str,
         message: &str,
         progress: i64,
@@ -175,10 +177,11 @@ impl Tx<'_> {
                 "UPDATE run_tasks SET status = ?2, status_message = ?3,
                      progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
                      result = COALESCE(?7, result), error = COALESCE(?8, error)
-                 WHERE task_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')",
+                 WHERE run_key = ?1 AND node = -1 AND instance = -1
+                   AND status NOT IN ('completed', 'failed', 'cancelled')",
             )?
             .execute(params![
-                run_id,
+                run_key,
                 status,
                 message,
                 progress.clamp(0, 100),
@@ -194,8 +197,8 @@ impl Tx<'_> {
     /// key (a resumed run) keeps the first record and its answer.
     pub fn ask(
         &self,
-        run_id: &str,
-        node_id: &str,
+        run_key: i64,
+        node: i64,
         instance: i64,
         key: &str,
         request: &str,
@@ -204,11 +207,11 @@ impl Tx<'_> {
             .prepare_cached(
                 "INSERT OR IGNORE INTO task_questions (task_id, key, request, asked_at)
                  SELECT task_id, ?4, ?5, ?6 FROM run_tasks
-                 WHERE run_id = ?1 AND node_id = ?2 AND instance = ?3",
+                 WHERE run_key = ?1 AND node = ?2 AND instance = ?3",
             )?
             .execute(params![
-                run_id,
-                node_id,
+                run_key,
+                node,
                 instance,
                 key,
                 request,
@@ -222,8 +225,8 @@ impl Tx<'_> {
     /// Records the answer of a unit's question, unless it has one.
     pub fn record_answer(
         &self,
-        run_id: &str,
-        node_id: &str,
+        run_key: i64,
+        node: i64,
         instance: i64,
         key: &str,
         answer: &str,
@@ -232,11 +235,11 @@ impl Tx<'_> {
             .prepare_cached(
                 "UPDATE task_questions SET answer = ?5, answered_at = ?6
                  WHERE key = ?4 AND answer IS NULL AND task_id = (SELECT task_id FROM run_tasks
-                     WHERE run_id = ?1 AND node_id = ?2 AND instance = ?3)",
+                     WHERE run_key = ?1 AND node = ?2 AND instance = ?3)",
             )?
             .execute(params![
-                run_id,
-                node_id,
+                run_key,
+                node,
                 instance,
                 key,
                 answer,
@@ -249,15 +252,18 @@ impl Tx<'_> {
 impl Store {
     pub fn task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
         let conn = self.lock();
-        let sql = format!("SELECT {TASK_COLUMNS} FROM run_tasks WHERE task_id = ?1");
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
+             WHERE t.task_id = ?1"
+        );
         Ok(conn
             .prepare_cached(&sql)?
             .query_row([task_id], task_from_row)
             .optional()?)
     }
 
-    /// The sub-tasks of `parent` in creation order, after the task id `after` (a cursor
-    /// that stays valid while rows are added), at most `limit` of them.
+    /// The sub-tasks of `parent` in plan order (a node, then its instances), after the task
+    /// id `after` (a cursor that stays valid while instances are added), at most `limit`.
     pub fn child_tasks(
         &self,
         parent: &str,
@@ -266,9 +272,12 @@ impl Store {
     ) -> Result<Vec<TaskRow>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM run_tasks
-             WHERE parent_id = ?1 AND (?2 IS NULL OR rowid > (SELECT rowid FROM run_tasks WHERE task_id = ?2))
-             ORDER BY rowid LIMIT ?3"
+            "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
+             WHERE t.run_key = (SELECT run_key FROM run_tasks WHERE task_id = ?1)
+               AND t.parent_id = ?1
+               AND (?2 IS NULL OR (t.node, t.instance) >
+                    (SELECT node, instance FROM run_tasks WHERE task_id = ?2))
+             ORDER BY t.node, t.instance LIMIT ?3"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = conn.prepare_cached(&sql)?;
@@ -276,8 +285,8 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Tasks of a status (or all), most recently updated first, paginated by an opaque
-    /// position `(updated_ms, task_id)` that a later page starts after.
+    /// The runs' own tasks of a status (or all), most recently updated first, paginated by
+    /// a position `(updated_ms, task_id)` that a later page starts after.
     pub fn list_tasks_page(
         &self,
         status: Option<&str>,
@@ -286,10 +295,10 @@ impl Store {
     ) -> Result<Vec<(i64, TaskRow)>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {TASK_COLUMNS}, updated_ms FROM run_tasks
-             WHERE (?1 IS NULL OR status = ?1)
-               AND (?2 IS NULL OR (updated_ms, task_id) < (?2, ?3))
-             ORDER BY updated_ms DESC, task_id DESC LIMIT ?4"
+            "SELECT {TASK_COLUMNS}, t.updated_ms FROM run_tasks t JOIN runs r ON r.key = t.run_key
+             WHERE t.parent_id IS NULL AND (?1 IS NULL OR t.status = ?1)
+               AND (?2 IS NULL OR (t.updated_ms, t.task_id) < (?2, ?3))
+             ORDER BY t.updated_ms DESC, t.task_id DESC LIMIT ?4"
         );
         let (after_ms, after_id) = after.unzip();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -306,7 +315,8 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT q.task_id, t.node_id, t.instance, q.key, q.request, q.answer
              FROM task_questions q JOIN run_tasks t ON t.task_id = q.task_id
-             WHERE t.run_id = ?1 ORDER BY q.asked_at, q.key",
+             WHERE t.run_key = (SELECT key FROM runs WHERE id = ?1)
+             ORDER BY q.asked_at, q.key",
         )?;
         let rows = stmt.query_map([run_id], |r| {
             Ok(QuestionRow {

@@ -45,8 +45,10 @@ pub struct RunSummary {
 }
 
 /// One node, or one `for_each` instance (`instance >= 0`; the node itself is `-1`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NodeRow {
+    /// The node's index in the run's plan.
+    pub node: i64,
     pub node_id: String,
     pub instance: i64,
     pub status: String,
@@ -118,96 +120,103 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
 
 fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
     Ok(NodeRow {
-        node_id: r.get(0)?,
-        instance: r.get(1)?,
-        status: r.get(2)?,
-        reason: r.get(3)?,
-        attempts: r.get(4)?,
-        next_attempt_ms: r.get(5)?,
-        deadline_ms: r.get(6)?,
-        asking: r.get(7)?,
-        output: r.get(8)?,
-        error: r.get(9)?,
-        intent: r.get(10)?,
-        started_at: r.get(11)?,
-        finished_at: r.get(12)?,
+        node: r.get(0)?,
+        node_id: r.get(1)?,
+        instance: r.get(2)?,
+        status: r.get(3)?,
+        reason: r.get(4)?,
+        attempts: r.get(5)?,
+        next_attempt_ms: r.get(6)?,
+        deadline_ms: r.get(7)?,
+        asking: r.get(8)?,
+        output: r.get(9)?,
+        error: r.get(10)?,
+        intent: r.get(11)?,
+        started_at: r.get(12)?,
+        finished_at: r.get(13)?,
     })
 }
 
 impl Tx<'_> {
-    pub fn insert_run(&self, run: &NewRun<'_>) -> Result<(), StoreError> {
+    /// Records a new run; returns its key, which the rows of its nodes and tasks carry.
+    pub fn insert_run(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let now = clock::now_iso();
-        self.conn
+        let key = self
+            .conn
             .prepare_cached(
                 "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, answers,
                      deadline_ms, lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+                 RETURNING key",
             )?
-            .execute(params![
-                run.id,
-                run.workflow,
-                run.snapshot,
-                run.inputs,
-                run.origin,
-                run.answers,
-                run.deadline_ms,
-                run.lease_owner,
-                run.lease_expires_ms,
-                run.retry_of,
-                now
-            ])?;
-        Ok(())
+            .query_row(
+                params![
+                    run.id,
+                    run.workflow,
+                    run.snapshot,
+                    run.inputs,
+                    run.origin,
+                    run.answers,
+                    run.deadline_ms,
+                    run.lease_owner,
+                    run.lease_expires_ms,
+                    run.retry_of,
+                    now
+                ],
+                |r| r.get(0),
+            )?;
+        Ok(key)
+    }
+
+    /// The key of the run with id `run_id`.
+    pub fn run_key(&self, run_id: &str) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT key FROM runs WHERE id = ?1")?
+            .query_row([run_id], |r| r.get(0))?)
     }
 
     /// Checks that `owner` still holds the run's lease and extends it; `LeaseLost` if not.
-    /// Every batch a driver commits starts here, so a process that lost a run writes nothing.
-    pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<(), StoreError> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE runs SET lease_expires_ms = ?3, updated_at = ?4
-                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
-            )?
-            .execute(params![run_id, owner, until_ms, clock::now_iso()])?;
-        match changed {
-            0 => Err(StoreError::LeaseLost {
-                run_id: run_id.to_owned(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Writes a node's or an instance's state, inserting the row the first time.
-    pub fn upsert_node(&self, run_id: &str, node: &NodeRow) -> Result<(), StoreError> {
+    /// Every batch a driver commits starts here, so a process that lost a run writes
+    /// nothing. Returns the run's key.
+    pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<i64, StoreError> {
         self.conn
             .prepare_cached(
-                "INSERT INTO nodes (run_id, node_id, instance, status, reason, attempts,
+                "UPDATE runs SET lease_expires_ms = ?3, updated_at = ?4
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running' RETURNING key",
+            )?
+            .query_row(params![run_id, owner, until_ms, clock::now_iso()], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .ok_or_else(|| StoreError::LeaseLost {
+                run_id: run_id.to_owned(),
+            })
+    }
+
+    /// Writes the state of nodes and instances of a run, inserting rows seen the first
+    /// time: one statement for them all, over their JSON.
+    pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
+        let json = serde_json::to_string(rows).expect("node rows serialise");
+        self.conn
+            .prepare_cached(
+                "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
                      next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
                      finished_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-                 ON CONFLICT (run_id, node_id, instance) DO UPDATE SET
+                 SELECT ?1, value->>'node', value->>'instance', value->>'node_id',
+                     value->>'status', value->>'reason', value->>'attempts',
+                     value->>'next_attempt_ms', value->>'deadline_ms', value->>'asking',
+                     value->>'output', value->>'error', value->>'intent',
+                     value->>'started_at', value->>'finished_at'
+                 FROM json_each(?2) WHERE true
+                 ON CONFLICT (run_key, node, instance) DO UPDATE SET
                      status = excluded.status, reason = excluded.reason,
                      attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
                      deadline_ms = excluded.deadline_ms, asking = excluded.asking,
                      output = excluded.output, error = excluded.error, intent = excluded.intent,
                      started_at = excluded.started_at, finished_at = excluded.finished_at",
             )?
-            .execute(params![
-                run_id,
-                node.node_id,
-                node.instance,
-                node.status,
-                node.reason,
-                node.attempts,
-                node.next_attempt_ms,
-                node.deadline_ms,
-                node.asking,
-                node.output,
-                node.error,
-                node.intent,
-                node.started_at,
-                node.finished_at
-            ])?;
+            .execute(params![run_key, json])?;
         Ok(())
     }
 
@@ -246,9 +255,10 @@ impl Store {
     pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT node_id, instance, status, reason, attempts, next_attempt_ms, deadline_ms,
-                    asking, output, error, intent, started_at, finished_at
-             FROM nodes WHERE run_id = ?1 ORDER BY node_id, instance",
+            "SELECT node, node_id, instance, status, reason, attempts, next_attempt_ms,
+                    deadline_ms, asking, output, error, intent, started_at, finished_at
+             FROM nodes WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
+             ORDER BY node, instance",
         )?;
         let rows = stmt.query_map([run_id], node_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -264,9 +274,9 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
                     r.origin, r.created_at, COALESCE(t.updated_ms, 0)
-             FROM runs r LEFT JOIN run_tasks t ON t.task_id = r.id
+             FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key AND t.node = -1
              WHERE ?1 IS NULL OR r.status = ?1
-             ORDER BY r.created_at DESC, r.id DESC LIMIT ?2",
+             ORDER BY r.created_at DESC, r.key DESC LIMIT ?2",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![status, limit], |r| {
@@ -319,7 +329,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT id, lease_owner, lease_expires_ms FROM runs
              WHERE status = 'running' AND origin = ?1 AND lease_owner IS NOT ?2
-             ORDER BY created_at, id",
+             ORDER BY created_at, key",
         )?;
         let rows = stmt.query_map(params![origin, owner], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -391,7 +401,8 @@ impl Store {
                  WHERE status != 'running' AND finished_ms IS NOT NULL
                    AND finished_ms < ?1
                    AND (?3 OR finished_ms + COALESCE(
-                        (SELECT ttl_ms FROM run_tasks WHERE task_id = runs.id), 0) <= ?2)",
+                        (SELECT ttl_ms FROM run_tasks WHERE run_key = runs.key AND node = -1),
+                        0) <= ?2)",
             )?
             .execute(params![finished_before_ms, now_ms, ignore_ttl])?)
     }

@@ -19,9 +19,30 @@ fn json_text(value: &Value) -> String {
     serde_json::to_string(value).expect("a JSON value serialises")
 }
 
+/// A new sub-task id of the run: a version 4 UUID whose first half is the run id's and
+/// whose second half is fresh random bits.
+///
+/// Why not 122 fresh random bits: the task id is indexed, and independent random ids put
+/// each of a run's thousand sub-tasks on a different page of that index, which made writing
+/// a run's tasks cost a page write per node. Sharing the run's half keeps a run's tasks
+/// together; the 62 random bits of the other half keep every id unguessable.
+pub(super) fn sub_task_id(run_id: &str) -> String {
+    let run = uuid::Uuid::parse_str(run_id)
+        .map(|u| u.into_bytes())
+        .unwrap_or_default();
+    let fresh = uuid::Uuid::new_v4().into_bytes();
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&run[..8]);
+    bytes[8..].copy_from_slice(&fresh[8..]);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
 pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
     let unit = change.state;
     NodeRow {
+        node: change.index as i64,
         node_id: change.node.to_owned(),
         instance: instance_number(change.instance),
         status: unit.status.as_str().to_owned(),
@@ -38,13 +59,14 @@ pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
     }
 }
 
-pub(super) fn task_update(change: &UnitChange<'_>) -> TaskUpdate {
+pub(super) fn task_update(run_id: &str, change: &UnitChange<'_>) -> TaskUpdate {
     let unit = change.state;
     let status = TaskStatus::of_unit(unit.status, unit.asking.is_some());
     TaskUpdate {
+        node: change.index as i64,
         node_id: Some(change.node.to_owned()),
         instance: instance_number(change.instance),
-        new_task_id: uuid::Uuid::new_v4().to_string(),
+        new_task_id: sub_task_id(run_id),
         status: status.as_str(),
         status_message: Some(unit_message(unit)),
         progress: if status.is_terminal() { 100 } else { 0 },
@@ -77,14 +99,15 @@ fn run_task(progress: &RunProgress<'_>) -> Write {
 /// The writes of a batch: each unit's row and task, questions, answers, the run's task,
 /// and the run's end.
 pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
-    let mut writes = Vec::with_capacity(batch.units.len() * 2 + 2);
-    for change in &batch.units {
-        writes.push(Write::Node(node_row(change)));
-        writes.push(Write::Task(task_update(change)));
+    let mut writes = Vec::with_capacity(6);
+    if !batch.units.is_empty() {
+        writes.push(Write::Nodes(batch.units.iter().map(node_row).collect()));
+        let tasks = batch.units.iter().map(|c| task_update(batch.run_id, c));
+        writes.push(Write::Tasks(tasks.collect()));
     }
     for question in &batch.questions {
         writes.push(Write::Question {
-            node_id: question.node.to_owned(),
+            node: question.index as i64,
             instance: instance_number(question.instance),
             key: question.key.to_owned(),
             request: json_text(&question.request),
@@ -92,7 +115,7 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
     }
     for (unit, key, answer) in &batch.answers {
         writes.push(Write::Answer {
-            node_id: unit.node.to_owned(),
+            node: unit.index as i64,
             instance: instance_number(unit.instance),
             key: (*key).to_owned(),
             answer: json_text(answer),

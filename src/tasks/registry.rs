@@ -20,7 +20,7 @@ use crate::engine::journal::{
 };
 use crate::engine::plan::Plan;
 use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
-use crate::store::{Batch, NewRun, Store, StoreError, TaskTiming};
+use crate::store::{Batch, NewRun, Store, StoreError, TaskTiming, Write};
 use crate::tools::{ToolError, ToolResult, Tools};
 
 /// How often a waiting question looks for an answer given by another process. Answers
@@ -139,7 +139,7 @@ impl Journal for Registry {
             .plan
             .nodes
             .iter()
-            .map(|node| (uuid::Uuid::new_v4().to_string(), &*node.id))
+            .map(|node| (records::sub_task_id(start.run_id), &*node.id))
             .collect();
         let message = format!("0/{}", nodes.len());
         let run = NewRun {
@@ -156,8 +156,8 @@ impl Journal for Registry {
         };
         self.store
             .try_transaction(|tx| {
-                tx.insert_run(&run)?;
-                tx.insert_run_tasks(start.run_id, &nodes, self.timing(), &message)
+                let key = tx.insert_run(&run)?;
+                tx.insert_run_tasks(key, start.run_id, &nodes, self.timing(), &message)
             })
             .map_err(storage)
     }
@@ -188,6 +188,7 @@ impl Journal for Registry {
                 let state = settle(&result);
                 let change = UnitChange {
                     node: call.node,
+                    index: call.index,
                     instance: call.instance,
                     state: &state,
                 };
@@ -196,8 +197,8 @@ impl Journal for Registry {
                     fence: None,
                     timing: self.timing(),
                     writes: vec![
-                        crate::store::Write::Node(records::node_row(&change)),
-                        crate::store::Write::Task(records::task_update(&change)),
+                        Write::Nodes(vec![records::node_row(&change)]),
+                        Write::Tasks(vec![records::task_update(batch.run_id, &change)]),
                     ],
                 };
                 tx.apply(&after)?;

@@ -175,6 +175,7 @@ impl RunState {
     pub fn changes<'a>(&'a self, plan: &'a Plan) -> Changes<'a> {
         let change = |node: usize, instance: Option<usize>| UnitChange {
             node: &plan.nodes[node].id,
+            index: node,
             instance,
             state: self.unit(node, instance),
         };
@@ -184,6 +185,7 @@ impl RunState {
             .iter()
             .map(|a| Question {
                 node: &plan.nodes[a.node].id,
+                index: a.node,
                 instance: a.instance,
                 key: &a.key,
                 request: a.request.clone(),

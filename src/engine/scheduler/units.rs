@@ -236,6 +236,7 @@ impl Run {
             args,
             origin,
             node: &planned.id,
+            index: node,
             instance,
         };
         let settle_result = |result: &crate::tools::ToolResult| {
