@@ -212,8 +212,10 @@ fn run_status(store: &Store) -> Option<String> {
         .map(|r| r.status)
 }
 
-/// Kills `child` with SIGKILL once `point` is reached (or the run ended by then).
+/// Kills `child` with SIGKILL once `point` is reached (or the run ended by then), counting
+/// from the moment the run is recorded: a process killed before that took no run on.
 fn kill_at(child: &mut Child, store: &Store, point: Point) {
+    wait_until("the run is recorded", || run_id(store).is_some());
     let since = Instant::now();
     let limit = since + Duration::from_secs(20);
     loop {

@@ -677,9 +677,8 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
     let conn = Connection::open(&path).unwrap();
     for (i, at) in [(1, 30), (2, 10), (3, 20), (4, 20), (5, 40)] {
         conn.execute(
-            "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
-                 updated_at)
-             VALUES (?1, ?2, 'w', '{}', '{}', 'running', 'cli', 'now', 'now')",
+            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
+             VALUES (?1, ?2, 'w', 'running', 'cli', 'now', 'now')",
             rusqlite::params![i, format!("t{i}")],
         )
         .unwrap();

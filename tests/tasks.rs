@@ -77,9 +77,8 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
     drop(Store::open(&path).unwrap());
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
-             updated_at)
-         VALUES (1, 'r', 'w', '{}', '{}', 'succeeded', 'cli', 'now', 'now');
+        "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
+         VALUES (1, 'r', 'w', 'succeeded', 'cli', 'now', 'now');
          INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
              updated_at, updated_ms, ttl_ms, poll_interval_ms)
          VALUES (1, -1, -1, 'r', 'completed', 'now', 'now', 0, 1, 1);",
@@ -110,9 +109,8 @@ fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "INSERT INTO runs (key, id, workflow, snapshot, inputs, status, origin, created_at,
-                 updated_at)
-             VALUES (1, 'r', 'w', '{}', '{}', 'running', 'cli', 'now', 'now');
+            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
+             VALUES (1, 'r', 'w', 'running', 'cli', 'now', 'now');
              INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
                  updated_at, updated_ms, ttl_ms, poll_interval_ms)
              VALUES (1, -1, -1, 'r', 'working', 'now', 'now', 0, 1, 1);",

@@ -170,7 +170,14 @@ fn commit_group(
         Err(error) => return failed_all(&error.into()),
     };
     let mut results = Vec::with_capacity(group.len());
-    for (_, batch) in group {
+    if let [(_, batch)] = group {
+        // Alone in its group: its failure undoes the whole transaction, no savepoint needed.
+        match (Tx { conn: &tx }).apply(batch) {
+            Ok(()) => results.push(Ok(())),
+            Err(error) => return vec![Err(error)],
+        }
+    }
+    for (_, batch) in group.iter().filter(|_| group.len() > 1) {
         let savepoint = match tx.execute_batch("SAVEPOINT batch") {
             Ok(()) => Tx { conn: &tx },
             Err(error) => return failed_all(&error.into()),

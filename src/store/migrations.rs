@@ -46,14 +46,13 @@ const MIGRATIONS: &[&str] = &[
         key              INTEGER PRIMARY KEY,
         id               TEXT NOT NULL UNIQUE,
         workflow         TEXT NOT NULL,
-        snapshot         TEXT NOT NULL,
-        inputs           TEXT NOT NULL,
-        status           TEXT NOT NULL
-                         CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled')),
+        status           TEXT NOT NULL CHECK (status = 'running' OR status = 'succeeded'
+                                              OR status = 'failed' OR status = 'cancelled'),
         error            TEXT,
         output           TEXT,
-        origin           TEXT NOT NULL CHECK (origin IN ('cli', 'mcp')),
-        answers          TEXT NOT NULL DEFAULT 'none' CHECK (answers IN ('none', 'caller', 'parked')),
+        origin           TEXT NOT NULL CHECK (origin = 'cli' OR origin = 'mcp'),
+        answers          TEXT NOT NULL DEFAULT 'none'
+                         CHECK (answers = 'none' OR answers = 'caller' OR answers = 'parked'),
         deadline_ms      INTEGER,
         lease_owner      TEXT,
         lease_expires_ms INTEGER,
@@ -65,6 +64,13 @@ const MIGRATIONS: &[&str] = &[
         finished_ms      INTEGER
     );
     CREATE INDEX runs_by_status ON runs (status, created_at);
+    -- What a run runs, apart from the row its lease and status change in: an update of a
+    -- row rewrites the whole row, and a snapshot of a large plan is megabytes.
+    CREATE TABLE run_snapshots (
+        run_key  INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
+        snapshot TEXT NOT NULL,
+        inputs   TEXT NOT NULL
+    );
     CREATE INDEX runs_by_lease ON runs (lease_owner) WHERE status = 'running';
 
     CREATE TABLE nodes (
@@ -72,8 +78,9 @@ const MIGRATIONS: &[&str] = &[
         node            INTEGER NOT NULL,
         instance        INTEGER NOT NULL,
         node_id         TEXT NOT NULL,
-        status          TEXT NOT NULL CHECK (status IN
-                        ('pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled')),
+        status          TEXT NOT NULL CHECK (status = 'pending' OR status = 'running'
+                            OR status = 'succeeded' OR status = 'failed' OR status = 'skipped'
+                            OR status = 'cancelled'),
         reason          TEXT,
         attempts        INTEGER NOT NULL DEFAULT 0,
         next_attempt_ms INTEGER,
@@ -94,8 +101,8 @@ const MIGRATIONS: &[&str] = &[
         task_id          TEXT NOT NULL UNIQUE,
         parent_id        TEXT,
         node_id          TEXT,
-        status           TEXT NOT NULL CHECK (status IN
-                         ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+        status           TEXT NOT NULL CHECK (status = 'working' OR status = 'input_required'
+                             OR status = 'completed' OR status = 'failed' OR status = 'cancelled'),
         status_message   TEXT,
         progress         INTEGER NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
         created_at       TEXT NOT NULL,
@@ -113,7 +120,8 @@ const MIGRATIONS: &[&str] = &[
         WHERE parent_id IS NULL;
     -- Terminal states never change, whatever writes the row.
     CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
-    WHEN OLD.status IN ('completed', 'failed', 'cancelled') AND NEW.status IS NOT OLD.status
+    WHEN NEW.status IS NOT OLD.status
+         AND (OLD.status = 'completed' OR OLD.status = 'failed' OR OLD.status = 'cancelled')
     BEGIN SELECT RAISE(ABORT, 'a finished task keeps its state'); END;
 
     CREATE TABLE task_questions (

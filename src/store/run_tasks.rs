@@ -30,7 +30,7 @@ pub struct TaskRow {
 }
 
 /// A task's new state. `progress` never lowers the stored value.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone)]
 pub struct TaskUpdate {
     /// The node's index in the run's plan.
     pub node: i64,
@@ -109,22 +109,30 @@ impl Tx<'_> {
                  VALUES (?1, -1, -1, ?2, NULL, NULL, 'working', ?3, 0, ?4, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![run_key, run_id, message, now, now_ms, ttl, poll])?;
-        let json = serde_json::to_string(nodes).expect("task ids serialise");
-        self.conn
-            .prepare_cached(
-                "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
-                     status, status_message, progress, created_at, updated_at, updated_ms,
-                     ttl_ms, poll_interval_ms)
-                 SELECT ?1, key, -1, value->>0, ?2, value->>1, 'working', 'pending', 0,
-                     ?3, ?3, ?4, ?5, ?6
-                 FROM json_each(?7)",
-            )?
-            .execute(params![run_key, run_id, now, now_ms, ttl, poll, json])?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
+                 status, status_message, progress, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES (?1, ?2, -1, ?3, ?4, ?5, 'working', 'pending', 0, ?6, ?6, ?7, ?8, ?9)",
+        )?;
+        for (index, (task_id, node_id)) in nodes.iter().enumerate() {
+            stmt.execute(params![
+                run_key,
+                index as i64,
+                task_id,
+                run_id,
+                node_id,
+                now,
+                now_ms,
+                ttl,
+                poll
+            ])?;
+        }
         Ok(())
     }
 
     /// Writes the new states of some of a run's tasks, creating the rows of units seen for
-    /// the first time (`for_each` instances): one statement for them all.
+    /// the first time (`for_each` instances).
     pub fn update_tasks(
         &self,
         run_key: i64,
@@ -132,33 +140,63 @@ impl Tx<'_> {
         updates: &[TaskUpdate],
         timing: TaskTiming,
     ) -> Result<(), StoreError> {
-        let json = serde_json::to_string(updates).expect("task updates serialise");
-        self.conn
-            .prepare_cached(
-                "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
-                     status, status_message, progress, created_at, updated_at, updated_ms,
-                     ttl_ms, poll_interval_ms, result, error)
-                 SELECT ?1, value->>'node', value->>'instance', value->>'new_task_id', ?2,
-                     value->>'node_id', value->>'status', value->>'status_message',
-                     MIN(MAX(value->>'progress', 0), 100), ?3, ?3, ?4, ?5, ?6,
-                     value->>'result', value->>'error'
-                 FROM json_each(?7) WHERE true
-                 ON CONFLICT (run_key, node, instance) DO UPDATE SET
-                     status = excluded.status, status_message = excluded.status_message,
-                     progress = MAX(run_tasks.progress, excluded.progress),
-                     updated_at = excluded.updated_at, updated_ms = excluded.updated_ms,
-                     result = excluded.result, error = excluded.error
-                 WHERE run_tasks.status NOT IN ('completed', 'failed', 'cancelled')",
-            )?
-            .execute(params![
+        let (now, now_ms) = (clock::now_iso(), clock::now_ms());
+        // A node's task exists from the start of its run: a plain update by key. An
+        // instance's task is created the first time it changes.
+        let mut update = self.conn.prepare_cached(
+            "UPDATE run_tasks SET status = ?4, status_message = ?5,
+                 progress = MAX(progress, ?6), updated_at = ?7, updated_ms = ?8,
+                 result = ?9, error = ?10
+             WHERE run_key = ?1 AND node = ?2 AND instance = ?3
+               AND (status = 'working' OR status = 'input_required')",
+        )?;
+        let mut upsert = self.conn.prepare_cached(
+            "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, node_id,
+                 status, status_message, progress, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms, result, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15)
+             ON CONFLICT (run_key, node, instance) DO UPDATE SET
+                 status = excluded.status, status_message = excluded.status_message,
+                 progress = MAX(run_tasks.progress, excluded.progress),
+                 updated_at = excluded.updated_at, updated_ms = excluded.updated_ms,
+                 result = excluded.result, error = excluded.error
+             WHERE run_tasks.status = 'working' OR run_tasks.status = 'input_required'",
+        )?;
+        for task in updates {
+            let progress = task.progress.clamp(0, 100);
+            if task.instance < 0 {
+                update.execute(params![
+                    run_key,
+                    task.node,
+                    task.instance,
+                    task.status,
+                    task.status_message,
+                    progress,
+                    now,
+                    now_ms,
+                    task.result,
+                    task.error
+                ])?;
+                continue;
+            }
+            upsert.execute(params![
                 run_key,
+                task.node,
+                task.instance,
+                task.new_task_id,
                 run_id,
-                clock::now_iso(),
-                clock::now_ms(),
+                task.node_id,
+                task.status,
+                task.status_message,
+                progress,
+                now,
+                now_ms,
                 timing.ttl_ms,
                 timing.poll_interval_ms,
-                json
+                task.result,
+                task.error
             ])?;
+        }
         Ok(())
     }
 
@@ -178,7 +216,7 @@ impl Tx<'_> {
                      progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
                      result = COALESCE(?7, result), error = COALESCE(?8, error)
                  WHERE run_key = ?1 AND node = -1 AND instance = -1
-                   AND status NOT IN ('completed', 'failed', 'cancelled')",
+                   AND (status = 'working' OR status = 'input_required')",
             )?
             .execute(params![
                 run_key,

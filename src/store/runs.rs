@@ -45,7 +45,7 @@ pub struct RunSummary {
 }
 
 /// One node, or one `for_each` instance (`instance >= 0`; the node itself is `-1`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRow {
     /// The node's index in the run's plan.
     pub node: i64,
@@ -92,9 +92,9 @@ pub struct RunEnd {
     pub output: Option<String>,
 }
 
-const RUN_COLUMNS: &str = "id, workflow, snapshot, inputs, status, error, output, origin, answers, \
-     deadline_ms, lease_owner, lease_expires_ms, cancel_requested, retry_of, created_at, \
-     updated_at, finished_at";
+const RUN_COLUMNS: &str = "r.id, r.workflow, s.snapshot, s.inputs, r.status, r.error, r.output, \
+     r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
+     r.retry_of, r.created_at, r.updated_at, r.finished_at";
 
 fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -144,17 +144,15 @@ impl Tx<'_> {
         let key = self
             .conn
             .prepare_cached(
-                "INSERT INTO runs (id, workflow, snapshot, inputs, status, origin, answers,
-                     deadline_ms, lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+                "INSERT INTO runs (id, workflow, status, origin, answers, deadline_ms,
+                     lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
                  RETURNING key",
             )?
             .query_row(
                 params![
                     run.id,
                     run.workflow,
-                    run.snapshot,
-                    run.inputs,
                     run.origin,
                     run.answers,
                     run.deadline_ms,
@@ -165,6 +163,11 @@ impl Tx<'_> {
                 ],
                 |r| r.get(0),
             )?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO run_snapshots (run_key, snapshot, inputs) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![key, run.snapshot, run.inputs])?;
         Ok(key)
     }
 
@@ -195,28 +198,39 @@ impl Tx<'_> {
     }
 
     /// Writes the state of nodes and instances of a run, inserting rows seen the first
-    /// time: one statement for them all, over their JSON.
+    /// time.
     pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
-        let json = serde_json::to_string(rows).expect("node rows serialise");
-        self.conn
-            .prepare_cached(
-                "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
-                     next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
-                     finished_at)
-                 SELECT ?1, value->>'node', value->>'instance', value->>'node_id',
-                     value->>'status', value->>'reason', value->>'attempts',
-                     value->>'next_attempt_ms', value->>'deadline_ms', value->>'asking',
-                     value->>'output', value->>'error', value->>'intent',
-                     value->>'started_at', value->>'finished_at'
-                 FROM json_each(?2) WHERE true
-                 ON CONFLICT (run_key, node, instance) DO UPDATE SET
-                     status = excluded.status, reason = excluded.reason,
-                     attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
-                     deadline_ms = excluded.deadline_ms, asking = excluded.asking,
-                     output = excluded.output, error = excluded.error, intent = excluded.intent,
-                     started_at = excluded.started_at, finished_at = excluded.finished_at",
-            )?
-            .execute(params![run_key, json])?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
+                 next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
+                 finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+             ON CONFLICT (run_key, node, instance) DO UPDATE SET
+                 status = excluded.status, reason = excluded.reason,
+                 attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
+                 deadline_ms = excluded.deadline_ms, asking = excluded.asking,
+                 output = excluded.output, error = excluded.error, intent = excluded.intent,
+                 started_at = excluded.started_at, finished_at = excluded.finished_at",
+        )?;
+        for row in rows {
+            stmt.execute(params![
+                run_key,
+                row.node,
+                row.instance,
+                row.node_id,
+                row.status,
+                row.reason,
+                row.attempts,
+                row.next_attempt_ms,
+                row.deadline_ms,
+                row.asking,
+                row.output,
+                row.error,
+                row.intent,
+                row.started_at,
+                row.finished_at
+            ])?;
+        }
         Ok(())
     }
 
@@ -244,7 +258,10 @@ impl Tx<'_> {
 impl Store {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
         let conn = self.lock();
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs r JOIN run_snapshots s ON s.run_key = r.key
+             WHERE r.id = ?1"
+        );
         Ok(conn
             .prepare_cached(&sql)?
             .query_row([run_id], run_from_row)

@@ -66,7 +66,11 @@ pub(super) fn task_update(run_id: &str, change: &UnitChange<'_>) -> TaskUpdate {
         node: change.index as i64,
         node_id: Some(change.node.to_owned()),
         instance: instance_number(change.instance),
-        new_task_id: sub_task_id(run_id),
+        // Only an instance's first change creates its task; a node's exists already.
+        new_task_id: match change.instance {
+            Some(_) => sub_task_id(run_id),
+            None => String::new(),
+        },
         status: status.as_str(),
         status_message: Some(unit_message(unit)),
         progress: if status.is_terminal() { 100 } else { 0 },
