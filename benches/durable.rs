@@ -47,6 +47,7 @@ use mcp_task_server::engine::journal::{
     Answers, Journal, JournalError, RunBatch, RunOrigin, RunProgress, RunStart, StoredRun,
     ToolCall, UnitChange, UnitState,
 };
+use mcp_task_server::engine::observer::Event;
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::{NodeError, NodeStatus, RunStatus};
 use mcp_task_server::engine::{Engine, RunOptions};
@@ -409,6 +410,40 @@ fn bench_resume(c: &mut Criterion) {
             |run| resume(&engine, run),
             BatchSize::PerIteration,
         );
+    });
+    // Load, claim and rebuild alone: the time from `resume` to the run's first event, which
+    // the rebuilt run emits before it decides anything. The stored run is recorded, and the
+    // resumed one cancelled and finished, outside the timed part.
+    group.bench_function(BenchmarkId::new("load_and_rebuild/half", nodes), |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            let runs: Vec<_> = (0..iters).map(|_| fresh_run(half).0).collect();
+            let engine = engine.clone();
+            async move {
+                for run_id in runs {
+                    let (started, rebuilt) = tokio::sync::oneshot::channel::<()>();
+                    let started = std::sync::Mutex::new(Some(started));
+                    let observer = move |event: &Event<'_>| {
+                        if matches!(event, Event::RunStarted { .. })
+                            && let Some(tx) = started.lock().unwrap().take()
+                        {
+                            let _ = tx.send(());
+                        }
+                    };
+                    let options = RunOptions {
+                        observer: Some(Arc::new(observer)),
+                        ..RunOptions::default()
+                    };
+                    let begun = std::time::Instant::now();
+                    let handle = engine.resume(&run_id, options).expect("resumes");
+                    rebuilt.await.expect("the run starts");
+                    total += begun.elapsed();
+                    handle.cancel.cancel();
+                    black_box(handle.join.await.expect("run task"));
+                }
+                total
+            }
+        });
     });
     group.finish();
     eprintln!(
