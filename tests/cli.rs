@@ -765,6 +765,13 @@ fn cancel_ends_an_orphaned_run_as_cancelled() {
     };
     child.kill().unwrap();
     child.wait().unwrap();
+    // Reading a run never takes it over: its lease stays the dead process's.
+    let owner = || store.run(&id).unwrap().unwrap().lease_owner;
+    let before = owner();
+    sandbox.run(&["workflows", "runs"]).assert_code(0);
+    sandbox.run(&["workflows", "status", &id]).assert_code(0);
+    assert_eq!(owner(), before);
+    assert!(before.is_some());
 
     let cancelled = sandbox.run(&["workflows", "cancel", &id]);
     assert_eq!(
@@ -796,4 +803,24 @@ fn answer_names_what_is_wrong_when_there_is_nothing_to_answer() {
         "{}",
         no_run.stderr
     );
+}
+
+#[test]
+fn durability_ttl_and_lease_options_are_checked() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let full = sandbox.run(&["--durability", "full", "workflows", "run", "hello"]);
+    full.assert_code(0);
+    let bogus = sandbox.run(&["--durability", "sometimes", "workflows", "runs"]);
+    assert_eq!(bogus.code, Some(2), "{}", bogus.stderr);
+    assert!(
+        bogus.stderr.contains("normal") && bogus.stderr.contains("full"),
+        "{}",
+        bogus.stderr
+    );
+    let zero = sandbox.run(&["--task-ttl", "0s", "workflows", "runs"]);
+    assert_eq!(zero.code, Some(2), "{}", zero.stderr);
+    assert!(zero.stderr.contains("more than zero"), "{}", zero.stderr);
+    let nonsense = sandbox.run(&["--lease", "soon", "workflows", "runs"]);
+    assert_eq!(nonsense.code, Some(2), "{}", nonsense.stderr);
 }

@@ -542,3 +542,69 @@ fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
     assert_eq!(run.lease_owner, None, "nothing is left to take over");
     assert_eq!(store.task(&id).unwrap().unwrap().status, "cancelled");
 }
+
+/// A wait longer than the 5 s a server gives its calls to finish once its client is gone.
+const LONGER: &str = r#"
+name = "longer"
+[nodes.first]
+tool = "add_task"
+args = { title = "first" }
+[nodes.pause]
+wait = "6500ms"
+needs = ["first"]
+[nodes.last]
+tool = "add_task"
+args = { title = "last" }
+needs = ["pause"]
+"#;
+
+fn hang_up(child: &mut Child) {
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_next_server() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
+    std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), LONGER).unwrap();
+    let store = sandbox.store();
+    let started = |workflow: &str| {
+        let runs = store.list_runs(None, 10).unwrap();
+        let run = runs.into_iter().find(|r| r.workflow == workflow)?;
+        let rows = store.nodes(&run.id).unwrap();
+        rows.iter().any(|r| r.node_id == "pause").then_some(run.id)
+    };
+
+    // A run that ends within the server's grace period ends in that server.
+    let mut first = sandbox.serve(Some("slow"));
+    wait_until("the slow wait starts", || started("slow").is_some());
+    hang_up(&mut first);
+    let slow = started("slow").unwrap();
+    assert_eq!(store.run(&slow).unwrap().unwrap().status, "succeeded");
+
+    // A longer one is left, unfinished and unleased, to the next server.
+    let mut second = sandbox.serve(Some("longer"));
+    wait_until("the longer wait starts", || started("longer").is_some());
+    hang_up(&mut second);
+    let longer = started("longer").unwrap();
+    let run = store.run(&longer).unwrap().unwrap();
+    assert_eq!(run.status, "running", "a hang-up is not a cancel");
+    assert_eq!(
+        run.lease_owner, None,
+        "the lease was given up on the way out"
+    );
+    let next = sandbox.serve(None);
+    wait_until("the next server finishes it", || {
+        store.run(&longer).unwrap().unwrap().status != "running"
+    });
+    read_stderr(next);
+    assert_eq!(store.run(&longer).unwrap().unwrap().status, "succeeded");
+    let titles: Vec<String> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    assert_eq!(titles, ["first", "last", "first", "last"]);
+}

@@ -44,7 +44,7 @@ pub(super) fn settle(
     number: u32,
     result: Result<Value, NodeError>,
     policy: &RetryPolicy,
-    seed: u64,
+    seed: impl FnOnce() -> u64,
 ) -> UnitState {
     let now = clock::now_ms();
     let mut next = UnitState {
@@ -64,7 +64,8 @@ pub(super) fn settle(
         }
         Err(error) => {
             match error.is_retryable() {
-                true => match retry_delay(policy, seed, number) {
+                // The seed is only worth its hash when a retry may follow.
+                true => match retry_delay(policy, seed(), number) {
                     Some(delay) => next.next_attempt_ms = Some(now + millis(delay)),
                     None => next.status = NodeStatus::Failed,
                 },
@@ -229,7 +230,8 @@ impl Run {
             };
             return Some(self.settled(node, instance, number, result));
         };
-        let (policy, seed) = (planned.retry, self.seed(node, instance));
+        let policy = planned.retry;
+        let seed = || jitter_seed(&self.run_id, &planned.id, instance);
         let unit = self.state.unit(node, instance).clone();
         let call = ToolCall {
             name,
@@ -269,7 +271,7 @@ impl Run {
     ) -> (UnitState, bool) {
         let policy = self.plan.nodes[node].retry;
         let unit = self.state.unit(node, instance);
-        let settled = settle(unit, number, result, &policy, self.seed(node, instance));
+        let settled = settle(unit, number, result, &policy, || self.seed(node, instance));
         (settled, true)
     }
 
