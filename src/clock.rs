@@ -14,8 +14,12 @@ pub fn now_iso() -> String {
 
 /// Now, in milliseconds since the Unix epoch: the unit of every stored deadline.
 pub fn now_ms() -> i64 {
-    let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
-    i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX)
+    // `SystemTime` rather than `OffsetDateTime`: no calendar, no 128-bit division.
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX / 1000);
+    secs * 1000 + i64::from(since.subsec_millis())
 }
 
 /// A millisecond timestamp as [`now_iso`] writes it.

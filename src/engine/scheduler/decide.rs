@@ -81,7 +81,9 @@ impl Run {
         }
         // A resumed node keeps the instances that finished; the items are the same, since
         // they come from the same inputs and upstream outputs.
-        let restored = std::mem::take(&mut self.state.restored_instances[i]);
+        let restored = (self.state.restored_instances.get_mut(i))
+            .map(std::mem::take)
+            .unwrap_or_default();
         self.state.expand(i, Fan::new(items.len(), restored));
         for (k, item) in items.iter().enumerate() {
             if self.state.unit(i, Some(k)).status.is_terminal() {

@@ -52,6 +52,7 @@ impl Run {
             return;
         }
         let reason = self.stop_reason();
+        let stamp = self.journal.is_some();
         let downstream = match self.stop {
             Some(Stop::NodeFailed(failed)) => self.downstream_of(failed),
             _ => vec![false; self.plan.nodes.len()],
@@ -63,7 +64,7 @@ impl Run {
                     .collect();
                 for k in open {
                     let unit = self.state.unit_mut(i, Some(k));
-                    close(unit, NodeStatus::Cancelled, Some(reason.clone()));
+                    close(unit, NodeStatus::Cancelled, Some(reason.clone()), stamp);
                 }
             }
             if self.state.status(i).is_terminal() {
@@ -73,7 +74,7 @@ impl Run {
                 true => (NodeStatus::Skipped, "upstream failed".to_owned()),
                 false => (NodeStatus::Cancelled, reason.clone()),
             };
-            close(self.state.unit_mut(i, None), status, Some(why));
+            close(self.state.unit_mut(i, None), status, Some(why), stamp);
             self.state.done += 1;
             self.node_changed(i);
         }

@@ -126,12 +126,16 @@ impl Run {
         let plan = setup.plan;
         let n = plan.nodes.len();
         let mut state = RunState::new(n, setup.journal.is_some());
-        let index: std::collections::HashMap<&str, usize> = plan
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| (&*node.id, i))
-            .collect();
+        // Only a run rebuilt from stored records needs its nodes by id.
+        let index: std::collections::HashMap<&str, usize> = match setup.restored.is_empty() {
+            true => Default::default(),
+            false => (plan.nodes.iter().enumerate())
+                .map(|(i, node)| (&*node.id, i))
+                .collect(),
+        };
+        if !setup.restored.is_empty() {
+            state.restored_instances = vec![Vec::new(); n];
+        }
         for (node, instance, unit) in setup.restored {
             let Some(&i) = index.get(node.as_str()) else {
                 continue;

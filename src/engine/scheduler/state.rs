@@ -68,7 +68,8 @@ pub(super) type Changes<'a> = (
 pub(super) struct RunState {
     pub nodes: Vec<UnitState>,
     pub fans: Vec<Option<Fan>>,
-    /// Instance states read back from the store, until their node expands.
+    /// Instance states read back from the store, until their node expands (empty for a
+    /// fresh run).
     pub restored_instances: Vec<Vec<(usize, UnitState)>>,
     /// Nodes in a terminal state.
     pub done: usize,
@@ -91,7 +92,7 @@ impl RunState {
         RunState {
             nodes: vec![UnitState::default(); n],
             fans: (0..n).map(|_| None).collect(),
-            restored_instances: vec![Vec::new(); n],
+            restored_instances: Vec::new(),
             done: 0,
             asking: 0,
             open_fans: Vec::new(),

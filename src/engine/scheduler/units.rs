@@ -37,8 +37,48 @@ pub(super) struct UnitWake {
     pub action: Option<Resolved>,
 }
 
-/// A unit's record after its attempt `number` ended with `result`: succeeded, failed, or
-/// still running with its next attempt's time, when the error is one a retry could cure.
+/// Settles a unit's record, in place, after its attempt `number` ended with `result`:
+/// succeeded, failed, or still running with its next attempt's time, when the error is one
+/// a retry could cure. `stamp` records the finishing time (only a journalled run keeps it).
+pub(super) fn settle_into(
+    unit: &mut UnitState,
+    number: u32,
+    result: Result<Value, NodeError>,
+    policy: &RetryPolicy,
+    seed: impl FnOnce() -> u64,
+    stamp: bool,
+) {
+    unit.attempts = number;
+    unit.next_attempt_ms = None;
+    unit.deadline_ms = None;
+    unit.asking = None;
+    unit.intent = None;
+    let error = match result {
+        Ok(value) => {
+            unit.status = NodeStatus::Succeeded;
+            unit.output = Some(value);
+            unit.error = None;
+            unit.finished_ms = stamp.then(clock::now_ms);
+            return;
+        }
+        Err(error) => error,
+    };
+    // The seed is only worth its hash when a retry may follow.
+    let retry = match error.is_retryable() {
+        true => retry_delay(policy, seed(), number),
+        false => None,
+    };
+    match retry {
+        Some(delay) => unit.next_attempt_ms = Some(clock::now_ms() + millis(delay)),
+        None => {
+            unit.status = NodeStatus::Failed;
+            unit.finished_ms = stamp.then(clock::now_ms);
+        }
+    }
+    unit.error = Some(error);
+}
+
+/// [`settle_into`] on a copy: the record a tool call's transaction commits.
 pub(super) fn settle(
     unit: &UnitState,
     number: u32,
@@ -46,37 +86,8 @@ pub(super) fn settle(
     policy: &RetryPolicy,
     seed: impl FnOnce() -> u64,
 ) -> UnitState {
-    let now = clock::now_ms();
-    let mut next = UnitState {
-        attempts: number,
-        next_attempt_ms: None,
-        deadline_ms: None,
-        asking: None,
-        intent: None,
-        ..unit.clone()
-    };
-    match result {
-        Ok(value) => {
-            next.status = NodeStatus::Succeeded;
-            next.output = Some(value);
-            next.error = None;
-            next.finished_ms = Some(now);
-        }
-        Err(error) => {
-            match error.is_retryable() {
-                // The seed is only worth its hash when a retry may follow.
-                true => match retry_delay(policy, seed(), number) {
-                    Some(delay) => next.next_attempt_ms = Some(now + millis(delay)),
-                    None => next.status = NodeStatus::Failed,
-                },
-                false => next.status = NodeStatus::Failed,
-            }
-            if next.status == NodeStatus::Failed {
-                next.finished_ms = Some(now);
-            }
-            next.error = Some(error);
-        }
-    }
+    let mut next = unit.clone();
+    settle_into(&mut next, number, result, policy, seed, true);
     next
 }
 
@@ -117,18 +128,18 @@ impl Run {
 
     /// Marks the node, and the instance, running.
     fn begin(&mut self, node: usize, instance: Option<usize>) {
-        let now = clock::now_ms();
+        let now = self.journal.is_some().then(clock::now_ms);
         self.state.current = Some(node);
         if self.state.status(node) == NodeStatus::Pending {
             let unit = self.state.unit_mut(node, None);
             unit.status = NodeStatus::Running;
-            unit.started_ms = Some(now);
+            unit.started_ms = now;
             self.node_changed(node);
         }
         if instance.is_some() && self.state.unit(node, instance).status == NodeStatus::Pending {
             let unit = self.state.unit_mut(node, instance);
             unit.status = NodeStatus::Running;
-            unit.started_ms = Some(now);
+            unit.started_ms = now;
         }
     }
 
@@ -178,10 +189,6 @@ impl Run {
         }
     }
 
-    fn seed(&self, node: usize, instance: Option<usize>) -> u64 {
-        jitter_seed(&self.run_id, &self.plan.nodes[node].id, instance)
-    }
-
     /// One attempt of a synchronous action (a tool call or a file), made on this task.
     /// Returns the wait for the retry it scheduled, if it did.
     fn attempt_now(
@@ -191,7 +198,7 @@ impl Run {
         action: Resolved,
     ) -> Option<BoxFuture<Woken>> {
         let number = self.state.unit(node, instance).attempts + 1;
-        let settled = match &action {
+        let retry = match &action {
             Resolved::Tool { name, args } => self.call_tool(node, instance, number, name, args)?,
             Resolved::WriteFile {
                 path,
@@ -199,11 +206,10 @@ impl Run {
                 overwrite,
             } => {
                 let result = self.write_file(node, instance, path, content, *overwrite)?;
-                self.settled(node, instance, number, result)
+                self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),
         };
-        let retry = self.apply(node, instance, settled.0, settled.1);
         retry.map(|delay| self.due_after(node, instance, action, delay))
     }
 
@@ -217,7 +223,7 @@ impl Run {
         number: u32,
         name: &str,
         args: &serde_json::Map<String, Value>,
-    ) -> Option<(UnitState, bool)> {
+    ) -> Option<Option<Duration>> {
         let planned = &self.plan.nodes[node];
         let origin = Origin {
             run_id: Some(&self.run_id),
@@ -228,7 +234,7 @@ impl Run {
                 Some(result) => result.map_err(NodeError::from),
                 None => Err(unknown_tool(name)),
             };
-            return Some(self.settled(node, instance, number, result));
+            return Some(self.settle_here(node, instance, number, result));
         };
         let policy = planned.retry;
         let seed = || jitter_seed(&self.run_id, &planned.id, instance);
@@ -252,7 +258,8 @@ impl Run {
         match committed {
             Ok((_, settled)) => {
                 self.state.clear_changes();
-                Some((settled, false))
+                *self.state.unit_mut_clean(node, instance) = settled;
+                Some(self.after_settle(node, instance))
             }
             Err(error) => {
                 self.lose(error);
@@ -261,18 +268,22 @@ impl Run {
         }
     }
 
-    /// The settled record of an attempt whose change is still to be committed.
-    fn settled(
-        &self,
+    /// Settles the unit's record in place after attempt `number`, and carries out what
+    /// follows. Returns the delay before the retry it schedules, if it does.
+    fn settle_here(
+        &mut self,
         node: usize,
         instance: Option<usize>,
         number: u32,
         result: Result<Value, NodeError>,
-    ) -> (UnitState, bool) {
-        let policy = self.plan.nodes[node].retry;
-        let unit = self.state.unit(node, instance);
-        let settled = settle(unit, number, result, &policy, || self.seed(node, instance));
-        (settled, true)
+    ) -> Option<Duration> {
+        let stamp = self.journal.is_some();
+        let (plan, run_id) = (&self.plan, &self.run_id);
+        let planned = &plan.nodes[node];
+        let seed = || jitter_seed(run_id, &planned.id, instance);
+        let unit = self.state.unit_mut(node, instance);
+        settle_into(unit, number, result, &planned.retry, seed, stamp);
+        self.after_settle(node, instance)
     }
 
     /// Writes a file so that a resumed run never writes it twice, nor calls its own
@@ -483,14 +494,16 @@ impl Run {
             self.state.answered(node, instance, key, answer.clone());
         }
         let attempts = self.state.unit(node, instance).attempts;
-        let number = if attempted { attempts + 1 } else { attempts };
-        let (mut settled, _) = self.settled(node, instance, number, result);
-        if !attempted && settled.status == NodeStatus::Running {
+        let result = match (attempted, result) {
             // An action that could not be resolved is never retried.
-            settled.status = NodeStatus::Failed;
-            settled.next_attempt_ms = None;
-        }
-        if let Some(delay) = self.apply(node, instance, settled, true) {
+            (false, Err(error)) => {
+                let unit = self.state.unit_mut(node, instance);
+                unit.error = Some(error);
+                return self.end_unit(node, instance, NodeStatus::Failed, None);
+            }
+            (_, result) => result,
+        };
+        if let Some(delay) = self.settle_here(node, instance, attempts + 1, result) {
             let action = action.expect("only a waiting attempt's failure is retried here");
             let waiting = match is_synchronous(&action) {
                 true => self.due_after(node, instance, action, delay),
@@ -500,37 +513,26 @@ impl Run {
         }
     }
 
-    /// Stores a unit's settled record and carries out what follows from it. Returns the
-    /// delay before the retry the record schedules, if it does.
-    pub(super) fn apply(
-        &mut self,
-        node: usize,
-        instance: Option<usize>,
-        settled: UnitState,
-        uncommitted: bool,
-    ) -> Option<Duration> {
-        let retry_in = settled
+    /// Carries out what follows from a unit's settled record: the failure event, the
+    /// unit's end. Returns the delay before the retry the record schedules, if it does.
+    fn after_settle(&mut self, node: usize, instance: Option<usize>) -> Option<Duration> {
+        let unit = self.state.unit(node, instance);
+        let status = unit.status;
+        let retry_in = unit
             .next_attempt_ms
-            .filter(|_| settled.status == NodeStatus::Running)
+            .filter(|_| status == NodeStatus::Running)
             .map(left_until);
-        if let Some(error) = &settled.error
-            && settled.status != NodeStatus::Succeeded
+        if let (Some(observer), Some(error)) = (&self.observer, &unit.error)
+            && status != NodeStatus::Succeeded
         {
-            let planned = &self.plan.nodes[node];
-            if let Some(observer) = &self.observer {
-                observer.event(&failure_event(
-                    &self.run_id,
-                    &planned.id,
-                    settled.attempts,
-                    error,
-                    retry_in,
-                ));
-            }
-        }
-        let status = settled.status;
-        match uncommitted {
-            true => *self.state.unit_mut(node, instance) = settled,
-            false => *self.state.unit_mut_clean(node, instance) = settled,
+            let id = &self.plan.nodes[node].id;
+            observer.event(&failure_event(
+                &self.run_id,
+                id,
+                unit.attempts,
+                error,
+                retry_in,
+            ));
         }
         if status.is_terminal() {
             self.unit_finished(node, instance);
@@ -546,7 +548,8 @@ impl Run {
         status: NodeStatus,
         reason: Option<String>,
     ) {
-        close(self.state.unit_mut(node, instance), status, reason);
+        let stamp = self.journal.is_some();
+        close(self.state.unit_mut(node, instance), status, reason, stamp);
         self.unit_finished(node, instance);
     }
 
@@ -608,10 +611,11 @@ impl Run {
         output: Option<Value>,
         error: Option<NodeError>,
     ) {
+        let stamp = self.journal.is_some();
         let unit = self.state.unit_mut(node, None);
         unit.output = output;
         unit.error = error;
-        close(unit, status, reason);
+        close(unit, status, reason, stamp);
         self.node_finished(node);
     }
 
@@ -653,14 +657,15 @@ impl Run {
     }
 }
 
-/// Puts a unit in a terminal state: nothing is awaited or asked any more.
-pub(super) fn close(unit: &mut UnitState, status: NodeStatus, reason: Option<String>) {
+/// Puts a unit in a terminal state: nothing is awaited or asked any more. `stamp` records
+/// the time (only a journalled run keeps it).
+pub(super) fn close(unit: &mut UnitState, status: NodeStatus, reason: Option<String>, stamp: bool) {
     unit.status = status;
     unit.reason = reason;
     unit.asking = None;
     unit.next_attempt_ms = None;
     unit.deadline_ms = None;
-    unit.finished_ms = Some(clock::now_ms());
+    unit.finished_ms = stamp.then(clock::now_ms);
 }
 
 fn unknown_tool(name: &str) -> NodeError {
