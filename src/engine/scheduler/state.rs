@@ -20,7 +20,9 @@ pub(super) struct Fan {
 
 impl Fan {
     pub fn new(count: usize, restored: Vec<(usize, UnitState)>) -> Fan {
-        let mut units = vec![UnitState::default(); count];
+        let mut units: Vec<UnitState> = std::iter::repeat_with(UnitState::default)
+            .take(count)
+            .collect();
         for (k, state) in restored {
             if k < count {
                 units[k] = state;
@@ -90,7 +92,7 @@ pub(super) struct RunState {
 impl RunState {
     pub fn new(n: usize, tracking: bool) -> RunState {
         RunState {
-            nodes: vec![UnitState::default(); n],
+            nodes: std::iter::repeat_with(UnitState::default).take(n).collect(),
             fans: (0..n).map(|_| None).collect(),
             restored_instances: Vec::new(),
             done: 0,
