@@ -259,13 +259,7 @@ fn assert_exactly_once(sandbox: &Sandbox, kills: &[Point]) {
     let run = store.run(&id).unwrap().unwrap();
     assert_eq!(run.status, "succeeded", "after kills at {kills:?}: {run:?}");
 
-    let mut titles: Vec<String> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| t.title)
-        .collect();
-    titles.sort();
+    let titles = sorted_titles(&store);
     let mut expected = vec!["first".to_owned(), "last".to_owned()];
     expected.extend(["a", "b", "c", "d", "e", "f"].map(|i| format!("fan {i}")));
     expected.sort();
@@ -369,20 +363,28 @@ fn a_run_over_stdio_killed_anywhere_is_finished_by_the_next_server() {
     }
 }
 
-/// A workflow with a long wait between two tool calls, to hold a run unfinished.
-const SLOW: &str = r#"
-name = "slow"
-[nodes.first]
-tool = "add_task"
-args = { title = "first" }
-[nodes.pause]
-wait = "2500ms"
-needs = ["first"]
-[nodes.last]
-tool = "add_task"
-args = { title = "last" }
-needs = ["pause"]
-"#;
+/// A workflow `name`: a todo, a wait of `wait`, another todo.
+fn todo_wait_todo(name: &str, wait: &str) -> String {
+    format!(
+        "name = \"{name}\"\n\
+         [nodes.first]\ntool = \"add_task\"\nargs = {{ title = \"first\" }}\n\
+         [nodes.pause]\nwait = \"{wait}\"\nneeds = [\"first\"]\n\
+         [nodes.last]\ntool = \"add_task\"\nargs = {{ title = \"last\" }}\nneeds = [\"pause\"]\n"
+    )
+}
+
+/// A run held unfinished for a while.
+fn slow() -> String {
+    todo_wait_todo("slow", "2500ms")
+}
+
+/// The titles of every todo, sorted.
+fn sorted_titles(store: &Store) -> Vec<String> {
+    let todos = store.list_todos(&Default::default()).unwrap();
+    let mut titles: Vec<String> = todos.into_iter().map(|t| t.title).collect();
+    titles.sort();
+    titles
+}
 
 fn lease_owner_pid(store: &Store, id: &str) -> Option<u32> {
     let owner = store.run(id).unwrap()?.lease_owner?;
@@ -411,7 +413,7 @@ fn read_stderr(mut child: Child) -> String {
 #[test]
 fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_dies() {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
     let store = sandbox.store();
     let mut first = sandbox.serve(Some("slow"));
     wait_until("the wait starts", || {
@@ -455,13 +457,7 @@ fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_di
         1,
         "{other_log}"
     );
-    let mut titles: Vec<String> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| t.title)
-        .collect();
-    titles.sort();
+    let titles = sorted_titles(&store);
     assert_eq!(titles, ["first", "last"]);
 }
 
@@ -519,7 +515,7 @@ fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer() {
 #[test]
 fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
     let store = sandbox.store();
     let mut child = sandbox.spawn(&["workflows", "run", "slow"]);
     wait_until("the wait starts", || {
@@ -543,21 +539,6 @@ fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
     assert_eq!(store.task(&id).unwrap().unwrap().status, "cancelled");
 }
 
-/// A wait longer than the 5 s a server gives its calls to finish once its client is gone.
-const LONGER: &str = r#"
-name = "longer"
-[nodes.first]
-tool = "add_task"
-args = { title = "first" }
-[nodes.pause]
-wait = "6500ms"
-needs = ["first"]
-[nodes.last]
-tool = "add_task"
-args = { title = "last" }
-needs = ["pause"]
-"#;
-
 fn hang_up(child: &mut Child) {
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
@@ -566,8 +547,10 @@ fn hang_up(child: &mut Child) {
 #[test]
 fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_next_server() {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), SLOW).unwrap();
-    std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), LONGER).unwrap();
+    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
+    // Longer than the 5 s a server gives its calls to finish once its client is gone.
+    let longer = todo_wait_todo("longer", "6500ms");
+    std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), longer).unwrap();
     let store = sandbox.store();
     let started = |workflow: &str| {
         let runs = store.list_runs(None, 10).unwrap();
@@ -600,11 +583,5 @@ fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_
     });
     read_stderr(next);
     assert_eq!(store.run(&longer).unwrap().unwrap().status, "succeeded");
-    let titles: Vec<String> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| t.title)
-        .collect();
-    assert_eq!(titles, ["first", "last", "first", "last"]);
+    assert_eq!(sorted_titles(&store), ["first", "first", "last", "last"]);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use engine_support::{checked_inputs, plan};
 use mcp_task_server::engine::journal::JournalError;
-use mcp_task_server::engine::report::{NodeStatus, RunStatus};
+use mcp_task_server::engine::report::{NodeStatus, RunReport, RunStatus};
 use mcp_task_server::engine::{Engine, ResumeError, RunHandle, RunOptions};
 use mcp_task_server::store::Store;
 use mcp_task_server::tasks::housekeeping::{self, Chores};
@@ -85,6 +85,15 @@ fn node_status(store: &Store, run_id: &str, node: &str) -> Option<String> {
     rows.into_iter()
         .find(|r| r.node_id == node && r.instance == -1)
         .map(|r| r.status)
+}
+
+/// Another "process" takes the crashed run over once its lease ran out, and finishes it.
+async fn resume_elsewhere(world: &World, run_id: &str) -> (Proc, RunReport) {
+    tokio::time::sleep(SHORT * 2).await;
+    let b = world.process(SHORT);
+    let handle = b.engine.resume(run_id, RunOptions::default()).unwrap();
+    let report = handle.join.await.unwrap();
+    (b, report)
 }
 
 /// Waits until node `node` of the run is running.
@@ -426,15 +435,7 @@ async fn a_run_whose_caller_is_gone_takes_the_default_of_its_question() {
         RunOptions::default(),
     );
     let id = crash(handle).await;
-    tokio::time::sleep(SHORT * 2).await;
-    let b = world.process(SHORT);
-    let report = b
-        .engine
-        .resume(&id, RunOptions::default())
-        .unwrap()
-        .join
-        .await
-        .unwrap();
+    let (_, report) = resume_elsewhere(&world, &id).await;
     assert_eq!(report.nodes["ask"].output, Some(json!({ "go": true })));
     assert_eq!(report.nodes["strict"].status, NodeStatus::Failed);
     assert_eq!(
@@ -541,15 +542,7 @@ async fn an_identical_file_left_by_an_interrupted_write_counts_as_written() {
     std::fs::create_dir_all(world.dir.path().join("out")).unwrap();
     std::fs::write(world.dir.path().join("out/report.txt"), "hello").unwrap();
 
-    tokio::time::sleep(SHORT * 2).await;
-    let b = world.process(SHORT);
-    let report = b
-        .engine
-        .resume(&id, RunOptions::default())
-        .unwrap()
-        .join
-        .await
-        .unwrap();
+    let (_, report) = resume_elsewhere(&world, &id).await;
     assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
     assert_eq!(report.nodes["write"].attempts, 1);
 
@@ -678,15 +671,7 @@ async fn a_question_its_caller_never_answered_takes_its_default_once_the_caller_
     })
     .await;
     crash(handle).await;
-    tokio::time::sleep(SHORT * 2).await;
-    let b = world.process(SHORT);
-    let report = b
-        .engine
-        .resume(&id, RunOptions::default())
-        .unwrap()
-        .join
-        .await
-        .unwrap();
+    let (b, report) = resume_elsewhere(&world, &id).await;
     assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
     assert_eq!(
         report.nodes["ask"].output,
