@@ -115,10 +115,6 @@ impl Journal for PerTransition {
         self.0.claim(run_id)
     }
 
-    fn release(&self, run_id: &str) {
-        self.0.release(run_id);
-    }
-
     fn answer(
         &self,
         run_id: &str,

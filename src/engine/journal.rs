@@ -232,9 +232,6 @@ pub trait Journal: Send + Sync {
     /// Takes the run's lease for this process: `Held` if a live process holds it.
     fn claim(&self, run_id: &str) -> Result<(), JournalError>;
 
-    /// Gives the run's lease up (a run this process stops driving without finishing it).
-    fn release(&self, run_id: &str);
-
     /// Resolves to the answer of the unit's question `key` once one is given.
     fn answer(
         &self,

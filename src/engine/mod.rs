@@ -243,11 +243,6 @@ impl Engine {
         }
     }
 
-    /// The ids of the durable runs this process drives now.
-    pub fn active_runs(&self) -> Vec<String> {
-        self.lock_active().keys().cloned().collect()
-    }
-
     /// Takes a stored, unfinished run over and drives it on from where it stopped, through
     /// the same constructor that starts a fresh run: what finished is kept, what had not
     /// committed runs again.

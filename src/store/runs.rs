@@ -380,17 +380,6 @@ impl Store {
             .execute([owner])?)
     }
 
-    /// Gives up one lease.
-    pub fn release_lease(&self, run_id: &str, owner: &str) -> Result<(), StoreError> {
-        let conn = self.lock();
-        conn.prepare_cached(
-            "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL
-             WHERE id = ?1 AND lease_owner = ?2",
-        )?
-        .execute([run_id, owner])?;
-        Ok(())
-    }
-
     /// Asks whoever drives the run to cancel it. False if the run is not unfinished.
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
         let conn = self.lock();

@@ -256,12 +256,6 @@ impl Journal for Registry {
         }
     }
 
-    fn release(&self, run_id: &str) {
-        if let Err(error) = self.store.release_lease(run_id, &self.owner) {
-            tracing::warn!(%run_id, %error, "could not release the run's lease");
-        }
-    }
-
     fn answer(
         &self,
         run_id: &str,

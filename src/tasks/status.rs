@@ -53,14 +53,6 @@ impl TaskStatus {
         )
     }
 
-    /// The state after a change to `next`: a terminal state stays what it is.
-    pub fn then(self, next: TaskStatus) -> TaskStatus {
-        match self.is_terminal() {
-            true => self,
-            false => next,
-        }
-    }
-
     /// The task state of a unit (a node or a `for_each` instance), by the table above.
     pub fn of_unit(status: NodeStatus, asking: bool) -> TaskStatus {
         match status {

@@ -6,7 +6,6 @@ use serde_json::{Map, Value, json};
 
 use super::Registry;
 use super::records;
-use super::status::TaskStatus;
 use crate::engine::plan::Plan;
 use crate::store::{StoreError, TaskRow};
 
@@ -56,10 +55,6 @@ impl TaskView {
             ttl_ms: row.ttl_ms,
             poll_interval_ms: row.poll_interval_ms,
         }
-    }
-
-    pub fn status(&self) -> Option<TaskStatus> {
-        TaskStatus::parse(&self.status)
     }
 }
 
