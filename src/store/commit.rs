@@ -64,17 +64,28 @@ pub(super) type GroupQueue = Mutex<Queue>;
 impl Tx<'_> {
     /// Applies a batch inside the current transaction: the fence first, so that a writer
     /// that lost its lease writes nothing.
-    pub fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
+    /// Returns the run's key, for more writes in the same transaction.
+    pub fn apply(&self, batch: &Batch) -> Result<i64, StoreError> {
         let key = match &batch.fence {
             Some((owner, until)) => self.fence(&batch.run_id, owner, *until)?,
             None => self.run_key(&batch.run_id)?,
         };
-        for write in &batch.writes {
+        self.apply_writes(key, &batch.run_id, &batch.writes, batch.timing)?;
+        Ok(key)
+    }
+
+    /// Applies writes to the run with key `key` (and id `run_id`).
+    pub fn apply_writes(
+        &self,
+        key: i64,
+        run_id: &str,
+        writes: &[Write],
+        timing: TaskTiming,
+    ) -> Result<(), StoreError> {
+        for write in writes {
             match write {
                 Write::Nodes(rows) => self.upsert_nodes(key, rows)?,
-                Write::Tasks(updates) => {
-                    self.update_tasks(key, &batch.run_id, updates, batch.timing)?
-                }
+                Write::Tasks(updates) => self.update_tasks(key, run_id, updates, timing)?,
                 Write::RunTask {
                     status,
                     message,
@@ -101,7 +112,7 @@ impl Tx<'_> {
                     key: question,
                     answer,
                 } => self.record_answer(key, *node, *instance, question, answer)?,
-                Write::Finish(end) => self.finish_run(&batch.run_id, end)?,
+                Write::Finish(end) => self.finish_run(run_id, end)?,
             }
         }
         Ok(())
@@ -149,8 +160,8 @@ impl Store {
     }
 }
 
-/// One transaction for the whole group. A batch whose fence fails is left out; any other
-/// failure fails every batch of the group, and nothing of it is kept.
+/// One transaction for the whole group. A batch that fails (its fence, or a statement) is
+/// undone alone and the others commit; a failure of the transaction itself fails them all.
 fn commit_group(
     conn: &rusqlite::Connection,
     group: &[(u64, Batch)],
@@ -169,37 +180,42 @@ fn commit_group(
         Ok(tx) => tx,
         Err(error) => return failed_all(&error.into()),
     };
-    let mut results = Vec::with_capacity(group.len());
-    if let [(_, batch)] = group {
+    let results = match group {
         // Alone in its group: its failure undoes the whole transaction, no savepoint needed.
-        match (Tx { conn: &tx }).apply(batch) {
-            Ok(()) => results.push(Ok(())),
+        [(_, batch)] => match (Tx { conn: &tx }).apply(batch) {
+            Ok(_) => vec![Ok(())],
             Err(error) => return vec![Err(error)],
-        }
-    }
-    for (_, batch) in group.iter().filter(|_| group.len() > 1) {
-        let savepoint = match tx.execute_batch("SAVEPOINT batch") {
-            Ok(()) => Tx { conn: &tx },
-            Err(error) => return failed_all(&error.into()),
-        };
-        match savepoint.apply(batch) {
-            Ok(()) => {
-                if let Err(error) = tx.execute_batch("RELEASE batch") {
-                    return failed_all(&error.into());
-                }
-                results.push(Ok(()));
-            }
-            Err(error) => {
-                // This batch alone is undone; the others of the group still commit.
-                if let Err(undo) = tx.execute_batch("ROLLBACK TO batch; RELEASE batch") {
-                    return failed_all(&undo.into());
-                }
-                results.push(Err(error));
-            }
-        }
-    }
+        },
+        _ => match apply_each(&tx, group) {
+            Ok(results) => results,
+            Err(error) => return failed_all(&error),
+        },
+    };
     match tx.commit() {
         Ok(()) => results,
         Err(error) => failed_all(&error.into()),
     }
+}
+
+/// Applies each batch of a group under a savepoint of its own, so that a batch whose fence
+/// fails is left out and the others still commit. `Err` when the savepoints themselves fail.
+fn apply_each(
+    tx: &rusqlite::Transaction<'_>,
+    group: &[(u64, Batch)],
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let mut results = Vec::with_capacity(group.len());
+    for (_, batch) in group {
+        tx.execute_batch("SAVEPOINT batch")?;
+        match (Tx { conn: tx }).apply(batch) {
+            Ok(_) => {
+                tx.execute_batch("RELEASE batch")?;
+                results.push(Ok(()));
+            }
+            Err(error) => {
+                tx.execute_batch("ROLLBACK TO batch; RELEASE batch")?;
+                results.push(Err(error));
+            }
+        }
+    }
+    Ok(results)
 }

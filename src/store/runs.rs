@@ -268,6 +268,16 @@ impl Store {
             .optional()?)
     }
 
+    /// Who holds the run's lease, without reading the run's snapshot: `None` if no such run,
+    /// else `Some(owner)`.
+    pub fn lease_owner(&self, run_id: &str) -> Result<Option<Option<String>>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached("SELECT lease_owner FROM runs WHERE id = ?1")?
+            .query_row([run_id], |r| r.get(0))
+            .optional()?)
+    }
+
     /// Every stored node and instance row of a run.
     pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
         let conn = self.lock();

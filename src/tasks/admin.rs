@@ -84,7 +84,7 @@ impl Registry {
         instance: Option<usize>,
         answer: &Value,
     ) -> Result<String, AnswerError> {
-        if self.store().run(run_id)?.is_none() {
+        if self.store().lease_owner(run_id)?.is_none() {
             return Err(AnswerError::NoRun(run_id.to_owned()));
         }
         let instance = instance.map_or(-1, |k| k as i64);

@@ -175,7 +175,7 @@ impl Journal for Registry {
         let before = self.store_batch(batch);
         self.store
             .try_transaction(|tx| {
-                tx.apply(&before)?;
+                let key = tx.apply(&before)?;
                 let result = self
                     .tools
                     .invoke_in(tx, call.name, call.args, call.origin)
@@ -192,16 +192,11 @@ impl Journal for Registry {
                     instance: call.instance,
                     state: &state,
                 };
-                let after = Batch {
-                    run_id: batch.run_id.to_owned(),
-                    fence: None,
-                    timing: self.timing(),
-                    writes: vec![
-                        Write::Nodes(vec![records::node_row(&change)]),
-                        Write::Tasks(vec![records::task_update(batch.run_id, &change)]),
-                    ],
-                };
-                tx.apply(&after)?;
+                let after = [
+                    Write::Nodes(vec![records::node_row(&change)]),
+                    Write::Tasks(vec![records::task_update(batch.run_id, &change)]),
+                ];
+                tx.apply_writes(key, batch.run_id, &after, self.timing())?;
                 Ok((result, state))
             })
             .map_err(storage)
@@ -238,14 +233,12 @@ impl Journal for Registry {
     }
 
     fn claim(&self, run_id: &str) -> Result<(), JournalError> {
-        let run = self
+        let owner = self
             .store
-            .run(run_id)
+            .lease_owner(run_id)
             .map_err(storage)?
             .ok_or_else(|| JournalError::NotFound(run_id.to_owned()))?;
-        let gone = run
-            .lease_owner
-            .filter(|owner| owner != &self.owner && owner_is_gone(owner));
+        let gone = owner.filter(|owner| owner != &self.owner && owner_is_gone(owner));
         let claimed = self
             .store
             .claim_run(run_id, &self.owner, self.lease_until(), gone.as_deref())
