@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::definition::ActionDef;
 use super::report::{NodeError, NodeErrorKind};
 use super::template;
-use crate::tools::{Origin, Tools};
+use crate::tools::Tools;
 
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -130,65 +130,43 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
     })
 }
 
-/// Performs one attempt of an action that needs no waiting (a tool call, text, a file),
-/// right away; `None` for the actions that wait (`wait`, `input`, `sample`).
-pub fn perform_now(
-    env: &ActionEnv,
-    action: &Resolved,
-    origin: Origin<'_>,
-) -> Option<Result<Value, NodeError>> {
-    Some(match action {
-        Resolved::Tool { name, args } => match env.tools.invoke(name, args, origin) {
-            Some(result) => result.map_err(NodeError::from),
-            None => Err(NodeError::new(
-                NodeErrorKind::Unsupported,
-                format!("unknown tool `{name}`"),
-            )),
-        },
-        Resolved::Text(text) => Ok(Value::String(text.clone())),
-        Resolved::WriteFile {
-            path,
-            content,
-            overwrite,
-        } => write_file(&env.workspace, path, content, *overwrite),
-        Resolved::Wait(_) | Resolved::Input { .. } | Resolved::Sample { .. } => return None,
-    })
+/// Puts an `input` or `sample` question to the run's interaction; without one, see
+/// [`unanswered`]. (The scheduler performs every other action itself.)
+pub async fn ask(env: &ActionEnv, question: &Resolved) -> Result<Value, NodeError> {
+    let Some(interaction) = &env.interaction else {
+        return unanswered(question);
+    };
+    match question {
+        Resolved::Input {
+            message, schema, ..
+        } => interaction.ask(message.clone(), schema.clone()).await,
+        Resolved::Sample {
+            prompt,
+            system,
+            max_tokens,
+        } => {
+            interaction
+                .sample(prompt.clone(), system.clone(), *max_tokens)
+                .await
+        }
+        _ => unreachable!("only `input` and `sample` are questions"),
+    }
 }
 
-/// Performs one attempt of a resolved action.
-pub async fn perform(
-    env: &ActionEnv,
-    action: &Resolved,
-    origin: Origin<'_>,
-) -> Result<Value, NodeError> {
-    if let Some(result) = perform_now(env, action, origin) {
-        return result;
-    }
-    match action {
-        Resolved::Wait(duration) => {
-            tokio::time::sleep(*duration).await;
-            Ok(Value::Null)
-        }
-        Resolved::Input { message, schema, default } => match &env.interaction {
-            Some(interaction) => interaction.ask(message.clone(), schema.clone()).await,
-            // Nobody to ask (a terminal run): a declared default stands in for the answer.
-            None => default.clone().ok_or_else(|| {
-                NodeError::new(
-                    NodeErrorKind::Unsupported,
-                    "this node asks the user a question, and no MCP client that can answer is connected",
-                )
-            }),
-        },
-        Resolved::Sample { prompt, system, max_tokens } => match &env.interaction {
-            Some(interaction) => interaction.sample(prompt.clone(), system.clone(), *max_tokens).await,
-            None => Err(NodeError::new(
+/// A question nobody is there to answer: an `input` takes its declared default, or fails;
+/// a `sample` fails.
+pub fn unanswered(question: &Resolved) -> Result<Value, NodeError> {
+    match question {
+        Resolved::Input { default, .. } => default.clone().ok_or_else(|| {
+            NodeError::new(
                 NodeErrorKind::Unsupported,
-                "this node asks the client's model, and no MCP client that can answer is connected",
-            )),
-        },
-        Resolved::Tool { .. } | Resolved::Text(_) | Resolved::WriteFile { .. } => {
-            unreachable!("perform_now performs these")
-        }
+                "this node asks the user a question, and no MCP client that can answer is connected",
+            )
+        }),
+        _ => Err(NodeError::new(
+            NodeErrorKind::Unsupported,
+            "this node asks the client's model, and no MCP client that can answer is connected",
+        )),
     }
 }
 

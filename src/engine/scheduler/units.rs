@@ -1,6 +1,7 @@
 //! Units at work: launching them under the concurrency limit, making their attempts, and
 //! settling each outcome into the unit's record: success, a retry at a stored time, or
-//! failure. Every change of a unit goes through [`settle`] and [`Run::apply`].
+//! failure. Every attempt's outcome goes through [`settle_into`], and what follows from it
+//! through `Run::after_settle`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -399,14 +400,8 @@ impl Run {
             if self.state.unit(node, instance).asking.is_some() {
                 self.state.unit_mut(node, instance).asking = None;
             }
-            let env = Arc::clone(&self.env);
-            let env = Arc::new(actions::ActionEnv {
-                interaction: None,
-                ..(*env).clone()
-            });
-            return Box::pin(
-                async move { actions::perform(&env, &question, Origin::default()).await },
-            );
+            let result = actions::unanswered(&question);
+            return Box::pin(async move { result });
         }
         let key = format!("attempt-{number}");
         let request = match &question {
@@ -434,7 +429,7 @@ impl Run {
             }
             _ => {
                 let env = Arc::clone(&self.env);
-                Box::pin(async move { actions::perform(&env, &question, Origin::default()).await })
+                Box::pin(async move { actions::ask(&env, &question).await })
             }
         }
     }
