@@ -391,6 +391,19 @@ fn lease_owner_pid(store: &Store, id: &str) -> Option<u32> {
     owner.split(':').next()?.parse().ok()
 }
 
+/// Waits until the newest run's `pause` node has started.
+fn wait_until_paused(store: &Store) {
+    wait_until("the wait starts", || {
+        run_id(store).is_some_and(|id| {
+            store
+                .nodes(&id)
+                .unwrap()
+                .iter()
+                .any(|r| r.node_id == "pause")
+        })
+    });
+}
+
 fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     let limit = Instant::now() + Duration::from_secs(20);
     while !check() {
@@ -416,15 +429,7 @@ fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_di
     std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
     let store = sandbox.store();
     let mut first = sandbox.serve(Some("slow"));
-    wait_until("the wait starts", || {
-        run_id(&store).is_some_and(|id| {
-            store
-                .nodes(&id)
-                .unwrap()
-                .iter()
-                .any(|r| r.node_id == "pause")
-        })
-    });
+    wait_until_paused(&store);
     first.kill().unwrap();
     first.wait().unwrap();
     let id = run_id(&store).unwrap();
@@ -518,15 +523,7 @@ fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
     std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
     let store = sandbox.store();
     let mut child = sandbox.spawn(&["workflows", "run", "slow"]);
-    wait_until("the wait starts", || {
-        run_id(&store).is_some_and(|id| {
-            store
-                .nodes(&id)
-                .unwrap()
-                .iter()
-                .any(|r| r.node_id == "pause")
-        })
-    });
+    wait_until_paused(&store);
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: sends SIGINT to the child this test started and still owns.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);

@@ -704,3 +704,90 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
         .unwrap();
     assert_eq!(ids(&third), ["t2"]);
 }
+
+#[test]
+fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
+    use mcp_task_server::store::{Batch, NewRun, NodeRow, TaskTiming, Write};
+    let Db {
+        _dir,
+        path: _,
+        store,
+    } = temp_db();
+    let runs: Vec<String> = (0..8).map(|i| format!("run-{i}")).collect();
+    store
+        .try_transaction(|tx| {
+            for id in &runs {
+                tx.insert_run(&NewRun {
+                    id,
+                    workflow: "w",
+                    snapshot: "{}",
+                    inputs: "{}",
+                    origin: "cli",
+                    answers: "none",
+                    deadline_ms: None,
+                    lease_owner: "me",
+                    lease_expires_ms: i64::MAX,
+                    retry_of: None,
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let row = |node: i64| NodeRow {
+        node,
+        node_id: format!("n{node}"),
+        instance: -1,
+        status: "succeeded".into(),
+        reason: None,
+        attempts: 1,
+        next_attempt_ms: None,
+        deadline_ms: None,
+        asking: None,
+        output: None,
+        error: None,
+        intent: None,
+        started_at: None,
+        finished_at: None,
+    };
+    let threads: Vec<_> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let (store, id) = (store.clone(), id.clone());
+            // Run 3's writer holds no lease: its batches must fail, and only its batches.
+            let owner = if i == 3 { "someone else" } else { "me" }.to_owned();
+            let rows: Vec<NodeRow> = (0..50).map(row).collect();
+            std::thread::spawn(move || {
+                (0..50)
+                    .map(|k| {
+                        let batch = Batch {
+                            run_id: id.clone(),
+                            fence: Some((owner.clone(), i64::MAX)),
+                            timing: TaskTiming {
+                                ttl_ms: 1,
+                                poll_interval_ms: 1,
+                            },
+                            writes: vec![Write::Nodes(vec![rows[k].clone()])],
+                        };
+                        store.commit(batch)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for (i, thread) in threads.into_iter().enumerate() {
+        let results = thread.join().unwrap();
+        match i {
+            3 => assert!(
+                results
+                    .iter()
+                    .all(|r| matches!(r, Err(StoreError::LeaseLost { .. })))
+            ),
+            _ => assert!(results.iter().all(Result::is_ok), "run {i}: {results:?}"),
+        }
+    }
+    for (i, id) in runs.iter().enumerate() {
+        let expected = if i == 3 { 0 } else { 50 };
+        assert_eq!(store.nodes(id).unwrap().len(), expected, "{id}");
+    }
+}
