@@ -1,14 +1,17 @@
 //! Wall-clock timestamps as the tools report them: ISO 8601, UTC, millisecond precision.
 
 use time::OffsetDateTime;
+use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
+
+/// `2026-11-30T10:00:00.000Z`.
+const ISO: &[BorrowedFormatItem<'_>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
 /// Now, as `2026-11-30T10:00:00.000Z`.
 pub fn now_iso() -> String {
-    let format =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     OffsetDateTime::now_utc()
-        .format(&format)
+        .format(ISO)
         .expect("a UTC timestamp always formats")
 }
 
@@ -24,12 +27,10 @@ pub fn now_ms() -> i64 {
 
 /// A millisecond timestamp as [`now_iso`] writes it.
 pub fn iso_from_ms(ms: i64) -> String {
-    let format =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     let nanos = i128::from(ms) * 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
-        .format(&format)
+        .format(ISO)
         .expect("a UTC timestamp always formats")
 }
 
@@ -38,4 +39,17 @@ pub fn ms_from_iso(text: &str) -> Option<i64> {
     let parsed =
         OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_time_reads_back_to_the_millisecond() {
+        let now = now_ms();
+        assert_eq!(ms_from_iso(&iso_from_ms(now)), Some(now));
+        assert_eq!(iso_from_ms(0), "1970-01-01T00:00:00.000Z");
+        assert!(ms_from_iso(&now_iso()).is_some_and(|ms| (ms - now).abs() < 60_000));
+    }
 }
