@@ -496,7 +496,7 @@ fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer() {
     child.kill().unwrap();
     child.wait().unwrap();
     let id = run_id(&store).unwrap();
-    let task = store.task(&id).unwrap().unwrap();
+    let task = store.run_task(&id).unwrap().unwrap();
     assert_eq!(task.status, "input_required");
 
     let mut resumed = sandbox.spawn(&["workflows", "resume", &id, "--wait-for-answers"]);
@@ -533,7 +533,7 @@ fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
     let run = store.run(&id).unwrap().unwrap();
     assert_eq!(run.status, "cancelled");
     assert_eq!(run.lease_owner, None, "nothing is left to take over");
-    assert_eq!(store.task(&id).unwrap().unwrap().status, "cancelled");
+    assert_eq!(store.run_task(&id).unwrap().unwrap().status, "cancelled");
 }
 
 fn hang_up(child: &mut Child) {

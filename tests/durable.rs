@@ -160,6 +160,13 @@ async fn a_run_has_a_task_per_node_from_its_start_with_the_run_id_as_parent() {
         let id = uuid::Uuid::parse_str(&task.task_id).expect("task ids are UUIDs");
         assert_eq!(id.get_version_num(), 4, "{}", task.task_id);
     }
+    // Every sub-task, the pending one included, answers by its id alone.
+    for task in &subs {
+        assert_eq!(a.registry.task(&task.task_id).unwrap().as_ref(), Some(task));
+    }
+    // An id that shares the run's first half but names no unit of it is no task.
+    let forged = format!("{}-8000-000000000000", &run_id[..18]);
+    assert_eq!(a.registry.task(&forged).unwrap(), None);
 
     let report = handle.join.await.unwrap();
     assert_eq!(report.status, RunStatus::Succeeded);
@@ -445,6 +452,74 @@ async fn a_run_whose_caller_is_gone_takes_the_default_of_its_question() {
 }
 
 #[tokio::test]
+async fn sub_tasks_page_in_plan_order_and_each_id_leads_back_to_its_task() {
+    let world = World::new();
+    let a = world.process(SHORT);
+    let toml = r#"
+        [inputs.items]
+        type = "array"
+        default = ["a", "b", "c"]
+        [nodes.first]
+        tool = "add_task"
+        args = { title = "first" }
+        [nodes.each]
+        for_each = "inputs.items"
+        tool = "add_task"
+        args = { title = "{{ item }}" }
+        needs = ["first"]
+        [nodes.hold]
+        wait = "10s"
+        needs = ["each"]
+        [nodes.last]
+        tool = "add_task"
+        args = { title = "last" }
+        needs = ["hold"]
+    "#;
+    let handle = start(&a, toml, json!({}), RunOptions::default());
+    let (store, id) = (world.store(), handle.run_id.clone());
+    until_running(&store, &id, "hold").await;
+
+    let all = a.registry.sub_tasks(&id, None, 100).unwrap();
+    let units: Vec<(String, Option<i64>, String)> = all
+        .iter()
+        .map(|t| (t.node_id.clone().unwrap(), t.instance, t.status.clone()))
+        .collect();
+    let unit = |n: &str, k: Option<i64>, s: &str| (n.to_owned(), k, s.to_owned());
+    assert_eq!(
+        units,
+        [
+            unit("first", None, "completed"),
+            unit("each", None, "completed"),
+            unit("each", Some(0), "completed"),
+            unit("each", Some(1), "completed"),
+            unit("each", Some(2), "completed"),
+            unit("hold", None, "working"),
+            unit("last", None, "working"),
+        ]
+    );
+    for size in 1..=all.len() {
+        let mut paged = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = a.registry.sub_tasks(&id, after.as_deref(), size).unwrap();
+            assert!(page.len() <= size);
+            let Some(last) = page.last() else { break };
+            after = Some(last.task_id.clone());
+            paged.extend(page);
+        }
+        assert_eq!(paged, all, "pages of {size}");
+    }
+    for task in &all {
+        let found = a.registry.task(&task.task_id).unwrap();
+        assert_eq!(found.as_ref(), Some(task));
+        assert_eq!(task.parent_task_id.as_deref(), Some(id.as_str()));
+    }
+    let ids: std::collections::HashSet<&str> = all.iter().map(|t| &*t.task_id).collect();
+    assert_eq!(ids.len(), all.len(), "every unit has its own id");
+    crash(handle).await;
+}
+
+#[tokio::test]
 async fn a_fan_out_keeps_finished_instances_and_progress_never_goes_back() {
     let world = World::new();
     let a = world.process(SHORT);
@@ -471,7 +546,7 @@ async fn a_fan_out_keeps_finished_instances_and_progress_never_goes_back() {
     let id = handle.run_id.clone();
     let mut seen = Vec::new();
     until("two slow instances are done", || {
-        let progress = store.task(&id).unwrap().map_or(0, |t| t.progress);
+        let progress = store.run_task(&id).unwrap().map_or(0, |t| t.progress);
         seen.push(progress);
         store
             .nodes(&id)
@@ -488,12 +563,12 @@ async fn a_fan_out_keeps_finished_instances_and_progress_never_goes_back() {
     let resumed = b.engine.resume(&id, RunOptions::default()).unwrap();
     let mut polling = true;
     while polling {
-        seen.push(store.task(&id).unwrap().map_or(0, |t| t.progress));
+        seen.push(store.run_task(&id).unwrap().map_or(0, |t| t.progress));
         polling = store.run(&id).unwrap().unwrap().status == "running";
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let report = resumed.join.await.unwrap();
-    seen.push(store.task(&id).unwrap().unwrap().progress);
+    seen.push(store.run_task(&id).unwrap().unwrap().progress);
 
     assert_eq!(report.status, RunStatus::Succeeded);
     assert_eq!(world.todo_titles(), ["a", "b", "c", "d"]);
@@ -534,6 +609,7 @@ async fn an_identical_file_left_by_an_interrupted_write_counts_as_written() {
         intent: Some(intent),
         started_at: None,
         finished_at: None,
+        updated_at: String::new(),
     };
     store
         .transaction(|tx| tx.upsert_nodes(tx.run_key(&id)?, &[row]))

@@ -683,9 +683,9 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
         )
         .unwrap();
         conn.execute(
-            "INSERT INTO run_tasks (run_key, node, instance, task_id, parent_id, status,
-                 created_at, updated_at, updated_ms, ttl_ms, poll_interval_ms)
-             VALUES (?1, -1, -1, ?2, NULL, 'working', 'now', 'now', ?3, 1, 1)",
+            "INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at,
+                 updated_ms, ttl_ms, poll_interval_ms)
+             VALUES (?1, ?2, 'working', 'now', 'now', ?3, 1, 1)",
             rusqlite::params![i, format!("t{i}"), at],
         )
         .unwrap();
@@ -707,7 +707,7 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
 
 #[test]
 fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
-    use mcp_task_server::store::{Batch, NewRun, NodeRow, TaskTiming, Write};
+    use mcp_task_server::store::{Batch, NewRun, NodeRow, Write};
     let Db {
         _dir,
         path: _,
@@ -722,6 +722,7 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
                     workflow: "w",
                     snapshot: "{}",
                     inputs: "{}",
+                    node_ids: "[]",
                     origin: "cli",
                     answers: "none",
                     deadline_ms: None,
@@ -748,6 +749,7 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
         intent: None,
         started_at: None,
         finished_at: None,
+        updated_at: String::new(),
     };
     let threads: Vec<_> = runs
         .iter()
@@ -763,10 +765,6 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
                         let batch = Batch {
                             run_id: id.clone(),
                             fence: Some((owner.clone(), i64::MAX)),
-                            timing: TaskTiming {
-                                ttl_ms: 1,
-                                poll_interval_ms: 1,
-                            },
                             writes: vec![Write::Nodes(vec![rows[k].clone()])],
                         };
                         store.commit(batch)

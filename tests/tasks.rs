@@ -77,9 +77,11 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
     conn.execute_batch(
         "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
          VALUES (1, 'r', 'w', 'succeeded', 'cli', 'now', 'now');
-         INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
-             updated_at, updated_ms, ttl_ms, poll_interval_ms)
-         VALUES (1, -1, -1, 'r', 'completed', 'now', 'now', 0, 1, 1);",
+         INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
+             ttl_ms, poll_interval_ms)
+         VALUES (1, 'r', 'completed', 'now', 'now', 0, 1, 1);
+         INSERT INTO nodes (run_key, node, instance, node_id, status, updated_at)
+         VALUES (1, 0, -1, 'a', 'skipped', 'now');",
     )
     .unwrap();
     let changed = conn.execute(
@@ -97,6 +99,11 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
         [],
     );
     assert!(out_of_range.is_err(), "progress stays within 0 to 100");
+    // A sub-task's state is its node's: a finished node keeps its state too.
+    let node = conn.execute("UPDATE nodes SET status = 'running' WHERE node = 0", []);
+    assert!(node.is_err(), "the trigger refuses it");
+    let same = conn.execute("UPDATE nodes SET reason = 'r' WHERE node = 0", []);
+    assert!(same.is_ok());
 }
 
 #[test]
@@ -109,9 +116,9 @@ fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
         .execute_batch(
             "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
              VALUES (1, 'r', 'w', 'running', 'cli', 'now', 'now');
-             INSERT INTO run_tasks (run_key, node, instance, task_id, status, created_at,
-                 updated_at, updated_ms, ttl_ms, poll_interval_ms)
-             VALUES (1, -1, -1, 'r', 'working', 'now', 'now', 0, 1, 1);",
+             INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES (1, 'r', 'working', 'now', 'now', 0, 1, 1);",
         )
         .unwrap();
     let mut shown = Vec::new();
@@ -120,7 +127,7 @@ fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
             .transaction(|tx| tx.update_run_task(1, "working", "m", reported, None, None))
             .unwrap()
             .unwrap();
-        shown.push(store.task("r").unwrap().unwrap().progress);
+        shown.push(store.run_task("r").unwrap().unwrap().progress);
     }
     assert_eq!(shown, [0, 14, 14, 28, 28, 100, 100]);
 }

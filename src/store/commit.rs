@@ -10,15 +10,15 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::run_tasks::{TaskTiming, TaskUpdate};
-use super::runs::{NodeRow, RunEnd};
+use super::nodes::NodeRow;
+use super::runs::RunEnd;
 use super::{Store, StoreError, Tx};
 
 /// One change of a batch.
 #[derive(Debug, Clone)]
 pub enum Write {
+    /// Units' new states, which are also their sub-tasks'.
     Nodes(Vec<NodeRow>),
-    Tasks(Vec<TaskUpdate>),
     RunTask {
         status: &'static str,
         message: String,
@@ -48,7 +48,6 @@ pub struct Batch {
     pub run_id: String,
     /// The lease the writer must still hold: (owner, new expiry in ms).
     pub fence: Option<(String, i64)>,
-    pub timing: TaskTiming,
     pub writes: Vec<Write>,
 }
 
@@ -70,22 +69,15 @@ impl Tx<'_> {
             Some((owner, until)) => self.fence(&batch.run_id, owner, *until)?,
             None => self.run_key(&batch.run_id)?,
         };
-        self.apply_writes(key, &batch.run_id, &batch.writes, batch.timing)?;
+        self.apply_writes(key, &batch.run_id, &batch.writes)?;
         Ok(key)
     }
 
     /// Applies writes to the run with key `key` (and id `run_id`).
-    pub fn apply_writes(
-        &self,
-        key: i64,
-        run_id: &str,
-        writes: &[Write],
-        timing: TaskTiming,
-    ) -> Result<(), StoreError> {
+    pub fn apply_writes(&self, key: i64, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
         for write in writes {
             match write {
                 Write::Nodes(rows) => self.upsert_nodes(key, rows)?,
-                Write::Tasks(updates) => self.update_tasks(key, run_id, updates, timing)?,
                 Write::RunTask {
                     status,
                     message,

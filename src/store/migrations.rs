@@ -35,12 +35,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
     BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
     "#,
-    // 2: durable runs, their nodes, the tasks that report them, and the tasks' questions.
+    // 2: durable runs, their nodes (each a sub-task), the runs' own tasks, and questions.
     //
     // Rows of a run are keyed by the run's integer `key` and the node's index in the plan
-    // (`-1` for the run itself; `instance` is `-1` for a node, `k` for its k-th `for_each`
-    // instance): a run's rows then sit together in every B-tree, and writing a thousand of
-    // them touches a few pages instead of a thousand.
+    // (`instance` is `-1` for a node, `k` for its k-th `for_each` instance): a run's rows
+    // then sit together in every B-tree, and writing a thousand of them touches a few pages
+    // instead of a thousand.
     r#"
     CREATE TABLE runs (
         key              INTEGER PRIMARY KEY,
@@ -69,10 +69,40 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE run_snapshots (
         run_key  INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
         snapshot TEXT NOT NULL,
-        inputs   TEXT NOT NULL
+        inputs   TEXT NOT NULL,
+        -- The plan's node ids in plan order, as a JSON array: what names a sub-task whose
+        -- node has not started, without reading the snapshot.
+        node_ids TEXT NOT NULL
     );
     CREATE INDEX runs_by_lease ON runs (lease_owner) WHERE status = 'running';
 
+    -- The run's own task, whose id is the run's: what a client lists and polls.
+    CREATE TABLE run_tasks (
+        run_key          INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
+        task_id          TEXT NOT NULL UNIQUE,
+        status           TEXT NOT NULL CHECK (status = 'working' OR status = 'input_required'
+                             OR status = 'completed' OR status = 'failed' OR status = 'cancelled'),
+        status_message   TEXT,
+        progress         INTEGER NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        updated_ms       INTEGER NOT NULL,
+        ttl_ms           INTEGER NOT NULL,
+        poll_interval_ms INTEGER NOT NULL,
+        result           TEXT,
+        error            TEXT
+    );
+    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, task_id);
+    -- Terminal states never change, whatever writes the row.
+    CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
+    WHEN NEW.status IS NOT OLD.status
+         AND (OLD.status = 'completed' OR OLD.status = 'failed' OR OLD.status = 'cancelled')
+    BEGIN SELECT RAISE(ABORT, 'a finished task keeps its state'); END;
+
+    -- A node, or a `for_each` instance, from its first change on: its state, which is also
+    -- the state of its sub-task. A sub-task's id derives from the run's id and the unit's
+    -- (node, instance), and its task state from the node's by one table in the registry,
+    -- so that a unit costs one row write, not three. A unit with no row is pending.
     CREATE TABLE nodes (
         run_key         INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
         node            INTEGER NOT NULL,
@@ -91,47 +121,26 @@ const MIGRATIONS: &[&str] = &[
         intent          TEXT,
         started_at      TEXT,
         finished_at     TEXT,
+        updated_at      TEXT NOT NULL,
         PRIMARY KEY (run_key, node, instance)
     ) WITHOUT ROWID;
-
-    CREATE TABLE run_tasks (
-        run_key          INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
-        node             INTEGER NOT NULL,
-        instance         INTEGER NOT NULL,
-        task_id          TEXT NOT NULL UNIQUE,
-        parent_id        TEXT,
-        node_id          TEXT,
-        status           TEXT NOT NULL CHECK (status = 'working' OR status = 'input_required'
-                             OR status = 'completed' OR status = 'failed' OR status = 'cancelled'),
-        status_message   TEXT,
-        progress         INTEGER NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
-        created_at       TEXT NOT NULL,
-        updated_at       TEXT NOT NULL,
-        updated_ms       INTEGER NOT NULL,
-        ttl_ms           INTEGER NOT NULL,
-        poll_interval_ms INTEGER NOT NULL,
-        result           TEXT,
-        error            TEXT,
-        PRIMARY KEY (run_key, node, instance)
-    ) WITHOUT ROWID;
-    -- The runs' own tasks, by status and update time: what a client lists. A run's
-    -- sub-tasks are listed through their parent, in the order of the primary key.
-    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, task_id)
-        WHERE parent_id IS NULL;
-    -- Terminal states never change, whatever writes the row.
-    CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
+    CREATE TRIGGER nodes_terminal BEFORE UPDATE OF status ON nodes
     WHEN NEW.status IS NOT OLD.status
-         AND (OLD.status = 'completed' OR OLD.status = 'failed' OR OLD.status = 'cancelled')
-    BEGIN SELECT RAISE(ABORT, 'a finished task keeps its state'); END;
+         AND (OLD.status = 'succeeded' OR OLD.status = 'failed' OR OLD.status = 'skipped'
+              OR OLD.status = 'cancelled')
+    BEGIN SELECT RAISE(ABORT, 'a finished node keeps its state'); END;
 
+    -- The questions a unit's task puts, under a key unique for the task's lifetime.
     CREATE TABLE task_questions (
-        task_id     TEXT NOT NULL REFERENCES run_tasks (task_id) ON DELETE CASCADE,
+        run_key     INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+        node        INTEGER NOT NULL,
+        instance    INTEGER NOT NULL,
         key         TEXT NOT NULL,
         request     TEXT NOT NULL,
         answer      TEXT,
         asked_at    TEXT NOT NULL,
         answered_at TEXT,
-        PRIMARY KEY (task_id, key)
+        PRIMARY KEY (run_key, node, instance, key)
     ) WITHOUT ROWID;
     "#,
 ];

@@ -1,11 +1,12 @@
 //! SQLite persistence: opening the database, migrations, and one function per query.
 //!
 //! The store knows nothing of MCP or of the engine: it speaks in todos, audit entries,
-//! runs, node rows, task rows and questions, all of them plain data.
+//! runs, node rows, the runs' task rows and questions, all of them plain data.
 
 mod audit;
 mod commit;
 mod migrations;
+mod nodes;
 mod run_tasks;
 mod runs;
 mod todos;
@@ -18,8 +19,9 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{Batch, Write};
-pub use run_tasks::{QuestionRow, TaskRow, TaskTiming, TaskUpdate};
-pub use runs::{NewRun, NodeRow, RunEnd, RunRow, RunSummary};
+pub use nodes::NodeRow;
+pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
+pub use runs::{NewRun, RunEnd, RunRow, RunSummary};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 
 /// Process-wide SQLite settings, made once, before the first connection opens.

@@ -1,5 +1,4 @@
-//! Queries on `runs` and `nodes`: durable runs, their leases, and one row per node or
-//! `for_each` instance.
+//! Queries on `runs`: durable runs, their snapshots and their leases.
 //!
 //! Deadlines and lease expiries are milliseconds since the Unix epoch; the times a person
 //! reads are ISO 8601 text, as elsewhere in the store.
@@ -44,28 +43,6 @@ pub struct RunSummary {
     pub created_ms: i64,
 }
 
-/// One node, or one `for_each` instance (`instance >= 0`; the node itself is `-1`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeRow {
-    /// The node's index in the run's plan.
-    pub node: i64,
-    pub node_id: String,
-    pub instance: i64,
-    pub status: String,
-    pub reason: Option<String>,
-    pub attempts: i64,
-    pub next_attempt_ms: Option<i64>,
-    /// A `wait` attempt's absolute end.
-    pub deadline_ms: Option<i64>,
-    /// The key of the question the unit waits on.
-    pub asking: Option<String>,
-    pub output: Option<String>,
-    pub error: Option<String>,
-    pub intent: Option<String>,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-}
-
 /// A run being created, with the lease of the process that will drive it.
 #[derive(Debug, Clone)]
 pub struct NewRun<'a> {
@@ -73,6 +50,8 @@ pub struct NewRun<'a> {
     pub workflow: &'a str,
     pub snapshot: &'a str,
     pub inputs: &'a str,
+    /// The plan's node ids in plan order, as a JSON array.
+    pub node_ids: &'a str,
     pub origin: &'a str,
     pub answers: &'a str,
     pub deadline_ms: Option<i64>,
@@ -118,25 +97,6 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     })
 }
 
-fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
-    Ok(NodeRow {
-        node: r.get(0)?,
-        node_id: r.get(1)?,
-        instance: r.get(2)?,
-        status: r.get(3)?,
-        reason: r.get(4)?,
-        attempts: r.get(5)?,
-        next_attempt_ms: r.get(6)?,
-        deadline_ms: r.get(7)?,
-        asking: r.get(8)?,
-        output: r.get(9)?,
-        error: r.get(10)?,
-        intent: r.get(11)?,
-        started_at: r.get(12)?,
-        finished_at: r.get(13)?,
-    })
-}
-
 impl Tx<'_> {
     /// Records a new run; returns its key, which the rows of its nodes and tasks carry.
     pub fn insert_run(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
@@ -165,9 +125,10 @@ impl Tx<'_> {
             )?;
         self.conn
             .prepare_cached(
-                "INSERT INTO run_snapshots (run_key, snapshot, inputs) VALUES (?1, ?2, ?3)",
+                "INSERT INTO run_snapshots (run_key, snapshot, inputs, node_ids)
+                 VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute(params![key, run.snapshot, run.inputs])?;
+            .execute(params![key, run.snapshot, run.inputs, run.node_ids])?;
         Ok(key)
     }
 
@@ -195,43 +156,6 @@ impl Tx<'_> {
             .ok_or_else(|| StoreError::LeaseLost {
                 run_id: run_id.to_owned(),
             })
-    }
-
-    /// Writes the state of nodes and instances of a run, inserting rows seen the first
-    /// time.
-    pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
-                 next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
-                 finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-             ON CONFLICT (run_key, node, instance) DO UPDATE SET
-                 status = excluded.status, reason = excluded.reason,
-                 attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
-                 deadline_ms = excluded.deadline_ms, asking = excluded.asking,
-                 output = excluded.output, error = excluded.error, intent = excluded.intent,
-                 started_at = excluded.started_at, finished_at = excluded.finished_at",
-        )?;
-        for row in rows {
-            stmt.execute(params![
-                run_key,
-                row.node,
-                row.instance,
-                row.node_id,
-                row.status,
-                row.reason,
-                row.attempts,
-                row.next_attempt_ms,
-                row.deadline_ms,
-                row.asking,
-                row.output,
-                row.error,
-                row.intent,
-                row.started_at,
-                row.finished_at
-            ])?;
-        }
-        Ok(())
     }
 
     /// Records how a run ended and gives up its lease.
@@ -278,19 +202,6 @@ impl Store {
             .optional()?)
     }
 
-    /// Every stored node and instance row of a run.
-    pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT node, node_id, instance, status, reason, attempts, next_attempt_ms,
-                    deadline_ms, asking, output, error, intent, started_at, finished_at
-             FROM nodes WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
-             ORDER BY node, instance",
-        )?;
-        let rows = stmt.query_map([run_id], node_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
     /// Runs, newest first, optionally of one status, with their progress.
     pub fn list_runs(
         &self,
@@ -301,7 +212,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
                     r.origin, r.created_at, COALESCE(t.updated_ms, 0)
-             FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key AND t.node = -1
+             FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key
              WHERE ?1 IS NULL OR r.status = ?1
              ORDER BY r.created_at DESC, r.key DESC LIMIT ?2",
         )?;
@@ -417,7 +328,7 @@ impl Store {
                  WHERE status != 'running' AND finished_ms IS NOT NULL
                    AND finished_ms < ?1
                    AND (?3 OR finished_ms + COALESCE(
-                        (SELECT ttl_ms FROM run_tasks WHERE run_key = runs.key AND node = -1),
+                        (SELECT ttl_ms FROM run_tasks WHERE run_key = runs.key),
                         0) <= ?2)",
             )?
             .execute(params![finished_before_ms, now_ms, ignore_ttl])?)

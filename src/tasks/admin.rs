@@ -97,10 +97,13 @@ impl Registry {
         };
         let question = open.ok_or_else(no_question)?;
         let text = serde_json::to_string(answer).expect("a JSON value serialises");
-        if !self
-            .store()
-            .answer(&question.task_id, &question.key, &text)?
-        {
+        if !self.store().answer(
+            run_id,
+            question.node,
+            question.instance,
+            &question.key,
+            &text,
+        )? {
             return Err(no_question());
         }
         self.answers_changed();

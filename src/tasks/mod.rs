@@ -7,6 +7,7 @@
 
 mod admin;
 pub mod housekeeping;
+mod ids;
 pub mod progress;
 mod records;
 mod registry;

@@ -1,14 +1,14 @@
 //! Conversions between the engine's records and the store's rows: a unit's state to its
-//! node row and its task's new state, and node rows back to unit states.
+//! node row (which its sub-task reports), and node rows back to unit states.
 
 use serde_json::Value;
 
 use super::progress;
-use super::status::{TaskStatus, unit_message};
+use super::status::TaskStatus;
 use crate::clock;
 use crate::engine::journal::{RunBatch, RunProgress, UnitChange, UnitState};
 use crate::engine::report::{NodeError, NodeStatus};
-use crate::store::{NodeRow, RunEnd, TaskUpdate, Write};
+use crate::store::{NodeRow, RunEnd, Write};
 
 /// The stored instance number: `-1` for the node itself.
 pub(super) fn instance_number(instance: Option<usize>) -> i64 {
@@ -17,26 +17,6 @@ pub(super) fn instance_number(instance: Option<usize>) -> i64 {
 
 fn json_text(value: &Value) -> String {
     serde_json::to_string(value).expect("a JSON value serialises")
-}
-
-/// A new sub-task id of the run: a version 4 UUID whose first half is the run id's and
-/// whose second half is fresh random bits.
-///
-/// Why not 122 fresh random bits: the task id is indexed, and independent random ids put
-/// each of a run's thousand sub-tasks on a different page of that index, which made writing
-/// a run's tasks cost a page write per node. Sharing the run's half keeps a run's tasks
-/// together; the 62 random bits of the other half keep every id unguessable.
-pub(super) fn sub_task_id(run_id: &str) -> String {
-    let run = uuid::Uuid::parse_str(run_id)
-        .map(|u| u.into_bytes())
-        .unwrap_or_default();
-    let fresh = uuid::Uuid::new_v4().into_bytes();
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&run[..8]);
-    bytes[8..].copy_from_slice(&fresh[8..]);
-    uuid::Builder::from_random_bytes(bytes)
-        .into_uuid()
-        .to_string()
 }
 
 pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
@@ -56,32 +36,7 @@ pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
         intent: unit.intent.clone(),
         started_at: unit.started_ms.map(clock::iso_from_ms),
         finished_at: unit.finished_ms.map(clock::iso_from_ms),
-    }
-}
-
-pub(super) fn task_update(run_id: &str, change: &UnitChange<'_>) -> TaskUpdate {
-    let unit = change.state;
-    let status = TaskStatus::of_unit(unit.status, unit.asking.is_some());
-    TaskUpdate {
-        node: change.index as i64,
-        node_id: Some(change.node.to_owned()),
-        instance: instance_number(change.instance),
-        // Only an instance's first change creates its task; a node's exists already.
-        new_task_id: match change.instance {
-            Some(_) => sub_task_id(run_id),
-            None => String::new(),
-        },
-        status: status.as_str(),
-        status_message: Some(unit_message(unit)),
-        progress: if status.is_terminal() { 100 } else { 0 },
-        result: match unit.status {
-            NodeStatus::Succeeded => unit.output.as_ref().map(json_text),
-            _ => None,
-        },
-        error: match unit.status {
-            NodeStatus::Failed => unit.error.as_ref().map(NodeError::to_stored),
-            _ => None,
-        },
+        updated_at: String::new(),
     }
 }
 
@@ -100,14 +55,12 @@ fn run_task(progress: &RunProgress<'_>) -> Write {
     }
 }
 
-/// The writes of a batch: each unit's row and task, questions, answers, the run's task,
+/// The writes of a batch: each unit's row, questions, answers, the run's task,
 /// and the run's end.
 pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
     let mut writes = Vec::with_capacity(6);
     if !batch.units.is_empty() {
         writes.push(Write::Nodes(batch.units.iter().map(node_row).collect()));
-        let tasks = batch.units.iter().map(|c| task_update(batch.run_id, c));
-        writes.push(Write::Tasks(tasks.collect()));
     }
     for question in &batch.questions {
         writes.push(Write::Question {

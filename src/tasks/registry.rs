@@ -1,5 +1,6 @@
 //! The registry: the engine's journal on the store. A run is a parent task whose id is the
-//! run's; each node, and each `for_each` instance, is a sub-task with an id of its own.
+//! run's; each node, and each `for_each` instance, is a sub-task with an id of its own,
+//! derived from the run's (`ids`), whose state is its unit's row.
 //!
 //! A process drives a run only while it holds the run's lease. Every batch it commits
 //! checks and extends that lease first, in the same transaction, so that a process that
@@ -120,7 +121,6 @@ impl Registry {
         Batch {
             run_id: batch.run_id.to_owned(),
             fence: Some((self.owner.clone(), self.lease_until())),
-            timing: self.timing(),
             writes: records::writes(batch),
         }
     }
@@ -135,18 +135,15 @@ impl Journal for Registry {
     fn create(&self, start: &RunStart<'_>) -> Result<(), JournalError> {
         let snapshot = start.plan.snapshot();
         let inputs = serde_json::to_string(start.inputs).expect("inputs serialise");
-        let nodes: Vec<(String, &str)> = start
-            .plan
-            .nodes
-            .iter()
-            .map(|node| (records::sub_task_id(start.run_id), &*node.id))
-            .collect();
-        let message = format!("0/{}", nodes.len());
+        let ids: Vec<&str> = start.plan.nodes.iter().map(|node| &*node.id).collect();
+        let node_ids = serde_json::to_string(&ids).expect("node ids serialise");
+        let message = format!("0/{}", ids.len());
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,
             snapshot: &snapshot,
             inputs: &inputs,
+            node_ids: &node_ids,
             origin: start.origin.as_str(),
             answers: start.answers.as_str(),
             deadline_ms: start.deadline_ms,
@@ -157,7 +154,7 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.insert_run(&run)?;
-                tx.insert_run_tasks(key, start.run_id, &nodes, self.timing(), &message)
+                tx.insert_run_task(key, start.run_id, self.timing(), &message)
             })
             .map_err(storage)
     }
@@ -192,11 +189,8 @@ impl Journal for Registry {
                     instance: call.instance,
                     state: &state,
                 };
-                let after = [
-                    Write::Nodes(vec![records::node_row(&change)]),
-                    Write::Tasks(vec![records::task_update(batch.run_id, &change)]),
-                ];
-                tx.apply_writes(key, batch.run_id, &after, self.timing())?;
+                let after = [Write::Nodes(vec![records::node_row(&change)])];
+                tx.apply_writes(key, batch.run_id, &after)?;
                 Ok((result, state))
             })
             .map_err(storage)

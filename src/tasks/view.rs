@@ -5,9 +5,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::Registry;
-use super::records;
-use crate::engine::plan::Plan;
-use crate::store::{StoreError, TaskRow};
+use super::ids;
+use super::records::{self, instance_number};
+use super::status::{TaskStatus, unit_message};
+use crate::store::{NodeRow, RunHead, StoreError, TaskRow};
 
 /// A run as `workflows runs` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,10 +44,10 @@ impl TaskView {
     fn from_row(row: TaskRow) -> TaskView {
         TaskView {
             task_id: row.task_id,
-            parent_task_id: row.parent_id,
+            parent_task_id: None,
             run_id: row.run_id,
-            node_id: row.node_id,
-            instance: (row.instance >= 0).then_some(row.instance),
+            node_id: None,
+            instance: None,
             status: row.status,
             status_message: row.status_message,
             progress: row.progress,
@@ -58,25 +59,146 @@ impl TaskView {
     }
 }
 
+/// A unit's sub-task: what its row says, or `pending` while it has none.
+fn sub_view(
+    head: &RunHead,
+    index: usize,
+    instance: Option<usize>,
+    node_id: String,
+    row: Option<&NodeRow>,
+) -> TaskView {
+    let unit = row
+        .and_then(|row| records::unit_state(row).ok())
+        .map(|(_, unit)| unit);
+    let status = unit.as_ref().map_or(TaskStatus::Working, |unit| {
+        TaskStatus::of_unit(unit.status, unit.asking.is_some())
+    });
+    let created_at = match (instance, row) {
+        // An instance's task exists from its node's expansion, which its first row records.
+        (Some(_), Some(row)) => row.started_at.clone().unwrap_or(row.updated_at.clone()),
+        _ => head.created_at.clone(),
+    };
+    TaskView {
+        task_id: ids::sub_task_id(&head.run_id, index, instance).unwrap_or_default(),
+        parent_task_id: Some(head.run_id.clone()),
+        run_id: head.run_id.clone(),
+        node_id: Some(node_id),
+        instance: instance.map(|k| k as i64),
+        status: status.as_str().to_owned(),
+        status_message: Some(
+            unit.as_ref()
+                .map_or_else(|| "pending".to_owned(), unit_message),
+        ),
+        progress: if status.is_terminal() { 100 } else { 0 },
+        created_at,
+        last_updated_at: row.map_or_else(|| head.created_at.clone(), |r| r.updated_at.clone()),
+        ttl_ms: head.timing.ttl_ms,
+        poll_interval_ms: head.timing.poll_interval_ms,
+    }
+}
+
 fn parsed(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or(Value::Null)
 }
 
 impl Registry {
+    /// A task by id: a run's own task, or the sub-task of one of its units.
     pub fn task(&self, task_id: &str) -> Result<Option<TaskView>, StoreError> {
-        Ok(self.store().task(task_id)?.map(TaskView::from_row))
+        if let Some(row) = self.store().run_task(task_id)? {
+            return Ok(Some(TaskView::from_row(row)));
+        }
+        let Some(prefix) = ids::run_prefix(task_id) else {
+            return Ok(None);
+        };
+        for head in self.store().run_heads_with_prefix(&prefix)? {
+            let Some((index, instance)) = ids::unit_of(&head.run_id, task_id) else {
+                continue;
+            };
+            if index as i64 >= head.nodes {
+                continue;
+            }
+            let row = self
+                .store()
+                .unit(head.key, index as i64, instance_number(instance))?;
+            let node_id = match (&row, instance) {
+                (Some(row), _) => row.node_id.clone(),
+                // A node has its task from the start of its run; an instance only once its
+                // node expanded, which writes the instance's row.
+                (None, None) => match self.store().node_id_at(head.key, index as i64)? {
+                    Some(id) => id,
+                    None => continue,
+                },
+                (None, Some(_)) => continue,
+            };
+            return Ok(Some(sub_view(
+                &head,
+                index,
+                instance,
+                node_id,
+                row.as_ref(),
+            )));
+        }
+        Ok(None)
     }
 
-    /// The sub-tasks of a task in creation order, after the sub-task `after`.
+    /// The sub-tasks of a run's task in plan order (a node, then its instances), after the
+    /// sub-task `after`, at most `limit`.
     pub fn sub_tasks(
         &self,
         parent: &str,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
-        let rows = self.store().child_tasks(parent, after, limit)?;
-        Ok(rows.into_iter().map(TaskView::from_row).collect())
+        let Some(head) = self.store().run_head(parent)? else {
+            return Ok(Vec::new());
+        };
+        let cursor = match after {
+            None => None,
+            Some(id) => match ids::unit_of(parent, id) {
+                Some(unit) => Some(unit),
+                None => return Ok(Vec::new()),
+            },
+        };
+        let node_ids = self.node_ids(&head)?;
+        let after_row = cursor.map(|(node, instance)| (node as i64, instance_number(instance)));
+        let mut rows = self
+            .store()
+            .units_after(head.key, after_row, limit)?
+            .into_iter()
+            .peekable();
+        let mut tasks = Vec::with_capacity(limit.min(node_ids.len()));
+        let first = cursor.map_or(0, |(node, _)| node);
+        'nodes: for (index, node_id) in node_ids.iter().enumerate().skip(first) {
+            if tasks.len() >= limit {
+                break;
+            }
+            // The cursor's node was listed on an earlier page, itself or an instance of it.
+            if cursor.is_none_or(|(node, _)| node != index) {
+                let row = rows.next_if(|r| r.node == index as i64 && r.instance < 0);
+                tasks.push(sub_view(&head, index, None, node_id.clone(), row.as_ref()));
+            }
+            while let Some(row) = rows.next_if(|r| r.node == index as i64) {
+                if tasks.len() >= limit {
+                    break 'nodes;
+                }
+                let instance = usize::try_from(row.instance).ok();
+                tasks.push(sub_view(
+                    &head,
+                    index,
+                    instance,
+                    row.node_id.clone(),
+                    Some(&row),
+                ));
+            }
+        }
+        tasks.truncate(limit);
+        Ok(tasks)
+    }
+
+    fn node_ids(&self, head: &RunHead) -> Result<Vec<String>, StoreError> {
+        let text = self.store().node_ids(head.key)?.unwrap_or_default();
+        Ok(serde_json::from_str(&text).unwrap_or_default())
     }
 
     /// Runs, newest first, optionally of one status.
@@ -103,26 +225,19 @@ impl Registry {
         let Some(run) = store.run(run_id)? else {
             return Ok(None);
         };
-        let task = store.task(run_id)?;
-        let order: Vec<String> = Plan::from_snapshot(&run.snapshot)
-            .map(|plan| plan.nodes.iter().map(|n| n.id.to_string()).collect())
-            .unwrap_or_default();
+        let task = store.run_task(run_id)?;
+        let head = store.run_head(run_id)?;
+        let order = match &head {
+            Some(head) => self.node_ids(head)?,
+            None => Vec::new(),
+        };
         let mut nodes = Map::new();
-        for id in &order {
-            nodes.insert(id.clone(), json!({ "status": "pending", "attempts": 0 }));
-        }
-        let mut tasks = std::collections::HashMap::new();
-        let mut after = None;
-        loop {
-            let page = store.child_tasks(run_id, after.as_deref(), 1000)?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.task_id.clone());
-            for row in page {
-                tasks.insert(
-                    (row.node_id.clone().unwrap_or_default(), row.instance),
-                    row.task_id,
-                );
-            }
+        for (index, id) in order.iter().enumerate() {
+            let task_id = ids::sub_task_id(run_id, index, None);
+            nodes.insert(
+                id.clone(),
+                json!({ "status": "pending", "attempts": 0, "task_id": task_id }),
+            );
         }
         for row in store.nodes(run_id)? {
             let Ok((instance, unit)) = records::unit_state(&row) else {
@@ -143,9 +258,8 @@ impl Registry {
             if let Some(error) = &unit.error {
                 entry["error"] = json!({ "code": error.code, "message": error.message });
             }
-            if let Some(task_id) = tasks.get(&(row.node_id.clone(), row.instance)) {
-                entry["task_id"] = json!(task_id);
-            }
+            let index = usize::try_from(row.node).unwrap_or(usize::MAX);
+            entry["task_id"] = json!(ids::sub_task_id(run_id, index, instance));
             let node = nodes
                 .entry(row.node_id.clone())
                 .or_insert_with(|| json!({ "status": "pending", "attempts": 0 }));
@@ -165,13 +279,6 @@ impl Registry {
                         .or_insert_with(|| json!({}));
                     list[k.to_string()] = entry;
                 }
-            }
-        }
-        for (id, node) in nodes.iter_mut() {
-            if node.get("task_id").is_none()
-                && let Some(task_id) = tasks.get(&(id.clone(), -1))
-            {
-                node["task_id"] = json!(task_id);
             }
         }
         let questions: Vec<Value> = store

@@ -1,0 +1,173 @@
+//! Queries on `nodes`: one row per node or `for_each` instance of a run, from the unit's
+//! first change on. The row is also what its sub-task reports; a unit without a row has
+//! not started.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Store, StoreError, Tx};
+use crate::clock;
+
+/// One node, or one `for_each` instance (`instance >= 0`; the node itself is `-1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRow {
+    /// The node's index in the run's plan.
+    pub node: i64,
+    pub node_id: String,
+    pub instance: i64,
+    pub status: String,
+    pub reason: Option<String>,
+    pub attempts: i64,
+    pub next_attempt_ms: Option<i64>,
+    /// A `wait` attempt's absolute end.
+    pub deadline_ms: Option<i64>,
+    /// The key of the question the unit waits on.
+    pub asking: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub intent: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// When the row last changed. The store sets it on every write; what a writer puts here
+    /// is ignored.
+    pub updated_at: String,
+}
+
+const NODE_COLUMNS: &str = "node, node_id, instance, status, reason, attempts, next_attempt_ms, \
+     deadline_ms, asking, output, error, intent, started_at, finished_at, updated_at";
+
+fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
+    Ok(NodeRow {
+        node: r.get(0)?,
+        node_id: r.get(1)?,
+        instance: r.get(2)?,
+        status: r.get(3)?,
+        reason: r.get(4)?,
+        attempts: r.get(5)?,
+        next_attempt_ms: r.get(6)?,
+        deadline_ms: r.get(7)?,
+        asking: r.get(8)?,
+        output: r.get(9)?,
+        error: r.get(10)?,
+        intent: r.get(11)?,
+        started_at: r.get(12)?,
+        finished_at: r.get(13)?,
+        updated_at: r.get(14)?,
+    })
+}
+
+impl Tx<'_> {
+    /// Writes the state of nodes and instances of a run, inserting the rows of units seen
+    /// for the first time. A finished unit's status never changes: a trigger refuses it.
+    pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
+                 next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
+                 finished_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+             ON CONFLICT (run_key, node, instance) DO UPDATE SET
+                 status = excluded.status, reason = excluded.reason,
+                 attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
+                 deadline_ms = excluded.deadline_ms, asking = excluded.asking,
+                 output = excluded.output, error = excluded.error, intent = excluded.intent,
+                 started_at = excluded.started_at, finished_at = excluded.finished_at,
+                 updated_at = excluded.updated_at",
+        )?;
+        let now = clock::now_iso();
+        for row in rows {
+            stmt.execute(params![
+                run_key,
+                row.node,
+                row.instance,
+                row.node_id,
+                row.status,
+                row.reason,
+                row.attempts,
+                row.next_attempt_ms,
+                row.deadline_ms,
+                row.asking,
+                row.output,
+                row.error,
+                row.intent,
+                row.started_at,
+                row.finished_at,
+                now
+            ])?;
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Every stored node and instance row of a run, in plan order.
+    pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT {NODE_COLUMNS} FROM nodes WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
+             ORDER BY node, instance"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([run_id], node_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The row of one unit of the run with key `run_key`, if the unit has changed yet.
+    pub fn unit(
+        &self,
+        run_key: i64,
+        node: i64,
+        instance: i64,
+    ) -> Result<Option<NodeRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT {NODE_COLUMNS} FROM nodes WHERE run_key = ?1 AND node = ?2 AND instance = ?3"
+        );
+        Ok(conn
+            .prepare_cached(&sql)?
+            .query_row(params![run_key, node, instance], node_from_row)
+            .optional()?)
+    }
+
+    /// Rows of a run in plan order (a node, then its instances) after the unit `after`,
+    /// at most `limit`.
+    pub fn units_after(
+        &self,
+        run_key: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> Result<Vec<NodeRow>, StoreError> {
+        let conn = self.lock();
+        let sql = format!(
+            "SELECT {NODE_COLUMNS} FROM nodes
+             WHERE run_key = ?1 AND (?2 IS NULL OR (node, instance) > (?2, ?3))
+             ORDER BY node, instance LIMIT ?4"
+        );
+        let (node, instance) = after.unzip();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![run_key, node, instance, limit], node_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The node ids of a run's plan, in plan order, as the JSON array it was created with.
+    pub fn node_ids(&self, run_key: i64) -> Result<Option<String>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached("SELECT node_ids FROM run_snapshots WHERE run_key = ?1")?
+            .query_row([run_key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The id of the node at `index` in a run's plan, without reading the whole list into
+    /// Rust.
+    pub fn node_id_at(&self, run_key: i64, index: i64) -> Result<Option<String>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached(
+                "SELECT json_extract(node_ids, '$[' || ?2 || ']') FROM run_snapshots
+                 WHERE run_key = ?1",
+            )?
+            .query_row(params![run_key, index], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+}
