@@ -80,8 +80,7 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
          INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
              ttl_ms, poll_interval_ms)
          VALUES (1, 'r', 'completed', 'now', 'now', 0, 1, 1);
-         INSERT INTO nodes (run_key, node, instance, node_id, status, updated_at)
-         VALUES (1, 0, -1, 'a', 'skipped', 'now');",
+",
     )
     .unwrap();
     let changed = conn.execute(
@@ -99,11 +98,56 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
         [],
     );
     assert!(out_of_range.is_err(), "progress stays within 0 to 100");
-    // A sub-task's state is its node's: a finished node keeps its state too.
-    let node = conn.execute("UPDATE nodes SET status = 'running' WHERE node = 0", []);
-    assert!(node.is_err(), "the trigger refuses it");
-    let same = conn.execute("UPDATE nodes SET reason = 'r' WHERE node = 0", []);
-    assert!(same.is_ok());
+}
+
+#[test]
+fn a_finished_units_row_keeps_its_state_whatever_is_written_after() {
+    use mcp_task_server::store::NodeRow;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = Store::open(&path).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
+             VALUES (1, 'r', 'w', 'running', 'cli', 'now', 'now')",
+            [],
+        )
+        .unwrap();
+    let row = |status: &str, output: &str| NodeRow {
+        node: 0,
+        node_id: "a".into(),
+        instance: -1,
+        status: status.into(),
+        reason: None,
+        attempts: 1,
+        next_attempt_ms: None,
+        deadline_ms: None,
+        asking: None,
+        output: Some(output.into()),
+        error: None,
+        intent: None,
+        started_at: None,
+        finished_at: None,
+        updated_at: String::new(),
+    };
+    let write = |r: NodeRow| {
+        store
+            .transaction(|tx| tx.upsert_nodes(1, &[r]))
+            .unwrap()
+            .unwrap()
+    };
+    write(row("running", "null"));
+    write(row("succeeded", "1"));
+    for later in ["running", "failed", "cancelled", "succeeded"] {
+        write(row(later, "2"));
+    }
+    let stored = store.nodes("r").unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (stored[0].status.as_str(), stored[0].output.as_deref()),
+        ("succeeded", Some("1"))
+    );
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
 
 impl Tx<'_> {
     /// Writes the state of nodes and instances of a run, inserting the rows of units seen
-    /// for the first time. A finished unit's status never changes: a trigger refuses it.
+    /// for the first time. A finished unit's row never changes: its write is skipped.
     pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
@@ -70,7 +70,8 @@ impl Tx<'_> {
                  deadline_ms = excluded.deadline_ms, asking = excluded.asking,
                  output = excluded.output, error = excluded.error, intent = excluded.intent,
                  started_at = excluded.started_at, finished_at = excluded.finished_at,
-                 updated_at = excluded.updated_at",
+                 updated_at = excluded.updated_at
+             WHERE nodes.status = 'pending' OR nodes.status = 'running'",
         )?;
         let now = clock::now_iso();
         for row in rows {
