@@ -382,7 +382,7 @@ fn bench_resume(c: &mut Criterion) {
     // What `load` spends on the plan: the snapshot is the whole 10 000-node plan as JSON.
     let snapshot = plan.snapshot();
     group.bench_function(BenchmarkId::new("plan_from_snapshot", nodes), |b| {
-        b.iter(|| Plan::from_snapshot(black_box(&snapshot)).expect("snapshot parses"));
+        b.iter(|| Plan::from_snapshot(black_box(&snapshot.text)).expect("snapshot parses"));
     });
     let (loaded, _) = fresh_run(half);
     group.bench_function(BenchmarkId::new("load/half", nodes), |b| {

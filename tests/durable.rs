@@ -697,6 +697,47 @@ async fn a_finished_run_is_purged_after_its_ttl_and_a_running_one_never_is() {
     assert_eq!(long.join.await.unwrap().status, RunStatus::Cancelled);
 }
 
+#[tokio::test]
+async fn runs_of_one_plan_share_its_stored_copy_until_the_last_is_purged() {
+    let world = World::new();
+    let a = world.process(SHORT);
+    let plans = || -> i64 {
+        let conn = rusqlite::Connection::open(world.db()).unwrap();
+        conn.query_row("SELECT COUNT(*) FROM plans", [], |r| r.get(0))
+            .unwrap()
+    };
+    let plan = plan(TOOL_WAIT_TOOL);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let inputs = checked_inputs(&plan, json!({}));
+        let handle = a
+            .engine
+            .start(Arc::clone(&plan), inputs, RunOptions::default());
+        ids.push(handle.run_id.clone());
+        handle.join.await.unwrap();
+    }
+    let other = start(
+        &a,
+        "[nodes.only]\nwait = \"1ms\"\n",
+        json!({}),
+        RunOptions::default(),
+    );
+    other.join.await.unwrap();
+    assert_eq!(plans(), 2, "one stored plan per distinct plan");
+    for id in &ids {
+        let view = a.registry.run_view(id).unwrap().unwrap();
+        let nodes: Vec<&String> = view["nodes"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            nodes,
+            ["first", "pause", "last"],
+            "each run reads the shared copy"
+        );
+    }
+
+    assert_eq!(a.registry.purge(Duration::ZERO).unwrap(), 4);
+    assert_eq!(plans(), 0, "a plan goes with its last run");
+}
+
 /// A caller that never answers: its questions stay open until the run is gone.
 struct Silent;
 

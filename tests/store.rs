@@ -675,10 +675,15 @@ fn a_database_locked_past_the_busy_timeout_never_splits_a_call_from_its_audit_ro
 fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
     let Db { _dir, path, store } = temp_db();
     let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0)",
+        [],
+    )
+    .unwrap();
     for (i, at) in [(1, 30), (2, 10), (3, 20), (4, 20), (5, 40)] {
         conn.execute(
-            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
-             VALUES (?1, ?2, 'w', 'running', 'cli', 'now', 'now')",
+            "INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
+             VALUES (?1, ?2, 'w', 1, 'running', 'cli', 'now', 'now')",
             rusqlite::params![i, format!("t{i}")],
         )
         .unwrap();
@@ -721,8 +726,10 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
                     id,
                     workflow: "w",
                     snapshot: "{}",
+                    plan_hash: "h",
                     inputs: "{}",
                     node_ids: "[]",
+                    nodes: 0,
                     origin: "cli",
                     answers: "none",
                     deadline_ms: None,

@@ -75,8 +75,9 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
     drop(Store::open(&path).unwrap());
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
-         VALUES (1, 'r', 'w', 'succeeded', 'cli', 'now', 'now');
+        "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
+         INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
+         VALUES (1, 'r', 'w', 1, 'succeeded', 'cli', 'now', 'now');
          INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
              ttl_ms, poll_interval_ms)
          VALUES (1, 'r', 'completed', 'now', 'now', 0, 1, 1);
@@ -108,10 +109,10 @@ fn a_finished_units_row_keeps_its_state_whatever_is_written_after() {
     let store = Store::open(&path).unwrap();
     Connection::open(&path)
         .unwrap()
-        .execute(
-            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
-             VALUES (1, 'r', 'w', 'running', 'cli', 'now', 'now')",
-            [],
+        .execute_batch(
+            "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
+             INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
+             VALUES (1, 'r', 'w', 1, 'running', 'cli', 'now', 'now');",
         )
         .unwrap();
     let row = |status: &str, output: &str| NodeRow {
@@ -158,8 +159,9 @@ fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "INSERT INTO runs (key, id, workflow, status, origin, created_at, updated_at)
-             VALUES (1, 'r', 'w', 'running', 'cli', 'now', 'now');
+            "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
+             INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
+             VALUES (1, 'r', 'w', 1, 'running', 'cli', 'now', 'now');
              INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
                  ttl_ms, poll_interval_ms)
              VALUES (1, 'r', 'working', 'now', 'now', 0, 1, 1);",

@@ -2,7 +2,7 @@
 //! and for each node the upstream outputs its templates read.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -69,6 +69,17 @@ pub struct Plan {
     /// The definition the plan was built from; not part of the snapshot.
     #[serde(skip)]
     pub def: Option<Arc<WorkflowDef>>,
+    /// The snapshot, made the first time a run of the plan is recorded.
+    #[serde(skip)]
+    snapshot: OnceLock<Arc<Snapshot>>,
+}
+
+/// The form in which a durable run keeps its plan.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub text: String,
+    /// A hash of `text`, under which the store keeps one copy per plan.
+    pub hash: String,
 }
 
 /// Node ids named in a set of dotted references (`nodes.<id>...`).
@@ -166,12 +177,21 @@ impl Plan {
             output: def.output.clone(),
             nodes,
             def: Some(def),
+            snapshot: OnceLock::new(),
         }
     }
 
     /// The snapshot a durable run keeps of its plan.
-    pub fn snapshot(&self) -> String {
-        serde_json::to_string(self).expect("a plan serialises")
+    ///
+    /// Made once per plan: a server runs the same workflows over and over, and a large
+    /// plan's snapshot is megabytes of JSON to write and to hash.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        let made = self.snapshot.get_or_init(|| {
+            let text = serde_json::to_string(self).expect("a plan serialises");
+            let hash = super::actions::content_hash(&text);
+            Arc::new(Snapshot { text, hash })
+        });
+        Arc::clone(made)
     }
 
     /// A plan read back from its snapshot.
@@ -213,6 +233,7 @@ impl Plan {
                 reads: Vec::new(),
                 needs_context: false,
             }],
+            snapshot: OnceLock::new(),
             output: IndexMap::new(),
             output_reads: Vec::new(),
             def: None,

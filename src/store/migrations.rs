@@ -42,10 +42,24 @@ const MIGRATIONS: &[&str] = &[
     // then sit together in every B-tree, and writing a thousand of them touches a few pages
     // instead of a thousand.
     r#"
+    -- What runs run: the snapshot of a validated plan, stored once however many runs run
+    -- it, and found again by the hash of its text.
+    CREATE TABLE plans (
+        key      INTEGER PRIMARY KEY,
+        hash     TEXT NOT NULL,
+        snapshot TEXT NOT NULL,
+        -- The plan's node ids in plan order, as a JSON array, and how many: what names a
+        -- sub-task whose node has not started, without reading the snapshot.
+        node_ids TEXT NOT NULL,
+        nodes    INTEGER NOT NULL
+    );
+    CREATE INDEX plans_by_hash ON plans (hash);
+
     CREATE TABLE runs (
         key              INTEGER PRIMARY KEY,
         id               TEXT NOT NULL UNIQUE,
         workflow         TEXT NOT NULL,
+        plan_key         INTEGER NOT NULL REFERENCES plans (key),
         status           TEXT NOT NULL CHECK (status = 'running' OR status = 'succeeded'
                                               OR status = 'failed' OR status = 'cancelled'),
         error            TEXT,
@@ -64,17 +78,14 @@ const MIGRATIONS: &[&str] = &[
         finished_ms      INTEGER
     );
     CREATE INDEX runs_by_status ON runs (status, created_at);
-    -- What a run runs, apart from the row its lease and status change in: an update of a
-    -- row rewrites the whole row, and a snapshot of a large plan is megabytes.
-    CREATE TABLE run_snapshots (
-        run_key  INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
-        snapshot TEXT NOT NULL,
-        inputs   TEXT NOT NULL,
-        -- The plan's node ids in plan order, as a JSON array: what names a sub-task whose
-        -- node has not started, without reading the snapshot.
-        node_ids TEXT NOT NULL
-    );
+    CREATE INDEX runs_by_plan ON runs (plan_key);
     CREATE INDEX runs_by_lease ON runs (lease_owner) WHERE status = 'running';
+    -- A run's inputs, apart from the row its lease and status change in: an update of a
+    -- row rewrites the whole row, and inputs may be large.
+    CREATE TABLE run_inputs (
+        run_key INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
+        inputs  TEXT NOT NULL
+    );
 
     -- The run's own task, whose id is the run's: what a client lists and polls.
     CREATE TABLE run_tasks (

@@ -153,7 +153,9 @@ impl Store {
     pub fn node_ids(&self, run_key: i64) -> Result<Option<String>, StoreError> {
         let conn = self.lock();
         Ok(conn
-            .prepare_cached("SELECT node_ids FROM run_snapshots WHERE run_key = ?1")?
+            .prepare_cached(
+                "SELECT p.node_ids FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.key = ?1",
+            )?
             .query_row([run_key], |r| r.get(0))
             .optional()?)
     }
@@ -164,8 +166,8 @@ impl Store {
         let conn = self.lock();
         Ok(conn
             .prepare_cached(
-                "SELECT json_extract(node_ids, '$[' || ?2 || ']') FROM run_snapshots
-                 WHERE run_key = ?1",
+                "SELECT json_extract(p.node_ids, '$[' || ?2 || ']')
+                 FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.key = ?1",
             )?
             .query_row(params![run_key, index], |r| r.get(0))
             .optional()?

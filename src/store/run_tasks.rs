@@ -77,8 +77,8 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
 }
 
 const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_interval_ms, \
-     json_array_length(s.node_ids) \
-     FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN run_snapshots s ON s.run_key = r.key";
+     p.nodes \
+     FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
 
 fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
     Ok(RunHead {

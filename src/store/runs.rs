@@ -1,4 +1,4 @@
-//! Queries on `runs`: durable runs, their snapshots and their leases.
+//! Queries on `runs`: durable runs, the plans they run, and their leases.
 //!
 //! Deadlines and lease expiries are milliseconds since the Unix epoch; the times a person
 //! reads are ISO 8601 text, as elsewhere in the store.
@@ -49,9 +49,12 @@ pub struct NewRun<'a> {
     pub id: &'a str,
     pub workflow: &'a str,
     pub snapshot: &'a str,
+    /// A hash of `snapshot`, under which runs of the same plan share one copy of it.
+    pub plan_hash: &'a str,
     pub inputs: &'a str,
-    /// The plan's node ids in plan order, as a JSON array.
+    /// The plan's node ids in plan order, as a JSON array, and how many there are.
     pub node_ids: &'a str,
+    pub nodes: i64,
     pub origin: &'a str,
     pub answers: &'a str,
     pub deadline_ms: Option<i64>,
@@ -71,7 +74,7 @@ pub struct RunEnd {
     pub output: Option<String>,
 }
 
-const RUN_COLUMNS: &str = "r.id, r.workflow, s.snapshot, s.inputs, r.status, r.error, r.output, \
+const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.error, r.output, \
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
      r.retry_of, r.created_at, r.updated_at, r.finished_at";
 
@@ -100,19 +103,21 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
 impl Tx<'_> {
     /// Records a new run; returns its key, which the rows of its nodes and tasks carry.
     pub fn insert_run(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+        let plan = self.plan_key(run)?;
         let now = clock::now_iso();
         let key = self
             .conn
             .prepare_cached(
-                "INSERT INTO runs (id, workflow, status, origin, answers, deadline_ms,
+                "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
                      lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
                  RETURNING key",
             )?
             .query_row(
                 params![
                     run.id,
                     run.workflow,
+                    plan,
                     run.origin,
                     run.answers,
                     run.deadline_ms,
@@ -124,12 +129,33 @@ impl Tx<'_> {
                 |r| r.get(0),
             )?;
         self.conn
-            .prepare_cached(
-                "INSERT INTO run_snapshots (run_key, snapshot, inputs, node_ids)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![key, run.snapshot, run.inputs, run.node_ids])?;
+            .prepare_cached("INSERT INTO run_inputs (run_key, inputs) VALUES (?1, ?2)")?
+            .execute(params![key, run.inputs])?;
         Ok(key)
+    }
+
+    /// The key of the run's plan: the stored one with the same snapshot, or a new one.
+    fn plan_key(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+        // The hash finds candidates; the text itself decides, so a collision cannot give a
+        // run another plan.
+        let found = self
+            .conn
+            .prepare_cached("SELECT key FROM plans WHERE hash = ?1 AND snapshot = ?2")?
+            .query_row(params![run.plan_hash, run.snapshot], |r| r.get(0))
+            .optional()?;
+        if let Some(key) = found {
+            return Ok(key);
+        }
+        Ok(self
+            .conn
+            .prepare_cached(
+                "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES (?1, ?2, ?3, ?4)
+                 RETURNING key",
+            )?
+            .query_row(
+                params![run.plan_hash, run.snapshot, run.node_ids, run.nodes],
+                |r| r.get(0),
+            )?)
     }
 
     /// The key of the run with id `run_id`.
@@ -183,7 +209,8 @@ impl Store {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs r JOIN run_snapshots s ON s.run_key = r.key
+            "SELECT {RUN_COLUMNS} FROM runs r JOIN plans p ON p.key = r.plan_key
+             JOIN run_inputs i ON i.run_key = r.key
              WHERE r.id = ?1"
         );
         Ok(conn
@@ -312,17 +339,19 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Deletes finished runs (with their nodes, tasks and questions) that finished before
-    /// `finished_before_ms` and whose task TTL has run out by `now_ms`; when `ignore_ttl`,
-    /// the TTL is not consulted. The audit log is never touched. Returns how many went.
+    /// Deletes finished runs (with their nodes, tasks, questions, and the plans no other
+    /// run runs) that finished before `finished_before_ms` and whose task TTL has run out
+    /// by `now_ms`; when `ignore_ttl`, the TTL is not consulted. The audit log is never
+    /// touched. Returns how many went.
     pub fn purge_runs(
         &self,
         finished_before_ms: i64,
         now_ms: i64,
         ignore_ttl: bool,
     ) -> Result<usize, StoreError> {
-        let conn = self.lock();
-        Ok(conn
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let purged = tx
             .prepare_cached(
                 "DELETE FROM runs
                  WHERE status != 'running' AND finished_ms IS NOT NULL
@@ -331,6 +360,13 @@ impl Store {
                         (SELECT ttl_ms FROM run_tasks WHERE run_key = runs.key),
                         0) <= ?2)",
             )?
-            .execute(params![finished_before_ms, now_ms, ignore_ttl])?)
+            .execute(params![finished_before_ms, now_ms, ignore_ttl])?;
+        // Plans no run runs any more go with their last run.
+        tx.prepare_cached(
+            "DELETE FROM plans WHERE NOT EXISTS (SELECT 1 FROM runs WHERE plan_key = plans.key)",
+        )?
+        .execute([])?;
+        tx.commit()?;
+        Ok(purged)
     }
 }

@@ -141,9 +141,11 @@ impl Journal for Registry {
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,
-            snapshot: &snapshot,
+            snapshot: &snapshot.text,
+            plan_hash: &snapshot.hash,
             inputs: &inputs,
             node_ids: &node_ids,
+            nodes: ids.len() as i64,
             origin: start.origin.as_str(),
             answers: start.answers.as_str(),
             deadline_ms: start.deadline_ms,

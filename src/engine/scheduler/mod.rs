@@ -36,6 +36,12 @@ use units::Woken;
 /// How many units may finish synchronously before the run yields to other tasks.
 const YIELD_EVERY: usize = 256;
 
+/// How long units that finish synchronously may go uncommitted, so that a run that never
+/// waits still shows its progress to other processes. Losing them to a crash costs only
+/// their recomputation: they have no effects, since a tool call commits everything before
+/// it, and so does a file write.
+const COMMIT_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Why a run stopped before every node was decided.
 #[derive(Debug, Clone)]
 enum Stop {
@@ -110,6 +116,8 @@ pub(super) struct Run {
     unit_ready: VecDeque<(usize, Option<usize>, Resolved)>,
     /// Units waiting: on a timer, an answer, or a retry's backoff.
     running: FuturesUnordered<BoxFuture<Woken>>,
+    /// When the run's changes were last committed.
+    committed_at: std::time::Instant,
 }
 
 /// What woke the run loop.
@@ -175,6 +183,7 @@ impl Run {
             node_ready,
             unit_ready: VecDeque::new(),
             running: FuturesUnordered::new(),
+            committed_at: std::time::Instant::now(),
             plan,
         }
     }
@@ -208,7 +217,9 @@ impl Run {
                 since_yield += finished;
                 if since_yield >= YIELD_EVERY {
                     since_yield = 0;
-                    self.flush();
+                    if self.committed_at.elapsed() >= COMMIT_AT_LEAST_EVERY {
+                        self.flush();
+                    }
                     tokio::task::yield_now().await;
                 }
             }

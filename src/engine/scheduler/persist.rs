@@ -1,5 +1,6 @@
 //! Writing a run's changes to its journal: at the points where the run would otherwise
-//! wait, with the tool calls that carry them, and once at the end.
+//! wait, with the tool calls that carry them, at least every 100 ms of a run that never
+//! waits, and once at the end.
 
 use super::{Run, Stop};
 use crate::engine::journal::{JournalError, RunBatch, RunEnd};
@@ -28,7 +29,10 @@ impl Run {
         }
         let committed = journal.commit(&self.batch(None));
         match committed {
-            Ok(()) => self.state.clear_changes(),
+            Ok(()) => {
+                self.state.clear_changes();
+                self.committed_at = std::time::Instant::now();
+            }
             Err(error) => self.lose(error),
         }
     }
