@@ -796,3 +796,67 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
         assert_eq!(store.nodes(id).unwrap().len(), expected, "{id}");
     }
 }
+
+#[test]
+fn node_rows_written_in_one_batch_read_back_exactly_whatever_their_number() {
+    use mcp_task_server::store::{NewRun, NodeRow};
+    let Db {
+        _dir,
+        path: _,
+        store,
+    } = temp_db();
+    let key = store
+        .try_transaction(|tx| {
+            tx.insert_run(&NewRun {
+                id: "r",
+                workflow: "w",
+                snapshot: "{}",
+                plan_hash: "h",
+                inputs: "{}",
+                node_ids: "[]",
+                nodes: 0,
+                origin: "cli",
+                answers: "none",
+                deadline_ms: None,
+                lease_owner: "me",
+                lease_expires_ms: i64::MAX,
+                retry_of: None,
+            })
+        })
+        .unwrap();
+    let row = |node: i64, status: &str| NodeRow {
+        node: node / 3,
+        node_id: format!("n{}", node / 3),
+        instance: node % 3 - 1,
+        status: status.into(),
+        reason: (node % 2 == 0).then(|| format!("reason {node}")),
+        attempts: node,
+        next_attempt_ms: Some(node * 10),
+        deadline_ms: None,
+        asking: None,
+        output: Some(format!("{{\"n\":{node}}}")),
+        error: None,
+        intent: Some(format!("i{node}")),
+        started_at: Some("2026-12-01T00:00:00.000Z".into()),
+        finished_at: None,
+        updated_at: String::new(),
+    };
+    // Two full statements of many rows and a remainder, then every row again, changed.
+    for status in ["running", "succeeded"] {
+        let rows: Vec<NodeRow> = (0..37).map(|n| row(n, status)).collect();
+        store
+            .transaction(|tx| tx.upsert_nodes(key, &rows))
+            .unwrap()
+            .unwrap();
+        let stored = store.nodes("r").unwrap();
+        assert_eq!(stored.len(), rows.len());
+        for (stored, written) in stored.iter().zip(&rows) {
+            assert!(!stored.updated_at.is_empty());
+            let stored = NodeRow {
+                updated_at: String::new(),
+                ..stored.clone()
+            };
+            assert_eq!(&stored, written);
+        }
+    }
+}
