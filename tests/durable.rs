@@ -679,7 +679,19 @@ async fn a_finished_run_is_purged_after_its_ttl_and_a_running_one_never_is() {
     );
     tokio::time::sleep(Duration::from_millis(20)).await;
 
+    let rows = |table: &str| -> i64 {
+        let conn = rusqlite::Connection::open(world.db()).unwrap();
+        conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(
+        rows("nodes"),
+        4,
+        "three of the finished run, one of the running"
+    );
     assert_eq!(proc.registry.purge_expired().unwrap(), 1);
+    assert_eq!(rows("nodes"), 1, "the purged run's rows went with it");
+    assert_eq!(rows("run_tasks"), 1);
     assert!(store.run(&done.run_id).unwrap().is_none());
     assert!(proc.registry.task(&done.run_id).unwrap().is_none());
     assert_eq!(store.run(&long.run_id).unwrap().unwrap().status, "running");

@@ -117,7 +117,10 @@ const MIGRATIONS: &[&str] = &[
     -- upsert that writes a row leaves a finished one as it is; a trigger to the same end
     -- doubled the cost of that write.
     CREATE TABLE nodes (
-        run_key         INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+        -- No foreign key: checking it cost a lookup per row written, and every write of a
+        -- run's rows follows the check of its lease, in the same transaction. A trigger
+        -- deletes a run's rows with the run.
+        run_key         INTEGER NOT NULL,
         node            INTEGER NOT NULL,
         instance        INTEGER NOT NULL,
         node_id         TEXT NOT NULL,
@@ -137,6 +140,9 @@ const MIGRATIONS: &[&str] = &[
         updated_at      TEXT NOT NULL,
         PRIMARY KEY (run_key, node, instance)
     ) WITHOUT ROWID;
+    CREATE TRIGGER runs_delete_nodes AFTER DELETE ON runs
+    BEGIN DELETE FROM nodes WHERE run_key = OLD.key; END;
+
     -- The questions a unit's task puts, under a key unique for the task's lifetime.
     CREATE TABLE task_questions (
         run_key     INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
