@@ -520,6 +520,49 @@ async fn sub_tasks_page_in_plan_order_and_each_id_leads_back_to_its_task() {
 }
 
 #[tokio::test]
+async fn every_instance_has_its_sub_task_once_its_node_expands() {
+    let world = World::new();
+    let a = world.process(SHORT);
+    let toml = r#"
+        max_parallel = 1
+        [inputs.items]
+        type = "array"
+        default = ["a", "b", "c"]
+        [nodes.each]
+        for_each = "inputs.items"
+        wait = "10s"
+    "#;
+    let handle = start(&a, toml, json!({}), RunOptions::default());
+    let (store, id) = (world.store(), handle.run_id.clone());
+    until("the first instance runs", || {
+        store
+            .nodes(&id)
+            .unwrap()
+            .iter()
+            .any(|r| r.instance == 0 && r.status == "running")
+    })
+    .await;
+    let subs = a.registry.sub_tasks(&id, None, 10).unwrap();
+    let seen: Vec<(Option<i64>, Option<&str>)> = subs
+        .iter()
+        .map(|t| (t.instance, t.status_message.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (None, Some("running")),
+            (Some(0), Some("running")),
+            (Some(1), Some("pending")),
+            (Some(2), Some("pending")),
+        ]
+    );
+    for task in &subs {
+        assert_eq!(a.registry.task(&task.task_id).unwrap().as_ref(), Some(task));
+    }
+    crash(handle).await;
+}
+
+#[tokio::test]
 async fn a_fan_out_keeps_finished_instances_and_progress_never_goes_back() {
     let world = World::new();
     let a = world.process(SHORT);

@@ -50,6 +50,27 @@ const MMAP_BYTES: i64 = 256 * 1024 * 1024;
 /// How long a statement waits for a lock held by another connection before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Runs `step` again while the database is busy, for up to [`BUSY_TIMEOUT`].
+///
+/// Why: while another process turns a fresh file into a WAL database and migrates it,
+/// SQLite answers some steps of opening with `SQLITE_BUSY` at once, without waiting in the
+/// busy handler (waiting there could deadlock two connections that both hold a read
+/// lock). Trying again shortly after is what the busy handler would have done.
+fn while_busy<T>(mut step: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let started = std::time::Instant::now();
+    loop {
+        match step() {
+            Err(StoreError::Sqlite(error))
+                if error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open database at {path}")]
@@ -147,14 +168,14 @@ impl Store {
         if !conn.is_readonly(rusqlite::MAIN_DB)? {
             // WAL lets readers proceed during a write; NORMAL loses nothing on a process
             // crash, which is the failure mode of a stdio child process.
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+            while_busy(|| Ok(conn.pragma_update(None, "journal_mode", "WAL")?))?;
             let synchronous = match durability {
                 Durability::Normal => "NORMAL",
                 Durability::Full => "FULL",
             };
             conn.pragma_update(None, "synchronous", synchronous)?;
         }
-        migrations::migrate(&mut conn)?;
+        while_busy(|| migrations::migrate(&mut conn))?;
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             queue: Arc::default(),

@@ -107,10 +107,17 @@ impl RunState {
         }
     }
 
-    /// Expands `node` into its instances.
+    /// Expands `node` into its instances. Each unfinished instance is marked as changed,
+    /// so that its record (and with it its sub-task) exists from the expansion on.
     pub fn expand(&mut self, node: usize, fan: Fan) {
+        let unfinished: Vec<usize> = (0..fan.units.len())
+            .filter(|&k| !fan.units[k].status.is_terminal())
+            .collect();
         self.fans[node] = Some(fan);
         self.open_fans.push(node);
+        for k in unfinished {
+            self.mark(node, Some(k));
+        }
     }
 
     pub fn unit(&self, node: usize, instance: Option<usize>) -> &UnitState {
