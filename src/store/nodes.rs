@@ -128,6 +128,10 @@ impl Tx<'_> {
         static MANY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         let now = clock::now_iso();
+        // In key order: units finish in whatever order the graph allows, and rows inserted
+        // into the middle of a run's range split pages where rows in order append.
+        let mut rows: Vec<&NodeRow> = rows.iter().collect();
+        rows.sort_unstable_by_key(|row| (row.node, row.instance));
         let chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
         let rest = chunks.remainder();
         if rows.len() >= ROWS_PER_STATEMENT {
