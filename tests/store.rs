@@ -860,3 +860,14 @@ fn node_rows_written_in_one_batch_read_back_exactly_whatever_their_number() {
         }
     }
 }
+
+#[test]
+fn a_store_opened_for_full_durability_commits_with_synchronous_full() {
+    use mcp_task_server::store::Durability;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let full = Store::open_with(&path, Durability::Full).unwrap();
+    assert_eq!(full.durability().unwrap(), Durability::Full);
+    let normal = Store::open(&path).unwrap();
+    assert_eq!(normal.durability().unwrap(), Durability::Normal);
+}

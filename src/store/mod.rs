@@ -182,6 +182,19 @@ impl Store {
         })
     }
 
+    /// The durability this connection commits with, as SQLite reports it.
+    pub fn durability(&self) -> Result<Durability, StoreError> {
+        let level: i64 = self
+            .lock()
+            .pragma_query_value(None, "synchronous", |row| row.get(0))?;
+        // 2 is FULL and 3 EXTRA; 0 (OFF) is never set here.
+        Ok(if level >= 2 {
+            Durability::Full
+        } else {
+            Durability::Normal
+        })
+    }
+
     /// Whether writes to this database will be refused.
     pub fn is_read_only(&self) -> bool {
         self.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
