@@ -7,6 +7,7 @@
 mod handler;
 mod progress;
 mod results;
+mod wire;
 mod workflow_tools;
 
 use std::collections::HashMap;
@@ -50,8 +51,9 @@ impl Server {
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         // `stdio_pipes` keeps reads and writes on the IO reactor when the client gave us
         // pipes, saving a blocking-pool hand-off per message.
+        let (read, write) = rmcp::transport::stdio_pipes();
         let running = self
-            .serve(rmcp::transport::stdio_pipes())
+            .serve(wire::WireTransport::new(read, write))
             .await
             .context("MCP session failed to start")?;
         running

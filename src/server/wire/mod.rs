@@ -1,0 +1,159 @@
+//! The wire in front of rmcp: our own stdio transport, which reads JSON-RPC lines, screens
+//! each one (`screen.rs`), and hands rmcp only the messages it can serve.
+//!
+//! Why not rmcp's `AsyncRwTransport`: it drops a line that is not JSON, nested too deep or
+//! too long, without a reply, and the client waits forever for one. Lines are read as
+//! rmcp reads them (bounded, cancellation-safe) and written as it writes them (whole, one
+//! at a time).
+
+mod screen;
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
+
+/// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How much of an oversized line is searched for its id.
+const ID_SCAN: usize = 64 * 1024;
+
+/// Outcome of reading one line.
+enum Line {
+    Whole,
+    /// Longer than [`MAX_LINE`]: dropped, with the id its start named, if any.
+    Oversized(Option<Value>),
+    Eof,
+    Io(std::io::Error),
+}
+
+pub(crate) struct WireTransport<R, W> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    /// Set while the rest of an oversized line is skipped; lives here, not in `read_line`,
+    /// because rmcp polls `receive` in a `select!` and may drop it mid-line.
+    skipping: Option<Option<Value>>,
+    write: Arc<Mutex<W>>,
+}
+
+impl<R, W> WireTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub(crate) fn new(read: R, write: W) -> Self {
+        WireTransport {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            skipping: None,
+            write: Arc::new(Mutex::new(write)),
+        }
+    }
+
+    /// Reads one line into `self.line`, never letting it grow past [`MAX_LINE`]. A dropped
+    /// read leaves the partial line in place for the next call.
+    async fn read_line(&mut self) -> Line {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(available) => available,
+                Err(error) => return Line::Io(error),
+            };
+            if available.is_empty() {
+                return Line::Eof;
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let take = newline.map_or(available.len(), |at| at + 1);
+            if self.skipping.is_none() && self.line.len() + take > MAX_LINE + 1 {
+                let start = &self.line[..self.line.len().min(ID_SCAN)];
+                self.skipping = Some(top_level_id(start));
+                self.line.clear();
+            }
+            if self.skipping.is_none() {
+                self.line.extend_from_slice(&available[..take]);
+            }
+            self.read.consume(take);
+            if newline.is_some() {
+                return match self.skipping.take() {
+                    Some(id) => Line::Oversized(id),
+                    None => Line::Whole,
+                };
+            }
+        }
+    }
+
+    /// Writes a reply of our own. Spawned, so that a `receive` dropped by rmcp's `select!`
+    /// never leaves half a line on the wire.
+    fn reply(&self, reply: Value) {
+        let write = Arc::clone(&self.write);
+        tokio::spawn(async move {
+            if let Err(error) = write_line(&write, &reply).await {
+                tracing::warn!(%error, "an error reply could not be written");
+            }
+        });
+    }
+}
+
+async fn write_line<W, T>(write: &Mutex<W>, message: &T) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+    T: serde::Serialize,
+{
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut write = write.lock().await;
+    write.write_all(&line).await?;
+    write.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for WireTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = Arc::clone(&self.write);
+        async move { write_line(&write, &item).await }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            match self.read_line().await {
+                Line::Whole => {}
+                Line::Oversized(id) => {
+                    tracing::warn!(max = MAX_LINE, "an incoming line was too long and dropped");
+                    let message = format!("invalid request: longer than {MAX_LINE} bytes");
+                    self.reply(error_reply(id, INVALID_REQUEST, &message));
+                    continue;
+                }
+                Line::Eof => return None,
+                Line::Io(error) => {
+                    tracing::error!(%error, "reading the client's messages failed");
+                    return None;
+                }
+            }
+            let screened = screen(&self.line);
+            self.line.clear();
+            match screened {
+                Screened::Message(message) => return Some(*message),
+                Screened::Reply(reply) => self.reply(reply),
+                Screened::Skip => {}
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.write.lock().await.shutdown().await
+    }
+}
