@@ -5,6 +5,7 @@
 //! its dotted path (`nodes.create.tool`, `nodes.create.needs[0]`); one decoder then
 //! reads the JSON for both formats.
 
+mod form;
 mod model;
 mod toml_source;
 mod values;

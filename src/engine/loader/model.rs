@@ -346,36 +346,6 @@ impl Decoder {
         })
     }
 
-    /// A flat JSON Schema object: `type = "object"`, properties that are not objects.
-    pub(super) fn schema(&mut self, path: &str, value: &Value) -> Option<Value> {
-        let map = self.table(path, value)?;
-        let kind = map.get("type");
-        if kind.is_some_and(|kind| kind != "object") {
-            self.report(
-                &join(path, "type"),
-                "an input schema must have type \"object\"",
-            );
-        }
-        let at = join(path, "properties");
-        let properties = match map.get("properties") {
-            Some(properties) => self.table(&at, properties)?,
-            None => return Some(value.clone()),
-        };
-        for (name, property) in properties {
-            let at = join(&at, name);
-            let Some(property) = self.table(&at, property) else {
-                continue;
-            };
-            if property.get("type").is_some_and(|kind| kind == "object") {
-                self.report(
-                    &at,
-                    "an input schema must be flat: a property cannot be an object",
-                );
-            }
-        }
-        Some(value.clone())
-    }
-
     pub(super) fn sample(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
         let map = self.fields(path, value, SAMPLE_KEYS)?;
         let max_tokens = self.opt(map, path, "max_tokens", |d, p, v| {

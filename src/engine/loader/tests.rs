@@ -594,6 +594,49 @@ fn input_schemas_must_be_flat_objects() {
 }
 
 #[test]
+fn input_schemas_are_forms_a_client_can_render_and_every_fault_is_reported() {
+    let good = r#"
+        [nodes.a]
+        input.message = "Pick"
+        input.schema.type = "object"
+        input.schema.required = ["choice"]
+        input.schema.properties.choice = { type = "string", enum = ["a", "b"], enumNames = ["A", "B"] }
+        input.schema.properties.mail = { type = "string", format = "email", maxLength = 80 }
+        input.schema.properties.count = { type = "integer", minimum = 1, maximum = 9, default = 3 }
+        input.schema.properties.ratio = { type = "number", default = 0.5 }
+        input.schema.properties.ok = { type = "boolean", default = true, title = "OK?" }
+    "#;
+    assert!(
+        parse_toml("t.toml", "t", good).is_ok(),
+        "{:?}",
+        parse_toml("t.toml", "t", good).err()
+    );
+    let bad = r#"
+        [nodes.a]
+        input.message = "Pick"
+        input.schema.required = ["missing"]
+        input.schema.properties.tags = { type = "array", items = { type = "string" } }
+        input.schema.properties.mail = { type = "string", format = "phone" }
+        input.schema.properties.count = { type = "integer", default = "three" }
+        input.schema.properties.pick = { type = "string", enum = [1, "b"] }
+        input.schema.properties.vague = { title = "no type" }
+        input.schema.properties.flag = { type = "boolean", minimum = 0 }
+    "#;
+    let found = problems(bad);
+    for expected in [
+        "nodes.a.input.schema.required[0]: no property `missing` to require",
+        "nodes.a.input.schema.properties.tags: an input schema must be flat",
+        "nodes.a.input.schema.properties.mail.format: unknown format `phone`",
+        "nodes.a.input.schema.properties.count.default: expected a default of type integer",
+        "nodes.a.input.schema.properties.pick.enum[0]: expected a string, found an integer",
+        "nodes.a.input.schema.properties.vague.type: a property needs a `type`",
+        "nodes.a.input.schema.properties.flag.minimum: unknown key `minimum`",
+    ] {
+        assert_reported(&found, expected);
+    }
+}
+
+#[test]
 fn a_syntax_error_is_one_problem_at_its_location() {
     let error = parse_toml("wf/x.toml", "x", "name = 'x'\n[nodes.a\nrender = 'r'\n").unwrap_err();
     assert_eq!(error.0.len(), 1, "{error}");

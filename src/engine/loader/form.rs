@@ -1,0 +1,166 @@
+//! The form an `input` node asks with: the restricted JSON Schema that MCP elicitation
+//! allows, and that clients can render as a form.
+//!
+//! A form is an object of primitive properties: strings (optionally one of an `enum` of
+//! strings, or of a format), numbers, integers and booleans, each with a title, a
+//! description and a default of its type. Nothing nests: no objects, no arrays.
+
+use super::*;
+
+const FORM_KEYS: &[&str] = &["type", "properties", "required", "title", "description"];
+const STRING_KEYS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "default",
+    "minLength",
+    "maxLength",
+    "format",
+    "enum",
+    "enumNames",
+];
+const NUMBER_KEYS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "default",
+    "minimum",
+    "maximum",
+];
+const BOOLEAN_KEYS: &[&str] = &["type", "title", "description", "default"];
+const FORMATS: &[&str] = &["email", "uri", "date", "date-time"];
+
+impl Decoder {
+    /// A form schema; every problem in it is reported.
+    pub(super) fn schema(&mut self, path: &str, value: &Value) -> Option<Value> {
+        let map = self.fields(path, value, FORM_KEYS)?;
+        if map.get("type").is_some_and(|kind| kind != "object") {
+            self.report(
+                &join(path, "type"),
+                "an input schema must have type \"object\"",
+            );
+        }
+        for key in ["title", "description"] {
+            self.opt(map, path, key, Self::string);
+        }
+        let at = join(path, "properties");
+        let properties = match map.get("properties") {
+            Some(properties) => self.table(&at, properties),
+            None => None,
+        };
+        for (name, property) in properties.into_iter().flatten() {
+            self.property(&join(&at, name), property);
+        }
+        if let Some(required) = map.get("required") {
+            self.required(&join(path, "required"), required, properties);
+        }
+        Some(value.clone())
+    }
+
+    fn property(&mut self, path: &str, value: &Value) {
+        let Some(map) = self.table(path, value) else {
+            return;
+        };
+        let kind = map.get("type").and_then(Value::as_str);
+        let keys = match kind {
+            Some("string") => STRING_KEYS,
+            Some("number" | "integer") => NUMBER_KEYS,
+            Some("boolean") => BOOLEAN_KEYS,
+            Some("object" | "array") => {
+                let message = "an input schema must be flat: a property is a string, a number, \
+                     an integer or a boolean, not an object or an array";
+                return self.report(path, message);
+            }
+            _ => {
+                let message = "a property needs a `type`: string, number, integer or boolean";
+                return self.report(&join(path, "type"), message);
+            }
+        };
+        self.fields(path, value, keys);
+        for key in ["title", "description"] {
+            self.opt(map, path, key, Self::string);
+        }
+        let default = map.get("default");
+        match kind {
+            Some("string") => self.string_property(path, map),
+            Some("boolean") => {
+                if let Some(default) = default.filter(|d| !d.is_boolean()) {
+                    self.wrong_type::<()>(&join(path, "default"), "a boolean", default);
+                }
+            }
+            Some(number) => {
+                for key in ["minimum", "maximum"] {
+                    self.opt(map, path, key, Self::finite_number);
+                }
+                let fits = |d: &Value| match number {
+                    "integer" => d.is_i64() || d.is_u64(),
+                    _ => d.is_number(),
+                };
+                if let Some(default) = default.filter(|d| !fits(d)) {
+                    let expected = format!("a default of type {number}");
+                    self.wrong_type::<()>(&join(path, "default"), &expected, default);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn finite_number(&mut self, path: &str, value: &Value) -> Option<f64> {
+        match value.as_f64() {
+            Some(n) if n.is_finite() => Some(n),
+            _ => self.wrong_type(path, "a number", value),
+        }
+    }
+
+    fn string_property(&mut self, path: &str, map: &Map<String, Value>) {
+        for key in ["minLength", "maxLength"] {
+            self.opt(map, path, key, |d, p, v| {
+                d.integer(p, v, 0, i64::from(u32::MAX))
+            });
+        }
+        if let Some(format) = self.opt(map, path, "format", Self::string)
+            && !FORMATS.contains(&format.as_str())
+        {
+            let message = format!("unknown format `{format}`; formats: {}", list(FORMATS));
+            self.report(&join(path, "format"), message);
+        }
+        if let Some(default) = map.get("default")
+            && !default.is_string()
+        {
+            self.wrong_type::<()>(&join(path, "default"), "a string", default);
+        }
+        for key in ["enum", "enumNames"] {
+            let at = join(path, key);
+            match map.get(key) {
+                None => {}
+                Some(Value::Array(items)) if !items.is_empty() => {
+                    for (k, item) in items.iter().enumerate() {
+                        if !item.is_string() {
+                            self.wrong_type::<()>(&format!("{at}[{k}]"), "a string", item);
+                        }
+                    }
+                }
+                Some(other) => {
+                    self.wrong_type::<()>(&at, "a non-empty array of strings", other);
+                }
+            }
+        }
+    }
+
+    fn required(&mut self, path: &str, value: &Value, properties: Option<&Map<String, Value>>) {
+        let Value::Array(names) = value else {
+            self.wrong_type::<()>(path, "an array of property names", value);
+            return;
+        };
+        for (k, name) in names.iter().enumerate() {
+            let at = format!("{path}[{k}]");
+            match name.as_str() {
+                Some(name) if properties.is_some_and(|p| p.contains_key(name)) => {}
+                Some(name) => self.report(&at, format!("no property `{name}` to require")),
+                None => {
+                    self.wrong_type::<()>(&at, "a property name", name);
+                }
+            }
+        }
+    }
+}
