@@ -52,8 +52,23 @@ impl Server {
         // `stdio_pipes` keeps reads and writes on the IO reactor when the client gave us
         // pipes, saving a blocking-pool hand-off per message.
         let (read, write) = rmcp::transport::stdio_pipes();
+        self.serve_on(read, write, CancellationToken::new()).await
+    }
+
+    /// Serves MCP on any byte stream pair (stdio, a socket, an in-process `duplex`) until
+    /// the client hangs up or `shutdown` is cancelled.
+    pub async fn serve_on<R, W>(
+        self,
+        read: R,
+        write: W,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let running = self
-            .serve(wire::WireTransport::new(read, write))
+            .serve_with_ct(wire::WireTransport::new(read, write), shutdown)
             .await
             .context("MCP session failed to start")?;
         running

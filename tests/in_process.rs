@@ -1,0 +1,100 @@
+//! The server in this process, over `tokio::io::duplex`: the same server as `serve`, on
+//! an in-memory byte stream, with a shutdown signal.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_task_server::engine::Engine;
+use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::server::Server;
+use mcp_task_server::store::Store;
+use mcp_task_server::tasks::{Registry, RegistryConfig};
+use mcp_task_server::tools::Tools;
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+fn server(workspace: &std::path::Path) -> Server {
+    let store = Store::open_in_memory().unwrap();
+    let tools = Tools::new(store.clone());
+    let registry = Arc::new(Registry::new(
+        store,
+        tools.clone(),
+        RegistryConfig::default(),
+    ));
+    let engine = Engine::new(tools, workspace).with_journal(registry);
+    let (catalog, _) = Catalog::load(None);
+    Server::new(engine, catalog)
+}
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_client_lists_and_calls_tools_in_process_until_the_server_is_shut_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(server_end);
+    let shutdown = CancellationToken::new();
+    let serving = tokio::spawn(server(dir.path()).serve_on(read, write, shutdown.clone()));
+
+    let client = ().serve(client_end).await.expect("the client connects");
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "add_task"));
+    let added = common::call(&client, "add_task", json!({ "title": "in process" })).await;
+    let envelope = common::envelope(&added);
+    assert_eq!(envelope["ok"], true);
+    assert_eq!(envelope["data"]["title"], "in process");
+
+    shutdown.cancel();
+    let ended = tokio::time::timeout(DEADLINE, serving).await;
+    ended
+        .expect("the server stops when told to")
+        .unwrap()
+        .expect("and ends cleanly");
+}
+
+#[tokio::test]
+async fn a_line_that_is_not_json_is_answered_in_process_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(server_end);
+    let serving = tokio::spawn(server(dir.path()).serve_on(read, write, CancellationToken::new()));
+    let (client_read, mut client_write) = tokio::io::split(client_end);
+    let mut lines = BufReader::new(client_read).lines();
+
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "1" } } });
+    client_write
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let reply = tokio::time::timeout(DEADLINE, lines.next_line())
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_str(&reply.unwrap().unwrap()).unwrap();
+    assert_eq!(reply["id"], 1);
+
+    client_write.write_all(b"{oops\n").await.unwrap();
+    let reply = tokio::time::timeout(DEADLINE, lines.next_line())
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_str(&reply.unwrap().unwrap()).unwrap();
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (Value::Null, json!(-32700))
+    );
+
+    // Closing the stream ends the session.
+    drop(client_write);
+    drop(lines);
+    let ended = tokio::time::timeout(DEADLINE, serving).await;
+    assert!(
+        ended
+            .expect("the server stops when the client hangs up")
+            .is_ok()
+    );
+}
