@@ -404,6 +404,21 @@ async fn a_parked_question_waits_across_a_restart_and_takes_its_answer() {
     tokio::time::sleep(SHORT * 2).await;
     let b = world.process(SHORT);
     let resumed = b.engine.resume(&id, parked).unwrap();
+    // An answer that does not fit the form is refused, every problem named, and the
+    // question stays open.
+    let misfit = b
+        .registry
+        .answer_question(&id, "ask", None, &json!({ "colour": 7, "size": "L" }));
+    let Err(mcp_task_server::tasks::AnswerError::Invalid { problems }) = misfit else {
+        panic!("a misfit answer is refused: {misfit:?}");
+    };
+    assert_eq!(
+        problems,
+        [
+            "`colour`: expected a string",
+            "`size`: the form has no such field"
+        ]
+    );
     let key = b
         .registry
         .answer_question(&id, "ask", None, &json!({ "colour": "teal" }))

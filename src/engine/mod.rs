@@ -9,6 +9,7 @@ pub mod attempt;
 pub mod catalog;
 pub mod definition;
 pub mod duration;
+pub mod form;
 pub mod journal;
 pub mod loader;
 pub mod observer;

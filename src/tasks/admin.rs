@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::registry::{Registry, owner_is_gone};
 use crate::clock;
+use crate::engine::form;
 use crate::store::StoreError;
 
 /// Why an answer was not taken.
@@ -16,6 +17,8 @@ pub enum AnswerError {
     NoRun(String),
     #[error("node `{node}` of run {run_id} has no open question")]
     NoQuestion { run_id: String, node: String },
+    #[error("the answer does not fit the question's form: {}", .problems.join("; "))]
+    Invalid { problems: Vec<String> },
     #[error("storage failure: {0}")]
     Storage(String),
 }
@@ -76,7 +79,8 @@ impl Registry {
     }
 
     /// Answers the open question of a node (or of one `for_each` instance) of a run, and
-    /// returns its key. The run goes on wherever it is driven.
+    /// returns its key. An answer to an `input` must fit its form, or nothing is recorded.
+    /// The run goes on wherever it is driven.
     pub fn answer_question(
         &self,
         run_id: &str,
@@ -96,6 +100,13 @@ impl Registry {
             node: node.to_owned(),
         };
         let question = open.ok_or_else(no_question)?;
+        let request: Value = serde_json::from_str(&question.request).unwrap_or_default();
+        if request["kind"] == "input" {
+            let problems = form::answer_problems(&request["schema"], answer);
+            if !problems.is_empty() {
+                return Err(AnswerError::Invalid { problems });
+            }
+        }
         let text = serde_json::to_string(answer).expect("a JSON value serialises");
         if !self.store().answer(
             run_id,

@@ -1,0 +1,179 @@
+//! Checking an answer against the form an `input` node asked with: the restricted schema
+//! the loader accepts (`loader/form.rs`), so every keyword here is one it lets through.
+//!
+//! Every problem is reported at once, each naming its field.
+
+use serde_json::{Map, Value};
+
+/// The problems of `answer` as an answer to `schema`; empty when it fits.
+pub fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
+    let Value::Object(answer) = answer else {
+        return vec!["an answer is an object of the form's fields".to_owned()];
+    };
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut problems = Vec::new();
+    for name in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !answer.contains_key(name) {
+            problems.push(format!("`{name}`: required"));
+        }
+    }
+    for (name, value) in answer {
+        match properties.get(name) {
+            Some(property) => problems.extend(
+                field_problems(property, value)
+                    .into_iter()
+                    .map(|p| format!("`{name}`: {p}")),
+            ),
+            None => problems.push(format!("`{name}`: the form has no such field")),
+        }
+    }
+    problems
+}
+
+fn field_problems(property: &Value, value: &Value) -> Vec<String> {
+    let number = |key: &str| property.get(key).and_then(Value::as_f64);
+    match property.get("type").and_then(Value::as_str) {
+        Some("string") => {
+            let Some(text) = value.as_str() else {
+                return vec!["expected a string".to_owned()];
+            };
+            string_problems(property, text)
+        }
+        Some(kind @ ("number" | "integer")) => {
+            let fits = match kind {
+                "integer" => value.is_i64() || value.is_u64(),
+                _ => value.is_number(),
+            };
+            let Some(n) = value.as_f64().filter(|_| fits) else {
+                return vec![format!("expected {}", article(kind))];
+            };
+            let mut problems = Vec::new();
+            if let Some(min) = number("minimum").filter(|min| n < *min) {
+                problems.push(format!("{n} is below the minimum {min}"));
+            }
+            if let Some(max) = number("maximum").filter(|max| n > *max) {
+                problems.push(format!("{n} is above the maximum {max}"));
+            }
+            problems
+        }
+        Some("boolean") if !value.is_boolean() => vec!["expected a boolean".to_owned()],
+        _ => Vec::new(),
+    }
+}
+
+fn article(kind: &str) -> String {
+    match kind {
+        "integer" => "an integer".to_owned(),
+        other => format!("a {other}"),
+    }
+}
+
+fn string_problems(property: &Value, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let length = text.chars().count();
+    let limit = |key: &str| property.get(key).and_then(Value::as_u64);
+    if let Some(min) = limit("minLength").filter(|min| (length as u64) < *min) {
+        problems.push(format!("at least {min} characters"));
+    }
+    if let Some(max) = limit("maxLength").filter(|max| (length as u64) > *max) {
+        problems.push(format!("at most {max} characters"));
+    }
+    if let Some(options) = property.get("enum").and_then(Value::as_array)
+        && !options.iter().any(|option| option == text)
+    {
+        let names: Vec<String> = options.iter().map(Value::to_string).collect();
+        problems.push(format!("one of {}", names.join(", ")));
+    }
+    if let Some(format) = property.get("format").and_then(Value::as_str)
+        && !has_format(format, text)
+    {
+        problems.push(format!("not a valid {format}"));
+    }
+    problems
+}
+
+fn has_format(format: &str, text: &str) -> bool {
+    use time::format_description::well_known::{Iso8601, Rfc3339};
+    match format {
+        "email" => text
+            .split_once('@')
+            .is_some_and(|(user, host)| !user.is_empty() && host.contains('.')),
+        "uri" => text.split_once(':').is_some_and(|(scheme, _)| {
+            scheme
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        }),
+        "date" => text.len() == 10 && time::Date::parse(text, &Iso8601::DATE).is_ok(),
+        "date-time" => time::OffsetDateTime::parse(text, &Rfc3339).is_ok(),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form() -> Value {
+        json!({
+            "type": "object",
+            "required": ["choice", "count"],
+            "properties": {
+                "choice": { "type": "string", "enum": ["a", "b"] },
+                "mail": { "type": "string", "format": "email", "maxLength": 20 },
+                "count": { "type": "integer", "minimum": 1, "maximum": 9 },
+                "ratio": { "type": "number" },
+                "ok": { "type": "boolean" },
+                "day": { "type": "string", "format": "date" },
+            }
+        })
+    }
+
+    #[test]
+    fn an_answer_that_fits_its_form_has_no_problems() {
+        let answer = json!({ "choice": "a", "mail": "me@example.org", "count": 3,
+            "ratio": 0.5, "ok": true, "day": "2026-12-01" });
+        assert_eq!(answer_problems(&form(), &answer), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_misfit_of_an_answer_is_named_at_once() {
+        let answer = json!({ "choice": "c", "mail": "not an address", "ratio": "half",
+            "ok": "yes", "day": "2026-13-01", "extra": 1 });
+        let problems = answer_problems(&form(), &answer);
+        for expected in [
+            "`count`: required",
+            "`choice`: one of \"a\", \"b\"",
+            "`mail`: not a valid email",
+            "`ratio`: expected a number",
+            "`ok`: expected a boolean",
+            "`day`: not a valid date",
+            "`extra`: the form has no such field",
+        ] {
+            assert!(
+                problems.iter().any(|p| p == expected),
+                "{expected} in {problems:?}"
+            );
+        }
+        let bounds = answer_problems(&form(), &json!({ "choice": "a", "count": 12 }));
+        assert_eq!(bounds, ["`count`: 12 is above the maximum 9"]);
+        assert_eq!(
+            answer_problems(&form(), &json!("a")),
+            ["an answer is an object of the form's fields"]
+        );
+    }
+}
