@@ -6,15 +6,12 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::CallToolResult;
 
-use crate::tools::{ToolResult, envelope};
+use super::envelope::{self, Envelope};
+use crate::tools::ToolResult;
 
 /// The envelope, both as `structuredContent` and as JSON text, `isError` on failure.
 pub(super) fn tool_result(result: &ToolResult) -> CallToolResult {
-    let body = envelope(result);
-    match result {
-        Ok(_) => CallToolResult::structured(body),
-        Err(_) => CallToolResult::structured_error(body),
-    }
+    reply(envelope::of_result(result))
 }
 
 /// `-32602`, as the MCP specification prescribes for an unknown tool.
@@ -22,8 +19,8 @@ pub(super) fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
 }
 
-/// A workflow tool's reply: its body as structured and text content, `isError` unless ok.
-pub(super) fn reply(reply: super::workflow_tools::Reply) -> CallToolResult {
+/// An envelope as structured and text content, `isError` unless ok.
+pub(super) fn reply(reply: Envelope) -> CallToolResult {
     if reply.ok {
         CallToolResult::structured(reply.body)
     } else {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::envelope::{self, Envelope};
 use crate::engine::catalog::Catalog;
 use crate::engine::definition::{Problems, WorkflowDef};
 use crate::engine::plan::Plan;
@@ -19,18 +20,12 @@ use crate::tools::{Effects, Origin, ToolError, Tools};
 pub(super) const LIST_WORKFLOWS: &str = "list_workflows";
 pub(super) const RUN_WORKFLOW: &str = "run_workflow";
 
-/// A workflow tool's result: the envelope, plus the run report under `data` when a run
+/// A workflow tool's result: the envelope, with the run report under `data` when a run
 /// happened (also when it failed, so the caller sees which node failed and why).
-pub(super) struct Reply {
-    pub ok: bool,
-    pub body: Value,
-}
+type Reply = Envelope;
 
 fn failure(error: &ToolError) -> Reply {
-    Reply {
-        ok: false,
-        body: json!({ "ok": false, "error": { "code": error.code.as_str(), "message": error.message } }),
-    }
+    envelope::failed(error.code.as_str(), &error.message, None)
 }
 
 fn problems_error(problems: &Problems) -> ToolError {
@@ -86,10 +81,7 @@ pub(super) fn list_workflows(catalog: &Catalog, tools: &Tools, args: &Map<String
         })
         .collect();
     tools.audit(LIST_WORKFLOWS, args, AuditOutcome::Ok, Origin::default());
-    Reply {
-        ok: true,
-        body: json!({ "ok": true, "data": list }),
-    }
+    envelope::ok(Value::Array(list))
 }
 
 /// What `run_workflow` was asked to run, once its arguments are checked.
@@ -202,10 +194,7 @@ pub(super) async fn run_workflow(
 fn run_reply(report: &RunReport) -> Reply {
     let data = serde_json::to_value(report).expect("a report serialises");
     if report.status == RunStatus::Succeeded {
-        return Reply {
-            ok: true,
-            body: json!({ "ok": true, "data": data }),
-        };
+        return envelope::ok(data);
     }
     let code = if report.status == RunStatus::Cancelled {
         "run_cancelled"
@@ -216,10 +205,7 @@ fn run_reply(report: &RunReport) -> Reply {
         .error
         .clone()
         .unwrap_or_else(|| format!("run {}", report.status.as_str()));
-    Reply {
-        ok: false,
-        body: json!({ "ok": false, "error": { "code": code, "message": message }, "data": data }),
-    }
+    envelope::failed(code, &message, Some(data))
 }
 
 /// Running a workflow may create, change or delete todos and write files.

@@ -14,7 +14,7 @@ pub mod validate;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::store::{AuditEntry, AuditOutcome, Store, StoreError, Tx};
 
@@ -95,17 +95,6 @@ impl From<StoreError> for ToolError {
 
 /// What a tool returns: its `data` on success.
 pub type ToolResult = Result<Value, ToolError>;
-
-/// The `{ok, data}` / `{ok: false, error: {code, message}}` shape of a result.
-pub fn envelope(result: &ToolResult) -> Value {
-    match result {
-        Ok(data) => json!({ "ok": true, "data": data }),
-        Err(error) => json!({
-            "ok": false,
-            "error": { "code": error.code.as_str(), "message": error.message }
-        }),
-    }
-}
 
 /// The hints a tool publishes about its effects.
 #[derive(Debug, Clone, Copy)]
