@@ -48,46 +48,80 @@ fn published_tool(p: Published<'_>) -> Tool {
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
 }
 
+/// How a published tool is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// One of the task-manager tools, a one-node run.
+    Todo,
+    ListWorkflows,
+    /// `run_workflow`, or a workflow published as a tool of its own.
+    RunWorkflow,
+}
+
 impl Server {
-    fn all_tools(&self) -> Vec<Tool> {
-        let mut tools: Vec<Tool> = Tools::specs()
+    /// Every published tool with its route: what `tools/list` lists. `route` answers the
+    /// same for one name without building schemas; a test holds the two together.
+    fn published(&self) -> Vec<(Route, Tool)> {
+        let mut tools: Vec<(Route, Tool)> = Tools::specs()
             .iter()
             .map(|spec| {
-                published_tool(Published {
+                let tool = published_tool(Published {
                     name: spec.name,
                     title: spec.title,
                     description: spec.description,
                     input_schema: spec.input_schema.clone(),
                     output_schema: spec.output_schema(),
                     effects: spec.effects,
-                })
+                });
+                (Route::Todo, tool)
             })
             .collect();
         for (name, title, description, input_schema, effects) in workflow_tools::fixed_tools() {
-            tools.push(published_tool(Published {
+            let route = match name {
+                LIST_WORKFLOWS => Route::ListWorkflows,
+                _ => Route::RunWorkflow,
+            };
+            let tool = published_tool(Published {
                 name,
                 title,
                 description,
                 input_schema,
                 output_schema: workflow_tools::output_schema(),
                 effects,
-            }));
+            });
+            tools.push((route, tool));
         }
         for entry in self.exposed() {
             let description = format!(
                 "Runs the workflow `{}`: {}",
                 entry.def.name, entry.def.description
             );
-            tools.push(published_tool(Published {
+            let tool = published_tool(Published {
                 name: &entry.def.name,
                 title: &entry.def.name,
                 description: &description,
                 input_schema: workflow_tools::inputs_schema(&entry.def),
                 output_schema: workflow_tools::output_schema(),
                 effects: workflow_tools::RUN_EFFECTS,
-            }));
+            });
+            tools.push((Route::RunWorkflow, tool));
         }
         tools
+    }
+
+    /// How the tool `name` is served, without building any tool's schemas.
+    fn route(&self, name: &str) -> Option<Route> {
+        if Tools::exists(name) {
+            return Some(Route::Todo);
+        }
+        match name {
+            LIST_WORKFLOWS => Some(Route::ListWorkflows),
+            RUN_WORKFLOW => Some(Route::RunWorkflow),
+            _ => self
+                .exposed()
+                .any(|entry| entry.def.name == name)
+                .then_some(Route::RunWorkflow),
+        }
     }
 
     /// Workflows published as tools of their own (never shadowing a fixed tool).
@@ -99,6 +133,39 @@ impl Server {
                 && name != LIST_WORKFLOWS
                 && name != RUN_WORKFLOW
         })
+    }
+}
+
+impl Server {
+    /// A workflow run for a `tools/call`: cancelled by the client's cancel notification,
+    /// reporting progress on the request's token when it has one.
+    async fn run_workflow(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResult {
+        let request = context.id.to_string();
+        let mut options = RunOptions {
+            origin: RunOrigin::Mcp,
+            ..RunOptions::default()
+        };
+        self.lock_runs()
+            .insert(request.clone(), options.cancel.clone());
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (observer, task) = progress::reporter(context.peer.clone(), token);
+            options.observer = Some(observer);
+            forwarder = Some(task);
+        }
+        let reply =
+            workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options).await;
+        self.lock_runs().remove(&request);
+        if let Some(task) = forwarder {
+            // The run and its observer are gone; wait for the last notifications.
+            let _ = task.await;
+        }
+        results::reply(reply)
     }
 }
 
@@ -117,7 +184,8 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.all_tools()))
+        let tools = self.published().into_iter().map(|(_, tool)| tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -127,40 +195,20 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
-        if Tools::exists(name) {
-            let result = self.engine.call_tool(name, args).await;
-            let result = result.expect("the engine runs every registered tool");
-            return Ok(results::tool_result(&result).into());
-        }
-        if name == LIST_WORKFLOWS {
-            let reply = workflow_tools::list_workflows(&self.catalog, self.engine.tools(), &args);
-            return Ok(results::reply(reply).into());
-        }
-        if name == RUN_WORKFLOW || self.exposed().any(|e| e.def.name == name) {
-            let request = context.id.to_string();
-            let mut options = RunOptions {
-                origin: RunOrigin::Mcp,
-                ..RunOptions::default()
-            };
-            self.lock_runs()
-                .insert(request.clone(), options.cancel.clone());
-            let mut forwarder = None;
-            if let Some(token) = context.meta.get_progress_token() {
-                let (observer, task) = progress::reporter(context.peer.clone(), token);
-                options.observer = Some(observer);
-                forwarder = Some(task);
+        let reply = match self.route(name) {
+            None => return Err(results::unknown_tool(name)),
+            Some(Route::Todo) => {
+                let result = self.engine.call_tool(name, args).await;
+                results::tool_result(&result.expect("the engine runs every registered tool"))
             }
-            let reply =
-                workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
-                    .await;
-            self.lock_runs().remove(&request);
-            if let Some(task) = forwarder {
-                // The run and its observer are gone; wait for the last notifications.
-                let _ = task.await;
-            }
-            return Ok(results::reply(reply).into());
-        }
-        Err(results::unknown_tool(name))
+            Some(Route::ListWorkflows) => results::reply(workflow_tools::list_workflows(
+                &self.catalog,
+                self.engine.tools(),
+                &args,
+            )),
+            Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
+        };
+        Ok(reply.into())
     }
 
     async fn on_cancelled(
@@ -174,5 +222,27 @@ impl ServerHandler for Server {
         if let Some(cancel) = self.lock_runs().get(&request.to_string()) {
             cancel.cancel();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::engine::catalog::Catalog;
+    use crate::store::Store;
+
+    #[test]
+    fn every_listed_tool_is_dispatched_by_the_route_it_is_listed_with() {
+        let tools = Tools::new(Store::open_in_memory().unwrap());
+        let (catalog, _) = Catalog::load(None);
+        let server = Server::new(Engine::new(tools, &std::env::temp_dir()), catalog);
+        let published = server.published();
+        // The five todo tools, the two workflow tools, and the workflows exposed as tools.
+        assert_eq!(published.len(), 7 + server.exposed().count());
+        for (route, tool) in &published {
+            assert_eq!(server.route(&tool.name), Some(*route), "{}", tool.name);
+        }
+        assert_eq!(server.route("no_such_tool"), None);
     }
 }
