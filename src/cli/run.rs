@@ -118,7 +118,11 @@ pub async fn run_workflow(engine: &Engine, entry: &Entry, args: &RunArgs) -> Exi
     follow(handle, bar).await
 }
 
-/// Options that show the run's progress on a bar, and the bar.
+/// Options that show the run's progress on a bar and cancel the run on Ctrl-C, and the bar.
+///
+/// The Ctrl-C handler is in place before this returns, so before the run starts: one
+/// installed once the run runs could miss an early Ctrl-C, which would then kill the
+/// process with its run unrecorded.
 pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
     let bar = progress_bar();
     let options = RunOptions {
@@ -127,18 +131,23 @@ pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
         origin: RunOrigin::Cli,
         ..RunOptions::default()
     };
+    let cancel = options.cancel.clone();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+        Ok(mut interrupt) => {
+            tokio::spawn(async move {
+                if interrupt.recv().await.is_some() {
+                    cancel.cancel();
+                }
+            });
+        }
+        Err(error) => tracing::warn!(%error, "Ctrl-C will not cancel the run cleanly"),
+    }
     (bar, options)
 }
 
-/// Waits for a run started in the background (Ctrl-C cancels it), then prints its report
-/// on stdout; 0 only on success.
+/// Waits for a run started in the background, then prints its report on stdout; 0 only on
+/// success.
 pub(super) async fn follow(handle: RunHandle, bar: ProgressBar) -> ExitCode {
-    let cancel = handle.cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
-    });
     let report = match handle.join.await {
         Ok(report) => report,
         Err(e) => {
