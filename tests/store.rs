@@ -25,6 +25,25 @@ fn temp_db() -> Db {
     }
 }
 
+/// A run with an empty plan whose lease `me` holds for good.
+fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
+    mcp_task_server::store::NewRun {
+        id,
+        workflow: "w",
+        snapshot: "{}",
+        plan_hash: "h",
+        inputs: "{}",
+        node_ids: "[]",
+        nodes: 0,
+        origin: "cli",
+        answers: "none",
+        deadline_ms: None,
+        lease_owner: "me",
+        lease_expires_ms: i64::MAX,
+        retry_of: None,
+    }
+}
+
 fn insert(store: &Store, title: &str, due: Option<&str>, tags: &[&str]) -> Todo {
     store
         .insert_todo(&NewTodo {
@@ -688,22 +707,22 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
         )
         .unwrap();
         conn.execute(
-            "INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at,
-                 updated_ms, ttl_ms, poll_interval_ms)
-             VALUES (?1, ?2, 'working', 'now', 'now', ?3, 1, 1)",
-            rusqlite::params![i, format!("t{i}"), at],
+            "INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES (?1, 'working', 'now', 'now', ?2, 1, 1)",
+            rusqlite::params![i, at],
         )
         .unwrap();
     }
     let ids = |page: &[(i64, mcp_task_server::store::TaskRow)]| -> Vec<String> {
-        page.iter().map(|(_, t)| t.task_id.clone()).collect()
+        page.iter().map(|(_, t)| t.run_id.clone()).collect()
     };
     let first = store.list_tasks_page(None, None, 2).unwrap();
     assert_eq!(ids(&first), ["t5", "t1"]);
-    let (at, id) = (first[1].0, first[1].1.task_id.clone());
+    let (at, id) = (first[1].0, first[1].1.run_id.clone());
     let second = store.list_tasks_page(None, Some((at, &id)), 2).unwrap();
     assert_eq!(ids(&second), ["t4", "t3"]);
-    let (at, id) = (second[1].0, second[1].1.task_id.clone());
+    let (at, id) = (second[1].0, second[1].1.run_id.clone());
     let third = store
         .list_tasks_page(Some("working"), Some((at, &id)), 2)
         .unwrap();
@@ -712,7 +731,7 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
 
 #[test]
 fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
-    use mcp_task_server::store::{Batch, NewRun, NodeRow, Write};
+    use mcp_task_server::store::{Batch, NodeRow, Write};
     let Db {
         _dir,
         path: _,
@@ -722,21 +741,7 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
     store
         .try_transaction(|tx| {
             for id in &runs {
-                tx.insert_run(&NewRun {
-                    id,
-                    workflow: "w",
-                    snapshot: "{}",
-                    plan_hash: "h",
-                    inputs: "{}",
-                    node_ids: "[]",
-                    nodes: 0,
-                    origin: "cli",
-                    answers: "none",
-                    deadline_ms: None,
-                    lease_owner: "me",
-                    lease_expires_ms: i64::MAX,
-                    retry_of: None,
-                })?;
+                tx.insert_run(&run_held_by_me(id))?;
             }
             Ok(())
         })
@@ -799,30 +804,14 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
 
 #[test]
 fn node_rows_written_in_one_batch_read_back_exactly_whatever_their_number() {
-    use mcp_task_server::store::{NewRun, NodeRow};
+    use mcp_task_server::store::NodeRow;
     let Db {
         _dir,
         path: _,
         store,
     } = temp_db();
     let key = store
-        .try_transaction(|tx| {
-            tx.insert_run(&NewRun {
-                id: "r",
-                workflow: "w",
-                snapshot: "{}",
-                plan_hash: "h",
-                inputs: "{}",
-                node_ids: "[]",
-                nodes: 0,
-                origin: "cli",
-                answers: "none",
-                deadline_ms: None,
-                lease_owner: "me",
-                lease_expires_ms: i64::MAX,
-                retry_of: None,
-            })
-        })
+        .try_transaction(|tx| tx.insert_run(&run_held_by_me("r")))
         .unwrap();
     let row = |node: i64, status: &str| NodeRow {
         node: node / 3,

@@ -68,36 +68,45 @@ fn completed_failed_and_cancelled_are_the_terminal_task_states() {
     }
 }
 
+/// A database holding run `r` (key 1) with the status `run`, and its task with the
+/// status `task` when given: the store, and a raw connection to the same file.
+fn one_run(dir: &tempfile::TempDir, run: &str, task: Option<&str>) -> (Store, Connection) {
+    let path = dir.path().join("tasks.db");
+    let store = Store::open(&path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{{}}', '[]', 0);
+         INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
+         VALUES (1, 'r', 'w', 1, '{run}', 'cli', 'now', 'now');"
+    ))
+    .unwrap();
+    if let Some(task) = task {
+        conn.execute(
+            "INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES (1, ?1, 'now', 'now', 0, 1, 1)",
+            [task],
+        )
+        .unwrap();
+    }
+    (store, conn)
+}
+
 #[test]
 fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tasks.db");
-    drop(Store::open(&path).unwrap());
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
-         INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
-         VALUES (1, 'r', 'w', 1, 'succeeded', 'cli', 'now', 'now');
-         INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
-             ttl_ms, poll_interval_ms)
-         VALUES (1, 'r', 'completed', 'now', 'now', 0, 1, 1);
-",
-    )
-    .unwrap();
+    let (_store, conn) = one_run(&dir, "succeeded", Some("completed"));
     let changed = conn.execute(
-        "UPDATE run_tasks SET status = 'working' WHERE task_id = 'r'",
+        "UPDATE run_tasks SET status = 'working' WHERE run_key = 1",
         [],
     );
     assert!(changed.is_err(), "the trigger refuses it");
     let same = conn.execute(
-        "UPDATE run_tasks SET status = 'completed' WHERE task_id = 'r'",
+        "UPDATE run_tasks SET status = 'completed' WHERE run_key = 1",
         [],
     );
     assert!(same.is_ok());
-    let out_of_range = conn.execute(
-        "UPDATE run_tasks SET progress = 101 WHERE task_id = 'r'",
-        [],
-    );
+    let out_of_range = conn.execute("UPDATE run_tasks SET progress = 101 WHERE run_key = 1", []);
     assert!(out_of_range.is_err(), "progress stays within 0 to 100");
 }
 
@@ -105,16 +114,7 @@ fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
 fn a_finished_units_row_keeps_its_state_whatever_is_written_after() {
     use mcp_task_server::store::NodeRow;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tasks.db");
-    let store = Store::open(&path).unwrap();
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(
-            "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
-             INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
-             VALUES (1, 'r', 'w', 1, 'running', 'cli', 'now', 'now');",
-        )
-        .unwrap();
+    let (store, _conn) = one_run(&dir, "running", None);
     let row = |status: &str, output: &str| NodeRow {
         node: 0,
         node_id: "a".into(),
@@ -154,19 +154,7 @@ fn a_finished_units_row_keeps_its_state_whatever_is_written_after() {
 #[test]
 fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("tasks.db");
-    let store = Store::open(&path).unwrap();
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(
-            "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{}', '[]', 0);
-             INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
-             VALUES (1, 'r', 'w', 1, 'running', 'cli', 'now', 'now');
-             INSERT INTO run_tasks (run_key, task_id, status, created_at, updated_at, updated_ms,
-                 ttl_ms, poll_interval_ms)
-             VALUES (1, 'r', 'working', 'now', 'now', 0, 1, 1);",
-        )
-        .unwrap();
+    let (store, _conn) = one_run(&dir, "running", Some("working"));
     let mut shown = Vec::new();
     for reported in [0, 14, 10, 28, 28, 250, 42] {
         store

@@ -69,12 +69,12 @@ impl Tx<'_> {
             Some((owner, until)) => self.fence(&batch.run_id, owner, *until)?,
             None => self.run_key(&batch.run_id)?,
         };
-        self.apply_writes(key, &batch.run_id, &batch.writes)?;
+        self.apply_writes(key, &batch.writes)?;
         Ok(key)
     }
 
-    /// Applies writes to the run with key `key` (and id `run_id`).
-    pub fn apply_writes(&self, key: i64, run_id: &str, writes: &[Write]) -> Result<(), StoreError> {
+    /// Applies writes to the run with key `key`.
+    pub fn apply_writes(&self, key: i64, writes: &[Write]) -> Result<(), StoreError> {
         for write in writes {
             match write {
                 Write::Nodes(rows) => self.upsert_nodes(key, rows)?,
@@ -103,8 +103,10 @@ impl Tx<'_> {
                     instance,
                     key: question,
                     answer,
-                } => self.record_answer(key, *node, *instance, question, answer)?,
-                Write::Finish(end) => self.finish_run(run_id, end)?,
+                } => {
+                    self.record_answer(key, *node, *instance, question, answer)?;
+                }
+                Write::Finish(end) => self.finish_run(key, end)?,
             }
         }
         Ok(())

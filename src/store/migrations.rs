@@ -90,7 +90,6 @@ const MIGRATIONS: &[&str] = &[
     -- The run's own task, whose id is the run's: what a client lists and polls.
     CREATE TABLE run_tasks (
         run_key          INTEGER PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
-        task_id          TEXT NOT NULL UNIQUE,
         status           TEXT NOT NULL CHECK (status = 'working' OR status = 'input_required'
                              OR status = 'completed' OR status = 'failed' OR status = 'cancelled'),
         status_message   TEXT,
@@ -103,7 +102,7 @@ const MIGRATIONS: &[&str] = &[
         result           TEXT,
         error            TEXT
     );
-    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, task_id);
+    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, run_key);
     -- Terminal states never change, whatever writes the row.
     CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
     WHEN NEW.status IS NOT OLD.status

@@ -158,7 +158,7 @@ impl Store {
     fn from_connection(mut conn: Connection, durability: Durability) -> Result<Store, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "foreign_keys", true)?;
-        // A run touches a row per node, in tables and indexes keyed by random ids: with
+        // A durable run writes a row per node and reads its plan back on resume: with
         // SQLite's default 2 MiB page cache, most of those touches become `pread` calls
         // once the file outgrows it. A larger cache and a memory map keep them in memory.
         conn.pragma_update(None, "cache_size", -CACHE_KIB)?;

@@ -11,10 +11,9 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
-/// A run's own task as stored.
+/// A run's own task as stored; its task id is `run_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRow {
-    pub task_id: String,
     pub run_id: String,
     pub status: String,
     pub status_message: Option<String>,
@@ -57,22 +56,21 @@ pub struct QuestionRow {
     pub answer: Option<String>,
 }
 
-const TASK_COLUMNS: &str = "t.task_id, r.id, t.status, t.status_message, t.progress, \
-     t.created_at, t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error";
+const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.created_at, \
+     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error";
 
 fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     Ok(TaskRow {
-        task_id: r.get(0)?,
-        run_id: r.get(1)?,
-        status: r.get(2)?,
-        status_message: r.get(3)?,
-        progress: r.get(4)?,
-        created_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        ttl_ms: r.get(7)?,
-        poll_interval_ms: r.get(8)?,
-        result: r.get(9)?,
-        error: r.get(10)?,
+        run_id: r.get(0)?,
+        status: r.get(1)?,
+        status_message: r.get(2)?,
+        progress: r.get(3)?,
+        created_at: r.get(4)?,
+        updated_at: r.get(5)?,
+        ttl_ms: r.get(6)?,
+        poll_interval_ms: r.get(7)?,
+        result: r.get(8)?,
+        error: r.get(9)?,
     })
 }
 
@@ -94,24 +92,22 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
 }
 
 impl Tx<'_> {
-    /// Inserts the run's own task: its id is the run's, its status message `message`.
+    /// Inserts the run's own task, with the status message `message`. Its id is the run's.
     pub fn insert_run_task(
         &self,
         run_key: i64,
-        run_id: &str,
         timing: TaskTiming,
         message: &str,
     ) -> Result<(), StoreError> {
         let (now, now_ms) = (clock::now_iso(), clock::now_ms());
         self.conn
             .prepare_cached(
-                "INSERT INTO run_tasks (run_key, task_id, status, status_message, progress,
-                     created_at, updated_at, updated_ms, ttl_ms, poll_interval_ms)
-                 VALUES (?1, ?2, 'working', ?3, 0, ?4, ?4, ?5, ?6, ?7)",
+                "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
+                     updated_at, updated_ms, ttl_ms, poll_interval_ms)
+                 VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![
                 run_key,
-                run_id,
                 message,
                 now,
                 now_ms,
@@ -178,7 +174,8 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Records the answer of a unit's question, unless it has one.
+    /// Records the answer of a unit's question, unless it has one. False if there is no
+    /// such question or it was answered.
     pub fn record_answer(
         &self,
         run_key: i64,
@@ -186,8 +183,9 @@ impl Tx<'_> {
         instance: i64,
         key: &str,
         answer: &str,
-    ) -> Result<(), StoreError> {
-        self.conn
+    ) -> Result<bool, StoreError> {
+        let changed = self
+            .conn
             .prepare_cached(
                 "UPDATE task_questions SET answer = ?5, answered_at = ?6
                  WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
@@ -201,7 +199,7 @@ impl Tx<'_> {
                 answer,
                 clock::now_iso()
             ])?;
-        Ok(())
+        Ok(changed == 1)
     }
 }
 
@@ -211,7 +209,7 @@ impl Store {
         let conn = self.lock();
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
-             WHERE t.task_id = ?1"
+             WHERE r.id = ?1"
         );
         Ok(conn
             .prepare_cached(&sql)?
@@ -240,7 +238,8 @@ impl Store {
     }
 
     /// The runs' own tasks of a status (or all), most recently updated first, paginated by
-    /// a position `(updated_ms, task_id)` that a later page starts after.
+    /// a position `(updated_ms, task_id)` that a later page starts after. Ties go by the
+    /// order runs were created in, newest first.
     pub fn list_tasks_page(
         &self,
         status: Option<&str>,
@@ -251,14 +250,15 @@ impl Store {
         let sql = format!(
             "SELECT {TASK_COLUMNS}, t.updated_ms FROM run_tasks t JOIN runs r ON r.key = t.run_key
              WHERE (?1 IS NULL OR t.status = ?1)
-               AND (?2 IS NULL OR (t.updated_ms, t.task_id) < (?2, ?3))
-             ORDER BY t.updated_ms DESC, t.task_id DESC LIMIT ?4"
+               AND (?2 IS NULL
+                    OR (t.updated_ms, t.run_key) < (?2, (SELECT key FROM runs WHERE id = ?3)))
+             ORDER BY t.updated_ms DESC, t.run_key DESC LIMIT ?4"
         );
         let (after_ms, after_id) = after.unzip();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![status, after_ms, after_id, limit], |r| {
-            Ok((r.get(11)?, task_from_row(r)?))
+            Ok((r.get(10)?, task_from_row(r)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -287,8 +287,8 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Answers an open question of a run's unit. False if there is no such question or it
-    /// was answered.
+    /// Answers an open question of a run's unit. False if there is no such run or
+    /// question, or it was answered.
     pub fn answer(
         &self,
         run_id: &str,
@@ -297,21 +297,10 @@ impl Store {
         key: &str,
         answer: &str,
     ) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = conn
-            .prepare_cached(
-                "UPDATE task_questions SET answer = ?5, answered_at = ?6
-                 WHERE run_key = (SELECT key FROM runs WHERE id = ?1) AND node = ?2
-                   AND instance = ?3 AND key = ?4 AND answer IS NULL",
-            )?
-            .execute(params![
-                run_id,
-                node,
-                instance,
-                key,
-                answer,
-                clock::now_iso()
-            ])?;
-        Ok(changed == 1)
+        self.transaction(|tx| match tx.run_key(run_id) {
+            Ok(run_key) => tx.record_answer(run_key, node, instance, key, answer),
+            Err(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => Ok(false),
+            Err(error) => Err(error),
+        })?
     }
 }

@@ -185,16 +185,16 @@ impl Tx<'_> {
     }
 
     /// Records how a run ended and gives up its lease.
-    pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+    pub fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
         let now = clock::now_iso();
         self.conn
             .prepare_cached(
                 "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
                      finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL
-                 WHERE id = ?1 AND status = 'running'",
+                 WHERE key = ?1 AND status = 'running'",
             )?
             .execute(params![
-                run_id,
+                run_key,
                 end.status,
                 end.error,
                 end.output,

@@ -156,7 +156,7 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.insert_run(&run)?;
-                tx.insert_run_task(key, start.run_id, self.timing(), &message)
+                tx.insert_run_task(key, self.timing(), &message)
             })
             .map_err(storage)
     }
@@ -192,7 +192,7 @@ impl Journal for Registry {
                     state: &state,
                 };
                 let after = [Write::Nodes(vec![records::node_row(&change)])];
-                tx.apply_writes(key, batch.run_id, &after)?;
+                tx.apply_writes(key, &after)?;
                 Ok((result, state))
             })
             .map_err(storage)

@@ -43,7 +43,7 @@ pub struct TaskView {
 impl TaskView {
     fn from_row(row: TaskRow) -> TaskView {
         TaskView {
-            task_id: row.task_id,
+            task_id: row.run_id.clone(),
             parent_task_id: None,
             run_id: row.run_id,
             node_id: None,
@@ -192,7 +192,6 @@ impl Registry {
                 ));
             }
         }
-        tasks.truncate(limit);
         Ok(tasks)
     }
 
