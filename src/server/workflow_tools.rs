@@ -20,11 +20,7 @@ use crate::tools::{Effects, Origin, ToolError, Tools};
 pub(super) const LIST_WORKFLOWS: &str = "list_workflows";
 pub(super) const RUN_WORKFLOW: &str = "run_workflow";
 
-/// A workflow tool's result: the envelope, with the run report under `data` when a run
-/// happened (also when it failed, so the caller sees which node failed and why).
-type Reply = Envelope;
-
-fn failure(error: &ToolError) -> Reply {
+fn failure(error: &ToolError) -> Envelope {
     envelope::failed(error.code.as_str(), &error.message, None)
 }
 
@@ -56,7 +52,11 @@ pub(super) fn inputs_schema(def: &WorkflowDef) -> Value {
     json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
 }
 
-pub(super) fn list_workflows(catalog: &Catalog, tools: &Tools, args: &Map<String, Value>) -> Reply {
+pub(super) fn list_workflows(
+    catalog: &Catalog,
+    tools: &Tools,
+    args: &Map<String, Value>,
+) -> Envelope {
     let mut check = Checker::new();
     check.known_keys(args, "", &[]);
     if let Err(error) = check.finish() {
@@ -155,7 +155,7 @@ pub(super) async fn run_workflow(
     tool_name: &str,
     args: &Map<String, Value>,
     options: RunOptions,
-) -> Reply {
+) -> Envelope {
     let request = if tool_name == RUN_WORKFLOW {
         parse_run_request(catalog, args)
     } else {
@@ -191,7 +191,9 @@ pub(super) async fn run_workflow(
     run_reply(&report)
 }
 
-fn run_reply(report: &RunReport) -> Reply {
+/// A run's envelope: its report under `data`, also when it failed, so the caller sees
+/// which node failed and why.
+fn run_reply(report: &RunReport) -> Envelope {
     let data = serde_json::to_value(report).expect("a report serialises");
     if report.status == RunStatus::Succeeded {
         return envelope::ok(data);

@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 /// How deep a message may nest: serde_json refuses more.
 const MAX_DEPTH: usize = 128;
 
-pub(crate) const PARSE_ERROR: i64 = -32700;
+const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
-pub(crate) const INVALID_PARAMS: i64 = -32602;
+const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one incoming message.
 pub(crate) enum Screened {
@@ -55,13 +55,9 @@ pub(crate) fn screen(text: &[u8]) -> Screened {
 }
 
 fn trim(text: &[u8]) -> &[u8] {
-    let text = text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text);
-    let start = text.iter().position(|b| !b.is_ascii_whitespace());
-    let end = text.iter().rposition(|b| !b.is_ascii_whitespace());
-    match (start, end) {
-        (Some(start), Some(end)) => &text[start..=end],
-        _ => &[],
-    }
+    text.strip_prefix(b"\xef\xbb\xbf")
+        .unwrap_or(text)
+        .trim_ascii()
 }
 
 /// A request rmcp parsed but cannot serve as asked: a standard method whose parameters do
@@ -174,21 +170,16 @@ fn has_lone_surrogate(text: &[u8]) -> bool {
 
 /// How deeply arrays and objects nest in `text`, strings skipped.
 fn nesting_depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in text {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
+    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0);
+    while at < text.len() {
+        match text[at] {
+            b'"' => match string_end(text, at) {
+                Some(end) => {
+                    at = end;
+                    continue;
+                }
+                None => break,
+            },
             b'[' | b'{' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -196,6 +187,7 @@ fn nesting_depth(text: &[u8]) -> usize {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        at += 1;
     }
     deepest
 }
