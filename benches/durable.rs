@@ -54,7 +54,9 @@ use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::{Durability, Store};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::{ToolResult, Tools};
-use shapes::{Shape, chain, diamond, edges, engine, fanout, node_id, plan, random, runtime};
+use shapes::{
+    Shape, chain, diamond, edges, engine, fanout, node_id, plan, random, runtime, spawned_run,
+};
 
 // The allocator the binary ships with, so the figures are the server's.
 #[global_allocator]
@@ -249,12 +251,7 @@ fn bench_durable(c: &mut Criterion) {
                 b.to_async(&rt).iter(|| {
                     let engine = engine.clone();
                     let plan = Arc::clone(&plan);
-                    async move {
-                        let run = tokio::spawn(async move {
-                            engine.run(plan, Map::new(), RunOptions::default()).await
-                        });
-                        black_box(run.await.expect("run task"))
-                    }
+                    async move { black_box(spawned_run(engine, plan).await) }
                 });
             });
             if checked && !matches!(variant, Variant::Memory) {

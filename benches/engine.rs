@@ -22,6 +22,7 @@ use mcp_task_server::engine::{RunOptions, loader};
 use mcp_task_server::tools::{Origin, Tools};
 use shapes::{
     Shape, chain, definition_toml, diamond, edges, engine, fanout, plan, random, runtime,
+    spawned_run,
 };
 
 // The allocator the binary ships with, so the figures are the server's.
@@ -54,12 +55,7 @@ fn bench_schedule(c: &mut Criterion) {
             b.to_async(&rt).iter(|| {
                 let engine = engine.clone();
                 let plan = Arc::clone(&plan);
-                async move {
-                    let run = tokio::spawn(async move {
-                        engine.run(plan, Map::new(), RunOptions::default()).await
-                    });
-                    black_box(run.await.expect("run task"))
-                }
+                async move { black_box(spawned_run(engine, plan).await) }
             });
         });
     }

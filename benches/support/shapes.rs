@@ -9,8 +9,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use mcp_task_server::engine::plan::Plan;
+use mcp_task_server::engine::report::RunReport;
 use mcp_task_server::engine::validate::{Limits, validate};
-use mcp_task_server::engine::{Engine, loader};
+use mcp_task_server::engine::{Engine, RunOptions, loader};
 use mcp_task_server::store::Store;
 use mcp_task_server::tools::Tools;
 
@@ -123,6 +124,13 @@ pub fn plan(name: &str, shape: &Shape) -> Arc<Plan> {
     let def = loader::parse_json(&definition_json(name, shape)).expect("definition decodes");
     validate(&def, &Tools::exists, Limits::FILE).expect("definition validates");
     Arc::new(Plan::new(Arc::new(def)))
+}
+
+/// One measured run of `plan` with no inputs, spawned on the runtime as a real run is.
+pub async fn spawned_run(engine: Engine, plan: Arc<Plan>) -> RunReport {
+    let run =
+        tokio::spawn(async move { engine.run(plan, Map::new(), RunOptions::default()).await });
+    run.await.expect("run task")
 }
 
 pub fn engine() -> Engine {
