@@ -1,43 +1,26 @@
 //! Both protocol eras over raw JSON-RPC lines: the `initialize` handshake of 2025-11-25
 //! and the stateless 2026-07-28 requests introduced by `server/discover`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+mod common;
+
+use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 
 struct Raw {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    _dir: tempfile::TempDir,
+    raw: common::RawServer,
 }
 
 impl Raw {
     fn start() -> Raw {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
-            .arg("--db")
-            .arg(dir.path().join("tasks.db"))
-            .current_dir(dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
         Raw {
-            child,
-            stdin,
-            stdout,
-            _dir: dir,
+            raw: common::RawServer::start(),
         }
     }
 
     fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+        writeln!(self.raw.stdin, "{message}").unwrap();
+        self.raw.stdin.flush().unwrap();
     }
 
     /// Sends a request and returns its response, skipping any notification before it.
@@ -46,7 +29,7 @@ impl Raw {
         loop {
             let mut line = String::new();
             assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
+                self.raw.stdout.read_line(&mut line).unwrap() > 0,
                 "the server closed stdout"
             );
             let message: Value = serde_json::from_str(&line).unwrap();
@@ -54,13 +37,6 @@ impl Raw {
                 return message;
             }
         }
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -2,44 +2,20 @@
 //! carries an id gets exactly one reply, with the code JSON-RPC gives it, and the server
 //! goes on serving after each.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+mod common;
+
+use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 
 struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    _dir: tempfile::TempDir,
+    raw: common::RawServer,
 }
 
 impl Server {
     fn start() -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
-            .arg("--db")
-            .arg(dir.path().join("tasks.db"))
-            .current_dir(dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // A server that never replies would leave the test waiting forever: a watchdog
-        // kills it, which closes its stdout and fails the read.
-        let pid = child.id().to_string();
-        std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_secs(120));
-            let _ = Command::new("kill").args(["-9", &pid]).status();
-        });
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut server = Server {
-            child,
-            stdin,
-            stdout,
-            _dir: dir,
+            raw: common::RawServer::start(),
         };
         server.send_line(
             &json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -53,9 +29,9 @@ impl Server {
     }
 
     fn send_line(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        self.raw.stdin.write_all(line.as_bytes()).unwrap();
+        self.raw.stdin.write_all(b"\n").unwrap();
+        self.raw.stdin.flush().unwrap();
     }
 
     /// Every message the server writes until the reply to request `id`, that one included.
@@ -64,7 +40,7 @@ impl Server {
         loop {
             let mut line = String::new();
             assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
+                self.raw.stdout.read_line(&mut line).unwrap() > 0,
                 "stdout closed"
             );
             let message: Value = serde_json::from_str(&line).expect("the server writes JSON");
@@ -86,7 +62,7 @@ impl Server {
         while !pinged || seen.len() < errors {
             let mut line = String::new();
             assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
+                self.raw.stdout.read_line(&mut line).unwrap() > 0,
                 "stdout closed"
             );
             let message: Value = serde_json::from_str(&line).expect("the server writes JSON");
@@ -98,13 +74,6 @@ impl Server {
             }
         }
         seen
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -304,3 +304,62 @@ pub fn task_titles(db: &Path) -> Vec<String> {
         .map(|todo| todo.title)
         .collect()
 }
+
+/// The server binary on a fresh database, spoken to in raw JSON-RPC lines over its stdin
+/// and stdout (no client library in between). Killed when dropped, and after two minutes
+/// in any case, so that a server that never replies fails the test's read instead of
+/// hanging it.
+pub struct RawServer {
+    child: std::process::Child,
+    pub stdin: std::process::ChildStdin,
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// Set once the server is gone, so that the watchdog kills no process reusing its pid.
+    gone: Arc<std::sync::atomic::AtomicBool>,
+    _dir: TempDir,
+}
+
+impl RawServer {
+    pub fn start() -> RawServer {
+        use std::process::Stdio;
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let mut child = std::process::Command::new(BIN)
+            .arg("--db")
+            .arg(dir.path().join("tasks.db"))
+            .env_remove("TASKS_DB_PATH")
+            .env_remove("RUST_LOG")
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let pid = child.id().to_string();
+        let gone: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let watched = Arc::clone(&gone);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(120));
+            if !watched.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid])
+                    .status();
+            }
+        });
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        RawServer {
+            child,
+            stdin,
+            stdout,
+            gone,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.gone.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
