@@ -251,7 +251,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let durable = durable(common)?;
             let catalog = cli::load_catalog(dir.as_deref());
             tracing::info!(db = %common.db.display(), "serving MCP on stdio");
-            let server = Server::new(durable.engine.clone(), catalog);
+            let server = Server::new(durable.engine.clone(), catalog)
+                .with_registry(durable.registry.clone());
             let chores = Chores {
                 take_over: true,
                 purge: true,

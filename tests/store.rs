@@ -499,6 +499,9 @@ fn audit_log_refuses_delete() {
     assert_eq!(db.store.audit_rows().unwrap().len(), 2);
 }
 
+/// The schema version this build migrates to.
+const SCHEMA_VERSION: i64 = 3;
+
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
         .unwrap()
@@ -516,14 +519,14 @@ fn reopening_keeps_the_data_and_the_schema_version() {
     let before = store.list_todos(&TodoFilter::default()).unwrap();
     drop(store);
 
-    assert_eq!(user_version(&path), 2);
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
     let reopened = Store::open(&path).expect("the database reopens");
     assert_eq!(reopened.list_todos(&TodoFilter::default()).unwrap(), before);
     assert_eq!(reopened.audit_rows().unwrap().len(), 1);
     assert_eq!(insert(&reopened, "next", None, &[]).id, 3);
     drop(reopened);
 
-    assert_eq!(user_version(&path), 2);
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
     let again = Store::open(&path).expect("the database reopens twice");
     assert_eq!(again.list_todos(&TodoFilter::default()).unwrap().len(), 3);
 }
@@ -531,7 +534,7 @@ fn reopening_keeps_the_data_and_the_schema_version() {
 #[test]
 fn fresh_database_has_the_current_schema_version() {
     let db = temp_db();
-    assert_eq!(user_version(&db.path), 2);
+    assert_eq!(user_version(&db.path), SCHEMA_VERSION);
 }
 
 /// The schema of release 0.1.0 (migration 1), as that release created it.
@@ -578,7 +581,7 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
         .unwrap();
 
     let store = Store::open(&path).expect("the old database opens and migrates");
-    assert_eq!(user_version(&path), 2);
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
     let todos = store.list_todos(&TodoFilter::default()).unwrap();
     assert_eq!(titles(&todos), ["open one", "done one"]);
     assert_eq!(todos[0].tags, ["a"]);
@@ -600,7 +603,7 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
     drop(Store::open(&path).unwrap());
     Connection::open(&path)
         .unwrap()
-        .pragma_update(None, "user_version", 3)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
         .unwrap();
 
     let error = match Store::open(&path) {
@@ -611,15 +614,15 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
         matches!(
             error,
             StoreError::SchemaTooNew {
-                found: 3,
-                supported: 2
+                found: 4,
+                supported: 3
             }
         ),
         "{error:?}"
     );
     let message = error.to_string();
     assert!(message.contains("newer"), "{message}");
-    assert!(message.contains('3') && message.contains('2'), "{message}");
+    assert!(message.contains('4') && message.contains('3'), "{message}");
 }
 
 #[test]
@@ -668,7 +671,7 @@ fn processes_opening_a_fresh_database_at_once_all_migrate_it_safely() {
     for opener in openers {
         opener.join().unwrap().expect("every opener succeeds");
     }
-    assert_eq!(user_version(&path), 2);
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
 }
 
 #[test]
@@ -691,7 +694,7 @@ fn a_database_locked_past_the_busy_timeout_never_splits_a_call_from_its_audit_ro
 }
 
 #[test]
-fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
+fn tasks_of_one_protocol_page_newest_first_with_a_cursor_that_stays_valid() {
     let Db { _dir, path, store } = temp_db();
     let conn = Connection::open(&path).unwrap();
     conn.execute(
@@ -699,7 +702,7 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
         [],
     )
     .unwrap();
-    for (i, at) in [(1, 30), (2, 10), (3, 20), (4, 20), (5, 40)] {
+    for (i, era) in [(1, "a"), (2, "b"), (3, "a"), (4, "a"), (5, "a")] {
         conn.execute(
             "INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
              VALUES (?1, ?2, 'w', 1, 'running', 'cli', 'now', 'now')",
@@ -708,25 +711,29 @@ fn tasks_page_by_update_time_with_a_cursor_that_stays_valid() {
         .unwrap();
         conn.execute(
             "INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
-                 ttl_ms, poll_interval_ms)
-             VALUES (?1, 'working', 'now', 'now', ?2, 1, 1)",
-            rusqlite::params![i, at],
+                 ttl_ms, poll_interval_ms, era)
+             VALUES (?1, 'working', 'now', 'now', ?1, 1, 1, ?2)",
+            rusqlite::params![i, era],
         )
         .unwrap();
     }
-    let ids = |page: &[(i64, mcp_task_server::store::TaskRow)]| -> Vec<String> {
-        page.iter().map(|(_, t)| t.run_id.clone()).collect()
+    let ids = |page: &[mcp_task_server::store::TaskRow]| -> Vec<String> {
+        page.iter().map(|t| t.run_id.clone()).collect()
     };
-    let first = store.list_tasks_page(None, None, 2).unwrap();
-    assert_eq!(ids(&first), ["t5", "t1"]);
-    let (at, id) = (first[1].0, first[1].1.run_id.clone());
-    let second = store.list_tasks_page(None, Some((at, &id)), 2).unwrap();
-    assert_eq!(ids(&second), ["t4", "t3"]);
-    let (at, id) = (second[1].0, second[1].1.run_id.clone());
-    let third = store
-        .list_tasks_page(Some("working"), Some((at, &id)), 2)
+    let first = store.list_tasks_page("a", None, 2).unwrap();
+    assert_eq!(ids(&first), ["t5", "t4"]);
+    // A task that changes keeps its place.
+    conn.execute("UPDATE run_tasks SET updated_ms = 99 WHERE run_key = 1", [])
         .unwrap();
-    assert_eq!(ids(&third), ["t2"]);
+    let second = store.list_tasks_page("a", Some("t4"), 2).unwrap();
+    assert_eq!(ids(&second), ["t3", "t1"]);
+    assert!(
+        store
+            .list_tasks_page("a", Some("t1"), 2)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(ids(&store.list_tasks_page("b", None, 9).unwrap()), ["t2"]);
 }
 
 #[test]

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub cancel: CancellationToken,
     /// Who started the run; recorded, and decides who may take it over.
     pub origin: RunOrigin,
+    /// Record the run even if its plan is the one-node plan of a direct tool call, whose
+    /// audit row is otherwise its only record: a client asked for it as a task.
+    pub record: bool,
 }
 
 /// A run started in the background.
@@ -182,7 +185,8 @@ impl Engine {
         let deadline_ms = plan.timeout.map(|limit| {
             crate::clock::now_ms() + i64::try_from(limit.as_millis()).unwrap_or(i64::MAX)
         });
-        let journal = self.journal.as_ref().filter(|_| plan.is_durable()).and_then(|journal| {
+        let recorded = plan.is_durable() || options.record;
+        let journal = self.journal.as_ref().filter(|_| recorded).and_then(|journal| {
             let start = RunStart {
                 run_id: &run_id,
                 plan: &plan,
@@ -299,6 +303,18 @@ impl Engine {
             Some(run_id),
         );
         Ok(self.spawn(setup))
+    }
+
+    /// Starts a call of a task-manager tool as a one-node run in the background. `None` if
+    /// no such tool.
+    pub fn start_tool(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        options: RunOptions,
+    ) -> Option<RunHandle> {
+        let plan = Arc::clone(self.single.get(name)?);
+        Some(self.start(plan, args, options))
     }
 
     /// A direct call of a task-manager tool, as a one-node workflow. `None` if no such tool.

@@ -89,6 +89,8 @@ pub enum NodeErrorKind {
     File,
     /// The action needs something this run does not have (an MCP client to ask).
     Unsupported,
+    /// The person declined or cancelled the node's question.
+    Refused,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -110,6 +112,7 @@ impl NodeError {
             NodeErrorKind::Template => "template_error",
             NodeErrorKind::File => "file_error",
             NodeErrorKind::Unsupported => "unsupported",
+            NodeErrorKind::Refused => "refused",
         };
         NodeError {
             code,
@@ -125,7 +128,7 @@ impl NodeError {
             NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
             NodeErrorKind::Timeout => true,
             NodeErrorKind::File => false,
-            NodeErrorKind::Template | NodeErrorKind::Unsupported => false,
+            NodeErrorKind::Template | NodeErrorKind::Unsupported | NodeErrorKind::Refused => false,
         }
     }
 
@@ -169,6 +172,7 @@ impl NodeError {
             "template_error" => NodeErrorKind::Template,
             "file_error" => NodeErrorKind::File,
             "unsupported" => NodeErrorKind::Unsupported,
+            "refused" => NodeErrorKind::Refused,
             other => NodeErrorKind::Tool(ErrorCode::parse(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))
@@ -181,7 +185,7 @@ impl From<ToolError> for NodeError {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct NodeReport {
     pub status: NodeStatus,
     pub attempts: u32,
@@ -222,6 +226,7 @@ mod tests {
             NodeError::new(NodeErrorKind::Template, "undefined value"),
             NodeError::new(NodeErrorKind::File, "exists"),
             NodeError::new(NodeErrorKind::Unsupported, "nobody to ask"),
+            NodeError::new(NodeErrorKind::Refused, "the user declined to answer"),
         ];
         for error in errors {
             let back = NodeError::from_stored(&error.to_stored()).expect("reads back");

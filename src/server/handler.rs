@@ -1,15 +1,16 @@
 //! `ServerHandler`: discovery and dispatch of tool calls.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
+    CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
-use super::{Server, progress, results};
+use super::{Server, progress, results, wire};
 use crate::engine::RunOptions;
 use crate::engine::journal::RunOrigin;
 use crate::tools::{Effects, Tools};
@@ -27,11 +28,13 @@ struct Published<'a> {
     input_schema: Value,
     output_schema: Value,
     effects: Effects,
+    /// Whether a call may run as a task.
+    tasks: bool,
 }
 
 /// Turns a definition into the protocol's, schemas and annotations included.
 fn published_tool(p: Published<'_>) -> Tool {
-    let tool = json!({
+    let mut tool = json!({
         "name": p.name,
         "title": p.title,
         "description": p.description,
@@ -45,12 +48,16 @@ fn published_tool(p: Published<'_>) -> Tool {
             "openWorldHint": false
         }
     });
+    if p.tasks {
+        // The wire layer turns this into `execution.taskSupport` for 2025-11-25 clients.
+        tool["_meta"] = json!({ wire::legacy::TASK_SUPPORT_META: "optional" });
+    }
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
 }
 
 /// How a published tool is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
+pub(super) enum Route {
     /// One of the task-manager tools, a one-node run.
     Todo,
     ListWorkflows,
@@ -62,6 +69,7 @@ impl Server {
     /// Every published tool with its route: what `tools/list` lists. `route` answers the
     /// same for one name without building schemas; a test holds the two together.
     fn published(&self) -> Vec<(Route, Tool)> {
+        let tasks = self.registry.is_some();
         let mut tools: Vec<(Route, Tool)> = Tools::specs()
             .iter()
             .map(|spec| {
@@ -72,6 +80,7 @@ impl Server {
                     input_schema: spec.input_schema.clone(),
                     output_schema: spec.output_schema(),
                     effects: spec.effects,
+                    tasks,
                 });
                 (Route::Todo, tool)
             })
@@ -88,6 +97,7 @@ impl Server {
                 input_schema,
                 output_schema: workflow_tools::output_schema(),
                 effects,
+                tasks: tasks && route == Route::RunWorkflow,
             });
             tools.push((route, tool));
         }
@@ -103,6 +113,7 @@ impl Server {
                 input_schema: workflow_tools::inputs_schema(&entry.def),
                 output_schema: workflow_tools::output_schema(),
                 effects: workflow_tools::RUN_EFFECTS,
+                tasks,
             });
             tools.push((Route::RunWorkflow, tool));
         }
@@ -110,7 +121,7 @@ impl Server {
     }
 
     /// How the tool `name` is served, without building any tool's schemas.
-    fn route(&self, name: &str) -> Option<Route> {
+    pub(super) fn route(&self, name: &str) -> Option<Route> {
         if Tools::exists(name) {
             return Some(Route::Todo);
         }
@@ -171,7 +182,14 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match self.registry {
+            Some(_) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+            None => ServerCapabilities::builder().enable_tools().build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
@@ -195,6 +213,15 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
+        let declared_tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        // Under the extension the server decides: a workflow runs as a task, a quick todo
+        // call answers at once.
+        if declared_tasks && self.registry.is_some() && self.route(name) == Some(Route::RunWorkflow)
+        {
+            return self.create_extension_task(name, args);
+        }
         let reply = match self.route(name) {
             None => return Err(results::unknown_tool(name)),
             Some(Route::Todo) => {
@@ -209,6 +236,54 @@ impl ServerHandler for Server {
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
         };
         Ok(reply.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.get_extension_task(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.update_extension_task(&request.task_id, &request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.cancel_extension_task(&request.task_id)
+    }
+
+    /// The 2025-11-25 task requests, renamed by the wire layer. Any other custom method,
+    /// `tasks/result` and `tasks/list` of the SEP-2663 protocol included, is unknown.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let legacy = request
+            .method
+            .strip_prefix(wire::legacy::PREFIX)
+            .map(str::to_owned);
+        match legacy {
+            Some(method) if self.registry.is_some() => self
+                .legacy_request(&method, request, context)
+                .await
+                .map(CustomResult),
+            _ => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {}", request.method),
+                None,
+            )),
+        }
     }
 
     async fn on_cancelled(

@@ -8,6 +8,7 @@ mod envelope;
 mod handler;
 mod progress;
 mod results;
+mod tasks;
 mod wire;
 mod workflow_tools;
 
@@ -21,6 +22,7 @@ use rmcp::ServiceExt;
 
 use crate::engine::Engine;
 use crate::engine::catalog::Catalog;
+use crate::tasks::Registry;
 
 /// The MCP server: cheap to clone, one per connection.
 #[derive(Clone)]
@@ -33,6 +35,10 @@ pub struct Server {
     /// own token: rmcp cancels that one too when the client hangs up, and a run whose
     /// caller is gone finishes its work (it is durable; nobody else may want it stopped).
     runs: Arc<std::sync::Mutex<HashMap<String, CancellationToken>>>,
+    /// The task registry: with one, calls may become tasks, in both task protocols.
+    registry: Option<Arc<Registry>>,
+    /// Woken whenever a run that a task call started in this process ends.
+    finished: Arc<tokio::sync::Notify>,
 }
 
 impl Server {
@@ -41,7 +47,15 @@ impl Server {
             engine,
             catalog: Arc::new(catalog),
             runs: Arc::default(),
+            registry: None,
+            finished: Arc::default(),
         }
+    }
+
+    /// Serves runs as MCP tasks from `registry`, which must be the engine's journal.
+    pub fn with_registry(mut self, registry: Arc<Registry>) -> Server {
+        self.registry = Some(registry);
+        self
     }
 
     fn lock_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
@@ -68,8 +82,9 @@ impl Server {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
+        let transport = wire::WireTransport::new(read, write, self.registry.is_some());
         let running = self
-            .serve_with_ct(wire::WireTransport::new(read, write), shutdown)
+            .serve_with_ct(transport, shutdown)
             .await
             .context("MCP session failed to start")?;
         running

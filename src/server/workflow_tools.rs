@@ -84,10 +84,11 @@ pub(super) fn list_workflows(
     envelope::ok(Value::Array(list))
 }
 
-/// What `run_workflow` was asked to run, once its arguments are checked.
-struct Request {
-    plan: Arc<Plan>,
-    inputs: Map<String, Value>,
+/// What `run_workflow` (or an exposed workflow's tool) was asked to run, once its
+/// arguments are checked.
+pub(super) struct Request {
+    pub plan: Arc<Plan>,
+    pub inputs: Map<String, Value>,
 }
 
 fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Request, ToolError> {
@@ -148,14 +149,14 @@ fn inputs_for(
     Ok(Request { plan, inputs })
 }
 
-/// Runs a workflow by name or inline definition, or (for an exposed workflow) by its tool.
-pub(super) async fn run_workflow(
+/// Checks a call of `run_workflow`, or of an exposed workflow's tool, and says what to run.
+/// A rejected call is audited here, and its envelope is the call's answer.
+pub(super) fn prepare_run(
     engine: &Engine,
     catalog: &Catalog,
     tool_name: &str,
     args: &Map<String, Value>,
-    options: RunOptions,
-) -> Envelope {
+) -> Result<Request, Envelope> {
     let request = if tool_name == RUN_WORKFLOW {
         parse_run_request(catalog, args)
     } else {
@@ -164,18 +165,29 @@ pub(super) async fn run_workflow(
             .expect("exposed workflows are in the catalog");
         inputs_for(&entry.def, Arc::clone(&entry.plan), args)
     };
-    let request = match request {
+    request.map_err(|error| {
+        let outcome = match error.code {
+            crate::tools::ErrorCode::NotFound => AuditOutcome::NotFound,
+            _ => AuditOutcome::Rejected,
+        };
+        engine
+            .tools()
+            .audit(tool_name, args, outcome, Origin::default());
+        failure(&error)
+    })
+}
+
+/// Runs a workflow by name or inline definition, or (for an exposed workflow) by its tool.
+pub(super) async fn run_workflow(
+    engine: &Engine,
+    catalog: &Catalog,
+    tool_name: &str,
+    args: &Map<String, Value>,
+    options: RunOptions,
+) -> Envelope {
+    let request = match prepare_run(engine, catalog, tool_name, args) {
         Ok(request) => request,
-        Err(error) => {
-            let outcome = match error.code {
-                crate::tools::ErrorCode::NotFound => AuditOutcome::NotFound,
-                _ => AuditOutcome::Rejected,
-            };
-            engine
-                .tools()
-                .audit(tool_name, args, outcome, Origin::default());
-            return failure(&error);
-        }
+        Err(rejected) => return rejected,
     };
     let report = engine.run(request.plan, request.inputs, options).await;
     let outcome = if report.status == RunStatus::Succeeded {
@@ -193,7 +205,7 @@ pub(super) async fn run_workflow(
 
 /// A run's envelope: its report under `data`, also when it failed, so the caller sees
 /// which node failed and why.
-fn run_reply(report: &RunReport) -> Envelope {
+pub(super) fn run_reply(report: &RunReport) -> Envelope {
     let data = serde_json::to_value(report).expect("a report serialises");
     if report.status == RunStatus::Succeeded {
         return envelope::ok(data);

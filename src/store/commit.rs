@@ -104,7 +104,7 @@ impl Tx<'_> {
                     key: question,
                     answer,
                 } => {
-                    self.record_answer(key, *node, *instance, question, answer)?;
+                    self.record_answer(key, *node, *instance, question, Ok(answer))?;
                 }
                 Write::Finish(end) => self.finish_run(key, end)?,
             }

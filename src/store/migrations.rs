@@ -155,6 +155,14 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_key, node, instance, key)
     ) WITHOUT ROWID;
     "#,
+    // 3: what the wire needs of a run's task: the task protocol it was created under and
+    // the tool whose call made it (both opaque to the store; null for a run no client
+    // asked for as a task), and a question's refusal (a declined or cancelled answer).
+    r#"
+    ALTER TABLE run_tasks ADD COLUMN era TEXT;
+    ALTER TABLE run_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE task_questions ADD COLUMN refusal TEXT;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -24,6 +24,10 @@ pub struct TaskRow {
     pub poll_interval_ms: i64,
     pub result: Option<String>,
     pub error: Option<String>,
+    /// The task protocol the task was created under, if a client asked for a task.
+    pub era: Option<String>,
+    /// The tool whose call created the task.
+    pub tool: Option<String>,
 }
 
 /// How long tasks are kept and how often clients should poll them.
@@ -42,6 +46,8 @@ pub struct RunHead {
     pub timing: TaskTiming,
     /// How many nodes the run's plan has.
     pub nodes: i64,
+    /// The task protocol the run's task was created under, if any.
+    pub era: Option<String>,
 }
 
 /// A question a unit's task asks, with its answer once given.
@@ -54,10 +60,12 @@ pub struct QuestionRow {
     pub key: String,
     pub request: String,
     pub answer: Option<String>,
+    /// Why the question has no answer and never will: `decline` or `cancel`.
+    pub refusal: Option<String>,
 }
 
 const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.created_at, \
-     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error";
+     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error, t.era, t.tool";
 
 fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     Ok(TaskRow {
@@ -71,11 +79,13 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
         poll_interval_ms: r.get(7)?,
         result: r.get(8)?,
         error: r.get(9)?,
+        era: r.get(10)?,
+        tool: r.get(11)?,
     })
 }
 
 const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_interval_ms, \
-     p.nodes \
+     p.nodes, t.era \
      FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
 
 fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
@@ -88,6 +98,7 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
             poll_interval_ms: r.get(4)?,
         },
         nodes: r.get(5)?,
+        era: r.get(6)?,
     })
 }
 
@@ -174,20 +185,25 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Records the answer of a unit's question, unless it has one. False if there is no
-    /// such question or it was answered.
+    /// Records the answer of a unit's question (or its refusal, `decline` or `cancel`, with
+    /// the answer `null`), unless it has one. False if there is no such question or it was
+    /// answered.
     pub fn record_answer(
         &self,
         run_key: i64,
         node: i64,
         instance: i64,
         key: &str,
-        answer: &str,
+        answer: Result<&str, &str>,
     ) -> Result<bool, StoreError> {
+        let (answer, refusal) = match answer {
+            Ok(answer) => (answer, None),
+            Err(refusal) => ("null", Some(refusal)),
+        };
         let changed = self
             .conn
             .prepare_cached(
-                "UPDATE task_questions SET answer = ?5, answered_at = ?6
+                "UPDATE task_questions SET answer = ?5, answered_at = ?6, refusal = ?7
                  WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
                    AND answer IS NULL",
             )?
@@ -197,13 +213,41 @@ impl Tx<'_> {
                 instance,
                 key,
                 answer,
-                clock::now_iso()
+                clock::now_iso(),
+                refusal
             ])?;
         Ok(changed == 1)
     }
 }
 
 impl Store {
+    /// Records that a client asked for the run's task: under which task protocol (`era`),
+    /// by a call of which tool.
+    pub fn mark_run_task(&self, run_id: &str, era: &str, tool: &str) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "UPDATE run_tasks SET era = ?2, tool = ?3
+             WHERE run_key = (SELECT key FROM runs WHERE id = ?1)",
+        )?
+        .execute(params![run_id, era, tool])?;
+        Ok(())
+    }
+
+    /// Ends the run's own task as `cancelled` now, before its run has stopped; the
+    /// trigger on terminal states keeps it so. False if the task had finished.
+    pub fn cancel_run_task(&self, run_id: &str, message: &str) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .prepare_cached(
+                "UPDATE run_tasks SET status = 'cancelled', status_message = ?2,
+                     updated_at = ?3, updated_ms = ?4
+                 WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
+                   AND (status = 'working' OR status = 'input_required')",
+            )?
+            .execute(params![run_id, message, clock::now_iso(), clock::now_ms()])?;
+        Ok(changed == 1)
+    }
+
     /// A run's own task, by its id (the run's).
     pub fn run_task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
         let conn = self.lock();
@@ -237,29 +281,24 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The runs' own tasks of a status (or all), most recently updated first, paginated by
-    /// a position `(updated_ms, task_id)` that a later page starts after. Ties go by the
-    /// order runs were created in, newest first.
+    /// The runs' own tasks created under task protocol `era`, newest first, after the task
+    /// `after` (a cursor that stays valid however the tasks change), at most `limit`.
     pub fn list_tasks_page(
         &self,
-        status: Option<&str>,
-        after: Option<(i64, &str)>,
+        era: &str,
+        after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, TaskRow)>, StoreError> {
+    ) -> Result<Vec<TaskRow>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {TASK_COLUMNS}, t.updated_ms FROM run_tasks t JOIN runs r ON r.key = t.run_key
-             WHERE (?1 IS NULL OR t.status = ?1)
-               AND (?2 IS NULL
-                    OR (t.updated_ms, t.run_key) < (?2, (SELECT key FROM runs WHERE id = ?3)))
-             ORDER BY t.updated_ms DESC, t.run_key DESC LIMIT ?4"
+            "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
+             WHERE t.era = ?1
+               AND (?2 IS NULL OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
+             ORDER BY t.run_key DESC LIMIT ?3"
         );
-        let (after_ms, after_id) = after.unzip();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![status, after_ms, after_id, limit], |r| {
-            Ok((r.get(10)?, task_from_row(r)?))
-        })?;
+        let rows = stmt.query_map(params![era, after, limit], task_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -267,7 +306,7 @@ impl Store {
     pub fn questions(&self, run_id: &str) -> Result<Vec<QuestionRow>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT q.node, n.node_id, q.instance, q.key, q.request, q.answer
+            "SELECT q.node, n.node_id, q.instance, q.key, q.request, q.answer, q.refusal
              FROM task_questions q
              LEFT JOIN nodes n ON n.run_key = q.run_key AND n.node = q.node
                               AND n.instance = q.instance
@@ -282,20 +321,21 @@ impl Store {
                 key: r.get(3)?,
                 request: r.get(4)?,
                 answer: r.get(5)?,
+                refusal: r.get(6)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Answers an open question of a run's unit. False if there is no such run or
-    /// question, or it was answered.
+    /// Answers an open question of a run's unit (`Err` holds a refusal). False if there is
+    /// no such run or question, or it was answered.
     pub fn answer(
         &self,
         run_id: &str,
         node: i64,
         instance: i64,
         key: &str,
-        answer: &str,
+        answer: Result<&str, &str>,
     ) -> Result<bool, StoreError> {
         self.transaction(|tx| match tx.run_key(run_id) {
             Ok(run_key) => tx.record_answer(run_key, node, instance, key, answer),

@@ -88,36 +88,104 @@ impl Registry {
         instance: Option<usize>,
         answer: &Value,
     ) -> Result<String, AnswerError> {
+        let open = self
+            .open_questions(run_id)?
+            .into_iter()
+            .rev()
+            .find(|q| q.node_id == node && q.instance == instance);
+        let question = open.ok_or_else(|| AnswerError::NoQuestion {
+            run_id: run_id.to_owned(),
+            node: node.to_owned(),
+        })?;
+        self.reply(run_id, &question, Ok(answer))?;
+        Ok(question.key)
+    }
+
+    /// The questions of a run that wait for an answer, in the order they were asked.
+    pub fn open_questions(&self, run_id: &str) -> Result<Vec<OpenQuestion>, AnswerError> {
         if self.store().lease_owner(run_id)?.is_none() {
             return Err(AnswerError::NoRun(run_id.to_owned()));
         }
-        let instance = instance.map_or(-1, |k| k as i64);
-        let open = self.store().questions(run_id)?.into_iter().rev().find(|q| {
-            q.node_id.as_deref() == Some(node) && q.instance == instance && q.answer.is_none()
-        });
-        let no_question = || AnswerError::NoQuestion {
-            run_id: run_id.to_owned(),
-            node: node.to_owned(),
-        };
-        let question = open.ok_or_else(no_question)?;
-        let request: Value = serde_json::from_str(&question.request).unwrap_or_default();
-        if request["kind"] == "input" {
-            let problems = form::answer_problems(&request["schema"], answer);
-            if !problems.is_empty() {
-                return Err(AnswerError::Invalid { problems });
+        let questions = self.store().questions(run_id)?;
+        Ok(questions
+            .into_iter()
+            .filter(|q| q.answer.is_none())
+            .map(|q| OpenQuestion {
+                node_id: q.node_id.unwrap_or_default(),
+                node: q.node,
+                instance: usize::try_from(q.instance).ok(),
+                key: q.key,
+                request: serde_json::from_str(&q.request).unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// Answers one open question, or records its refusal. An answer to an `input` must fit
+    /// its form, or nothing is recorded.
+    pub fn reply(
+        &self,
+        run_id: &str,
+        question: &OpenQuestion,
+        reply: Result<&Value, Refusal>,
+    ) -> Result<(), AnswerError> {
+        let text = match reply {
+            Ok(answer) => {
+                if question.request["kind"] == "input" {
+                    let problems = form::answer_problems(&question.request["schema"], answer);
+                    if !problems.is_empty() {
+                        return Err(AnswerError::Invalid { problems });
+                    }
+                }
+                Ok(serde_json::to_string(answer).expect("a JSON value serialises"))
             }
-        }
-        let text = serde_json::to_string(answer).expect("a JSON value serialises");
+            Err(refusal) => Err(refusal.as_str()),
+        };
+        let instance = question.instance.map_or(-1, |k| k as i64);
         if !self.store().answer(
             run_id,
             question.node,
-            question.instance,
+            instance,
             &question.key,
-            &text,
+            text.as_deref().map_err(|r| *r),
         )? {
-            return Err(no_question());
+            return Err(AnswerError::NoQuestion {
+                run_id: run_id.to_owned(),
+                node: question.node_id.clone(),
+            });
         }
         self.answers_changed();
-        Ok(question.key)
+        Ok(())
+    }
+}
+
+/// A question that waits for its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenQuestion {
+    pub node_id: String,
+    /// The node's index in the plan.
+    pub node: i64,
+    pub instance: Option<usize>,
+    /// Unique among the unit's questions, for the unit's lifetime.
+    pub key: String,
+    /// `{kind: "input", message, schema}` or `{kind: "sample", prompt, system, maxTokens}`.
+    pub request: Value,
+}
+
+/// Why a question gets no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Decline,
+    Cancel,
+    /// The answers given did not fit the question's form, too many times.
+    Invalid,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Decline => "decline",
+            Refusal::Cancel => "cancel",
+            Refusal::Invalid => "invalid",
+        }
     }
 }

@@ -8,13 +8,14 @@
 mod admin;
 pub mod housekeeping;
 mod ids;
+mod outcome;
 pub mod progress;
 mod records;
 mod registry;
 pub mod status;
 mod view;
 
-pub use admin::AnswerError;
+pub use admin::{AnswerError, OpenQuestion, Refusal};
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{RunListing, TaskView};

@@ -260,7 +260,7 @@ impl Journal for Registry {
             loop {
                 let notified = answered.notified();
                 match find_answer(&store, &run_id, &node, instance, &key) {
-                    Ok(Some(answer)) => return Ok(answer),
+                    Ok(Some(answer)) => return answer,
                     Ok(None) => {}
                     Err(error) => {
                         let message = format!("the answer cannot be read: {error}");
@@ -276,18 +276,32 @@ impl Journal for Registry {
     }
 }
 
+/// The answer of a unit's question once given; a refusal fails the node.
 fn find_answer(
     store: &Store,
     run_id: &str,
     node: &str,
     instance: i64,
     key: &str,
-) -> Result<Option<Value>, StoreError> {
+) -> Result<Option<Result<Value, NodeError>>, StoreError> {
     let questions = store.questions(run_id)?;
-    let found = questions
+    let Some(found) = questions
         .into_iter()
-        .find(|q| q.node_id.as_deref() == Some(node) && q.instance == instance && q.key == key);
+        .find(|q| q.node_id.as_deref() == Some(node) && q.instance == instance && q.key == key)
+    else {
+        return Ok(None);
+    };
+    if let Some(refusal) = found.refusal {
+        let message = match refusal.as_str() {
+            "decline" => "the user declined to answer".to_owned(),
+            "cancel" => "the user cancelled the question".to_owned(),
+            "invalid" => "the answers given did not fit the question's form".to_owned(),
+            other => format!("the question was refused ({other})"),
+        };
+        return Ok(Some(Err(NodeError::new(NodeErrorKind::Refused, message))));
+    }
     Ok(found
-        .and_then(|q| q.answer)
-        .and_then(|text| serde_json::from_str(&text).ok()))
+        .answer
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .map(Ok))
 }

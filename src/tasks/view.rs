@@ -38,6 +38,10 @@ pub struct TaskView {
     pub last_updated_at: String,
     pub ttl_ms: i64,
     pub poll_interval_ms: i64,
+    /// The task protocol the task (or its parent) was created under, if a client asked.
+    pub era: Option<String>,
+    /// The tool whose call created the task; `None` for a sub-task.
+    pub tool: Option<String>,
 }
 
 impl TaskView {
@@ -55,7 +59,13 @@ impl TaskView {
             last_updated_at: row.updated_at,
             ttl_ms: row.ttl_ms,
             poll_interval_ms: row.poll_interval_ms,
+            era: row.era,
+            tool: row.tool,
         }
+    }
+
+    pub fn status(&self) -> TaskStatus {
+        TaskStatus::parse(&self.status).unwrap_or(TaskStatus::Working)
     }
 }
 
@@ -94,6 +104,8 @@ fn sub_view(
         last_updated_at: row.map_or_else(|| head.created_at.clone(), |r| r.updated_at.clone()),
         ttl_ms: head.timing.ttl_ms,
         poll_interval_ms: head.timing.poll_interval_ms,
+        era: head.era.clone(),
+        tool: None,
     }
 }
 
@@ -193,6 +205,18 @@ impl Registry {
             }
         }
         Ok(tasks)
+    }
+
+    /// The runs' own tasks created under task protocol `era`, newest first, after the
+    /// task `after`, at most `limit`.
+    pub fn tasks_page(
+        &self,
+        era: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskView>, StoreError> {
+        let rows = self.store().list_tasks_page(era, after, limit)?;
+        Ok(rows.into_iter().map(TaskView::from_row).collect())
     }
 
     fn node_ids(&self, head: &RunHead) -> Result<Vec<String>, StoreError> {

@@ -6,6 +6,7 @@
 //! rmcp reads them (bounded, cancellation-safe) and written as it writes them (whole, one
 //! at a time).
 
+pub(crate) mod legacy;
 mod screen;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
+use legacy::Session;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
@@ -41,6 +43,7 @@ pub(crate) struct WireTransport<R, W> {
     /// because rmcp polls `receive` in a `select!` and may drop it mid-line.
     skipping: Option<Option<Value>>,
     write: Arc<Mutex<W>>,
+    session: Session,
 }
 
 impl<R, W> WireTransport<R, W>
@@ -48,12 +51,15 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    pub(crate) fn new(read: R, write: W) -> Self {
+    /// `tasks`: whether the server serves tasks, and so advertises them to 2025-11-25
+    /// clients.
+    pub(crate) fn new(read: R, write: W, tasks: bool) -> Self {
         WireTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             skipping: None,
             write: Arc::new(Mutex::new(write)),
+            session: Session::new(tasks),
         }
     }
 
@@ -124,7 +130,13 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = Arc::clone(&self.write);
-        async move { write_line(&write, &item).await }
+        let patched = self.session.outbound(&item);
+        async move {
+            match patched {
+                None => write_line(&write, &item).await,
+                Some(message) => write_line(&write, &message).await,
+            }
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -144,6 +156,12 @@ where
                 }
             }
             let screened = screen(&self.line);
+            let screened = match screened {
+                Screened::Message(message) => {
+                    Screened::Message(Box::new(self.session.inbound(&self.line, *message)))
+                }
+                other => other,
+            };
             self.line.clear();
             match screened {
                 Screened::Message(message) => return Some(*message),

@@ -1,0 +1,169 @@
+//! The SEP-2663 task protocol (`io.modelcontextprotocol/tasks`, with 2026-07-28): the
+//! server decides which calls become tasks, `tasks/get` inlines the result or the
+//! questions, `tasks/update` takes answers, and `tasks/cancel` is an acknowledgement.
+//!
+//! rmcp parses these requests and refuses them to a client that did not declare the
+//! extension (`-32021`); the handler's `get_task`, `update_task` and `cancel_task` land
+//! here.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CreateTaskResult, DetailedTask, GetTaskResult, InputRequests, JsonObject,
+    Task, TaskPayload, TaskStatus as WireStatus,
+};
+use serde_json::{Map, Value, json};
+
+use super::{Era, NotStarted, internal, questions};
+use crate::server::Server;
+use crate::server::results;
+use crate::tasks::{TaskStatus, TaskView};
+
+/// The `_meta` key under which a run's task lists its sub-tasks.
+pub(crate) const SUB_TASKS_META: &str = "x-mcp-task-server/subTasks";
+
+/// At most this many sub-tasks are listed in a run's task.
+const SUB_TASKS_SHOWN: usize = 100;
+
+/// A task's base fields in this protocol. A run that failed is `completed` here, its
+/// result carrying `isError`: `failed` is for protocol faults.
+fn wire_task(view: &TaskView) -> Task {
+    let status = match view.status() {
+        TaskStatus::Working => WireStatus::Working,
+        TaskStatus::InputRequired => WireStatus::InputRequired,
+        TaskStatus::Completed | TaskStatus::Failed => WireStatus::Completed,
+        TaskStatus::Cancelled => WireStatus::Cancelled,
+    };
+    let mut task = Task::new(
+        view.task_id.clone(),
+        status,
+        view.created_at.clone(),
+        view.last_updated_at.clone(),
+    )
+    .with_ttl_ms(u64::try_from(view.ttl_ms).unwrap_or(0))
+    .with_poll_interval_ms(u64::try_from(view.poll_interval_ms).unwrap_or(1000));
+    if let Some(message) = &view.status_message {
+        task = task.with_status_message(message.clone());
+    }
+    task
+}
+
+impl Server {
+    /// A `tools/call` that declared the extension: a task for a workflow, a synchronous
+    /// answer for anything else, and for a rejected call.
+    pub(in crate::server) fn create_extension_task(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResponse, McpError> {
+        match self.start_task(name, args, Era::Extension) {
+            Ok(view) => Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
+                &view,
+            )))),
+            Err(NotStarted::Rejected(envelope)) => Ok(results::reply(envelope).into()),
+            Err(NotStarted::Fault(error)) => Err(error),
+        }
+    }
+
+    pub(in crate::server) fn get_extension_task(
+        &self,
+        task_id: &str,
+    ) -> Result<GetTaskResult, McpError> {
+        let view = self.task_of(task_id, Era::Extension)?;
+        let payload = match view.status() {
+            TaskStatus::Working => TaskPayload::Working,
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
+            TaskStatus::InputRequired => TaskPayload::InputRequired {
+                input_requests: self.input_requests(&view)?,
+            },
+            TaskStatus::Completed | TaskStatus::Failed => {
+                let result = self
+                    .final_result(&view)?
+                    .expect("a finished task has a result");
+                let Ok(Value::Object(mut result)) = serde_json::to_value(result) else {
+                    return Err(McpError::internal_error("a result serialises", None));
+                };
+                // The task's own reply carries the `resultType`; the inlined result is
+                // the call's result as such.
+                result.remove("resultType");
+                TaskPayload::Completed { result }
+            }
+        };
+        let mut reply = GetTaskResult::new(DetailedTask::new(wire_task(&view), payload));
+        if view.parent_task_id.is_none() {
+            reply.meta = Some(self.sub_tasks_meta(&view)?);
+        }
+        Ok(reply)
+    }
+
+    /// The run's open questions (or the unit's) as `inputRequests`.
+    fn input_requests(&self, view: &TaskView) -> Result<InputRequests, McpError> {
+        let open = questions::of_task(self.registry()?, view).map_err(internal)?;
+        let mut requests = InputRequests::new();
+        for question in &open {
+            let (method, params) = questions::as_request(question);
+            let request = json!({ "method": method, "params": params });
+            let request = serde_json::from_value(request)
+                .map_err(|e| McpError::internal_error(format!("a question: {e}"), None))?;
+            requests.insert(questions::wire_key(question), request);
+        }
+        Ok(requests)
+    }
+
+    /// A run's sub-tasks (id, node, status, progress), for its task's `_meta`.
+    pub(in crate::server) fn sub_tasks_meta(
+        &self,
+        view: &TaskView,
+    ) -> Result<rmcp::model::MetaObject, McpError> {
+        let subs = self
+            .registry()?
+            .sub_tasks(&view.task_id, None, SUB_TASKS_SHOWN)
+            .map_err(internal)?;
+        let list: Vec<Value> = subs
+            .iter()
+            .map(|sub| {
+                let mut entry = json!({
+                    "taskId": sub.task_id,
+                    "node": sub.node_id,
+                    "status": sub.status,
+                    "progress": sub.progress,
+                });
+                if let Some(instance) = sub.instance {
+                    entry["instance"] = json!(instance);
+                }
+                entry
+            })
+            .collect();
+        let mut meta = JsonObject::new();
+        meta.insert(SUB_TASKS_META.into(), Value::Array(list));
+        Ok(rmcp::model::MetaObject(meta))
+    }
+
+    /// `tasks/update`: answers by key. Keys that name no open question, and answers that
+    /// do not fit, are ignored (the protocol's updates are eventually consistent; the
+    /// question stays open and is asked again on the next `tasks/get`).
+    pub(in crate::server) fn update_extension_task(
+        &self,
+        task_id: &str,
+        responses: &std::collections::BTreeMap<String, Value>,
+    ) -> Result<(), McpError> {
+        let view = self.task_of(task_id, Era::Extension)?;
+        let registry = self.registry()?;
+        let open = questions::of_task(registry, &view).map_err(internal)?;
+        for question in &open {
+            let Some(reply) = responses.get(&questions::wire_key(question)) else {
+                continue;
+            };
+            if let Err(error) = questions::answer(registry, &view.run_id, question, reply) {
+                tracing::info!(task_id, %error, "an answer was not taken");
+            }
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: acknowledged whatever the task's state.
+    pub(in crate::server) fn cancel_extension_task(&self, task_id: &str) -> Result<(), McpError> {
+        let view = self.task_of(task_id, Era::Extension)?;
+        self.cancel_task(&view)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,358 @@
+//! The 2025-11-25 task protocol: the client asks for a task with `params.task`, polls
+//! `tasks/get`, waits in `tasks/result` (while which the run's questions go to it as
+//! `elicitation/create` and `sampling/createMessage` requests), lists with `tasks/list`,
+//! and cancels with `tasks/cancel`, which ends the task before it answers.
+//!
+//! The wire layer (`wire/legacy.rs`) renames these requests; `on_custom_request` brings
+//! them here.
+
+use std::collections::HashMap;
+
+use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::{Map, Value, json};
+
+use super::{Era, NotStarted, internal, questions};
+use crate::server::Server;
+use crate::server::tasks::extension::SUB_TASKS_META;
+use crate::tasks::{OpenQuestion, TaskStatus, TaskView};
+
+const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+
+/// The `_meta` key under which `tasks/list` names a sub-task's parent. Not the
+/// related-task key: the specification reserves that one, and says it should not be used
+/// on `tasks/list`.
+pub(crate) const PARENT_TASK_META: &str = "x-mcp-task-server/parentTaskId";
+
+/// Tasks per `tasks/list` page.
+const PAGE: usize = 100;
+
+/// How many answers that do not fit its form a question takes before its node fails.
+const INVALID_ANSWERS: u32 = 3;
+
+/// A task in this protocol's shape.
+pub(crate) fn wire_task(view: &TaskView) -> Value {
+    let mut task = json!({
+        "taskId": view.task_id,
+        "status": view.status,
+        "createdAt": view.created_at,
+        "lastUpdatedAt": view.last_updated_at,
+        "ttl": view.ttl_ms,
+        "pollInterval": view.poll_interval_ms,
+    });
+    if let Some(message) = &view.status_message {
+        task["statusMessage"] = json!(message);
+    }
+    task
+}
+
+fn params_of(request: &CustomRequest) -> Map<String, Value> {
+    match &request.params {
+        Some(Value::Object(params)) => params.clone(),
+        _ => Map::new(),
+    }
+}
+
+fn task_id_of(params: &Map<String, Value>) -> Result<&str, McpError> {
+    params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params("`taskId` must be a string", None))
+}
+
+impl Server {
+    /// Answers one renamed 2025-11-25 request; `method` is its own name.
+    pub(in crate::server) async fn legacy_request(
+        &self,
+        method: &str,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, McpError> {
+        let params = params_of(&request);
+        match method {
+            "tools/call" => self.legacy_call(params, &context),
+            "tasks/get" => {
+                let view = self.task_of(task_id_of(&params)?, Era::Legacy)?;
+                self.legacy_task_with_subs(&view)
+            }
+            "tasks/result" => {
+                let view = self.task_of(task_id_of(&params)?, Era::Legacy)?;
+                self.legacy_result(view, &context.peer).await
+            }
+            "tasks/list" => self.legacy_list(params.get("cursor")),
+            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?),
+            _ => Err(McpError::method_not_found::<
+                rmcp::model::CallToolRequestMethod,
+            >()),
+        }
+    }
+
+    fn legacy_call(
+        &self,
+        params: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, McpError> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| McpError::invalid_params("`name` must be a string", None))?;
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "invalid params: `arguments` must be an object",
+                    None,
+                ));
+            }
+        };
+        if self.route(name).is_none() {
+            return Err(crate::server::results::unknown_tool(name));
+        }
+        let view = match self.start_task(name, args, Era::Legacy) {
+            Ok(view) => view,
+            Err(NotStarted::Rejected(envelope)) => {
+                let message = envelope.body["error"]["message"]
+                    .as_str()
+                    .unwrap_or("the call was rejected")
+                    .to_owned();
+                return Err(McpError::invalid_params(message, Some(envelope.body)));
+            }
+            Err(NotStarted::Fault(error)) => return Err(error),
+        };
+        let token = context.meta.get_progress_token();
+        self.watch_legacy_task(view.task_id.clone(), context.peer.clone(), token);
+        Ok(json!({ "task": wire_task(&view) }))
+    }
+
+    /// A run's task lists its sub-tasks under a `_meta` key of our own.
+    fn legacy_task_with_subs(&self, view: &TaskView) -> Result<Value, McpError> {
+        let mut task = wire_task(view);
+        if view.parent_task_id.is_none() {
+            let meta = self.sub_tasks_meta(view)?;
+            task["_meta"] = json!({ SUB_TASKS_META: meta.0[SUB_TASKS_META] });
+        }
+        Ok(task)
+    }
+
+    /// Blocks until the task finishes, putting its questions to the client meanwhile,
+    /// and answers what the call would have returned.
+    async fn legacy_result(
+        &self,
+        mut view: TaskView,
+        peer: &Peer<RoleServer>,
+    ) -> Result<Value, McpError> {
+        let mut invalid: HashMap<String, u32> = HashMap::new();
+        loop {
+            if let Some(result) = self.final_result(&view)? {
+                let mut result = serde_json::to_value(result)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                // The 2025-11-25 protocol has no `resultType`.
+                if let Some(result) = result.as_object_mut() {
+                    result.remove("resultType");
+                }
+                result["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
+                return Ok(result);
+            }
+            if view.status() == TaskStatus::InputRequired {
+                self.ask_client(&view, peer, &mut invalid).await?;
+            } else {
+                self.task_changed().await;
+            }
+            view = self.task_of(&view.task_id.clone(), Era::Legacy)?;
+        }
+    }
+
+    /// Puts the task's open questions to the client, one at a time, and records its
+    /// replies. A question the client cannot answer (it declared no such capability)
+    /// waits for an answer given another way.
+    async fn ask_client(
+        &self,
+        view: &TaskView,
+        peer: &Peer<RoleServer>,
+        invalid: &mut HashMap<String, u32>,
+    ) -> Result<(), McpError> {
+        let registry = self.registry()?;
+        let open = questions::of_task(registry, view).map_err(internal)?;
+        let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+        let can_answer = |q: &OpenQuestion| match &capabilities {
+            Some(caps) if questions::is_elicitation(q) => caps.elicitation.is_some(),
+            Some(caps) => caps.sampling.is_some(),
+            None => false,
+        };
+        let Some(question) = open.into_iter().find(can_answer) else {
+            self.task_changed().await;
+            return Ok(());
+        };
+        let (method, mut params) = questions::as_request(&question);
+        params["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
+        let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let reply = match peer.send_request(request).await {
+            Ok(reply) => serde_json::to_value(reply).unwrap_or_default(),
+            Err(error) => {
+                tracing::info!(%error, "the client did not answer a question");
+                self.task_changed().await;
+                return Ok(());
+            }
+        };
+        if let Err(error) = questions::answer(registry, &view.run_id, &question, &reply) {
+            let key = questions::wire_key(&question);
+            let count = invalid.entry(key).or_default();
+            *count += 1;
+            tracing::info!(%error, attempt = *count, "an answer does not fit its question");
+            if *count >= INVALID_ANSWERS {
+                let refusal = crate::tasks::Refusal::Invalid;
+                registry
+                    .reply(&view.run_id, &question, Err(refusal))
+                    .map_err(internal)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `tasks/list`: runs' tasks newest first, each followed by its sub-tasks, which name
+    /// their parent. The cursor is the last task listed.
+    fn legacy_list(&self, cursor: Option<&Value>) -> Result<Value, McpError> {
+        let registry = self.registry()?;
+        let bad_cursor = || McpError::invalid_params("invalid cursor", None);
+        let (mut after_run, mut after_sub) = match cursor {
+            None | Some(Value::Null) => (None, None),
+            Some(Value::String(text)) => {
+                let view = registry
+                    .task(text)
+                    .map_err(internal)?
+                    .ok_or_else(bad_cursor)?;
+                match view.parent_task_id {
+                    Some(parent) => (Some(parent), Some(view.task_id)),
+                    None => (Some(view.task_id), None),
+                }
+            }
+            Some(_) => return Err(bad_cursor()),
+        };
+        let mut tasks: Vec<Value> = Vec::new();
+        let mut last = None;
+        // A cursor inside a run's sub-tasks lists the rest of them first.
+        if let (Some(run), Some(sub)) = (&after_run, after_sub.take()) {
+            self.list_subs(run, Some(&sub), &mut tasks, &mut last)?;
+        }
+        while tasks.len() < PAGE {
+            let runs = registry
+                .tasks_page(Era::Legacy.as_str(), after_run.as_deref(), PAGE)
+                .map_err(internal)?;
+            if runs.is_empty() {
+                last = None;
+                break;
+            }
+            for run in runs {
+                if tasks.len() >= PAGE {
+                    break;
+                }
+                tasks.push(wire_task(&run));
+                last = Some(run.task_id.clone());
+                after_run = Some(run.task_id.clone());
+                self.list_subs(&run.task_id, None, &mut tasks, &mut last)?;
+            }
+        }
+        let mut page = json!({ "tasks": tasks });
+        if let Some(cursor) = last.filter(|_| tasks_full(&page)) {
+            page["nextCursor"] = json!(cursor);
+        }
+        Ok(page)
+    }
+
+    fn list_subs(
+        &self,
+        run: &str,
+        after: Option<&str>,
+        tasks: &mut Vec<Value>,
+        last: &mut Option<String>,
+    ) -> Result<(), McpError> {
+        let room = PAGE.saturating_sub(tasks.len());
+        if room == 0 {
+            return Ok(());
+        }
+        let subs = self
+            .registry()?
+            .sub_tasks(run, after, room)
+            .map_err(internal)?;
+        for sub in subs {
+            let mut task = wire_task(&sub);
+            task["_meta"] = json!({ PARENT_TASK_META: run });
+            tasks.push(task);
+            *last = Some(sub.task_id);
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: the task is `cancelled` before the reply, for good; a finished one
+    /// gives `-32602`.
+    fn legacy_cancel(&self, task_id: &str) -> Result<Value, McpError> {
+        let view = self.task_of(task_id, Era::Legacy)?;
+        if view.status().is_terminal() || !self.cancel_task(&view)? {
+            return Err(McpError::invalid_params(
+                format!(
+                    "cannot cancel task {task_id}: it is already {}",
+                    view.status
+                ),
+                None,
+            ));
+        }
+        let view = self.task_of(task_id, Era::Legacy)?;
+        Ok(wire_task(&view))
+    }
+
+    /// Tells the client of the task's progress (on its progress token) and of each change
+    /// of its status, until it finishes or the client goes away.
+    fn watch_legacy_task(
+        &self,
+        task_id: String,
+        peer: Peer<RoleServer>,
+        token: Option<rmcp::model::ProgressToken>,
+    ) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            let mut seen: Option<(String, i64)> = None;
+            loop {
+                let Ok(view) = server.task_of(&task_id, Era::Legacy) else {
+                    return;
+                };
+                let now = (view.status.clone(), view.progress);
+                if seen.as_ref() != Some(&now) {
+                    if let Some(token) = &token
+                        && seen.as_ref().is_none_or(|(_, p)| *p != view.progress)
+                    {
+                        let param = rmcp::model::ProgressNotificationParam::new(
+                            token.clone(),
+                            view.progress as f64,
+                        )
+                        .with_total(100.0)
+                        .with_message(view.status_message.clone().unwrap_or_default());
+                        if peer.notify_progress(param).await.is_err() {
+                            return;
+                        }
+                    }
+                    if seen.as_ref().is_none_or(|(s, _)| *s != view.status) {
+                        let status = CustomNotification::new(
+                            "notifications/tasks/status",
+                            Some(wire_task(&view)),
+                        );
+                        let notification = ServerNotification::CustomNotification(status);
+                        if peer.send_notification(notification).await.is_err() {
+                            return;
+                        }
+                    }
+                    seen = Some(now);
+                }
+                if view.status().is_terminal() {
+                    return;
+                }
+                server.task_changed().await;
+            }
+        });
+    }
+}
+
+fn tasks_full(page: &Value) -> bool {
+    page["tasks"].as_array().is_some_and(|t| t.len() >= PAGE)
+}

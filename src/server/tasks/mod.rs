@@ -1,0 +1,227 @@
+//! Runs as MCP tasks: what the two task protocols share. A call becomes a run in the
+//! background, recorded with the protocol it was created under; its task is read back
+//! from the registry, in this process or in one started after a restart.
+//!
+//! Invariant: a task is visible only to requests of the protocol it was created under,
+//! so a client never gets the other protocol's shapes; to the other it is unknown.
+
+pub(super) mod extension;
+pub(super) mod legacy;
+mod questions;
+
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::CallToolResult;
+use serde_json::{Map, Value};
+
+use super::envelope::{self, Envelope};
+use super::handler::Route;
+use super::{Server, results, workflow_tools};
+use crate::engine::RunOptions;
+use crate::engine::journal::RunOrigin;
+use crate::engine::report::NodeStatus;
+use crate::store::AuditOutcome;
+use crate::tasks::{Registry, TaskStatus, TaskView};
+use crate::tools::{Origin, ToolError};
+
+/// How often a request that waits on a task (a blocking `tasks/result`) reads it again.
+/// A run this process drives wakes it at once when it ends.
+const TASK_POLL: Duration = Duration::from_millis(100);
+
+/// The task protocol a task was created under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Era {
+    /// 2025-11-25: `params.task`, `tasks/result`, `tasks/list`.
+    Legacy,
+    /// The SEP-2663 extension `io.modelcontextprotocol/tasks`.
+    Extension,
+}
+
+impl Era {
+    fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "2025-11-25",
+            Era::Extension => "io.modelcontextprotocol/tasks",
+        }
+    }
+}
+
+/// Why a call did not become a task.
+pub(super) enum NotStarted {
+    /// The call was rejected (bad arguments, an unknown workflow); this is its answer.
+    Rejected(Envelope),
+    /// A protocol fault: an unknown tool, or a task that could not be recorded.
+    Fault(McpError),
+}
+
+fn internal(error: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(format!("the task store failed: {error}"), None)
+}
+
+/// `-32602`, which both protocols prescribe for an unknown or expired task id.
+pub(super) fn unknown_task(task_id: &str) -> McpError {
+    McpError::invalid_params(format!("unknown task: {task_id}"), None)
+}
+
+impl Server {
+    pub(super) fn registry(&self) -> Result<&Registry, McpError> {
+        self.registry
+            .as_deref()
+            .ok_or_else(|| McpError::internal_error("this server keeps no tasks", None))
+    }
+
+    /// Starts the call of tool `name` as a run in the background, recorded as a task of
+    /// `era`, and returns the task as it stands.
+    pub(super) fn start_task(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        era: Era,
+    ) -> Result<TaskView, NotStarted> {
+        let registry = self.registry().map_err(NotStarted::Fault)?;
+        let options = RunOptions {
+            origin: RunOrigin::Mcp,
+            park_questions: true,
+            record: true,
+            ..RunOptions::default()
+        };
+        let handle = match self.route(name) {
+            Some(Route::Todo) => self
+                .engine
+                .start_tool(name, args, options)
+                .expect("routed as a todo tool"),
+            Some(Route::RunWorkflow) => {
+                let request = workflow_tools::prepare_run(&self.engine, &self.catalog, name, &args)
+                    .map_err(NotStarted::Rejected)?;
+                let handle = self.engine.start(request.plan, request.inputs, options);
+                let origin = Origin {
+                    run_id: Some(&handle.run_id),
+                    node_id: None,
+                };
+                self.engine
+                    .tools()
+                    .audit(name, &args, AuditOutcome::Ok, origin);
+                handle
+            }
+            Some(Route::ListWorkflows) | None => {
+                return Err(NotStarted::Fault(McpError::invalid_params(
+                    format!("tool `{name}` does not run as a task"),
+                    None,
+                )));
+            }
+        };
+        let run_id = handle.run_id.clone();
+        let finished = self.finished.clone();
+        tokio::spawn(async move {
+            let _ = handle.join.await;
+            finished.notify_waiters();
+        });
+        let recorded = registry
+            .mark_task(&run_id, era.as_str(), name)
+            .and_then(|()| registry.task(&run_id));
+        match recorded {
+            Ok(Some(view)) => Ok(view),
+            Ok(None) => {
+                self.engine.cancel_local(&run_id);
+                Err(NotStarted::Fault(McpError::internal_error(
+                    "the run could not be recorded, so it cannot be a task",
+                    None,
+                )))
+            }
+            Err(error) => Err(NotStarted::Fault(internal(error))),
+        }
+    }
+
+    /// The task `task_id` if a request of `era` may see it.
+    pub(super) fn task_of(&self, task_id: &str, era: Era) -> Result<TaskView, McpError> {
+        let view = self.registry()?.task(task_id).map_err(internal)?;
+        match view {
+            Some(view) if view.era.as_deref() == Some(era.as_str()) => Ok(view),
+            _ => Err(unknown_task(task_id)),
+        }
+    }
+
+    /// What the call would have returned, for a finished task: a run's report, a todo
+    /// tool's result, or a sub-task's output. `None` while the task is unfinished.
+    pub(super) fn final_result(&self, view: &TaskView) -> Result<Option<CallToolResult>, McpError> {
+        let status = view.status();
+        if !status.is_terminal() {
+            return Ok(None);
+        }
+        let registry = self.registry()?;
+        if view.parent_task_id.is_some() {
+            let unit = registry.unit_of(view).map_err(internal)?;
+            let envelope = match unit {
+                Some(unit) if unit.status == NodeStatus::Succeeded => {
+                    envelope::ok(unit.output.unwrap_or_default())
+                }
+                Some(unit) if unit.status == NodeStatus::Skipped => envelope::ok(Value::Null),
+                Some(unit) => match unit.error {
+                    Some(error) => envelope::failed(error.code, &error.message, None),
+                    None => envelope::failed(
+                        unit.status.as_str(),
+                        unit.reason.as_deref().unwrap_or("the node did not succeed"),
+                        None,
+                    ),
+                },
+                None => cancelled(),
+            };
+            return Ok(Some(results::reply(envelope)));
+        }
+        let Some(report) = registry.report(&view.run_id).map_err(internal)? else {
+            // Cancelled at the client's request before its run stopped.
+            return Ok(Some(results::reply(cancelled())));
+        };
+        let todo = view
+            .tool
+            .as_deref()
+            .is_some_and(|tool| self.route(tool) == Some(Route::Todo));
+        if !todo {
+            return Ok(Some(results::reply(workflow_tools::run_reply(&report))));
+        }
+        let node = report.nodes.into_values().next().unwrap_or_default();
+        let result = match (node.status, node.output, node.error) {
+            (NodeStatus::Succeeded, Some(data), _) => Ok(data),
+            (_, _, Some(error)) => Err(error.as_tool_error().unwrap_or_else(ToolError::internal)),
+            (NodeStatus::Cancelled, _, _) | (_, _, None) if status == TaskStatus::Cancelled => {
+                return Ok(Some(results::reply(cancelled())));
+            }
+            _ => Err(ToolError::internal()),
+        };
+        Ok(Some(results::tool_result(&result)))
+    }
+
+    /// Waits until the task may have changed: a run of this process ended, or a poll
+    /// interval passed.
+    pub(super) async fn task_changed(&self) {
+        let finished = self.finished.notified();
+        tokio::select! {
+            _ = finished => {}
+            _ = tokio::time::sleep(TASK_POLL) => {}
+        }
+    }
+
+    /// Cancels a task's run: at once for a run's task (the task is `cancelled` before this
+    /// returns, and stays so). False if the task had finished.
+    pub(super) fn cancel_task(&self, view: &TaskView) -> Result<bool, McpError> {
+        if view.parent_task_id.is_some() {
+            return Err(McpError::invalid_params(
+                "a sub-task cannot be cancelled on its own; cancel its parent task",
+                None,
+            ));
+        }
+        let cancelled = self
+            .registry()?
+            .cancel_task_now(&view.run_id)
+            .map_err(internal)?;
+        if cancelled {
+            self.engine.cancel_local(&view.run_id);
+        }
+        Ok(cancelled)
+    }
+}
+
+fn cancelled() -> Envelope {
+    envelope::failed("run_cancelled", "the task was cancelled", None)
+}

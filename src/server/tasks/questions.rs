@@ -1,0 +1,105 @@
+//! A run's open questions as protocol requests (`elicitation/create`,
+//! `sampling/createMessage`), and the client's replies back as answers.
+//!
+//! A question's key on the wire names its unit and its key there
+//! (`node:attempt-1`, or `node#3:attempt-1` for a `for_each` instance), so it is unique
+//! for the task's lifetime and any process can find the question it names.
+
+use serde_json::{Value, json};
+
+use crate::tasks::{AnswerError, OpenQuestion, Refusal, Registry};
+
+/// The question's key on the wire.
+pub(super) fn wire_key(question: &OpenQuestion) -> String {
+    match question.instance {
+        Some(k) => format!("{}#{k}:{}", question.node_id, question.key),
+        None => format!("{}:{}", question.node_id, question.key),
+    }
+}
+
+/// The protocol request that puts `question` to the client: its method and params.
+pub(super) fn as_request(question: &OpenQuestion) -> (&'static str, Value) {
+    let request = &question.request;
+    if request["kind"] == "sample" {
+        let mut params = json!({
+            "messages": [{
+                "role": "user",
+                "content": { "type": "text", "text": request["prompt"] }
+            }],
+            "maxTokens": request["maxTokens"],
+        });
+        if let Some(system) = request["system"].as_str() {
+            params["systemPrompt"] = json!(system);
+        }
+        return ("sampling/createMessage", params);
+    }
+    let params = json!({
+        "mode": "form",
+        "message": request["message"],
+        "requestedSchema": request["schema"],
+    });
+    ("elicitation/create", params)
+}
+
+/// Whether answering `question` needs the client's elicitation (else its sampling).
+pub(super) fn is_elicitation(question: &OpenQuestion) -> bool {
+    question.request["kind"] != "sample"
+}
+
+/// What a reply to a question amounts to.
+#[derive(Debug)]
+pub(super) enum Reply {
+    Answer(Value),
+    Refused(Refusal),
+}
+
+/// Reads the client's reply to `question`: an `ElicitResult` or a `CreateMessageResult`.
+pub(super) fn read_reply(question: &OpenQuestion, reply: &Value) -> Result<Reply, String> {
+    if !is_elicitation(question) {
+        let text = reply["content"]["text"]
+            .as_str()
+            .ok_or("a sampling reply must carry text content")?;
+        return Ok(Reply::Answer(
+            json!({ "text": text, "model": reply["model"] }),
+        ));
+    }
+    match reply["action"].as_str() {
+        Some("accept") => Ok(Reply::Answer(
+            reply.get("content").cloned().unwrap_or_else(|| json!({})),
+        )),
+        Some("decline") => Ok(Reply::Refused(Refusal::Decline)),
+        Some("cancel") => Ok(Reply::Refused(Refusal::Cancel)),
+        _ => Err("an elicitation reply must have action accept, decline or cancel".into()),
+    }
+}
+
+/// Records a client's reply to `question`.
+pub(super) fn answer(
+    registry: &Registry,
+    run_id: &str,
+    question: &OpenQuestion,
+    reply: &Value,
+) -> Result<(), AnswerError> {
+    let reply = read_reply(question, reply).map_err(|problem| AnswerError::Invalid {
+        problems: vec![problem],
+    })?;
+    match reply {
+        Reply::Answer(answer) => registry.reply(run_id, question, Ok(&answer)),
+        Reply::Refused(refusal) => registry.reply(run_id, question, Err(refusal)),
+    }
+}
+
+/// The open questions that belong to `task`: all of a run's, or one unit's.
+pub(super) fn of_task(
+    registry: &Registry,
+    task: &crate::tasks::TaskView,
+) -> Result<Vec<OpenQuestion>, AnswerError> {
+    let questions = registry.open_questions(&task.run_id)?;
+    Ok(match &task.node_id {
+        None => questions,
+        Some(node) => questions
+            .into_iter()
+            .filter(|q| &q.node_id == node && q.instance.map(|k| k as i64) == task.instance)
+            .collect(),
+    })
+}

@@ -1,0 +1,185 @@
+//! The 2025-11-25 task protocol in front of rmcp, which speaks only the SEP-2663 one.
+//!
+//! rmcp drops `params.task` from a `tools/call`, answers `tasks/get` and `tasks/cancel` as
+//! SEP-2663 requests (refusing them to a client that never declared the extension), and
+//! has no way to put `capabilities.tasks` into the `initialize` result or
+//! `execution.taskSupport` onto a tool. So this layer works on the JSON-RPC messages
+//! themselves:
+//! - inbound, legacy task traffic is renamed to methods under [`PREFIX`], which the
+//!   handler answers (`server/tasks/legacy.rs`);
+//! - outbound, the `initialize` result gets `capabilities.tasks`, and `tools/list` gets
+//!   `execution.taskSupport` where the handler marked a tool with [`TASK_SUPPORT_META`].
+//!   The mark never reaches a client.
+//!
+//! Independent of framing: it takes messages, not lines, so that an HTTP transport can
+//! apply the same rewrite to bodies and events.
+
+use std::collections::HashMap;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientRequest, JsonRpcMessage, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use serde_json::{Map, Value, json};
+
+/// Where renamed legacy methods live: `PREFIX` + the method's own name.
+pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
+
+/// The `_meta` key by which the handler marks a task-capable tool in `tools/list`.
+pub(crate) const TASK_SUPPORT_META: &str = "x-mcp-task-server/taskSupport";
+
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Which responses are to be patched on their way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Patch {
+    Initialize,
+    ToolsList,
+}
+
+/// What the layer knows of one client's session.
+#[derive(Debug, Default)]
+pub(crate) struct Session {
+    /// Whether the server serves tasks at all (it has a task registry).
+    tasks: bool,
+    /// The client opened with `initialize` (a 2025-11-25 or older session) and did not
+    /// declare the SEP-2663 extension there.
+    legacy: bool,
+    pending: HashMap<RequestId, Patch>,
+}
+
+impl Session {
+    pub(crate) fn new(tasks: bool) -> Session {
+        Session {
+            tasks,
+            ..Session::default()
+        }
+    }
+
+    /// Renames legacy task traffic; `text` is the message as received, for what the
+    /// typed message lost (`params.task`).
+    pub(crate) fn inbound(
+        &mut self,
+        text: &[u8],
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> RxJsonRpcMessage<RoleServer> {
+        let JsonRpcMessage::Request(request) = &message else {
+            return message;
+        };
+        match &request.request {
+            ClientRequest::InitializeRequest(init) => {
+                let caps = &init.params.capabilities;
+                self.legacy = !caps.supports_tasks();
+                self.pending.insert(request.id.clone(), Patch::Initialize);
+                message
+            }
+            ClientRequest::ListToolsRequest(_) => {
+                self.pending.insert(request.id.clone(), Patch::ToolsList);
+                message
+            }
+            ClientRequest::CallToolRequest(call) if self.tasks => {
+                let modern = call
+                    .params
+                    .meta
+                    .as_ref()
+                    .is_some_and(|meta| meta.get(PROTOCOL_VERSION_META).is_some());
+                // A SEP-2663 request's `task` is ignored, as that protocol says.
+                if modern || !mentions_task(text) {
+                    return message;
+                }
+                let Ok(mut raw) = serde_json::from_slice::<Value>(text) else {
+                    return message;
+                };
+                if !raw["params"]["task"].is_object() {
+                    return message;
+                }
+                raw["method"] = json!(format!("{PREFIX}tools/call"));
+                serde_json::from_value(raw).unwrap_or(message)
+            }
+            ClientRequest::GetTaskRequest(_) | ClientRequest::CancelTaskRequest(_)
+                if self.tasks && self.legacy && !carries_modern_meta(&message) =>
+            {
+                rename(message)
+            }
+            ClientRequest::CustomRequest(custom)
+                if self.tasks
+                    && self.legacy
+                    && matches!(custom.method.as_str(), "tasks/result" | "tasks/list")
+                    && !carries_modern_meta(&message) =>
+            {
+                rename(message)
+            }
+            _ => message,
+        }
+    }
+
+    /// The message patched, when it answers `initialize` or `tools/list`; `None` when it
+    /// goes out as it is.
+    pub(crate) fn outbound(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> Option<Value> {
+        let JsonRpcMessage::Response(response) = message else {
+            return None;
+        };
+        let patch = self.pending.remove(&response.id)?;
+        let mut raw = serde_json::to_value(message).ok()?;
+        let result = &mut raw["result"];
+        match patch {
+            Patch::Initialize if self.tasks && self.legacy => {
+                result["capabilities"]["tasks"] = json!({
+                    "list": {},
+                    "cancel": {},
+                    "requests": { "tools": { "call": {} } }
+                });
+            }
+            Patch::Initialize => {}
+            Patch::ToolsList => {
+                let legacy = self.legacy;
+                if let Some(tools) = result["tools"].as_array_mut() {
+                    for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+                        mark_task_support(tool, legacy);
+                    }
+                }
+            }
+        }
+        Some(raw)
+    }
+}
+
+/// Turns the handler's mark into `execution.taskSupport` for a 2025-11-25 client, and
+/// removes it for every client.
+fn mark_task_support(tool: &mut Map<String, Value>, legacy: bool) {
+    let Some(Value::Object(meta)) = tool.get_mut("_meta") else {
+        return;
+    };
+    let support = meta.remove(TASK_SUPPORT_META);
+    if meta.is_empty() {
+        tool.remove("_meta");
+    }
+    if let (true, Some(support)) = (legacy, support) {
+        tool.insert("execution".into(), json!({ "taskSupport": support }));
+    }
+}
+
+/// A cheap test before parsing a `tools/call` twice: only a message whose text holds the
+/// key `"task"` somewhere can carry `params.task`.
+fn mentions_task(text: &[u8]) -> bool {
+    text.windows(6).any(|w| w == b"\"task\"")
+}
+
+/// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol.
+fn carries_modern_meta(message: &RxJsonRpcMessage<RoleServer>) -> bool {
+    let Ok(raw) = serde_json::to_value(message) else {
+        return false;
+    };
+    raw["params"]["_meta"].get(PROTOCOL_VERSION_META).is_some()
+}
+
+/// The request under its legacy name.
+fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer> {
+    let Ok(mut raw) = serde_json::to_value(&message) else {
+        return message;
+    };
+    let Some(method) = raw["method"].as_str() else {
+        return message;
+    };
+    raw["method"] = json!(format!("{PREFIX}{method}"));
+    serde_json::from_value(raw).unwrap_or(message)
+}
