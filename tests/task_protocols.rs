@@ -1,0 +1,590 @@
+//! Runs as MCP tasks in both task protocols, as exact JSON exchanges with the server in
+//! this process: 2025-11-25 (`params.task`, `tasks/get|result|list|cancel`) and the
+//! SEP-2663 extension (`server/discover`, flat `CreateTaskResult`, `tasks/update`).
+//! Task ids and times vary from run to run and are compared as `<id>` and `<time>`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_task_server::engine::Engine;
+use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::server::Server;
+use mcp_task_server::store::Store;
+use mcp_task_server::tasks::{Registry, RegistryConfig};
+use mcp_task_server::tools::Tools;
+use serde_json::{Value, json};
+use tokio::io::DuplexStream;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
+use tokio_util::sync::CancellationToken;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A workflow that waits, asks the user, then makes a todo.
+const ASK: &str = r#"
+name = "ask"
+description = "Waits, asks for approval, then makes a todo."
+expose_as_tool = true
+
+[inputs.who]
+type = "string"
+default = "world"
+
+[nodes.pause]
+wait = "300ms"
+
+[nodes.approve]
+needs = ["pause"]
+input = { message = "Approve {{ inputs.who }}?", schema = { type = "object", properties = { ok = { type = "boolean" } }, required = ["ok"] } }
+
+[nodes.todo]
+needs = ["approve"]
+tool = "add_task"
+args = { title = "approved {{ inputs.who }}" }
+"#;
+
+/// A raw JSON-RPC client on the server's byte stream.
+struct Wire {
+    write: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    /// Server requests and notifications seen while waiting for replies.
+    seen: Vec<Value>,
+    _dir: tempfile::TempDir,
+}
+
+impl Wire {
+    fn start() -> Wire {
+        let dir = tempfile::tempdir().unwrap();
+        let flows = dir.path().join("workflows");
+        std::fs::create_dir(&flows).unwrap();
+        std::fs::write(flows.join("ask.toml"), ASK).unwrap();
+        let store = Store::open(&dir.path().join("tasks.db")).unwrap();
+        let tools = Tools::new(store.clone());
+        let registry = Arc::new(Registry::new(
+            store,
+            tools.clone(),
+            RegistryConfig::default(),
+        ));
+        let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
+        let (catalog, problems) = Catalog::load(Some(&flows));
+        assert!(problems.is_empty(), "{problems:?}");
+        let server = Server::new(engine, catalog).with_registry(registry);
+        let (client_end, server_end) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server_end);
+        tokio::spawn(server.serve_on(read, write, CancellationToken::new()));
+        let (read, write) = tokio::io::split(client_end);
+        Wire {
+            write,
+            lines: BufReader::new(read).lines(),
+            seen: Vec::new(),
+            _dir: dir,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
+            .await
+            .expect("the server answers in time")
+            .unwrap()
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its reply; server requests met on the way are answered
+    /// with `answer`.
+    async fn request_answering(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+        answer: &dyn Fn(&Value) -> Value,
+    ) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let message = self.next().await;
+            match (message.get("id"), message.get("method")) {
+                (Some(got), None) if got == &json!(id) => return message,
+                (Some(server_id), Some(_)) => {
+                    let reply = answer(&message);
+                    let reply = json!({ "jsonrpc": "2.0", "id": server_id, "result": reply });
+                    self.seen.push(message);
+                    self.send(reply).await;
+                }
+                _ => self.seen.push(message),
+            }
+        }
+    }
+
+    async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let refuse = |_: &Value| json!({ "action": "cancel" });
+        self.request_answering(id, method, params, &refuse).await
+    }
+
+    async fn initialize(&mut self, capabilities: Value) -> Value {
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": { "name": "raw", "version": "1" } });
+        let reply = self.request(0, "initialize", params).await;
+        self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+        reply
+    }
+
+    /// Polls `tasks/get` until the task's status is `status`.
+    async fn poll_until(&mut self, id: i64, params: Value, status: &str) -> Value {
+        for _ in 0..200 {
+            let reply = self.request(id, "tasks/get", params.clone()).await;
+            if reply["result"]["status"] == status {
+                return reply;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the task never became {status}");
+    }
+}
+
+/// The reply with its varying values (task ids, times) replaced by placeholders.
+fn normal(mut value: Value) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    match key.as_str() {
+                        "taskId" | "x-mcp-task-server/parentTaskId" => *item = json!("<id>"),
+                        "createdAt" | "lastUpdatedAt" => *item = json!("<time>"),
+                        _ => walk(item),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
+fn ok(id: i64, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+fn error(id: i64, code: i64) -> (Value, Value) {
+    (json!(id), json!(code))
+}
+
+fn code_of(reply: &Value) -> (Value, Value) {
+    (reply["id"].clone(), reply["error"]["code"].clone())
+}
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+// ---------------------------------------------------------------------------------------
+// 2025-11-25
+
+#[tokio::test]
+async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_capable_tool() {
+    let mut wire = Wire::start();
+    let init = wire.initialize(json!({ "elicitation": {} })).await;
+    assert_eq!(
+        init["result"]["capabilities"]["tasks"],
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+    );
+    let tools = wire.request(1, "tools/list", json!({})).await;
+    let support: Vec<(String, Value)> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["execution"].clone(),
+            )
+        })
+        .collect();
+    let optional = json!({ "taskSupport": "optional" });
+    for (name, execution) in &support {
+        let expected = if name == "list_workflows" {
+            &Value::Null
+        } else {
+            &optional
+        };
+        assert_eq!(execution, expected, "{name}");
+    }
+    assert!(support.iter().any(|(name, _)| name == "ask"));
+    assert!(
+        !tools.to_string().contains("x-mcp-task-server/taskSupport"),
+        "the handler's mark never reaches a client"
+    );
+}
+
+#[tokio::test]
+async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({ "elicitation": {} })).await;
+    let call = json!({ "name": "ask", "arguments": { "who": "ann" }, "task": { "ttl": 60000 } });
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        normal(created),
+        ok(
+            1,
+            json!({ "task": {
+            "taskId": "<id>", "status": "working", "statusMessage": "0/3",
+            "createdAt": "<time>", "lastUpdatedAt": "<time>",
+            "ttl": DAY_MS, "pollInterval": 1000
+        } })
+        )
+    );
+
+    let asking = wire
+        .poll_until(2, json!({ "taskId": task_id }), "input_required")
+        .await;
+    let subs = &asking["result"]["_meta"]["x-mcp-task-server/subTasks"];
+    let nodes: Vec<(&str, &str)> = subs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["node"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            ("pause", "completed"),
+            ("approve", "input_required"),
+            ("todo", "working")
+        ]
+    );
+
+    let approve = |_: &Value| json!({ "action": "accept", "content": { "ok": true } });
+    let result = wire
+        .request_answering(3, "tasks/result", json!({ "taskId": task_id }), &approve)
+        .await;
+    let asked = wire
+        .seen
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the question went to the client")
+        .clone();
+    assert_eq!(asked["params"]["mode"], "form");
+    assert_eq!(asked["params"]["message"], "Approve ann?");
+    assert_eq!(
+        asked["params"]["requestedSchema"],
+        json!({ "type": "object", "properties": { "ok": { "type": "boolean" } }, "required": ["ok"] })
+    );
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"],
+        json!({ "taskId": task_id })
+    );
+    let result = &result["result"];
+    assert_eq!(result["isError"], false);
+    assert_eq!(result.get("resultType"), None);
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"],
+        json!({ "taskId": task_id })
+    );
+    let report = &result["structuredContent"]["data"];
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved ann");
+
+    let listed = wire.request(4, "tasks/list", json!({})).await;
+    let tasks = listed["result"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "the run's task, then its three sub-tasks");
+    assert_eq!(tasks[0]["taskId"], json!(task_id));
+    assert_eq!(tasks[0]["status"], "completed");
+    for sub in &tasks[1..] {
+        assert_eq!(
+            sub["_meta"]["x-mcp-task-server/parentTaskId"],
+            json!(task_id)
+        );
+        assert_eq!(sub["status"], "completed");
+    }
+    assert_eq!(listed["result"].get("nextCursor"), None);
+    assert!(
+        wire.seen
+            .iter()
+            .any(|m| m["method"] == "notifications/tasks/status"
+                && m["params"]["status"] == "completed"),
+        "the client heard the task complete"
+    );
+}
+
+#[tokio::test]
+async fn a_2025_cancel_ends_a_running_task_before_its_reply_and_refuses_a_finished_one() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let call = json!({ "name": "ask", "arguments": {}, "task": {} });
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+
+    let cancelled = wire
+        .request(2, "tasks/cancel", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(cancelled["result"]["status"], "cancelled");
+    assert_eq!(
+        cancelled["result"]["statusMessage"],
+        "cancelled by the client"
+    );
+    let again = wire
+        .request(3, "tasks/cancel", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(code_of(&again), error(3, -32602));
+    // It stays cancelled once its run has stopped, and its result says so.
+    let result = wire
+        .request(4, "tasks/result", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(result["result"]["isError"], true);
+    assert_eq!(
+        result["result"]["structuredContent"]["error"]["code"],
+        "run_cancelled"
+    );
+    let got = wire
+        .request(5, "tasks/get", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(got["result"]["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_2025_unknown_task_id_is_invalid_params_for_every_task_method() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let unknown = json!({ "taskId": "00000000-0000-4000-8000-000000000000" });
+    for (id, method) in [(1, "tasks/get"), (2, "tasks/result"), (3, "tasks/cancel")] {
+        let reply = wire.request(id, method, unknown.clone()).await;
+        assert_eq!(code_of(&reply), error(id, -32602), "{method}");
+    }
+    let reply = wire
+        .request(4, "tasks/list", json!({ "cursor": "no-such-task" }))
+        .await;
+    assert_eq!(code_of(&reply), error(4, -32602));
+}
+
+#[tokio::test]
+async fn a_todo_tool_is_a_task_only_when_asked_and_its_error_makes_the_task_failed() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let plain = wire
+        .request(
+            1,
+            "tools/call",
+            json!({ "name": "add_task", "arguments": { "title": "now" } }),
+        )
+        .await;
+    assert_eq!(plain["result"]["structuredContent"]["data"]["title"], "now");
+
+    let call = json!({ "name": "add_task", "arguments": { "title": "" }, "task": {} });
+    let created = wire.request(2, "tools/call", call).await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    let failed = wire
+        .poll_until(3, json!({ "taskId": task_id }), "failed")
+        .await;
+    assert_eq!(failed["result"]["status"], "failed");
+    let result = wire
+        .request(4, "tasks/result", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(result["result"]["isError"], true);
+    assert_eq!(
+        result["result"]["structuredContent"]["error"]["code"],
+        "invalid_input"
+    );
+
+    let forbidden = json!({ "name": "list_workflows", "arguments": {}, "task": {} });
+    let reply = wire.request(5, "tools/call", forbidden).await;
+    assert_eq!(code_of(&reply), error(5, -32602));
+}
+
+// ---------------------------------------------------------------------------------------
+// SEP-2663, 2026-07-28
+
+fn meta(declared: bool) -> Value {
+    let extensions = if declared {
+        json!({ "io.modelcontextprotocol/tasks": {} })
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": extensions }
+    })
+}
+
+fn with_meta(mut params: Value, declared: bool) -> Value {
+    params["_meta"] = meta(declared);
+    params
+}
+
+#[tokio::test]
+async fn the_extension_is_discovered_and_a_workflow_call_returns_a_flat_task() {
+    let mut wire = Wire::start();
+    let discovered = wire
+        .request(1, "server/discover", with_meta(json!({}), true))
+        .await;
+    let capabilities = &discovered["result"]["capabilities"];
+    assert_eq!(
+        capabilities["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    assert_eq!(capabilities.get("tasks"), None);
+
+    let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
+    let created = wire.request(2, "tools/call", call).await;
+    assert_eq!(
+        normal(created),
+        ok(
+            2,
+            json!({
+                "resultType": "task", "taskId": "<id>", "status": "working",
+                "statusMessage": "0/3", "createdAt": "<time>", "lastUpdatedAt": "<time>",
+                "ttlMs": DAY_MS, "pollIntervalMs": 1000
+            })
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_extension_task_inlines_its_question_takes_the_answer_by_update_and_inlines_its_result()
+{
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "ask", "arguments": { "who": "bo" } }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    let get = with_meta(json!({ "taskId": task_id }), true);
+
+    let asking = wire.poll_until(2, get.clone(), "input_required").await;
+    let requests = asking["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(
+        requests.keys().collect::<Vec<_>>(),
+        ["approve:attempt-1"],
+        "one question, under a key that names its node"
+    );
+    assert_eq!(
+        requests["approve:attempt-1"],
+        json!({ "method": "elicitation/create", "params": {
+            "mode": "form", "message": "Approve bo?",
+            "requestedSchema": { "type": "object", "properties": { "ok": { "type": "boolean" } }, "required": ["ok"] }
+        } })
+    );
+
+    let answer = json!({ "taskId": task_id, "inputResponses": {
+        "approve:attempt-1": { "action": "accept", "content": { "ok": true } } } });
+    let ack = wire
+        .request(3, "tasks/update", with_meta(answer, true))
+        .await;
+    assert_eq!(ack, ok(3, json!({ "resultType": "complete" })));
+
+    let done = wire.poll_until(4, get.clone(), "completed").await;
+    let result = &done["result"]["result"];
+    assert_eq!(result["isError"], false);
+    assert_eq!(result.get("resultType"), None);
+    assert_eq!(
+        result.get("_meta"),
+        None,
+        "no related-task meta on an inlined result"
+    );
+    assert_eq!(
+        result["structuredContent"]["data"]["nodes"]["todo"]["output"]["title"],
+        "approved bo"
+    );
+    assert!(done["result"].get("inputRequests").is_none());
+
+    let ack = wire.request(5, "tasks/cancel", get.clone()).await;
+    assert_eq!(
+        ack,
+        ok(5, json!({ "resultType": "complete" })),
+        "cancel of a finished task is acknowledged"
+    );
+}
+
+#[tokio::test]
+async fn an_extension_run_that_fails_is_completed_with_an_error_result() {
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    let get = with_meta(json!({ "taskId": task_id }), true);
+    wire.poll_until(2, get.clone(), "input_required").await;
+    let decline = json!({ "taskId": task_id, "inputResponses": {
+        "approve:attempt-1": { "action": "decline" } } });
+    wire.request(3, "tasks/update", with_meta(decline, true))
+        .await;
+
+    let done = wire.poll_until(4, get, "completed").await;
+    let result = &done["result"]["result"];
+    assert_eq!(result["isError"], true);
+    let report = &result["structuredContent"]["data"];
+    assert_eq!(report["nodes"]["approve"]["error"]["code"], "refused");
+    assert_eq!(report["nodes"]["todo"]["status"], "skipped");
+}
+
+#[tokio::test]
+async fn extension_task_methods_need_the_extension_and_the_removed_ones_are_not_found() {
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+
+    let undeclared = with_meta(json!({ "taskId": task_id }), false);
+    for (id, method) in [(2, "tasks/get"), (3, "tasks/cancel")] {
+        let reply = wire.request(id, method, undeclared.clone()).await;
+        assert_eq!(code_of(&reply), error(id, -32021), "{method}");
+    }
+    let declared = with_meta(json!({ "taskId": task_id }), true);
+    for (id, method) in [(4, "tasks/result"), (5, "tasks/list")] {
+        let reply = wire.request(id, method, declared.clone()).await;
+        assert_eq!(code_of(&reply), error(id, -32601), "{method}");
+    }
+    let unknown = with_meta(json!({ "taskId": "nope" }), true);
+    let reply = wire.request(6, "tasks/get", unknown).await;
+    assert_eq!(code_of(&reply), error(6, -32602));
+
+    // A call that did not declare the extension runs to the end and answers at once;
+    // a todo call answers at once even when it did.
+    let plain = with_meta(
+        json!({ "name": "add_task", "arguments": { "title": "t" } }),
+        true,
+    );
+    let reply = wire.request(7, "tools/call", plain).await;
+    assert_eq!(reply["result"]["resultType"], "complete");
+    assert_eq!(reply["result"]["structuredContent"]["data"]["title"], "t");
+    let flow = with_meta(
+        json!({ "name": "run_workflow", "arguments": {
+        "definition": { "name": "quick", "nodes": { "hi": { "render": "hi" } } } } }),
+        false,
+    );
+    let reply = wire.request(8, "tools/call", flow).await;
+    assert_eq!(reply["result"]["resultType"], "complete");
+    assert_eq!(reply["result"]["structuredContent"]["ok"], true);
+}
+
+#[tokio::test]
+async fn a_task_of_one_protocol_is_unknown_to_the_other() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let modern_id = created["result"]["taskId"].clone();
+    let reply = wire
+        .request(2, "tasks/get", json!({ "taskId": modern_id }))
+        .await;
+    assert_eq!(code_of(&reply), error(2, -32602));
+
+    let legacy = json!({ "name": "ask", "arguments": {}, "task": {} });
+    let created = wire.request(3, "tools/call", legacy).await;
+    let legacy_id = created["result"]["task"]["taskId"].clone();
+    let reply = wire
+        .request(
+            4,
+            "tasks/get",
+            with_meta(json!({ "taskId": legacy_id }), true),
+        )
+        .await;
+    assert_eq!(code_of(&reply), error(4, -32602));
+}
