@@ -57,7 +57,7 @@ impl Wire {
         let flows = dir.path().join("workflows");
         std::fs::create_dir(&flows).unwrap();
         std::fs::write(flows.join("ask.toml"), ASK).unwrap();
-        let store = Store::open(&dir.path().join("tasks.db")).unwrap();
+        let store = Store::open(dir.path().join("tasks.db")).unwrap();
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(
             store,
