@@ -400,6 +400,47 @@ async fn a_todo_tool_is_a_task_only_when_asked_and_its_error_makes_the_task_fail
     assert_eq!(code_of(&reply), error(5, -32602));
 }
 
+#[tokio::test]
+async fn a_2025_call_without_a_task_asks_its_question_directly_and_runs_to_the_end() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({ "elicitation": {} })).await;
+    let approve = |_: &Value| json!({ "action": "accept", "content": { "ok": true } });
+    let call = json!({ "name": "ask", "arguments": { "who": "cy" } });
+    let reply = wire
+        .request_answering(1, "tools/call", call, &approve)
+        .await;
+    let asked = wire
+        .seen
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the question went to the client during the call");
+    assert_eq!(asked["params"]["message"], "Approve cy?");
+    assert_eq!(
+        asked["params"]
+            .get("_meta")
+            .and_then(|m| m.get("io.modelcontextprotocol/related-task")),
+        None
+    );
+    let report = &reply["result"]["structuredContent"]["data"];
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved cy");
+}
+
+#[tokio::test]
+async fn a_2025_call_from_a_client_that_cannot_answer_fails_the_node_naming_what_is_missing() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({ "sampling": {} })).await;
+    let call = json!({ "name": "ask", "arguments": {} });
+    let reply = wire.request(1, "tools/call", call).await;
+    assert_eq!(reply["result"]["isError"], true);
+    let error = &reply["result"]["structuredContent"]["data"]["nodes"]["approve"]["error"];
+    assert_eq!(error["code"], "unsupported");
+    assert!(
+        error["message"].as_str().unwrap().contains("elicitation"),
+        "{error}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // SEP-2663, 2026-07-28
 

@@ -138,8 +138,19 @@ pub async fn ask(env: &ActionEnv, question: &Resolved) -> Result<Value, NodeErro
     };
     match question {
         Resolved::Input {
-            message, schema, ..
-        } => interaction.ask(message.clone(), schema.clone()).await,
+            message,
+            schema,
+            default,
+        } => {
+            let answer = interaction.ask(message.clone(), schema.clone()).await;
+            match (answer, default) {
+                // A client that cannot answer this kind of question: the default stands in.
+                (Err(error), Some(default)) if error.kind == NodeErrorKind::Unsupported => {
+                    Ok(default.clone())
+                }
+                (answer, _) => answer,
+            }
+        }
         Resolved::Sample {
             prompt,
             system,

@@ -159,6 +159,7 @@ impl Server {
         let request = context.id.to_string();
         let mut options = RunOptions {
             origin: RunOrigin::Mcp,
+            interaction: super::interaction::for_call(context),
             ..RunOptions::default()
         };
         self.lock_runs()

@@ -6,6 +6,7 @@
 
 mod envelope;
 mod handler;
+mod interaction;
 mod progress;
 mod results;
 mod tasks;

@@ -100,7 +100,7 @@ impl Server {
         let open = questions::of_task(self.registry()?, view).map_err(internal)?;
         let mut requests = InputRequests::new();
         for question in &open {
-            let (method, params) = questions::as_request(question);
+            let (method, params) = questions::as_request(&question.request);
             let request = json!({ "method": method, "params": params });
             let request = serde_json::from_value(request)
                 .map_err(|e| McpError::internal_error(format!("a question: {e}"), None))?;

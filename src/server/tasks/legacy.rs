@@ -177,7 +177,7 @@ impl Server {
         let open = questions::of_task(registry, view).map_err(internal)?;
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
         let can_answer = |q: &OpenQuestion| match &capabilities {
-            Some(caps) if questions::is_elicitation(q) => caps.elicitation.is_some(),
+            Some(caps) if questions::is_elicitation(&q.request) => caps.elicitation.is_some(),
             Some(caps) => caps.sampling.is_some(),
             None => false,
         };
@@ -185,7 +185,7 @@ impl Server {
             self.task_changed().await;
             return Ok(());
         };
-        let (method, mut params) = questions::as_request(&question);
+        let (method, mut params) = questions::as_request(&question.request);
         params["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let reply = match peer.send_request(request).await {

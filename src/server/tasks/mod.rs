@@ -7,7 +7,7 @@
 
 pub(super) mod extension;
 pub(super) mod legacy;
-mod questions;
+pub(super) mod questions;
 
 use std::time::Duration;
 

@@ -17,9 +17,10 @@ pub(super) fn wire_key(question: &OpenQuestion) -> String {
     }
 }
 
-/// The protocol request that puts `question` to the client: its method and params.
-pub(super) fn as_request(question: &OpenQuestion) -> (&'static str, Value) {
-    let request = &question.request;
+/// The protocol request that puts a question to the client: its method and params.
+/// `request` is the question as a run records it (`{kind: "input", message, schema}` or
+/// `{kind: "sample", prompt, system, maxTokens}`).
+pub(in crate::server) fn as_request(request: &Value) -> (&'static str, Value) {
     if request["kind"] == "sample" {
         let mut params = json!({
             "messages": [{
@@ -41,21 +42,22 @@ pub(super) fn as_request(question: &OpenQuestion) -> (&'static str, Value) {
     ("elicitation/create", params)
 }
 
-/// Whether answering `question` needs the client's elicitation (else its sampling).
-pub(super) fn is_elicitation(question: &OpenQuestion) -> bool {
-    question.request["kind"] != "sample"
+/// Whether answering a question needs the client's elicitation (else its sampling).
+pub(in crate::server) fn is_elicitation(request: &Value) -> bool {
+    request["kind"] != "sample"
 }
 
 /// What a reply to a question amounts to.
 #[derive(Debug)]
-pub(super) enum Reply {
+pub(in crate::server) enum Reply {
     Answer(Value),
     Refused(Refusal),
 }
 
-/// Reads the client's reply to `question`: an `ElicitResult` or a `CreateMessageResult`.
-pub(super) fn read_reply(question: &OpenQuestion, reply: &Value) -> Result<Reply, String> {
-    if !is_elicitation(question) {
+/// Reads the client's reply to a question: an `ElicitResult` or a `CreateMessageResult`.
+/// A sampling reply becomes `{text, model}`.
+pub(in crate::server) fn read_reply(request: &Value, reply: &Value) -> Result<Reply, String> {
+    if !is_elicitation(request) {
         let text = reply["content"]["text"]
             .as_str()
             .ok_or("a sampling reply must carry text content")?;
@@ -80,7 +82,7 @@ pub(super) fn answer(
     question: &OpenQuestion,
     reply: &Value,
 ) -> Result<(), AnswerError> {
-    let reply = read_reply(question, reply).map_err(|problem| AnswerError::Invalid {
+    let reply = read_reply(&question.request, reply).map_err(|problem| AnswerError::Invalid {
         problems: vec![problem],
     })?;
     match reply {
