@@ -68,6 +68,11 @@ struct Common {
     /// every third of this); a run whose claim ran out is taken over by `serve`.
     #[arg(long, env = "TASKS_LEASE", default_value = "15s", value_parser = duration, global = true)]
     lease: Duration,
+
+    /// How long questions put to a client that answers by retrying its call (a 2026-07-28
+    /// client without tasks) wait for that retry; then the run is cancelled.
+    #[arg(long, env = "TASKS_ANSWER_TIMEOUT", default_value = "1h", value_parser = duration, global = true)]
+    answer_timeout: Duration,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -213,6 +218,7 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
     let config = RegistryConfig {
         lease: common.lease,
         task_ttl: common.task_ttl,
+        answer_timeout: common.answer_timeout,
         ..RegistryConfig::default()
     };
     let registry = Arc::new(Registry::new(store, tools.clone(), config));

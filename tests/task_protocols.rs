@@ -42,32 +42,56 @@ tool = "add_task"
 args = { title = "approved {{ inputs.who }}" }
 "#;
 
+/// A workflow that asks two questions, one after the other.
+const TWICE: &str = r#"
+name = "twice"
+description = "Asks for a name, then for a colour."
+expose_as_tool = true
+
+[nodes.name]
+input = { message = "Your name?", schema = { type = "object", properties = { name = { type = "string" } }, required = ["name"] } }
+
+[nodes.colour]
+needs = ["name"]
+input = { message = "Your colour, {{ nodes.name.output.name }}?", schema = { type = "object", properties = { colour = { type = "string" } }, required = ["colour"] } }
+
+[nodes.said]
+needs = ["colour"]
+render = "{{ nodes.name.output.name }} likes {{ nodes.colour.output.colour }}"
+
+[output]
+said = "nodes.said.output"
+"#;
+
 /// A raw JSON-RPC client on the server's byte stream.
 struct Wire {
     write: WriteHalf<DuplexStream>,
     lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
     /// Server requests and notifications seen while waiting for replies.
     seen: Vec<Value>,
+    engine: Engine,
+    registry: Arc<Registry>,
     _dir: tempfile::TempDir,
 }
 
 impl Wire {
     fn start() -> Wire {
+        Wire::start_with(RegistryConfig::default())
+    }
+
+    fn start_with(config: RegistryConfig) -> Wire {
         let dir = tempfile::tempdir().unwrap();
         let flows = dir.path().join("workflows");
         std::fs::create_dir(&flows).unwrap();
         std::fs::write(flows.join("ask.toml"), ASK).unwrap();
+        std::fs::write(flows.join("twice.toml"), TWICE).unwrap();
         let store = Store::open(dir.path().join("tasks.db")).unwrap();
         let tools = Tools::new(store.clone());
-        let registry = Arc::new(Registry::new(
-            store,
-            tools.clone(),
-            RegistryConfig::default(),
-        ));
+        let registry = Arc::new(Registry::new(store, tools.clone(), config));
         let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
         let (catalog, problems) = Catalog::load(Some(&flows));
         assert!(problems.is_empty(), "{problems:?}");
-        let server = Server::new(engine, catalog).with_registry(registry);
+        let server = Server::new(engine.clone(), catalog).with_registry(registry.clone());
         let (client_end, server_end) = tokio::io::duplex(1 << 20);
         let (read, write) = tokio::io::split(server_end);
         tokio::spawn(server.serve_on(read, write, CancellationToken::new()));
@@ -76,6 +100,8 @@ impl Wire {
             write,
             lines: BufReader::new(read).lines(),
             seen: Vec::new(),
+            engine,
+            registry,
             _dir: dir,
         }
     }
@@ -628,4 +654,163 @@ async fn a_task_of_one_protocol_is_unknown_to_the_other() {
         )
         .await;
     assert_eq!(code_of(&reply), error(4, -32602));
+}
+
+// ---------------------------------------------------------------------------------------
+// 2026-07-28 without the extension: rounds of `input_required`
+
+fn no_tasks_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
+    })
+}
+
+fn round_call(name: &str, state: Option<&Value>, responses: Value) -> Value {
+    let mut params = json!({ "name": name, "arguments": {}, "_meta": no_tasks_meta() });
+    if let Some(state) = state {
+        params["requestState"] = state.clone();
+        params["inputResponses"] = responses;
+    }
+    params
+}
+
+#[tokio::test]
+async fn a_call_without_tasks_asks_in_rounds_and_each_retry_continues_the_same_run() {
+    let mut wire = Wire::start();
+    let first = wire
+        .request(1, "tools/call", round_call("twice", None, json!({})))
+        .await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required");
+    assert_eq!(
+        result["inputRequests"],
+        json!({ "name:attempt-1": { "method": "elicitation/create", "params": {
+            "mode": "form", "message": "Your name?",
+            "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] }
+        } } })
+    );
+    let state1 = result["requestState"].clone();
+    assert!(state1.is_string());
+
+    let answer1 = json!({ "name:attempt-1": { "action": "accept", "content": { "name": "Ada" } } });
+    let second = wire
+        .request(
+            2,
+            "tools/call",
+            round_call("twice", Some(&state1), answer1.clone()),
+        )
+        .await;
+    let result = &second["result"];
+    assert_eq!(result["resultType"], "input_required");
+    assert_eq!(
+        result["inputRequests"]["colour:attempt-1"]["params"]["message"],
+        "Your colour, Ada?"
+    );
+    let state2 = result["requestState"].clone();
+    assert_ne!(state1, state2);
+
+    // An older round is refused; the latest, repeated, is harmless.
+    let older = wire
+        .request(3, "tools/call", round_call("twice", Some(&state1), answer1))
+        .await;
+    assert_eq!(code_of(&older), error(3, -32602));
+    let repeated = wire
+        .request(
+            4,
+            "tools/call",
+            round_call("twice", Some(&state2), json!({})),
+        )
+        .await;
+    assert_eq!(repeated["result"]["resultType"], "input_required");
+    let state3 = repeated["result"]["requestState"].clone();
+
+    let answer2 =
+        json!({ "colour:attempt-1": { "action": "accept", "content": { "colour": "teal" } } });
+    let done = wire
+        .request(5, "tools/call", round_call("twice", Some(&state3), answer2))
+        .await;
+    let result = &done["result"];
+    assert_eq!(result["resultType"], "complete");
+    let report = &result["structuredContent"]["data"];
+    assert_eq!(report["output"], json!({ "said": "Ada likes teal" }));
+    let runs = wire.registry.runs(None, 10).unwrap();
+    assert_eq!(runs.len(), 1, "every round continued the one run");
+}
+
+#[tokio::test]
+async fn a_forged_or_foreign_request_state_is_refused() {
+    let mut wire = Wire::start();
+    let first = wire
+        .request(1, "tools/call", round_call("twice", None, json!({})))
+        .await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let mut forged = state.clone();
+    forged.pop();
+    forged.push(if state.ends_with('A') { 'B' } else { 'A' });
+    let reply = wire
+        .request(
+            2,
+            "tools/call",
+            round_call("twice", Some(&json!(forged)), json!({})),
+        )
+        .await;
+    assert_eq!(code_of(&reply), error(2, -32602));
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requestState")
+    );
+    // A state is bound to the tool it was issued for.
+    let reply = wire
+        .request(
+            3,
+            "tools/call",
+            round_call("ask", Some(&json!(state)), json!({})),
+        )
+        .await;
+    assert_eq!(code_of(&reply), error(3, -32602));
+}
+
+#[tokio::test]
+async fn a_round_left_unanswered_past_its_timeout_cancels_its_run() {
+    let config = RegistryConfig {
+        answer_timeout: Duration::from_millis(50),
+        ..RegistryConfig::default()
+    };
+    let mut wire = Wire::start_with(config);
+    let first = wire
+        .request(1, "tools/call", round_call("twice", None, json!({})))
+        .await;
+    assert_eq!(first["result"]["resultType"], "input_required");
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let chores = mcp_task_server::tasks::housekeeping::Chores {
+        take_over: true,
+        purge: false,
+    };
+    mcp_task_server::tasks::housekeeping::round(&wire.engine, &wire.registry, chores);
+    let mut status = String::new();
+    for _ in 0..200 {
+        status = wire.registry.runs(None, 1).unwrap()[0].status.clone();
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "cancelled");
+    let state = first["result"]["requestState"].clone();
+    let late = wire
+        .request(
+            2,
+            "tools/call",
+            round_call("twice", Some(&state), json!({})),
+        )
+        .await;
+    assert_eq!(
+        code_of(&late),
+        error(2, -32602),
+        "the state expired with its round"
+    );
 }

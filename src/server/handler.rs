@@ -212,8 +212,15 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request.arguments.unwrap_or_default();
-        let name = request.name.as_ref();
+        let CallToolRequestParams {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            ..
+        } = request;
+        let args = arguments.unwrap_or_default();
+        let name = name.as_ref();
         let declared_tasks = context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
@@ -222,6 +229,16 @@ impl ServerHandler for Server {
         if declared_tasks && self.registry.is_some() && self.route(name) == Some(Route::RunWorkflow)
         {
             return self.create_extension_task(name, args);
+        }
+        // A 2026-07-28 call without tasks has no server requests: its questions go back as
+        // rounds of `input_required` results.
+        if super::is_stateless(&context)
+            && self.registry.is_some()
+            && self.route(name) == Some(Route::RunWorkflow)
+        {
+            return self
+                .call_in_rounds(name, args, input_responses, request_state)
+                .await;
         }
         let reply = match self.route(name) {
             None => return Err(results::unknown_tool(name)),

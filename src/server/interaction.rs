@@ -26,9 +26,7 @@ struct PeerInteraction {
 
 /// The channel for the call's questions, if its client can answer any.
 pub(super) fn for_call(context: &RequestContext<RoleServer>) -> Option<Arc<dyn Interaction>> {
-    let modern = context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
+    let modern = super::is_stateless(context);
     let caps = context.peer.peer_info()?.capabilities.clone();
     let (elicitation, sampling) = (caps.elicitation.is_some(), caps.sampling.is_some());
     if modern || !(elicitation || sampling) {

@@ -42,6 +42,14 @@ pub struct Server {
     finished: Arc<tokio::sync::Notify>,
 }
 
+/// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
+/// server to the client.
+fn is_stateless(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|version| {
+        version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+    })
+}
+
 impl Server {
     pub fn new(engine: Engine, catalog: Catalog) -> Server {
         Server {

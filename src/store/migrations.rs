@@ -157,11 +157,22 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 3: what the wire needs of a run's task: the task protocol it was created under and
     // the tool whose call made it (both opaque to the store; null for a run no client
-    // asked for as a task), and a question's refusal (a declined or cancelled answer).
+    // asked for as a task); the rounds of questions put to a client that answers by
+    // retrying its call, with the time the latest one expires; a question's refusal (a
+    // declined or cancelled answer); and the server's secrets, such as the key that
+    // signs the state a client echoes back.
     r#"
     ALTER TABLE run_tasks ADD COLUMN era TEXT;
     ALTER TABLE run_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE run_tasks ADD COLUMN round INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE run_tasks ADD COLUMN round_expires_ms INTEGER;
+    CREATE INDEX run_tasks_by_round_expiry ON run_tasks (round_expires_ms)
+        WHERE round_expires_ms IS NOT NULL;
     ALTER TABLE task_questions ADD COLUMN refusal TEXT;
+    CREATE TABLE secrets (
+        name  TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    );
     "#,
 ];
 

@@ -7,6 +7,7 @@ mod audit;
 mod commit;
 mod migrations;
 mod nodes;
+mod rounds;
 mod run_tasks;
 mod runs;
 mod todos;

@@ -45,6 +45,15 @@ pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
         Err(error) => tracing::warn!(%error, "could not renew leases"),
     }
     if chores.take_over {
+        match registry.expire_rounds() {
+            Ok(expired) => {
+                for run_id in expired {
+                    engine.cancel_local(&run_id);
+                    tracing::info!(%run_id, "cancelled a run whose questions went unanswered");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not expire unanswered questions"),
+        }
         take_over(engine, registry);
     }
     if chores.purge {

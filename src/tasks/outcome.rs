@@ -87,6 +87,61 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Opens the run's next round of questions, expiring after the configured answer
+    /// timeout; returns its number.
+    pub fn next_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        let expires = crate::clock::now_ms() + ms(self.config().answer_timeout);
+        self.store().next_round(run_id, expires)
+    }
+
+    /// The number of the run's latest round.
+    pub fn round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        self.store().round(run_id)
+    }
+
+    /// The client answered the run's latest round: it no longer expires.
+    pub fn answered_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        self.store().answered_round(run_id)
+    }
+
+    /// Cancels the runs whose latest round of questions went unanswered past its expiry;
+    /// returns them.
+    pub fn expire_rounds(&self) -> Result<Vec<String>, StoreError> {
+        let expired = self.store().expired_rounds(crate::clock::now_ms())?;
+        for run_id in &expired {
+            self.store().answered_round(run_id)?;
+            self.cancel_task_now(run_id)?;
+        }
+        Ok(expired)
+    }
+
+    /// The key that signs the state handed to clients that answer by retrying their
+    /// call: made once, kept in the database, so that it holds across restarts and
+    /// processes.
+    pub fn state_key(&self) -> Result<Vec<u8>, StoreError> {
+        self.store().secret("request-state-key", random_key)
+    }
+}
+
+fn ms(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// 32 random bytes from the operating system.
+fn random_key() -> Vec<u8> {
+    use std::io::Read;
+    let mut key = vec![0u8; 32];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)) {
+        Ok(()) => key,
+        // No /dev/urandom: two v4 UUIDs, from the same CSPRNG that makes task ids.
+        Err(_) => [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
+            .iter()
+            .flat_map(|id| *id.as_bytes())
+            .collect(),
+    }
+}
+
 fn node_report(unit: UnitState) -> NodeReport {
     NodeReport {
         status: unit.status,

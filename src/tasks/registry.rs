@@ -37,6 +37,9 @@ pub struct RegistryConfig {
     pub task_ttl: Duration,
     /// How often clients are told to poll a task.
     pub poll_interval: Duration,
+    /// How long a round of questions put to a client that answers by retrying its call
+    /// waits for that retry before its run is cancelled.
+    pub answer_timeout: Duration,
 }
 
 impl Default for RegistryConfig {
@@ -45,6 +48,7 @@ impl Default for RegistryConfig {
             lease: Duration::from_secs(15),
             task_ttl: Duration::from_secs(24 * 60 * 60),
             poll_interval: Duration::from_secs(1),
+            answer_timeout: Duration::from_secs(60 * 60),
         }
     }
 }

@@ -13,10 +13,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::{Era, NotStarted, internal, questions};
+use super::{Era, NotStarted, Settled, internal, questions};
 use crate::server::Server;
 use crate::server::tasks::extension::SUB_TASKS_META;
-use crate::tasks::{OpenQuestion, TaskStatus, TaskView};
+use crate::tasks::{OpenQuestion, TaskView};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 
@@ -140,41 +140,40 @@ impl Server {
     /// and answers what the call would have returned.
     async fn legacy_result(
         &self,
-        mut view: TaskView,
+        view: TaskView,
         peer: &Peer<RoleServer>,
     ) -> Result<Value, McpError> {
         let mut invalid: HashMap<String, u32> = HashMap::new();
         loop {
-            if let Some(result) = self.final_result(&view)? {
-                let mut result = serde_json::to_value(result)
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-                // The 2025-11-25 protocol has no `resultType`.
-                if let Some(result) = result.as_object_mut() {
-                    result.remove("resultType");
+            match self.settle(&view.task_id, Era::Legacy).await? {
+                Settled::Finished(result) => {
+                    let mut result = serde_json::to_value(result)
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    // The 2025-11-25 protocol has no `resultType`.
+                    if let Some(result) = result.as_object_mut() {
+                        result.remove("resultType");
+                    }
+                    result["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
+                    return Ok(result);
                 }
-                result["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
-                return Ok(result);
+                Settled::Asking(view, open) => {
+                    self.ask_client(&view, open, peer, &mut invalid).await?;
+                }
             }
-            if view.status() == TaskStatus::InputRequired {
-                self.ask_client(&view, peer, &mut invalid).await?;
-            } else {
-                self.task_changed().await;
-            }
-            view = self.task_of(&view.task_id.clone(), Era::Legacy)?;
         }
     }
 
-    /// Puts the task's open questions to the client, one at a time, and records its
-    /// replies. A question the client cannot answer (it declared no such capability)
-    /// waits for an answer given another way.
+    /// Puts one of the task's open questions to the client and records its reply. A
+    /// question the client cannot answer (it declared no such capability) waits for an
+    /// answer given another way.
     async fn ask_client(
         &self,
         view: &TaskView,
+        open: Vec<OpenQuestion>,
         peer: &Peer<RoleServer>,
         invalid: &mut HashMap<String, u32>,
     ) -> Result<(), McpError> {
         let registry = self.registry()?;
-        let open = questions::of_task(registry, view).map_err(internal)?;
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
         let can_answer = |q: &OpenQuestion| match &capabilities {
             Some(caps) if questions::is_elicitation(&q.request) => caps.elicitation.is_some(),

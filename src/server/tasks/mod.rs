@@ -8,6 +8,7 @@
 pub(super) mod extension;
 pub(super) mod legacy;
 pub(super) mod questions;
+mod rounds;
 
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub(super) enum Era {
     Legacy,
     /// The SEP-2663 extension `io.modelcontextprotocol/tasks`.
     Extension,
+    /// No task protocol: a 2026-07-28 call answered in rounds of `input_required`
+    /// results, its run named by the state the client echoes back. No task method sees it.
+    Rounds,
 }
 
 impl Era {
@@ -43,8 +47,17 @@ impl Era {
         match self {
             Era::Legacy => "2025-11-25",
             Era::Extension => "io.modelcontextprotocol/tasks",
+            Era::Rounds => "2026-07-28/input-rounds",
         }
     }
+}
+
+/// Where a task stands for a request that waits on it.
+pub(super) enum Settled {
+    /// Finished: what the call would have returned.
+    Finished(CallToolResult),
+    /// Waiting for answers to these questions.
+    Asking(TaskView, Vec<crate::tasks::OpenQuestion>),
 }
 
 /// Why a call did not become a task.
@@ -190,6 +203,25 @@ impl Server {
             _ => Err(ToolError::internal()),
         };
         Ok(Some(results::tool_result(&result)))
+    }
+
+    /// Waits until the task has finished or waits for answers.
+    pub(super) async fn settle(&self, task_id: &str, era: Era) -> Result<Settled, McpError> {
+        loop {
+            let view = self.task_of(task_id, era)?;
+            if let Some(result) = self.final_result(&view)? {
+                return Ok(Settled::Finished(result));
+            }
+            if view.status() == TaskStatus::InputRequired {
+                let open = questions::of_task(self.registry()?, &view).map_err(internal)?;
+                // An answered question stays in the task's state until its driver commits
+                // what follows; only questions still open count.
+                if !open.is_empty() {
+                    return Ok(Settled::Asking(view, open));
+                }
+            }
+            self.task_changed().await;
+        }
     }
 
     /// Waits until the task may have changed: a run of this process ended, or a poll

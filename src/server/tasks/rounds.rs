@@ -1,0 +1,117 @@
+//! A 2026-07-28 call without the tasks extension, answered in rounds (multi round-trip
+//! requests): a run that needs answers returns `resultType: "input_required"` with its
+//! questions and a `requestState` naming the durable run; the client's retry, carrying
+//! `inputResponses` and that state, continues the same run and never starts another.
+//!
+//! The state is signed with a key kept in the database (so it holds across restarts and
+//! processes), bound to the tool, and expires with its round. Repeating the latest round
+//! is harmless; an older round, a forged or a foreign state gets `-32602`.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+    SealOptions,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Era, NotStarted, Settled, internal, questions};
+use crate::server::{Server, results};
+
+/// What a `requestState` says: which run, at which round.
+#[derive(Serialize, Deserialize)]
+struct RoundState {
+    run: String,
+    round: i64,
+}
+
+fn invalid_state(why: impl std::fmt::Display) -> McpError {
+    McpError::invalid_params(format!("invalid requestState: {why}"), None)
+}
+
+impl Server {
+    fn state_codec(&self) -> Result<RequestStateCodec, McpError> {
+        let key = self.registry()?.state_key().map_err(internal)?;
+        RequestStateCodec::try_new(key).map_err(internal)
+    }
+
+    /// A workflow's `tools/call` from a 2026-07-28 client without tasks: the first call
+    /// starts the run, a retry with `requestState` continues it.
+    pub(in crate::server) async fn call_in_rounds(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        responses: Option<InputResponses>,
+        state: Option<String>,
+    ) -> Result<CallToolResponse, McpError> {
+        let codec = self.state_codec()?;
+        let run_id = match state {
+            None => match self.start_task(name, args, Era::Rounds) {
+                Ok(view) => view.run_id,
+                Err(NotStarted::Rejected(envelope)) => return Ok(results::reply(envelope).into()),
+                Err(NotStarted::Fault(error)) => return Err(error),
+            },
+            Some(state) => {
+                let opened: RoundState = codec
+                    .open_json_with(&state, name.as_bytes())
+                    .map_err(invalid_state)?;
+                self.take_answers(&opened, responses.unwrap_or_default())?;
+                opened.run
+            }
+        };
+        match self.settle(&run_id, Era::Rounds).await? {
+            Settled::Finished(result) => Ok(result.into()),
+            Settled::Asking(_, open) => {
+                let round = self
+                    .registry()?
+                    .next_round(&run_id)
+                    .map_err(internal)?
+                    .ok_or_else(|| invalid_state("its run is gone"))?;
+                let mut requests = InputRequests::new();
+                for question in &open {
+                    let (method, params) = questions::as_request(&question.request);
+                    let request =
+                        serde_json::from_value(json!({ "method": method, "params": params }))
+                            .map_err(internal)?;
+                    requests.insert(questions::wire_key(question), request);
+                }
+                let timeout = self.registry()?.config().answer_timeout;
+                let options = SealOptions::new()
+                    .associated_data(name.as_bytes())
+                    .ttl(timeout);
+                let state = codec
+                    .seal_json_with(&RoundState { run: run_id, round }, &options)
+                    .map_err(internal)?;
+                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
+        }
+    }
+
+    /// Records the answers of the latest round. Answers to questions already answered (a
+    /// repeated round) change nothing.
+    fn take_answers(&self, state: &RoundState, responses: InputResponses) -> Result<(), McpError> {
+        let registry = self.registry()?;
+        let latest = registry
+            .round(&state.run)
+            .map_err(internal)?
+            .ok_or_else(|| invalid_state("its run is gone"))?;
+        if state.round < latest {
+            return Err(invalid_state(format!(
+                "it is of round {} and the latest is round {latest}",
+                state.round
+            )));
+        }
+        registry.answered_round(&state.run).map_err(internal)?;
+        let view = self.task_of(&state.run, Era::Rounds)?;
+        let open = questions::of_task(registry, &view).map_err(internal)?;
+        for question in &open {
+            let Some(reply) = responses.get(&questions::wire_key(question)) else {
+                continue;
+            };
+            if let Err(error) = questions::answer(registry, &state.run, question, reply) {
+                tracing::info!(run_id = %state.run, %error, "an answer was not taken");
+            }
+        }
+        Ok(())
+    }
+}
