@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 7] = [
+const TOOLS: [(&str, bool, bool); 9] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -30,6 +30,8 @@ const TOOLS: [(&str, bool, bool); 7] = [
     ("list_workflows", true, false),
     // A workflow may delete todos.
     ("run_workflow", false, true),
+    ("list_runs", true, false),
+    ("get_run", true, false),
 ];
 
 /// Input properties that are free-form objects by design: an inline workflow definition

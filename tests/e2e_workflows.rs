@@ -500,6 +500,8 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "search_tasks",
             "list_workflows",
             "run_workflow",
+            "list_runs",
+            "get_run",
             "greet"
         ]
     );

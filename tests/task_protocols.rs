@@ -233,7 +233,8 @@ async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_ca
         .collect();
     let optional = json!({ "taskSupport": "optional" });
     for (name, execution) in &support {
-        let expected = if name == "list_workflows" {
+        let not_tasks = ["list_workflows", "list_runs", "get_run"];
+        let expected = if not_tasks.contains(&name.as_str()) {
             &Value::Null
         } else {
             &optional
@@ -812,5 +813,52 @@ async fn a_round_left_unanswered_past_its_timeout_cancels_its_run() {
         code_of(&late),
         error(2, -32602),
         "the state expired with its round"
+    );
+}
+
+#[tokio::test]
+async fn runs_are_found_again_with_list_runs_and_get_run() {
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "ask", "arguments": { "who": "lu" } }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+
+    let listed = wire
+        .request(
+            2,
+            "tools/call",
+            with_meta(json!({ "name": "list_runs", "arguments": {} }), true),
+        )
+        .await;
+    let runs = &listed["result"]["structuredContent"]["data"];
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs[0]["taskId"], task_id);
+    assert_eq!(runs[0]["workflow"], "ask");
+    assert_eq!(
+        listed["result"]["resultType"], "complete",
+        "a read answers at once"
+    );
+
+    let args = json!({ "name": "get_run", "arguments": { "run_id": task_id } });
+    let got = wire.request(3, "tools/call", with_meta(args, true)).await;
+    let run = &got["result"]["structuredContent"]["data"];
+    assert_eq!(run["workflow"], "ask");
+    assert_eq!(run["inputs"], json!({ "who": "lu" }));
+    assert!(run["nodes"]["approve"]["task_id"].is_string());
+
+    let args = json!({ "name": "get_run", "arguments": { "run_id": "nope" } });
+    let missing = wire.request(4, "tools/call", with_meta(args, true)).await;
+    assert_eq!(
+        missing["result"]["structuredContent"]["error"]["code"],
+        "not_found"
+    );
+    let args = json!({ "name": "list_runs", "arguments": { "status": "lost", "limit": 0 } });
+    let bad = wire.request(5, "tools/call", with_meta(args, true)).await;
+    let message = bad["result"]["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("status") && message.contains("limit"),
+        "{message}"
     );
 }

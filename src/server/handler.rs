@@ -9,6 +9,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use super::run_tools::{self, GET_RUN, LIST_RUNS};
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, progress, results, wire};
 use crate::engine::RunOptions;
@@ -63,6 +64,9 @@ pub(super) enum Route {
     ListWorkflows,
     /// `run_workflow`, or a workflow published as a tool of its own.
     RunWorkflow,
+    /// `list_runs` and `get_run`, with a task registry only.
+    ListRuns,
+    GetRun,
 }
 
 impl Server {
@@ -101,6 +105,25 @@ impl Server {
             });
             tools.push((route, tool));
         }
+        let run_tools = run_tools::definitions();
+        for (name, title, description, input_schema, effects) in
+            run_tools.into_iter().filter(|_| tasks)
+        {
+            let route = match name {
+                LIST_RUNS => Route::ListRuns,
+                _ => Route::GetRun,
+            };
+            let tool = published_tool(Published {
+                name,
+                title,
+                description,
+                input_schema,
+                output_schema: workflow_tools::output_schema(),
+                effects,
+                tasks: false,
+            });
+            tools.push((route, tool));
+        }
         for entry in self.exposed() {
             let description = format!(
                 "Runs the workflow `{}`: {}",
@@ -128,6 +151,8 @@ impl Server {
         match name {
             LIST_WORKFLOWS => Some(Route::ListWorkflows),
             RUN_WORKFLOW => Some(Route::RunWorkflow),
+            LIST_RUNS if self.registry.is_some() => Some(Route::ListRuns),
+            GET_RUN if self.registry.is_some() => Some(Route::GetRun),
             _ => self
                 .exposed()
                 .any(|entry| entry.def.name == name)
@@ -141,8 +166,7 @@ impl Server {
             let name = entry.def.name.as_str();
             entry.def.expose_as_tool
                 && !Tools::exists(name)
-                && name != LIST_WORKFLOWS
-                && name != RUN_WORKFLOW
+                && ![LIST_WORKFLOWS, RUN_WORKFLOW, LIST_RUNS, GET_RUN].contains(&name)
         })
     }
 }
@@ -252,6 +276,14 @@ impl ServerHandler for Server {
                 &args,
             )),
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
+            Some(Route::ListRuns) => {
+                let registry = self.registry()?;
+                results::reply(run_tools::list_runs(registry, self.engine.tools(), &args))
+            }
+            Some(Route::GetRun) => {
+                let registry = self.registry()?;
+                results::reply(run_tools::get_run(registry, self.engine.tools(), &args))
+            }
         };
         Ok(reply.into())
     }

@@ -9,6 +9,7 @@ mod handler;
 mod interaction;
 mod progress;
 mod results;
+mod run_tools;
 mod tasks;
 mod wire;
 mod workflow_tools;

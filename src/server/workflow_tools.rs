@@ -247,8 +247,9 @@ pub(super) fn fixed_tools() -> [(&'static str, &'static str, &'static str, Value
         (
             RUN_WORKFLOW,
             "Run a workflow",
-            "Run a multi-step workflow to the end and return its report: the run's status, \
-             its output, and each node's status, attempts, output and error. Give either \
+            "Run a multi-step workflow and return its report: the run's status, its \
+             output, and each node's status, attempts, output and error. A client with task \
+             support gets a task to poll instead, whose result is that report. Give either \
              `workflow` (a name from list_workflows) or `definition` (an inline workflow in \
              the same schema as workflow files; write_file is not allowed inline), and \
              `inputs`. Workflows may call the task-manager tools, so ask the user before \

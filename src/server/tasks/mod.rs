@@ -117,7 +117,7 @@ impl Server {
                     .audit(name, &args, AuditOutcome::Ok, origin);
                 handle
             }
-            Some(Route::ListWorkflows) | None => {
+            Some(Route::ListWorkflows | Route::ListRuns | Route::GetRun) | None => {
                 return Err(NotStarted::Fault(McpError::invalid_params(
                     format!("tool `{name}` does not run as a task"),
                     None,
