@@ -288,6 +288,7 @@ fn store_unfinished(
             answers: Answers::Nobody,
             deadline_ms: None,
             retry_of: None,
+            idempotency: None,
         })
         .expect("run recorded");
     let units = (0..done)

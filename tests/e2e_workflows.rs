@@ -512,7 +512,12 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "type": "object",
             "properties": {
                 "who": { "type": "string", "description": "Who to greet" },
-                "times": { "type": "integer", "default": 1, "enum": [1, 2] }
+                "times": { "type": "integer", "default": 1, "enum": [1, 2] },
+                "idempotency_key": {
+                    "type": "string", "minLength": 1, "maxLength": 200,
+                    "description": "Makes the call safe to retry: a call with the same key \
+                                    and the same arguments returns the run the first one started."
+                }
             },
             "required": ["who"],
             "additionalProperties": false

@@ -41,6 +41,7 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         lease_owner: "me",
         lease_expires_ms: i64::MAX,
         retry_of: None,
+        idempotency: None,
     }
 }
 

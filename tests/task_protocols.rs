@@ -862,3 +862,48 @@ async fn runs_are_found_again_with_list_runs_and_get_run() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_retried_start_with_the_same_key_and_arguments_gets_the_same_run() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let call = |who: &str| json!({ "name": "ask", "arguments": { "who": who, "idempotency_key": "k-1" }, "task": {} });
+    let first = wire.request(1, "tools/call", call("dee")).await;
+    let again = wire.request(2, "tools/call", call("dee")).await;
+    assert_eq!(
+        first["result"]["task"]["taskId"],
+        again["result"]["task"]["taskId"]
+    );
+    let other = wire.request(3, "tools/call", call("eve")).await;
+    assert_eq!(code_of(&other), error(3, -32602));
+    assert!(
+        other["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("other arguments"),
+        "{other}"
+    );
+    assert_eq!(wire.registry.runs(None, 10).unwrap().len(), 1);
+
+    // A synchronous call with a key of its own runs once, and its retry gets its report.
+    let flow = json!({ "name": "run_workflow", "arguments": { "idempotency_key": "k-2",
+        "definition": { "name": "once", "nodes": { "todo": { "tool": "add_task",
+            "args": { "title": "made once" } } } } } });
+    let one = wire.request(4, "tools/call", flow.clone()).await;
+    let two = wire.request(5, "tools/call", flow).await;
+    let run = |reply: &Value| reply["result"]["structuredContent"]["data"]["run_id"].clone();
+    assert_eq!(one["result"]["structuredContent"]["ok"], true);
+    assert_eq!(run(&one), run(&two));
+    let todos = wire
+        .request(
+            6,
+            "tools/call",
+            json!({ "name": "search_tasks", "arguments": { "query": "made once" } }),
+        )
+        .await;
+    let found = todos["result"]["structuredContent"]["data"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(found, 1, "the todo was made once");
+}

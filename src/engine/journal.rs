@@ -164,6 +164,8 @@ pub struct RunStart<'a> {
     pub answers: Answers,
     pub deadline_ms: Option<i64>,
     pub retry_of: Option<&'a str>,
+    /// The key a client may retry the starting call under, and that call.
+    pub idempotency: Option<(&'a str, &'a str)>,
 }
 
 /// A tool call that a tool node makes.

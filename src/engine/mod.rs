@@ -53,6 +53,9 @@ pub struct RunOptions {
     /// Record the run even if its plan is the one-node plan of a direct tool call, whose
     /// audit row is otherwise its only record: a client asked for it as a task.
     pub record: bool,
+    /// The key a client may retry the starting call under, and that call as it was made:
+    /// recorded with the run, so that a retry finds this run instead of starting another.
+    pub idempotency: Option<(String, String)>,
 }
 
 /// A run started in the background.
@@ -195,6 +198,10 @@ impl Engine {
                 answers,
                 deadline_ms,
                 retry_of,
+                idempotency: options
+                    .idempotency
+                    .as_ref()
+                    .map(|(key, call)| (key.as_str(), call.as_str())),
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),

@@ -33,6 +33,18 @@ struct Published<'a> {
     tasks: bool,
 }
 
+/// A workflow tool's input schema, with the idempotency key beside its inputs. The name
+/// is the key's on every workflow tool, whatever inputs a workflow declares.
+fn with_idempotency_key(mut schema: Value) -> Value {
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.insert(
+            super::idempotency::IDEMPOTENCY_KEY.to_owned(),
+            super::idempotency::key_schema(),
+        );
+    }
+    schema
+}
+
 /// Turns a definition into the protocol's, schemas and annotations included.
 fn published_tool(p: Published<'_>) -> Tool {
     let mut tool = json!({
@@ -94,6 +106,10 @@ impl Server {
                 LIST_WORKFLOWS => Route::ListWorkflows,
                 _ => Route::RunWorkflow,
             };
+            let input_schema = match route {
+                Route::RunWorkflow => with_idempotency_key(input_schema),
+                _ => input_schema,
+            };
             let tool = published_tool(Published {
                 name,
                 title,
@@ -133,7 +149,7 @@ impl Server {
                 name: &entry.def.name,
                 title: &entry.def.name,
                 description: &description,
-                input_schema: workflow_tools::inputs_schema(&entry.def),
+                input_schema: with_idempotency_key(workflow_tools::inputs_schema(&entry.def)),
                 output_schema: workflow_tools::output_schema(),
                 effects: workflow_tools::RUN_EFFECTS,
                 tasks,
@@ -173,13 +189,18 @@ impl Server {
 
 impl Server {
     /// A workflow run for a `tools/call`: cancelled by the client's cancel notification,
-    /// reporting progress on the request's token when it has one.
+    /// reporting progress on the request's token when it has one. A call with an
+    /// idempotency key that an earlier call used waits for that call's run instead.
     async fn run_workflow(
         &self,
         name: &str,
-        args: serde_json::Map<String, Value>,
+        mut args: serde_json::Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResult {
+        let retryable = match self.take_idempotency_key(name, &mut args) {
+            Ok(retryable) => retryable,
+            Err(rejected) => return results::reply(rejected),
+        };
         let request = context.id.to_string();
         let mut options = RunOptions {
             origin: RunOrigin::Mcp,
@@ -194,14 +215,82 @@ impl Server {
             options.observer = Some(observer);
             forwarder = Some(task);
         }
-        let reply =
-            workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options).await;
+        let reply = match retryable {
+            None => {
+                workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
+                    .await
+            }
+            Some(retryable) => self.run_once(name, &args, retryable, options).await,
+        };
         self.lock_runs().remove(&request);
         if let Some(task) = forwarder {
             // The run and its observer are gone; wait for the last notifications.
             let _ = task.await;
         }
         results::reply(reply)
+    }
+
+    /// A synchronous call that carries an idempotency key: the run an earlier call with
+    /// it started, awaited, or a new run recorded under it.
+    async fn run_once(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        retryable: super::idempotency::Retryable,
+        mut options: RunOptions,
+    ) -> super::envelope::Envelope {
+        let handle = {
+            let _starting = self.lock_starting();
+            match self.earlier_run(name, args, &retryable) {
+                Err(rejected) => return rejected,
+                Ok(Some(run_id)) => {
+                    drop(_starting);
+                    return self.await_earlier(&run_id).await;
+                }
+                Ok(None) => {}
+            }
+            let request = match workflow_tools::prepare_run(&self.engine, &self.catalog, name, args)
+            {
+                Ok(request) => request,
+                Err(rejected) => return rejected,
+            };
+            options.idempotency = Some((retryable.key, retryable.call));
+            self.engine.start(request.plan, request.inputs, options)
+        };
+        // Dropping the call cancels its run, as for a call without a key.
+        let _cancel_on_drop = handle.cancel.clone().drop_guard();
+        let report = match handle.join.await {
+            Ok(report) => report,
+            Err(_) => return super::envelope::failed("internal_error", "the run failed", None),
+        };
+        let outcome = match report.status {
+            crate::engine::report::RunStatus::Succeeded => crate::store::AuditOutcome::Ok,
+            _ => crate::store::AuditOutcome::Error,
+        };
+        let origin = crate::tools::Origin {
+            run_id: Some(&report.run_id),
+            node_id: None,
+        };
+        self.engine.tools().audit(name, args, outcome, origin);
+        workflow_tools::run_reply(&report)
+    }
+
+    /// Waits for an earlier call's run to end and answers with its report.
+    async fn await_earlier(&self, run_id: &str) -> super::envelope::Envelope {
+        loop {
+            let report = self.registry.as_ref().map(|r| r.report(run_id));
+            match report {
+                Some(Ok(Some(report))) => return workflow_tools::run_reply(&report),
+                Some(Ok(None)) => self.task_changed().await,
+                _ => {
+                    return super::envelope::failed(
+                        "internal_error",
+                        "the run cannot be read",
+                        None,
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod envelope;
 mod handler;
+mod idempotency;
 mod interaction;
 mod progress;
 mod results;
@@ -41,6 +42,9 @@ pub struct Server {
     registry: Option<Arc<Registry>>,
     /// Woken whenever a run that a task call started in this process ends.
     finished: Arc<tokio::sync::Notify>,
+    /// Held from the lookup of an idempotency key to the start of the run it names, so
+    /// that two calls with one key start one run.
+    starting: Arc<std::sync::Mutex<()>>,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -59,6 +63,7 @@ impl Server {
             runs: Arc::default(),
             registry: None,
             finished: Arc::default(),
+            starting: Arc::default(),
         }
     }
 
@@ -66,6 +71,10 @@ impl Server {
     pub fn with_registry(mut self, registry: Arc<Registry>) -> Server {
         self.registry = Some(registry);
         self
+    }
+
+    fn lock_starting(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.starting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {

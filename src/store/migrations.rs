@@ -159,9 +159,14 @@ const MIGRATIONS: &[&str] = &[
     // the tool whose call made it (both opaque to the store; null for a run no client
     // asked for as a task); the rounds of questions put to a client that answers by
     // retrying its call, with the time the latest one expires; a question's refusal (a
-    // declined or cancelled answer); and the server's secrets, such as the key that
-    // signs the state a client echoes back.
+    // declined or cancelled answer); the server's secrets, such as the key that signs
+    // the state a client echoes back; and the key under which a client may retry the
+    // call that started a run, with that call as it was made, to be matched exactly.
     r#"
+    ALTER TABLE runs ADD COLUMN idempotency_key TEXT;
+    ALTER TABLE runs ADD COLUMN idempotency_request TEXT;
+    CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
     ALTER TABLE run_tasks ADD COLUMN era TEXT;
     ALTER TABLE run_tasks ADD COLUMN tool TEXT;
     ALTER TABLE run_tasks ADD COLUMN round INTEGER NOT NULL DEFAULT 0;

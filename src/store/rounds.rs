@@ -1,5 +1,5 @@
-//! The rounds of questions put to a client that answers by retrying its call, and the
-//! server's secrets.
+//! The rounds of questions put to a client that answers by retrying its call, the runs
+//! a client may retry its call for, and the server's secrets.
 //!
 //! A run's task counts the rounds it has put; the latest one may expire, and then its run
 //! is cancelled. A secret is made once, by whichever process first needs it, and shared
@@ -60,6 +60,18 @@ impl Store {
         )?;
         let rows = stmt.query_map([now_ms], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The run started under idempotency key `key`, with the call that started it.
+    pub fn run_by_idempotency_key(
+        &self,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached("SELECT id, idempotency_request FROM runs WHERE idempotency_key = ?1")?
+            .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
     }
 
     /// The secret `name`, made by `make` if the database has none yet.

@@ -61,6 +61,8 @@ pub struct NewRun<'a> {
     pub lease_owner: &'a str,
     pub lease_expires_ms: i64,
     pub retry_of: Option<&'a str>,
+    /// The key a client may retry the starting call under, and that call.
+    pub idempotency: Option<(&'a str, &'a str)>,
 }
 
 /// Who holds an unfinished run: (run id, lease owner, lease expiry in ms).
@@ -109,8 +111,9 @@ impl Tx<'_> {
             .conn
             .prepare_cached(
                 "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
-                     lease_owner, lease_expires_ms, retry_of, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+                     lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
+                     idempotency_key, idempotency_request)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)
                  RETURNING key",
             )?
             .query_row(
@@ -124,7 +127,9 @@ impl Tx<'_> {
                     run.lease_owner,
                     run.lease_expires_ms,
                     run.retry_of,
-                    now
+                    now,
+                    run.idempotency.map(|(key, _)| key),
+                    run.idempotency.map(|(_, request)| request)
                 ],
                 |r| r.get(0),
             )?;

@@ -156,6 +156,7 @@ impl Journal for Registry {
             lease_owner: &self.owner,
             lease_expires_ms: self.lease_until(),
             retry_of: start.retry_of,
+            idempotency: start.idempotency,
         };
         self.store
             .try_transaction(|tx| {

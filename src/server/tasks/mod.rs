@@ -93,12 +93,34 @@ impl Server {
         era: Era,
     ) -> Result<TaskView, NotStarted> {
         let registry = self.registry().map_err(NotStarted::Fault)?;
-        let options = RunOptions {
+        let mut options = RunOptions {
             origin: RunOrigin::Mcp,
             park_questions: true,
             record: true,
             ..RunOptions::default()
         };
+        let mut args = args;
+        let _starting;
+        if self.route(name) == Some(Route::RunWorkflow) {
+            let retryable = self
+                .take_idempotency_key(name, &mut args)
+                .map_err(NotStarted::Rejected)?;
+            _starting = self.lock_starting();
+            if let Some(retryable) = retryable {
+                let earlier = self
+                    .earlier_run(name, &args, &retryable)
+                    .map_err(NotStarted::Rejected)?;
+                if let Some(run_id) = earlier {
+                    return self.task_of(&run_id, era).map_err(|_| {
+                        NotStarted::Fault(McpError::invalid_params(
+                            "this idempotency key was used by a call of another task protocol",
+                            None,
+                        ))
+                    });
+                }
+                options.idempotency = Some((retryable.key, retryable.call));
+            }
+        }
         let handle = match self.route(name) {
             Some(Route::Todo) => self
                 .engine
