@@ -63,6 +63,28 @@ render = "{{ nodes.name.output.name }} likes {{ nodes.colour.output.colour }}"
 said = "nodes.said.output"
 "#;
 
+/// Two branches: a slow one with a node after it, and a quick one that makes a todo.
+const BRANCHES: &str = r#"
+name = "branches"
+description = "A slow branch and a quick one."
+expose_as_tool = true
+
+[nodes.slow]
+wait = "30s"
+
+[nodes.after_slow]
+needs = ["slow"]
+render = "after"
+
+[nodes.quick]
+wait = "300ms"
+
+[nodes.todo]
+needs = ["quick"]
+tool = "add_task"
+args = { title = "quick branch done" }
+"#;
+
 /// A raw JSON-RPC client on the server's byte stream.
 struct Wire {
     write: WriteHalf<DuplexStream>,
@@ -85,6 +107,7 @@ impl Wire {
         std::fs::create_dir(&flows).unwrap();
         std::fs::write(flows.join("ask.toml"), ASK).unwrap();
         std::fs::write(flows.join("twice.toml"), TWICE).unwrap();
+        std::fs::write(flows.join("branches.toml"), BRANCHES).unwrap();
         let store = Store::open(dir.path().join("tasks.db")).unwrap();
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(store, tools.clone(), config));
@@ -906,4 +929,97 @@ async fn a_retried_start_with_the_same_key_and_arguments_gets_the_same_run() {
         .unwrap()
         .len();
     assert_eq!(found, 1, "the todo was made once");
+}
+
+#[tokio::test]
+async fn cancelling_a_sub_task_cancels_its_node_and_the_trigger_rules_decide_the_rest() {
+    let mut wire = Wire::start();
+    wire.initialize(json!({})).await;
+    let call = json!({ "name": "branches", "arguments": {}, "task": {} });
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    let got = wire
+        .request(2, "tasks/get", json!({ "taskId": task_id }))
+        .await;
+    let subs = got["result"]["_meta"]["x-mcp-task-server/subTasks"].clone();
+    let sub = |node: &str| {
+        subs.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["node"] == node)
+            .unwrap()["taskId"]
+            .clone()
+    };
+
+    let cancelled = wire
+        .request(3, "tasks/cancel", json!({ "taskId": sub("slow") }))
+        .await;
+    assert_eq!(cancelled["result"]["status"], "cancelled");
+    assert_eq!(
+        cancelled["result"]["statusMessage"],
+        "cancelled by the client"
+    );
+    let again = wire
+        .request(4, "tasks/cancel", json!({ "taskId": sub("slow") }))
+        .await;
+    assert_eq!(code_of(&again), error(4, -32602));
+
+    // A node not started yet can be cancelled too; the quick branch goes on.
+    let result = wire
+        .request(5, "tasks/result", json!({ "taskId": task_id }))
+        .await;
+    let report = &result["result"]["structuredContent"]["data"];
+    assert_eq!(report["status"], "succeeded", "{report}");
+    assert_eq!(report["nodes"]["slow"]["status"], "cancelled");
+    assert_eq!(report["nodes"]["after_slow"]["status"], "skipped");
+    assert_eq!(report["nodes"]["after_slow"]["reason"], "upstream failed");
+    assert_eq!(
+        report["nodes"]["todo"]["output"]["title"],
+        "quick branch done"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_sub_task_that_has_not_started_ends_it_before_it_runs() {
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "branches", "arguments": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    let get = with_meta(json!({ "taskId": task_id }), true);
+    let got = wire.request(2, "tasks/get", get.clone()).await;
+    let todo = got["result"]["_meta"]["x-mcp-task-server/subTasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["node"] == "todo")
+        .unwrap()["taskId"]
+        .clone();
+    let ack = wire
+        .request(
+            3,
+            "tasks/cancel",
+            with_meta(json!({ "taskId": todo }), true),
+        )
+        .await;
+    assert_eq!(ack, ok(3, json!({ "resultType": "complete" })));
+    let sub = wire
+        .request(4, "tasks/get", with_meta(json!({ "taskId": todo }), true))
+        .await;
+    assert_eq!(sub["result"]["status"], "cancelled");
+    // The slow branch still runs; cancel the whole run now.
+    wire.request(5, "tasks/cancel", get.clone()).await;
+    let done = wire.poll_until(6, get, "cancelled").await;
+    assert_eq!(done["result"]["status"], "cancelled");
+    let todos = wire
+        .request(
+            7,
+            "tools/call",
+            with_meta(json!({ "name": "list_tasks", "arguments": {} }), true),
+        )
+        .await;
+    let made = todos["result"]["structuredContent"]["data"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(made, 0, "the cancelled node made no todo");
 }

@@ -72,8 +72,14 @@ pub struct Engine {
     /// The one-node plans behind direct tool calls, built once.
     single: Arc<HashMap<&'static str, Arc<Plan>>>,
     journal: Option<Arc<dyn Journal>>,
-    /// The cancel tokens of the durable runs this process drives, by run id.
-    active: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The durable runs this process drives, by run id.
+    active: Arc<Mutex<HashMap<String, Active>>>,
+}
+
+/// How to reach a run this process drives.
+struct Active {
+    cancel: CancellationToken,
+    units: tokio::sync::mpsc::UnboundedSender<scheduler::UnitCancel>,
 }
 
 /// Why a stored run cannot be resumed or retried.
@@ -223,15 +229,21 @@ impl Engine {
             deadline_ms,
             restored,
             resumed: false,
+            unit_cancels: None,
         }
     }
 
-    async fn drive(&self, setup: RunSetup) -> RunReport {
+    async fn drive(&self, mut setup: RunSetup) -> RunReport {
         let durable = setup.journal.is_some();
         let run_id = setup.run_id.to_string();
         if durable {
-            self.lock_active()
-                .insert(run_id.clone(), setup.cancel.clone());
+            let (units, requests) = tokio::sync::mpsc::unbounded_channel();
+            setup.unit_cancels = Some(requests);
+            let active = Active {
+                cancel: setup.cancel.clone(),
+                units,
+            };
+            self.lock_active().insert(run_id.clone(), active);
         }
         let report = scheduler::Run::new(setup).drive().await;
         if durable {
@@ -240,17 +252,26 @@ impl Engine {
         report
     }
 
-    fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+    fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Active>> {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Cancels a run this process drives; false if it drives no such run.
     pub fn cancel_local(&self, run_id: &str) -> bool {
         match self.lock_active().get(run_id) {
-            Some(token) => {
-                token.cancel();
+            Some(active) => {
+                active.cancel.cancel();
                 true
             }
+            None => false,
+        }
+    }
+
+    /// Cancels one node (with its instances), or one `for_each` instance, of a run this
+    /// process drives; the rest of the run goes on. False if it drives no such run.
+    pub fn cancel_unit(&self, run_id: &str, node: &str, instance: Option<usize>) -> bool {
+        match self.lock_active().get(run_id) {
+            Some(active) => active.units.send((node.to_owned(), instance)).is_ok(),
             None => false,
         }
     }

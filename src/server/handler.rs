@@ -398,7 +398,7 @@ impl ServerHandler for Server {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.cancel_extension_task(&request.task_id)
+        self.cancel_extension_task(&request.task_id).await
     }
 
     /// The 2025-11-25 task requests, renamed by the wire layer. Any other custom method,

@@ -26,6 +26,10 @@ impl Run {
     }
 
     fn decide(&mut self, i: usize) {
+        // Cancelled on its own before its upstream nodes were done.
+        if self.state.status(i).is_terminal() {
+            return;
+        }
         let plan = Arc::clone(&self.plan);
         let node = &plan.nodes[i];
         let upstream = node.upstream.iter().map(|&u| self.state.status(u));

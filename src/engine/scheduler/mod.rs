@@ -11,6 +11,7 @@
 //! `decide` applies trigger rules, conditions and fan-out; `units` makes attempts and
 //! settles their outcomes; `persist` writes changes to the journal; `finish` ends the run.
 
+mod cancel;
 mod decide;
 mod finish;
 mod persist;
@@ -30,6 +31,7 @@ use super::journal::{Answers, Journal, StoredRun, UnitState};
 use super::observer::{Event, Observer};
 use super::plan::Plan;
 use super::report::RunReport;
+pub use cancel::UnitCancel;
 use state::RunState;
 use units::Woken;
 
@@ -69,6 +71,8 @@ pub(crate) struct RunSetup {
     pub restored: Vec<(String, Option<usize>, UnitState)>,
     /// Whether the run continues a stored one (its deadline is then the stored one).
     pub resumed: bool,
+    /// Requests to cancel one unit of the run, not all of it.
+    pub unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
 }
 
 impl RunSetup {
@@ -90,6 +94,7 @@ impl RunSetup {
             deadline_ms: stored.deadline_ms,
             restored: stored.units,
             resumed: true,
+            unit_cancels: None,
         }
     }
 }
@@ -118,11 +123,14 @@ pub(super) struct Run {
     running: FuturesUnordered<BoxFuture<Woken>>,
     /// When the run's changes were last committed.
     committed_at: std::time::Instant,
+    unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
+    unit_tokens: cancel::UnitTokens,
 }
 
 /// What woke the run loop.
 enum Wake {
     Unit(Box<Woken>),
+    CancelUnit(UnitCancel),
     Cancelled,
     TimedOut,
 }
@@ -184,6 +192,8 @@ impl Run {
             unit_ready: VecDeque::new(),
             running: FuturesUnordered::new(),
             committed_at: std::time::Instant::now(),
+            unit_cancels: setup.unit_cancels,
+            unit_tokens: Default::default(),
             plan,
         }
     }
@@ -234,10 +244,14 @@ impl Run {
                 biased;
                 Some(woken) = self.running.next() => Wake::Unit(Box::new(woken)),
                 _ = self.cancel.cancelled(), if !stopped => Wake::Cancelled,
+                Some(unit) = next_unit_cancel(&mut self.unit_cancels), if !stopped => {
+                    Wake::CancelUnit(unit)
+                }
                 _ = sleep_until(deadline), if !stopped && deadline.is_some() => Wake::TimedOut,
             };
             match wake {
                 Wake::Unit(woken) => self.wake(*woken),
+                Wake::CancelUnit(unit) => self.cancel_unit(unit),
                 Wake::Cancelled => self.halt(Stop::Cancelled),
                 Wake::TimedOut => self.halt(Stop::TimedOut),
             }
@@ -282,6 +296,15 @@ impl Run {
             Some(Stop::Lost(why)) => why.clone(),
             None => "not reached".to_owned(),
         }
+    }
+}
+
+async fn next_unit_cancel(
+    requests: &mut Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
+) -> Option<UnitCancel> {
+    match requests {
+        Some(requests) => requests.recv().await,
+        None => std::future::pending().await,
     }
 }
 

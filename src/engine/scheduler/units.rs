@@ -333,7 +333,7 @@ impl Run {
     ) -> BoxFuture<Woken> {
         let number = self.state.unit(node, instance).attempts + 1;
         let timeout = self.plan.nodes[node].timeout;
-        let stop = self.stop_token.clone();
+        let stop = self.unit_token(node, instance);
         let attempt: BoxFuture<Result<Value, NodeError>> = match &action {
             &Resolved::Wait(duration) => {
                 let stored = self.state.unit(node, instance).deadline_ms;
@@ -437,13 +437,13 @@ impl Run {
 
     /// A wait, then a `Due` wake for the unit's next synchronous attempt.
     fn due_after(
-        &self,
+        &mut self,
         node: usize,
         instance: Option<usize>,
         action: Resolved,
         delay: Duration,
     ) -> BoxFuture<Woken> {
-        let stop = self.stop_token.clone();
+        let stop = self.unit_token(node, instance);
         Box::pin(async move {
             tokio::select! {
                 biased;
@@ -472,6 +472,10 @@ impl Run {
             self.state.asking -= 1;
         }
         let result = match outcome {
+            Outcome::Cancelled if self.cancelled_alone(node, instance) => {
+                let reason = Some(super::cancel::CANCELLED_ALONE.to_owned());
+                return self.end_unit(node, instance, NodeStatus::Cancelled, reason);
+            }
             // Attempts watch a child of the caller's token, so one can report a cancel
             // before this loop has seen it: that cancel is the run's, whatever the order.
             Outcome::Cancelled => {
@@ -567,7 +571,11 @@ impl Run {
     pub(super) fn collect(&mut self, node: usize) {
         let fan = self.state.fans[node].as_ref().expect("an expanded node");
         let attempts = fan.units.iter().map(|u| u.attempts).sum();
-        let cancelled = fan.units.iter().any(|u| u.status == NodeStatus::Cancelled);
+        let cancelled = fan
+            .units
+            .iter()
+            .find(|u| u.status == NodeStatus::Cancelled)
+            .map(|u| u.reason.clone());
         let failure = fan
             .units
             .iter()
@@ -580,9 +588,13 @@ impl Run {
             .collect();
         self.state.unit_mut(node, None).attempts = attempts;
         self.state.close_fan(node);
-        if cancelled {
-            let reason = self.stop_reason();
-            self.complete(node, NodeStatus::Cancelled, Some(reason), None, None);
+        if let Some(reason) = cancelled {
+            let reason = match self.stop {
+                Some(_) => Some(self.stop_reason()),
+                // Instances cancelled on their own: the node says why.
+                None => reason,
+            };
+            self.complete(node, NodeStatus::Cancelled, reason, None, None);
         } else if let Some((k, error)) = failure {
             let error = error.unwrap_or_else(|| NodeError::new(NodeErrorKind::Unsupported, ""));
             let message = format!("item {k}: {}", error.message);

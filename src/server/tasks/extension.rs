@@ -161,9 +161,12 @@ impl Server {
     }
 
     /// `tasks/cancel`: acknowledged whatever the task's state.
-    pub(in crate::server) fn cancel_extension_task(&self, task_id: &str) -> Result<(), McpError> {
+    pub(in crate::server) async fn cancel_extension_task(
+        &self,
+        task_id: &str,
+    ) -> Result<(), McpError> {
         let view = self.task_of(task_id, Era::Extension)?;
-        self.cancel_task(&view)?;
+        self.cancel_task(&view).await?;
         Ok(())
     }
 }

@@ -81,7 +81,7 @@ impl Server {
                 self.legacy_result(view, &context.peer).await
             }
             "tasks/list" => self.legacy_list(params.get("cursor")),
-            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?),
+            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?).await,
             _ => Err(McpError::method_not_found::<
                 rmcp::model::CallToolRequestMethod,
             >()),
@@ -286,9 +286,9 @@ impl Server {
 
     /// `tasks/cancel`: the task is `cancelled` before the reply, for good; a finished one
     /// gives `-32602`.
-    fn legacy_cancel(&self, task_id: &str) -> Result<Value, McpError> {
+    async fn legacy_cancel(&self, task_id: &str) -> Result<Value, McpError> {
         let view = self.task_of(task_id, Era::Legacy)?;
-        if view.status().is_terminal() || !self.cancel_task(&view)? {
+        if view.status().is_terminal() || !self.cancel_task(&view).await? {
             return Err(McpError::invalid_params(
                 format!(
                     "cannot cancel task {task_id}: it is already {}",

@@ -30,6 +30,9 @@ use crate::tools::{Origin, ToolError};
 /// A run this process drives wakes it at once when it ends.
 const TASK_POLL: Duration = Duration::from_millis(100);
 
+/// How long cancelling a sub-task waits for its run's driver to end it.
+const SUB_TASK_CANCEL_WAIT: Duration = Duration::from_secs(5);
+
 /// The task protocol a task was created under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Era {
@@ -256,14 +259,13 @@ impl Server {
         }
     }
 
-    /// Cancels a task's run: at once for a run's task (the task is `cancelled` before this
-    /// returns, and stays so). False if the task had finished.
-    pub(super) fn cancel_task(&self, view: &TaskView) -> Result<bool, McpError> {
+    /// Cancels a task: a run's task at once (it is `cancelled` before this returns, and
+    /// stays so), a sub-task once its run's driver has ended its unit, which it does at
+    /// once; the trigger rules of the nodes downstream decide what follows. False if the
+    /// task had finished.
+    pub(super) async fn cancel_task(&self, view: &TaskView) -> Result<bool, McpError> {
         if view.parent_task_id.is_some() {
-            return Err(McpError::invalid_params(
-                "a sub-task cannot be cancelled on its own; cancel its parent task",
-                None,
-            ));
+            return self.cancel_sub_task(view).await;
         }
         let cancelled = self
             .registry()?
@@ -273,6 +275,32 @@ impl Server {
             self.engine.cancel_local(&view.run_id);
         }
         Ok(cancelled)
+    }
+
+    async fn cancel_sub_task(&self, view: &TaskView) -> Result<bool, McpError> {
+        if view.status().is_terminal() {
+            return Ok(false);
+        }
+        let node = view.node_id.as_deref().unwrap_or_default();
+        let instance = view.instance.and_then(|k| usize::try_from(k).ok());
+        if !self.engine.cancel_unit(&view.run_id, node, instance) {
+            return Err(McpError::invalid_params(
+                "this sub-task's run is driven by another process; cancel its parent task",
+                None,
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + SUB_TASK_CANCEL_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            let now = self.registry()?.task(&view.task_id).map_err(internal)?;
+            if let Some(now) = now.filter(|now| now.status().is_terminal()) {
+                return Ok(now.status() == TaskStatus::Cancelled);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(McpError::internal_error(
+            "the sub-task's run did not end it in time",
+            None,
+        ))
     }
 }
 
