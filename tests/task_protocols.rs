@@ -474,6 +474,10 @@ async fn a_2025_call_without_a_task_asks_its_question_directly_and_runs_to_the_e
     let report = &reply["result"]["structuredContent"]["data"];
     assert_eq!(report["status"], "succeeded");
     assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved cy");
+    let audit = wire.registry.store().audit_rows().unwrap();
+    let answers: Vec<_> = audit.iter().filter(|row| row.tool == "answer").collect();
+    assert_eq!(answers.len(), 1, "the direct answer is in the audit log");
+    assert_eq!(answers[0].node_id.as_deref(), Some("approve"));
 }
 
 #[tokio::test]
@@ -585,6 +589,15 @@ async fn an_extension_task_inlines_its_question_takes_the_answer_by_update_and_i
         "approved bo"
     );
     assert!(done["result"].get("inputRequests").is_none());
+
+    let audit = wire.registry.store().audit_rows().unwrap();
+    let answer = audit
+        .iter()
+        .find(|row| row.tool == "answer")
+        .expect("the answer is in the audit log");
+    assert_eq!(answer.outcome, "ok");
+    assert_eq!(answer.node_id.as_deref(), Some("approve"));
+    assert!(answer.args.contains("\"ok\":true"), "{}", answer.args);
 
     let ack = wire.request(5, "tasks/cancel", get.clone()).await;
     assert_eq!(

@@ -45,6 +45,10 @@ impl RunOrigin {
     }
 }
 
+/// The audit log's name for a reply to a run's question (an answer to an `input`, a
+/// sampling reply to a `sample`, or a refusal), whichever way it came.
+pub const ANSWER_AUDIT: &str = "answer";
+
 /// Who answers a run's questions (`input` and `sample` nodes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Answers {

@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::registry::{Registry, owner_is_gone};
 use crate::clock;
 use crate::engine::form;
-use crate::store::StoreError;
+use crate::engine::journal::ANSWER_AUDIT;
+use crate::store::{AuditOutcome, StoreError};
+use crate::tools::Origin;
 
 /// Why an answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -133,6 +135,7 @@ impl Registry {
                 if question.request["kind"] == "input" {
                     let problems = form::answer_problems(&question.request["schema"], answer);
                     if !problems.is_empty() {
+                        self.audit_reply(run_id, question, reply, AuditOutcome::Rejected);
                         return Err(AnswerError::Invalid { problems });
                     }
                 }
@@ -153,9 +156,42 @@ impl Registry {
                 node: question.node_id.clone(),
             });
         }
+        self.audit_reply(run_id, question, reply, AuditOutcome::Ok);
         self.answers_changed();
         Ok(())
     }
+
+    /// Writes a reply to a question to the audit log, under the name [`ANSWER_AUDIT`].
+    fn audit_reply(
+        &self,
+        run_id: &str,
+        question: &OpenQuestion,
+        reply: Result<&Value, Refusal>,
+        outcome: AuditOutcome,
+    ) {
+        let args = reply_record(question, reply);
+        let origin = Origin {
+            run_id: Some(run_id),
+            node_id: Some(&question.node_id),
+        };
+        self.tools().audit(ANSWER_AUDIT, &args, outcome, origin);
+    }
+}
+
+/// What the audit log records of a reply: the question's kind, key and instance, and the
+/// answer or the refusal.
+pub fn reply_record(question: &OpenQuestion, reply: Result<&Value, Refusal>) -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("kind".into(), question.request["kind"].clone());
+    args.insert("key".into(), Value::String(question.key.clone()));
+    if let Some(k) = question.instance {
+        args.insert("instance".into(), Value::from(k));
+    }
+    match reply {
+        Ok(answer) => args.insert("answer".into(), answer.clone()),
+        Err(refusal) => args.insert("refusal".into(), Value::from(refusal.as_str())),
+    };
+    args
 }
 
 /// A question that waits for its answer.

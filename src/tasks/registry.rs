@@ -102,6 +102,10 @@ impl Registry {
         &self.store
     }
 
+    pub(super) fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
     pub fn owner(&self) -> &str {
         &self.owner
     }

@@ -16,7 +16,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::store::{AuditEntry, AuditOutcome, Store, StoreError, Tx};
+pub use crate::store::AuditOutcome;
+use crate::store::{AuditEntry, Store, StoreError, Tx};
 
 /// The `code` of a failed result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

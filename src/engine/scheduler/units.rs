@@ -435,6 +435,38 @@ impl Run {
         }
     }
 
+    /// Writes the caller's reply to a question to the audit log: the answer, or why
+    /// there is none.
+    fn audit_answer(
+        &self,
+        node: usize,
+        instance: Option<usize>,
+        key: &str,
+        result: &Result<Value, NodeError>,
+    ) {
+        let mut args = serde_json::Map::new();
+        args.insert("key".into(), json!(key));
+        if let Some(k) = instance {
+            args.insert("instance".into(), json!(k));
+        }
+        let outcome = match result {
+            Ok(answer) => {
+                args.insert("answer".into(), answer.clone());
+                crate::tools::AuditOutcome::Ok
+            }
+            Err(error) => {
+                args.insert("error".into(), json!(error.message));
+                crate::tools::AuditOutcome::Error
+            }
+        };
+        let origin = Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&self.plan.nodes[node].id),
+        };
+        let audit = crate::engine::journal::ANSWER_AUDIT;
+        self.env.tools.audit(audit, &args, outcome, origin);
+    }
+
     /// A wait, then a `Due` wake for the unit's next synchronous attempt.
     fn due_after(
         &mut self,
@@ -486,12 +518,13 @@ impl Run {
             Outcome::Succeeded(value) => Ok(value),
             Outcome::Failed(error) => Err(error),
         };
-        if let (Ok(answer), Some(key), Answers::Caller) = (
-            &result,
-            self.state.unit(node, instance).asking.clone(),
-            self.answers,
-        ) {
-            self.state.answered(node, instance, key, answer.clone());
+        if let (Some(key), Answers::Caller) =
+            (self.state.unit(node, instance).asking.clone(), self.answers)
+        {
+            self.audit_answer(node, instance, &key, &result);
+            if let Ok(answer) = &result {
+                self.state.answered(node, instance, key, answer.clone());
+            }
         }
         let attempts = self.state.unit(node, instance).attempts;
         let result = match (attempted, result) {
