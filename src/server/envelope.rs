@@ -1,5 +1,5 @@
 //! The `{ok: true, data}` / `{ok: false, error: {code, message}, data?}` envelope every
-//! tool answers with: the one place it is built.
+//! tool answers with: the one place it is built, and the one place its output schema is.
 
 use serde_json::{Value, json};
 
@@ -35,4 +35,43 @@ pub(super) fn of_result(result: &ToolResult) -> Envelope {
         Ok(data) => ok(data.clone()),
         Err(error) => failed(error.code.as_str(), &error.message, None),
     }
+}
+
+/// The error codes of the task-manager tools, which every tool may answer with.
+pub(super) const TOOL_CODES: &[&str] = &["invalid_input", "not_found", "internal_error"];
+
+/// The error codes of a workflow run, beside [`TOOL_CODES`].
+pub(super) const RUN_CODES: &[&str] = &[
+    "invalid_input",
+    "not_found",
+    "internal_error",
+    "run_failed",
+    "run_cancelled",
+];
+
+/// The published output schema of a tool whose `data` fits `data` and whose errors carry
+/// one of `codes`: either `{ok: true, data}` or `{ok: false, error, data?}`.
+pub(super) fn schema(data: &Value, codes: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ok": { "type": "boolean" },
+            "data": data,
+            "error": {
+                "type": "object",
+                "properties": {
+                    "code": { "type": "string", "enum": codes },
+                    "message": { "type": "string" }
+                },
+                "required": ["code", "message"],
+                "additionalProperties": false
+            }
+        },
+        "required": ["ok"],
+        "additionalProperties": false,
+        "oneOf": [
+            { "properties": { "ok": { "const": true } }, "required": ["data"] },
+            { "properties": { "ok": { "const": false } }, "required": ["error"] }
+        ]
+    })
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::run_tools::{self, GET_RUN, LIST_RUNS};
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
-use super::{Server, progress, results, wire};
+use super::{Server, envelope, progress, results, wire};
 use crate::engine::RunOptions;
 use crate::engine::journal::RunOrigin;
 use crate::tools::{Effects, Tools};
@@ -94,7 +94,7 @@ impl Server {
                     title: spec.title,
                     description: spec.description,
                     input_schema: spec.input_schema.clone(),
-                    output_schema: spec.output_schema(),
+                    output_schema: envelope::schema(&spec.data_schema, envelope::TOOL_CODES),
                     effects: spec.effects,
                     tasks,
                 });
@@ -115,7 +115,10 @@ impl Server {
                 title,
                 description,
                 input_schema,
-                output_schema: workflow_tools::output_schema(),
+                output_schema: match route {
+                    Route::RunWorkflow => envelope::schema(&json!({}), envelope::RUN_CODES),
+                    _ => envelope::schema(&json!({ "type": "array" }), envelope::TOOL_CODES),
+                },
                 effects,
                 tasks: tasks && route == Route::RunWorkflow,
             });
@@ -134,7 +137,7 @@ impl Server {
                 title,
                 description,
                 input_schema,
-                output_schema: workflow_tools::output_schema(),
+                output_schema: envelope::schema(&json!({}), envelope::TOOL_CODES),
                 effects,
                 tasks: false,
             });
@@ -150,7 +153,7 @@ impl Server {
                 title: &entry.def.name,
                 description: &description,
                 input_schema: with_idempotency_key(workflow_tools::inputs_schema(&entry.def)),
-                output_schema: workflow_tools::output_schema(),
+                output_schema: envelope::schema(&json!({}), envelope::RUN_CODES),
                 effects: workflow_tools::RUN_EFFECTS,
                 tasks,
             });

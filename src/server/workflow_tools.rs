@@ -267,21 +267,3 @@ pub(super) fn fixed_tools() -> [(&'static str, &'static str, &'static str, Value
         ),
     ]
 }
-
-/// The output schema of every workflow tool: the envelope, with the report or list as data.
-pub(super) fn output_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "ok": { "type": "boolean" },
-            "data": {},
-            "error": {
-                "type": "object",
-                "properties": { "code": { "type": "string" }, "message": { "type": "string" } },
-                "required": ["code", "message"]
-            }
-        },
-        "required": ["ok"],
-        "additionalProperties": false
-    })
-}

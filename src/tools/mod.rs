@@ -117,12 +117,6 @@ pub struct ToolSpec {
     pub effects: Effects,
 }
 
-impl ToolSpec {
-    pub fn output_schema(&self) -> Value {
-        schema::envelope_schema(&self.data_schema)
-    }
-}
-
 type Handler = fn(&Tx<'_>, &Map<String, Value>) -> ToolResult;
 
 /// A registered tool: its name, its published definition, and what runs it.

@@ -46,29 +46,3 @@ pub(super) fn todo() -> Value {
 pub(super) fn todo_list() -> Value {
     json!({ "type": "array", "items": todo() })
 }
-
-/// The published output schema: either `{ok: true, data}` or `{ok: false, error}`.
-pub(super) fn envelope_schema(data: &Value) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "ok": { "type": "boolean" },
-            "data": data,
-            "error": {
-                "type": "object",
-                "properties": {
-                    "code": { "type": "string", "enum": ["invalid_input", "not_found", "internal_error"] },
-                    "message": { "type": "string" }
-                },
-                "required": ["code", "message"],
-                "additionalProperties": false
-            }
-        },
-        "required": ["ok"],
-        "additionalProperties": false,
-        "oneOf": [
-            { "properties": { "ok": { "const": true } }, "required": ["data"] },
-            { "properties": { "ok": { "const": false } }, "required": ["error"] }
-        ]
-    })
-}
