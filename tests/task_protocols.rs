@@ -1036,3 +1036,41 @@ async fn cancelling_a_sub_task_that_has_not_started_ends_it_before_it_runs() {
         .len();
     assert_eq!(made, 0, "the cancelled node made no todo");
 }
+
+#[tokio::test]
+async fn an_answer_that_does_not_fit_is_asked_again_under_a_new_key_at_most_three_times() {
+    let mut wire = Wire::start();
+    let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    let get = with_meta(json!({ "taskId": task_id }), true);
+    let bad = json!({ "action": "accept", "content": { "ok": "yes" } });
+    let mut keys = Vec::new();
+    for round in 0..3 {
+        let asking = wire
+            .poll_until(10 + round, get.clone(), "input_required")
+            .await;
+        let requests = asking["result"]["inputRequests"].as_object().unwrap();
+        assert_eq!(requests.len(), 1, "{asking}");
+        let key = requests.keys().next().unwrap().clone();
+        assert!(!keys.contains(&key), "a key is never reused: {key}");
+        keys.push(key.clone());
+        let update = json!({ "taskId": task_id, "inputResponses": { key: bad.clone() } });
+        wire.request(20 + round, "tasks/update", with_meta(update, true))
+            .await;
+        // The next asking (or the failure) shows once the driver has taken it in.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        keys,
+        [
+            "approve:attempt-1",
+            "approve:attempt-1.r2",
+            "approve:attempt-1.r3"
+        ]
+    );
+    let done = wire.poll_until(30, get, "completed").await;
+    let report = &done["result"]["result"]["structuredContent"]["data"];
+    assert_eq!(report["nodes"]["approve"]["status"], "failed");
+    assert_eq!(report["nodes"]["approve"]["error"]["code"], "refused");
+}

@@ -327,6 +327,41 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Closes an open question whose answer did not fit (refusal `reasked`) and asks it
+    /// again under `new_key`, in one transaction. False if there is no such run or open
+    /// question.
+    pub fn reask(
+        &self,
+        run_id: &str,
+        node: i64,
+        instance: i64,
+        key: &str,
+        new_key: &str,
+    ) -> Result<bool, StoreError> {
+        self.transaction(|tx| {
+            let run_key = match tx.run_key(run_id) {
+                Ok(run_key) => run_key,
+                Err(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => return Ok(false),
+                Err(error) => return Err(error),
+            };
+            let request: Option<String> = tx
+                .conn
+                .prepare_cached(
+                    "SELECT request FROM task_questions
+                     WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
+                       AND answer IS NULL",
+                )?
+                .query_row(params![run_key, node, instance, key], |r| r.get(0))
+                .optional()?;
+            let Some(request) = request else {
+                return Ok(false);
+            };
+            tx.record_answer(run_key, node, instance, key, Err("reasked"))?;
+            tx.ask(run_key, node, instance, new_key, &request)?;
+            Ok(true)
+        })?
+    }
+
     /// Answers an open question of a run's unit (`Err` holds a refusal). False if there is
     /// no such run or question, or it was answered.
     pub fn answer(

@@ -136,6 +136,7 @@ impl Registry {
                     let problems = form::answer_problems(&question.request["schema"], answer);
                     if !problems.is_empty() {
                         self.audit_reply(run_id, question, reply, AuditOutcome::Rejected);
+                        self.ask_again(run_id, question)?;
                         return Err(AnswerError::Invalid { problems });
                     }
                 }
@@ -157,6 +158,24 @@ impl Registry {
             });
         }
         self.audit_reply(run_id, question, reply, AuditOutcome::Ok);
+        self.answers_changed();
+        Ok(())
+    }
+
+    /// After an answer that does not fit: the question again under a new key, or, after
+    /// [`ASKED_AT_MOST`] askings, the node fails.
+    fn ask_again(&self, run_id: &str, question: &OpenQuestion) -> Result<(), AnswerError> {
+        let instance = question.instance.map_or(-1, |k| k as i64);
+        let (base, asked) = asking(&question.key);
+        if asked >= ASKED_AT_MOST {
+            let refusal = Err(Refusal::Invalid.as_str());
+            self.store()
+                .answer(run_id, question.node, instance, &question.key, refusal)?;
+        } else {
+            let new_key = format!("{base}.r{}", asked + 1);
+            self.store()
+                .reask(run_id, question.node, instance, &question.key, &new_key)?;
+        }
         self.answers_changed();
         Ok(())
     }
@@ -192,6 +211,21 @@ pub fn reply_record(question: &OpenQuestion, reply: Result<&Value, Refusal>) -> 
         Err(refusal) => args.insert("refusal".into(), Value::from(refusal.as_str())),
     };
     args
+}
+
+/// How many times a question is asked when its answers do not fit its form.
+pub const ASKED_AT_MOST: u32 = 3;
+
+/// A question's key as first asked, and how many times it has been asked: `attempt-1` is
+/// the first asking, `attempt-1.r2` the second.
+pub fn asking(key: &str) -> (&str, u32) {
+    match key.rsplit_once(".r") {
+        Some((base, n)) => match n.parse::<u32>() {
+            Ok(n) => (base, n),
+            Err(_) => (key, 1),
+        },
+        None => (key, 1),
+    }
 }
 
 /// A question that waits for its answer.

@@ -294,11 +294,22 @@ fn find_answer(
     key: &str,
 ) -> Result<Option<Result<Value, NodeError>>, StoreError> {
     let questions = store.questions(run_id)?;
-    let Some(found) = questions
-        .into_iter()
-        .find(|q| q.node_id.as_deref() == Some(node) && q.instance == instance && q.key == key)
-    else {
-        return Ok(None);
+    let of_unit = |key: &str| {
+        questions
+            .iter()
+            .find(|q| q.node_id.as_deref() == Some(node) && q.instance == instance && q.key == key)
+    };
+    // A question asked again after an answer that did not fit: its latest asking.
+    let mut key = key.to_owned();
+    let found = loop {
+        let Some(found) = of_unit(&key) else {
+            return Ok(None);
+        };
+        if found.refusal.as_deref() != Some("reasked") {
+            break found.clone();
+        }
+        let (base, asked) = super::admin::asking(&key);
+        key = format!("{base}.r{}", asked + 1);
     };
     if let Some(refusal) = found.refusal {
         let message = match refusal.as_str() {

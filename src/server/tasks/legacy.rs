@@ -6,8 +6,6 @@
 //! The wire layer (`wire/legacy.rs`) renames these requests; `on_custom_request` brings
 //! them here.
 
-use std::collections::HashMap;
-
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -27,9 +25,6 @@ pub(crate) const PARENT_TASK_META: &str = "x-mcp-task-server/parentTaskId";
 
 /// Tasks per `tasks/list` page.
 const PAGE: usize = 100;
-
-/// How many answers that do not fit its form a question takes before its node fails.
-const INVALID_ANSWERS: u32 = 3;
 
 /// A task in this protocol's shape.
 pub(crate) fn wire_task(view: &TaskView) -> Value {
@@ -143,7 +138,6 @@ impl Server {
         view: TaskView,
         peer: &Peer<RoleServer>,
     ) -> Result<Value, McpError> {
-        let mut invalid: HashMap<String, u32> = HashMap::new();
         loop {
             match self.settle(&view.task_id, Era::Legacy).await? {
                 Settled::Finished(result) => {
@@ -157,7 +151,7 @@ impl Server {
                     return Ok(result);
                 }
                 Settled::Asking(view, open) => {
-                    self.ask_client(&view, open, peer, &mut invalid).await?;
+                    self.ask_client(&view, open, peer).await?;
                 }
             }
         }
@@ -171,7 +165,6 @@ impl Server {
         view: &TaskView,
         open: Vec<OpenQuestion>,
         peer: &Peer<RoleServer>,
-        invalid: &mut HashMap<String, u32>,
     ) -> Result<(), McpError> {
         let registry = self.registry()?;
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
@@ -195,17 +188,9 @@ impl Server {
                 return Ok(());
             }
         };
+        // An answer that does not fit is asked again, under a new key, by the registry.
         if let Err(error) = questions::answer(registry, &view.run_id, &question, &reply) {
-            let key = questions::wire_key(&question);
-            let count = invalid.entry(key).or_default();
-            *count += 1;
-            tracing::info!(%error, attempt = *count, "an answer does not fit its question");
-            if *count >= INVALID_ANSWERS {
-                let refusal = crate::tasks::Refusal::Invalid;
-                registry
-                    .reply(&view.run_id, &question, Err(refusal))
-                    .map_err(internal)?;
-            }
+            tracing::info!(%error, "an answer was not taken");
         }
         Ok(())
     }
