@@ -405,7 +405,7 @@ async fn a_parked_question_waits_across_a_restart_and_takes_its_answer() {
     let b = world.process(SHORT);
     let resumed = b.engine.resume(&id, parked).unwrap();
     // An answer that does not fit the form is refused, every problem named, and the
-    // question stays open.
+    // question is asked again under a new key.
     let misfit = b
         .registry
         .answer_question(&id, "ask", None, &json!({ "colour": 7, "size": "L" }));
@@ -423,13 +423,21 @@ async fn a_parked_question_waits_across_a_restart_and_takes_its_answer() {
         .registry
         .answer_question(&id, "ask", None, &json!({ "colour": "teal" }))
         .unwrap();
-    assert_eq!(key, "attempt-1");
+    assert_eq!(key, "attempt-1.r2");
     let report = resumed.join.await.unwrap();
     assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
     assert_eq!(report.output, json!({ "colour": "teal" }));
     let questions = store.questions(&id).unwrap();
-    assert_eq!(questions.len(), 1, "asked once, across the restart");
-    assert!(questions[0].request.contains("Which colour?"));
+    let keys: Vec<(&str, Option<&str>)> = questions
+        .iter()
+        .map(|q| (q.key.as_str(), q.refusal.as_deref()))
+        .collect();
+    assert_eq!(
+        keys,
+        [("attempt-1", Some("reasked")), ("attempt-1.r2", None)],
+        "asked once across the restart, then again after the misfit"
+    );
+    assert!(questions[1].request.contains("Which colour?"));
     let again = b.registry.answer_question(&id, "ask", None, &json!({}));
     assert!(
         again.is_err(),
