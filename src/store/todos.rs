@@ -3,13 +3,11 @@
 //! Every value reaches SQL as a bound parameter; no statement text is built from input.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde::Serialize;
 
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TodoStatus {
     Open,
     Done,
@@ -24,9 +22,9 @@ impl TodoStatus {
     }
 }
 
-/// An item of the task manager, as tools return it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// An item of the task manager, as stored. Its JSON shape is the tools' business
+/// (`tools/schema.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Todo {
     pub id: i64,
     pub title: String,

@@ -78,5 +78,5 @@ fn check_tags(check: &mut Checker, value: &Value) -> Option<Vec<String>> {
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let new = parse(args)?;
-    Ok(serde_json::to_value(tx.insert_todo(&new)?).expect("a todo serialises"))
+    Ok(schema::todo_value(&tx.insert_todo(&new)?))
 }

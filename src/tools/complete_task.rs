@@ -45,7 +45,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let id = parse(args)?;
     match tx.complete_todo(id)? {
-        Some(todo) => Ok(serde_json::to_value(todo).expect("a todo serialises")),
+        Some(todo) => Ok(schema::todo_value(&todo)),
         None => Err(ToolError::not_found(format!("no todo with id {id}"))),
     }
 }

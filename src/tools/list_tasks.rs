@@ -68,5 +68,5 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<TodoFilter, ToolError> 
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let filter = parse(args)?;
-    Ok(serde_json::to_value(tx.list_todos(&filter)?).expect("todos serialise"))
+    Ok(schema::todo_values(&tx.list_todos(&filter)?))
 }

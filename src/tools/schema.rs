@@ -1,6 +1,9 @@
-//! JSON Schema fragments shared by the tools' published definitions.
+//! JSON Schema fragments shared by the tools' published definitions, and the JSON shape of a
+//! todo that those schemas publish.
 
 use serde_json::{Value, json};
+
+use crate::store::Todo;
 
 use super::validate::MAX_SAFE_INTEGER;
 
@@ -41,6 +44,25 @@ pub(super) fn todo() -> Value {
         "required": ["id", "title", "status", "due", "tags", "createdAt", "completedAt"],
         "additionalProperties": false
     })
+}
+
+/// A todo as the tools return it, and as workflow templates read it: the shape [`todo`]
+/// publishes.
+pub(super) fn todo_value(todo: &Todo) -> Value {
+    json!({
+        "id": todo.id,
+        "title": todo.title,
+        "status": todo.status.as_str(),
+        "due": todo.due,
+        "tags": todo.tags,
+        "createdAt": todo.created_at,
+        "completedAt": todo.completed_at,
+    })
+}
+
+/// A list of todos as the tools return it.
+pub(super) fn todo_values(todos: &[Todo]) -> Value {
+    Value::Array(todos.iter().map(todo_value).collect())
 }
 
 pub(super) fn todo_list() -> Value {

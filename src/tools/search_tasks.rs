@@ -45,5 +45,5 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<String, ToolError> {
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {
     let query = parse(args)?;
-    Ok(serde_json::to_value(tx.search_todos(&query)?).expect("todos serialise"))
+    Ok(schema::todo_values(&tx.search_todos(&query)?))
 }
