@@ -715,6 +715,26 @@ async fn py_sdk_auto_mode_discovers_2026_07_28_and_adds_and_lists_todos() {
     assert_eq!(todos[0]["id"], todo["id"]);
 }
 
+#[tokio::test]
+async fn py_sdk_auto_mode_answers_a_workflow_question_in_an_input_required_round() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "auto-rounds", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
+    let asked = ran.event("elicitation");
+    assert_eq!(asked["message"], "Approve rounds?");
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let run = report(result);
+    assert_eq!(run["status"], "succeeded");
+    assert_eq!(run["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(run["nodes"]["todo"]["output"]["title"], "approved rounds");
+}
+
 // ---------------------------------------------------------------------------------------
 // MCP Inspector: the one-shot CLI (`--cli`) and its session CLI (`mcpdo`)
 
@@ -1012,9 +1032,6 @@ async fn inspector_session_modern_era_answers_the_question_of_an_ask_task_and_ge
 }
 
 #[tokio::test]
-#[ignore = "server bug: a 2025-11-25 client that lists the tasks extension at initialize \
-            (as Inspector 2.12 always does) loses `capabilities.tasks` and \
-            `execution.taskSupport`, and a plain workflow call gets a 2026-07-28 flat task"]
 async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
     let Some(inspector) = installed(inspector()) else {
         return;
@@ -1058,7 +1075,9 @@ async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
     assert_eq!(report(&added)["title"], "as a task");
     let listed = session.run(&["tasks/list"]).await.succeeded().json();
     let tasks = listed["tasks"].as_array().unwrap();
-    assert_eq!(tasks.len(), 1, "{listed}");
+    // The call's task, then the sub-task of its one node.
+    assert_eq!(tasks.len(), 2, "{listed}");
+    assert_eq!(tasks[1]["statusMessage"], "succeeded", "{listed}");
     let task_id = tasks[0]["taskId"].as_str().unwrap();
     let got = session
         .run(&["tasks/get", task_id])

@@ -272,6 +272,39 @@ async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_ca
 }
 
 #[tokio::test]
+async fn a_2025_session_that_declares_the_extension_at_initialize_still_speaks_2025_tasks() {
+    let mut wire = Wire::start();
+    let capabilities =
+        json!({ "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let init = wire.initialize(capabilities).await;
+    let capabilities = &init["result"]["capabilities"];
+    assert_eq!(
+        capabilities["tasks"]["requests"],
+        json!({ "tools": { "call": {} } })
+    );
+    assert_eq!(capabilities.get("extensions"), None);
+    let tools = wire.request(1, "tools/list", json!({})).await;
+    assert_eq!(
+        tools["result"]["tools"][0]["execution"],
+        json!({ "taskSupport": "optional" })
+    );
+    // A plain call runs to the end; `params.task` makes a 2025-11-25 task.
+    let flow = json!({ "definition": { "name": "quick", "nodes": { "hi": { "render": "hi" } } } });
+    let plain = json!({ "name": "run_workflow", "arguments": flow });
+    let reply = wire.request(2, "tools/call", plain).await;
+    assert_eq!(reply["result"]["structuredContent"]["ok"], true, "{reply}");
+    assert_eq!(reply["result"].get("taskId"), None);
+    let tasked = json!({ "name": "run_workflow", "arguments": flow, "task": {} });
+    let created = wire.request(3, "tools/call", tasked).await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    let got = wire
+        .poll_until(4, json!({ "taskId": task_id }), "completed")
+        .await;
+    assert_eq!(got["result"]["ttl"], DAY_MS, "2025-11-25 shapes: {got}");
+}
+
+#[tokio::test]
 async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
     let mut wire = Wire::start();
     wire.initialize(json!({ "elicitation": {} })).await;

@@ -337,9 +337,13 @@ impl ServerHandler for Server {
         } = request;
         let args = arguments.unwrap_or_default();
         let name = name.as_ref();
-        let declared_tasks = context
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
+        // The extension is a 2026-07-28 one: a request of that protocol that declares it in
+        // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
+        // 2025-11-25 task protocol (`params.task`), which the wire layer routes.
+        let declared_tasks = super::is_stateless(&context)
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
         // Under the extension the server decides: a workflow runs as a task, a quick todo
         // call answers at once.
         if declared_tasks && self.registry.is_some() && self.route(name) == Some(Route::RunWorkflow)

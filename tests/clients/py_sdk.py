@@ -7,6 +7,8 @@ Scenarios:
                  handshake (2025-11-25): call_tool("ask") asked directly during the call
   auto-todos     mcp.client.Client in mode="auto" (server/discover first): add_task and
                  list_tasks
+  auto-rounds    the same client: call_tool("ask"), whose question comes back as an
+                 input_required round that the elicitation callback answers
 
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
@@ -63,7 +65,18 @@ async def auto_todos(server):
         emit("listed", result=dump(listed))
 
 
-SCENARIOS = {"legacy-elicit": legacy_elicit, "auto-todos": auto_todos}
+async def auto_rounds(server):
+    async with Client(server, mode="auto", elicitation_callback=approve) as client:
+        emit("connected", protocolVersion=client.protocol_version)
+        result = await client.call_tool("ask", {"who": "rounds"})
+        emit("result", result=dump(result))
+
+
+SCENARIOS = {
+    "legacy-elicit": legacy_elicit,
+    "auto-todos": auto_todos,
+    "auto-rounds": auto_rounds,
+}
 
 
 def main():

@@ -7,7 +7,8 @@
 //! themselves:
 //! - inbound, legacy task traffic is renamed to methods under [`PREFIX`], which the
 //!   handler answers (`server/tasks/legacy.rs`);
-//! - outbound, the `initialize` result gets `capabilities.tasks`, and `tools/list` gets
+//! - outbound, the `initialize` result gets `capabilities.tasks` (and loses the SEP-2663
+//!   extension, which `server/discover` names for 2026-07-28 clients), and `tools/list` gets
 //!   `execution.taskSupport` where the handler marked a tool with [`TASK_SUPPORT_META`].
 //!   The mark never reaches a client.
 //!
@@ -27,6 +28,7 @@ pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
 /// The `_meta` key by which the handler marks a task-capable tool in `tools/list`.
 pub(crate) const TASK_SUPPORT_META: &str = "x-mcp-task-server/taskSupport";
 
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// Which responses are to be patched on their way out.
@@ -41,8 +43,9 @@ enum Patch {
 pub(crate) struct Session {
     /// Whether the server serves tasks at all (it has a task registry).
     tasks: bool,
-    /// The client opened with `initialize` (a 2025-11-25 or older session) and did not
-    /// declare the SEP-2663 extension there.
+    /// The client opened with `initialize`: a 2025-11-25 (or older) session, whose task
+    /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
+    /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
     legacy: bool,
     pending: HashMap<RequestId, Patch>,
 }
@@ -66,9 +69,8 @@ impl Session {
             return message;
         };
         match &request.request {
-            ClientRequest::InitializeRequest(init) => {
-                let caps = &init.params.capabilities;
-                self.legacy = !caps.supports_tasks();
+            ClientRequest::InitializeRequest(_) => {
+                self.legacy = true;
                 self.pending.insert(request.id.clone(), Patch::Initialize);
                 message
             }
@@ -122,12 +124,22 @@ impl Session {
         let mut raw = serde_json::to_value(message).ok()?;
         let result = &mut raw["result"];
         match patch {
-            Patch::Initialize if self.tasks && self.legacy => {
-                result["capabilities"]["tasks"] = json!({
+            Patch::Initialize if self.tasks => {
+                let capabilities = &mut result["capabilities"];
+                capabilities["tasks"] = json!({
                     "list": {},
                     "cancel": {},
                     "requests": { "tools": { "call": {} } }
                 });
+                // The extension is for 2026-07-28 requests; `server/discover` names it.
+                if let Some(extensions) = capabilities["extensions"].as_object_mut() {
+                    extensions.remove(TASKS_EXTENSION);
+                    if extensions.is_empty()
+                        && let Some(capabilities) = capabilities.as_object_mut()
+                    {
+                        capabilities.remove("extensions");
+                    }
+                }
             }
             Patch::Initialize => {}
             Patch::ToolsList => {
