@@ -1,21 +1,44 @@
-//! Latency of one `add_task` round trip through the real binary over stdio pipes, beside
-//! the floor of a plain pipe round trip through `cat`. Run: `cargo bench --bench stdio_roundtrip`
-//! (`BENCH_N` sets the number of measured calls, default 5000).
+//! Round trips through the real binary over stdio pipes, each beside the floor of a plain
+//! pipe round trip of the same line through `cat`:
+//!
+//! - `add_task`, in a 2025-11-25 session;
+//! - a `tools/call` of `run_workflow` that starts a one-node run as a task, in a
+//!   2025-11-25 session (`params.task`) and with the SEP-2663 extension (`_meta`);
+//! - `tasks/get` of a finished task, in both forms;
+//! - `add_task` throughput with 1 and with 8 requests in flight on one connection.
+//!
+//! Run: `cargo bench --bench stdio_roundtrip`. `BENCH_N` sets the number of measured calls
+//! of each latency row and of each throughput round (default 5000), `BENCH_RUNS` the number
+//! of runs started as tasks in each form (default 1000), `BENCH_ONLY` the parts to run
+//! (see `selected`).
+//!
+//! Each measured call is preceded by a `cat` round trip of the same line, so the floor of a
+//! row is taken at the same moments as the row. The clock of a call stops when the line of
+//! its reply has been read, before the reply is parsed. A run started as a task goes on in
+//! the background after its reply; it is drained, untimed, before the next call (see
+//! `drain`), so no earlier run is working while a call is measured; the run a call starts
+//! may overlap that call's own reply, as it does for any client.
 #![allow(clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 const WARMUP: usize = 200;
+const RUN_WARMUP: usize = 100;
+/// Requests in flight in the throughput rows.
+const DEPTHS: [usize; 2] = [1, 8];
 
 struct Peer {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     line: String,
+    /// Messages read while waiting for another (notifications, in practice).
+    backlog: Vec<Value>,
 }
 
 impl Peer {
@@ -33,7 +56,39 @@ impl Peer {
             stdin,
             stdout,
             line: String::new(),
+            backlog: Vec::new(),
         }
+    }
+
+    /// The server, on a database in `dir`, with no workflow folder.
+    fn server(dir: &Path) -> Peer {
+        let workflows = dir.join("workflows");
+        std::fs::create_dir_all(&workflows).unwrap();
+        Peer::spawn(
+            Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
+                .arg("--db")
+                .arg(dir.join("bench.db"))
+                .arg("--workflows")
+                .arg(&workflows)
+                .arg("--workspace")
+                .arg(dir),
+        )
+    }
+
+    /// `initialize` with protocol version 2025-11-25, then `notifications/initialized`.
+    fn initialize(&mut self) {
+        let init = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "stdio_roundtrip", "version": "0"}
+            }
+        });
+        self.send(&init.to_string());
+        let (_, reply) = self.response(0);
+        assert!(reply.get("result").is_some(), "initialize failed: {reply}");
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     }
 
     fn send(&mut self, message: &str) {
@@ -49,13 +104,32 @@ impl Peer {
         self.line.trim_end()
     }
 
-    /// Reads lines until the JSON-RPC response with this id arrives.
-    fn response(&mut self, id: u64) -> Value {
+    /// Reads lines until the JSON-RPC response with this id arrives; returns when its line
+    /// was read, and the response. Other messages go to the backlog.
+    fn response(&mut self, id: u64) -> (Instant, Value) {
+        loop {
+            self.read_line();
+            let read = Instant::now();
+            let message: Value = serde_json::from_str(self.line.trim_end()).expect("JSON line");
+            if message.get("id").and_then(Value::as_u64) == Some(id) {
+                return (read, message);
+            }
+            self.backlog.push(message);
+        }
+    }
+
+    /// Takes from the backlog, or reads, the first message `wanted` accepts; other messages
+    /// read meanwhile go to the backlog.
+    fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&wanted) {
+            return self.backlog.swap_remove(i);
+        }
         loop {
             let message: Value = serde_json::from_str(self.read_line()).expect("JSON line");
-            if message.get("id").and_then(Value::as_u64) == Some(id) {
+            if wanted(&message) {
                 return message;
             }
+            self.backlog.push(message);
         }
     }
 
@@ -65,85 +139,291 @@ impl Peer {
     }
 }
 
-fn add_task(id: u64) -> String {
-    json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": "add_task", "arguments": {"title": format!("bench task {id}")}}
-    })
-    .to_string()
-}
-
-/// One measured `add_task` call; panics unless the result is `ok: true`.
-fn call(server: &mut Peer, id: u64) -> Duration {
-    let request = add_task(id);
+/// One round trip of `request` through `cat`, then one through the server; returns the
+/// two times and the server's reply.
+fn pair(cat: &mut Peer, server: &mut Peer, request: &str, id: u64) -> (Duration, Duration, Value) {
     let start = Instant::now();
-    server.send(&request);
-    let response = server.response(id);
-    let elapsed = start.elapsed();
-    let result = &response["result"];
+    cat.send(request);
+    let echoed = cat.read_line() == request;
+    let floor = start.elapsed();
+    assert!(echoed, "cat echoed something else");
+    let start = Instant::now();
+    server.send(request);
+    let (read, reply) = server.response(id);
+    (read - start, floor, reply)
+}
+
+/// One latency row: the server's times and the floor's, call by call.
+#[derive(Default)]
+struct Row {
+    server: Vec<Duration>,
+    floor: Vec<Duration>,
+}
+
+impl Row {
+    fn push(&mut self, (server, floor, _): &(Duration, Duration, Value)) {
+        self.server.push(*server);
+        self.floor.push(*floor);
+    }
+}
+
+fn request(id: u64, method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+fn add_task(id: u64) -> String {
+    let params = json!({"name": "add_task", "arguments": {"title": format!("bench task {id}")}});
+    request(id, "tools/call", params)
+}
+
+fn check_added(id: u64, reply: &Value) {
+    let result = &reply["result"];
     if result["structuredContent"]["ok"] != json!(true) || result["isError"] == json!(true) {
-        panic!("add_task {id} failed: {response}");
+        panic!("add_task {id} failed: {reply}");
     }
-    elapsed
 }
 
-fn bench_server(n: usize) -> Vec<Duration> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut server = Peer::spawn(
-        Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
-            .arg("--db")
-            .arg(dir.path().join("bench.db")),
-    );
-    server.send(
-        &json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "stdio_roundtrip", "version": "0"}
+/// The two forms a task is asked for and read in.
+#[derive(Clone, Copy)]
+enum Form {
+    /// A 2025-11-25 session: `params.task` on the call.
+    Legacy,
+    /// SEP-2663: the extension declared in the request's `_meta`, no `params.task`.
+    Extension,
+}
+
+fn extension_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "b", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    })
+}
+
+fn start_run(form: Form, id: u64) -> String {
+    let mut params = json!({
+        "name": "run_workflow",
+        "arguments": {"definition": {"name": "quick", "nodes": {"hi": {"render": "hi"}}}}
+    });
+    match form {
+        Form::Legacy => params["task"] = json!({}),
+        Form::Extension => params["_meta"] = extension_meta(),
+    }
+    request(id, "tools/call", params)
+}
+
+fn task_id_of(form: Form, reply: &Value) -> String {
+    let id = match form {
+        Form::Legacy => &reply["result"]["task"]["taskId"],
+        Form::Extension => {
+            assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+            &reply["result"]["taskId"]
+        }
+    };
+    id.as_str()
+        .unwrap_or_else(|| panic!("no task in {reply}"))
+        .to_owned()
+}
+
+fn get_task(form: Form, id: u64, task_id: &str) -> String {
+    let mut params = json!({ "taskId": task_id });
+    if let Form::Extension = form {
+        params["_meta"] = extension_meta();
+    }
+    request(id, "tasks/get", params)
+}
+
+/// The status of a `tasks/get` reply, in either form.
+fn status_of(reply: &Value) -> &str {
+    reply["result"]["status"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no status in {reply}"))
+}
+
+/// Waits, untimed, until the run of `task_id` has finished. In a 2025-11-25 session the
+/// server reports each change of a task's status (`notifications/tasks/status`); the wait
+/// is for the one that reports it `completed`, the last thing the server does for the
+/// task. With the extension nothing is reported: the task is polled with `tasks/get`
+/// until it is `completed`. Returns the number of `tasks/get` sent.
+fn drain(server: &mut Peer, form: Form, task_id: &str, next_id: &mut u64) -> u32 {
+    match form {
+        Form::Legacy => {
+            let done = server.wait_for(|m| {
+                m["method"] == "notifications/tasks/status"
+                    && m["params"]["taskId"] == task_id
+                    && m["params"]["status"] != "working"
+            });
+            assert_eq!(done["params"]["status"], "completed", "{done}");
+            server.backlog.clear();
+            0
+        }
+        Form::Extension => {
+            let mut polls = 0;
+            loop {
+                let id = *next_id;
+                *next_id += 1;
+                polls += 1;
+                server.send(&get_task(form, id, task_id));
+                let (_, reply) = server.response(id);
+                match status_of(&reply) {
+                    "completed" => return polls,
+                    "working" => {}
+                    other => panic!("task {task_id} is {other}: {reply}"),
+                }
             }
-        })
-        .to_string(),
-    );
-    let init = server.response(0);
-    assert!(init.get("result").is_some(), "initialize failed: {init}");
-    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let mut id = 1;
-    for _ in 0..WARMUP {
-        call(&mut server, id);
-        id += 1;
+        }
     }
-    let samples = (0..n)
-        .map(|_| {
-            let latency = call(&mut server, id);
-            id += 1;
-            latency
-        })
-        .collect();
-    server.finish();
-    samples
 }
 
-fn bench_cat(n: usize) -> Vec<Duration> {
+/// What a run of the task rows gives: the calls' row, the `tasks/get` row and the mean
+/// number of polls a drain took.
+struct TaskRows {
+    start: Row,
+    get: Row,
+    polls: f64,
+}
+
+fn bench_tasks(form: Form, runs: usize, n: usize) -> TaskRows {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Peer::server(dir.path());
+    if let Form::Legacy = form {
+        server.initialize();
+    }
     let mut cat = Peer::spawn(&mut Command::new("cat"));
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..(WARMUP + n) as u64 {
-        let request = add_task(i + 1);
-        let start = Instant::now();
-        cat.send(&request);
-        let echoed = cat.read_line() == request;
-        let elapsed = start.elapsed();
-        assert!(echoed, "cat echoed something else");
-        if i >= WARMUP as u64 {
-            samples.push(elapsed);
+    let mut id = 1;
+    let mut start = Row::default();
+    let mut task_ids = Vec::with_capacity(RUN_WARMUP + runs);
+    let mut polls = 0;
+    for i in 0..RUN_WARMUP + runs {
+        let call = pair(&mut cat, &mut server, &start_run(form, id), id);
+        id += 1;
+        let task_id = task_id_of(form, &call.2);
+        if i >= RUN_WARMUP {
+            start.push(&call);
+            polls += drain(&mut server, form, &task_id, &mut id);
+        } else {
+            drain(&mut server, form, &task_id, &mut id);
+        }
+        task_ids.push(task_id);
+    }
+    let mut get = Row::default();
+    for i in 0..WARMUP + n {
+        let task_id = &task_ids[i % task_ids.len()];
+        let call = pair(&mut cat, &mut server, &get_task(form, id, task_id), id);
+        id += 1;
+        assert_eq!(status_of(&call.2), "completed", "{}", call.2);
+        if i >= WARMUP {
+            get.push(&call);
         }
     }
     cat.finish();
-    samples
+    server.finish();
+    TaskRows {
+        start,
+        get,
+        polls: f64::from(polls) / runs as f64,
+    }
+}
+
+fn bench_add_task(n: usize) -> Row {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Peer::server(dir.path());
+    server.initialize();
+    let mut cat = Peer::spawn(&mut Command::new("cat"));
+    let mut row = Row::default();
+    for id in 1..=(WARMUP + n) as u64 {
+        let call = pair(&mut cat, &mut server, &add_task(id), id);
+        check_added(id, &call.2);
+        if id > WARMUP as u64 {
+            row.push(&call);
+        }
+    }
+    cat.finish();
+    server.finish();
+    row
+}
+
+/// Sends `requests` keeping `depth` of them in flight; returns the time from the first
+/// request sent to the last reply read, and the lines read.
+fn pipelined(peer: &mut Peer, requests: &[String], depth: usize) -> (Duration, Vec<String>) {
+    let mut lines = Vec::with_capacity(requests.len());
+    let mut sent = 0;
+    let start = Instant::now();
+    while sent < depth.min(requests.len()) {
+        peer.send(&requests[sent]);
+        sent += 1;
+    }
+    while lines.len() < requests.len() {
+        let line = peer.read_line().to_owned();
+        lines.push(line);
+        if sent < requests.len() {
+            peer.send(&requests[sent]);
+            sent += 1;
+        }
+    }
+    (start.elapsed(), lines)
+}
+
+/// Calls per second of `add_task` and lines per second through `cat`, for each depth of
+/// `DEPTHS`: two rounds of `n` calls per depth, the depths alternating.
+fn bench_throughput(n: usize) -> Vec<(usize, f64, f64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Peer::server(dir.path());
+    server.initialize();
+    let mut cat = Peer::spawn(&mut Command::new("cat"));
+    let mut id = 1;
+    for _ in 0..WARMUP {
+        let call = pair(&mut cat, &mut server, &add_task(id), id);
+        check_added(id, &call.2);
+        id += 1;
+    }
+    let mut totals = [(Duration::ZERO, Duration::ZERO); DEPTHS.len()];
+    for _round in 0..2 {
+        for (d, &depth) in DEPTHS.iter().enumerate() {
+            let requests: Vec<String> = (id..id + n as u64).map(add_task).collect();
+            let (floor, echoed) = pipelined(&mut cat, &requests, depth);
+            assert!(echoed == requests, "cat echoed something else");
+            let (elapsed, lines) = pipelined(&mut server, &requests, depth);
+            let mut replied: Vec<u64> = lines
+                .iter()
+                .map(|line| {
+                    let reply: Value = serde_json::from_str(line).expect("JSON line");
+                    let reply_id = reply["id"].as_u64().expect("a response");
+                    check_added(reply_id, &reply);
+                    reply_id
+                })
+                .collect();
+            replied.sort_unstable();
+            assert!(
+                replied.iter().copied().eq(id..id + n as u64),
+                "one reply per call"
+            );
+            id += n as u64;
+            totals[d].0 += floor;
+            totals[d].1 += elapsed;
+        }
+    }
+    cat.finish();
+    server.finish();
+    let calls = 2.0 * n as f64;
+    DEPTHS
+        .iter()
+        .zip(totals)
+        .map(|(&depth, (floor, server))| {
+            (
+                depth,
+                calls / floor.as_secs_f64(),
+                calls / server.as_secs_f64(),
+            )
+        })
+        .collect()
 }
 
 /// p50, p90, p99 and mean, in microseconds.
-fn stats(mut samples: Vec<Duration>) -> [f64; 4] {
+fn stats(samples: &[Duration]) -> [f64; 4] {
+    let mut samples = samples.to_vec();
     samples.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let pct = |p: f64| us(samples[((samples.len() - 1) as f64 * p).round() as usize]);
@@ -151,9 +431,28 @@ fn stats(mut samples: Vec<Duration>) -> [f64; 4] {
     [pct(0.50), pct(0.90), pct(0.99), mean]
 }
 
+fn env_count(name: &str, default: usize) -> usize {
+    let n = std::env::var(name).map_or(default, |v| v.parse().expect(name));
+    assert!(n > 0, "{name} must be positive");
+    n
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Whether the part `name` runs: all of them unless `BENCH_ONLY` lists some (comma
+/// separated: `add_task`, `legacy`, `extension`, `throughput`), to profile one alone.
+fn selected(name: &str) -> bool {
+    std::env::var("BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == name))
+}
+
 fn main() {
-    let n: usize = std::env::var("BENCH_N").map_or(5000, |v| v.parse().expect("BENCH_N"));
-    assert!(n > 0, "BENCH_N must be positive");
+    let n = env_count("BENCH_N", 5000);
+    let runs = env_count("BENCH_RUNS", 1000);
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -163,22 +462,72 @@ fn main() {
                 .map(|(_, m)| m.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    let floor = stats(bench_cat(n));
-    let server = stats(bench_server(n));
-    println!("N = {n} sequential calls (after {WARMUP} warm-up), CPU: {cpu}\n");
-    println!("| | p50 µs | p90 µs | p99 µs | mean µs | p50 / floor p50 |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (name, s) in [
-        ("cat (pipe floor)", floor),
-        ("mcp-task-server add_task", server),
-    ] {
+    let load_before = load();
+    let add = selected("add_task").then(|| bench_add_task(n));
+    let legacy = selected("legacy").then(|| bench_tasks(Form::Legacy, runs, n));
+    let extension = selected("extension").then(|| bench_tasks(Form::Extension, runs, n));
+    let throughput = selected("throughput").then(|| bench_throughput(n));
+    let load_after = load();
+
+    println!(
+        "CPU: {cpu}; 1-minute load {load_before} -> {load_after}\n\
+         {n} calls per row after {WARMUP} warm-up ({runs} runs started per form after \
+         {RUN_WARMUP}); each call beside a cat round trip of the same line\n"
+    );
+    println!(
+        "| | p50 µs | p90 µs | p99 µs | mean µs | floor p50 µs | server time µs (p50 - floor p50) | p50 / floor p50 |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let rows = [
+        ("add_task", add.as_ref()),
+        (
+            "run_workflow as a task, 2025-11-25",
+            legacy.as_ref().map(|t| &t.start),
+        ),
+        (
+            "run_workflow as a task, SEP-2663",
+            extension.as_ref().map(|t| &t.start),
+        ),
+        (
+            "tasks/get of a finished task, 2025-11-25",
+            legacy.as_ref().map(|t| &t.get),
+        ),
+        (
+            "tasks/get of a finished task, SEP-2663",
+            extension.as_ref().map(|t| &t.get),
+        ),
+    ];
+    for (name, row) in rows {
+        let Some(row) = row else { continue };
+        let s = stats(&row.server);
+        let floor = stats(&row.floor)[0];
         println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}x |",
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {floor:.1} | {:.1} | {:.1}x |",
             s[0],
             s[1],
             s[2],
             s[3],
-            s[0] / floor[0]
+            s[0] - floor,
+            s[0] / floor
         );
+    }
+    if let Some(extension) = &extension {
+        println!(
+            "\nDrain of a SEP-2663 run: {:.2} tasks/get per run on average until completed",
+            extension.polls
+        );
+    }
+    if let Some(throughput) = throughput {
+        println!(
+            "\n| add_task in flight | cat lines/s | mcp-task-server calls/s | calls/s / 1 in flight |"
+        );
+        println!("|---:|---:|---:|---:|");
+        let single = throughput[0].2;
+        for (depth, floor, server) in throughput {
+            println!(
+                "| {depth} | {floor:.0} | {server:.0} | {:.2}x |",
+                server / single
+            );
+        }
     }
 }
