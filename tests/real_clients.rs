@@ -46,27 +46,7 @@ const REQUIRED_VAR: &str = "TASKS_REAL_CLIENTS";
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A workflow that waits, asks the user, then makes a todo; exposed as the tool `ask`.
-const ASK: &str = r#"
-name = "ask"
-description = "Waits, asks for approval, then makes a todo."
-expose_as_tool = true
-
-[inputs.who]
-type = "string"
-default = "world"
-
-[nodes.pause]
-wait = "300ms"
-
-[nodes.approve]
-needs = ["pause"]
-input = { message = "Approve {{ inputs.who }}?", schema = { type = "object", properties = { ok = { type = "boolean" } }, required = ["ok"] } }
-
-[nodes.todo]
-needs = ["approve"]
-tool = "add_task"
-args = { title = "approved {{ inputs.who }}" }
-"#;
+const ASK: &str = include_str!("fixtures/ask.toml");
 
 /// An inline workflow with nothing to wait for.
 const QUICK: &str = r#"{"definition":{"name":"quick","nodes":{"hi":{"render":"hi"}}}}"#;

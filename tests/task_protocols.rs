@@ -20,27 +20,7 @@ use tokio_util::sync::CancellationToken;
 const DEADLINE: Duration = Duration::from_secs(10);
 
 /// A workflow that waits, asks the user, then makes a todo.
-const ASK: &str = r#"
-name = "ask"
-description = "Waits, asks for approval, then makes a todo."
-expose_as_tool = true
-
-[inputs.who]
-type = "string"
-default = "world"
-
-[nodes.pause]
-wait = "300ms"
-
-[nodes.approve]
-needs = ["pause"]
-input = { message = "Approve {{ inputs.who }}?", schema = { type = "object", properties = { ok = { type = "boolean" } }, required = ["ok"] } }
-
-[nodes.todo]
-needs = ["approve"]
-tool = "add_task"
-args = { title = "approved {{ inputs.who }}" }
-"#;
+const ASK: &str = include_str!("fixtures/ask.toml");
 
 /// A workflow that asks two questions, one after the other.
 const TWICE: &str = r#"
