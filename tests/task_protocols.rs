@@ -1087,3 +1087,67 @@ async fn an_answer_that_does_not_fit_is_asked_again_under_a_new_key_at_most_thre
     assert_eq!(report["nodes"]["approve"]["status"], "failed");
     assert_eq!(report["nodes"]["approve"]["error"]["code"], "refused");
 }
+
+#[tokio::test]
+async fn a_question_offers_choices_computed_upstream() {
+    let mut wire = Wire::start();
+    let definition = json!({
+        "name": "pick",
+        "inputs": { "options": { "type": "array", "default": ["red", "blue"] } },
+        "nodes": {
+            "choose": { "input": {
+                "message": "Pick one",
+                "schema": { "type": "object", "required": ["colour"], "properties": {
+                    "colour": { "type": "string", "enum": "{{ inputs.options }}" } } } } },
+            "broken": { "needs": ["choose"], "input": {
+                "message": "Pick again",
+                "schema": { "type": "object", "properties": {
+                    "colour": { "type": "string", "enum": "{{ inputs.options | length }}" } } } } }
+        }
+    });
+    let call = with_meta(
+        json!({ "name": "run_workflow", "arguments": { "definition": definition } }),
+        true,
+    );
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    let get = with_meta(json!({ "taskId": task_id }), true);
+    let asking = wire.poll_until(2, get.clone(), "input_required").await;
+    let question = &asking["result"]["inputRequests"]["choose:attempt-1"]["params"];
+    assert_eq!(
+        question["requestedSchema"]["properties"]["colour"]["enum"],
+        json!(["red", "blue"])
+    );
+    let pick = |colour: &str, key: &str| {
+        with_meta(
+            json!({ "taskId": task_id, "inputResponses": {
+            key: { "action": "accept", "content": { "colour": colour } } } }),
+            true,
+        )
+    };
+    wire.request(3, "tasks/update", pick("green", "choose:attempt-1"))
+        .await;
+    let again = wire.poll_until(4, get.clone(), "input_required").await;
+    assert!(
+        again["result"]["inputRequests"]["choose:attempt-1.r2"].is_object(),
+        "a choice not on offer is asked again: {again}"
+    );
+    wire.request(5, "tasks/update", pick("red", "choose:attempt-1.r2"))
+        .await;
+    let done = wire.poll_until(6, get, "completed").await;
+    let report = &done["result"]["result"]["structuredContent"]["data"];
+    assert_eq!(
+        report["nodes"]["choose"]["output"],
+        json!({ "colour": "red" })
+    );
+    let broken = &report["nodes"]["broken"]["error"];
+    assert_eq!(broken["code"], "template_error");
+    assert!(
+        broken["message"]
+            .as_str()
+            .unwrap()
+            .contains("non-empty list of strings"),
+        "{broken}"
+    );
+}

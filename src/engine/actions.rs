@@ -112,7 +112,7 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
             default,
         } => Resolved::Input {
             message: render("input.message", message, ctx)?,
-            schema: schema.clone(),
+            schema: expand_form(schema, ctx)?,
             default: default.clone(),
         },
         ActionDef::Sample {
@@ -128,6 +128,34 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
             max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
         },
     })
+}
+
+/// An `input` node's form with its templates expanded; choices computed upstream must
+/// come out as a non-empty list of strings.
+fn expand_form(schema: &Value, ctx: &minijinja::Value) -> Result<Value, NodeError> {
+    if !template::has_template(schema) {
+        return Ok(schema.clone());
+    }
+    let form = template::expand(schema, ctx).map_err(|e| template_error("input.schema", e))?;
+    let properties = form["properties"].as_object().into_iter().flatten();
+    for (name, property) in properties {
+        for key in ["enum", "enumNames"] {
+            let Some(choices) = property.get(key) else {
+                continue;
+            };
+            let fits = choices
+                .as_array()
+                .is_some_and(|items| !items.is_empty() && items.iter().all(Value::is_string));
+            if !fits {
+                let message = format!(
+                    "input.schema: `{name}.{key}` must expand to a non-empty list of strings, \
+                     not {choices}"
+                );
+                return Err(NodeError::new(NodeErrorKind::Template, message));
+            }
+        }
+    }
+    Ok(form)
 }
 
 /// Puts an `input` or `sample` question to the run's interaction; without one, see

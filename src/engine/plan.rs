@@ -108,7 +108,12 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
             add_template(path);
             add_template(content);
         }
-        ActionDef::Input { message, .. } => add_template(message),
+        ActionDef::Input {
+            message, schema, ..
+        } => {
+            add_template(message);
+            refs.extend(template::value_references(schema).unwrap_or_default());
+        }
         ActionDef::Sample { prompt, system, .. } => {
             add_template(prompt);
             if let Some(system) = system {
@@ -259,20 +264,9 @@ fn needs_context(node: &NodeDef) -> bool {
     }
     match &node.action {
         ActionDef::Render { template } => template::is_template(template),
-        ActionDef::Tool { args, .. } => has_template(args),
+        ActionDef::Tool { args, .. } => template::has_template(args),
         ActionDef::Wait { .. } => false,
         ActionDef::WriteFile { .. } | ActionDef::Input { .. } | ActionDef::Sample { .. } => true,
-    }
-}
-
-/// Whether a string anywhere in `value` is a template (what `template::expand` expands).
-fn has_template(value: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match value {
-        Value::String(text) => template::is_template(text),
-        Value::Array(items) => items.iter().any(has_template),
-        Value::Object(map) => map.values().any(has_template),
-        _ => false,
     }
 }
 

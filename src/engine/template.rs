@@ -68,6 +68,16 @@ fn to_json(value: &minijinja::Value) -> Result<Value, TemplateError> {
     serde_json::to_value(value).map_err(|e| TemplateError(e.to_string()))
 }
 
+/// Whether a string anywhere in `value` is a template (what [`expand`] expands).
+pub fn has_template(value: &Value) -> bool {
+    match value {
+        Value::String(text) => is_template(text),
+        Value::Array(items) => items.iter().any(has_template),
+        Value::Object(map) => map.values().any(has_template),
+        _ => false,
+    }
+}
+
 /// Expands every string in `value`: a string that is exactly one `{{ expr }}` keeps the
 /// JSON type of its value; other templates render to text; plain strings stay as they are.
 pub fn expand(value: &Value, ctx: &minijinja::Value) -> Result<Value, TemplateError> {

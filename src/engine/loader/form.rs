@@ -4,6 +4,10 @@
 //! A form is an object of primitive properties: strings (optionally one of an `enum` of
 //! strings, or of a format), numbers, integers and booleans, each with a title, a
 //! description and a default of its type. Nothing nests: no objects, no arrays.
+//!
+//! Strings in a form may be templates; an `enum` (or `enumNames`) may be one template
+//! that expands to the list, so that a question offers choices computed upstream. What a
+//! template expands to is checked when the node asks (`actions::resolve`).
 
 use super::*;
 
@@ -133,6 +137,8 @@ impl Decoder {
             let at = join(path, key);
             match map.get(key) {
                 None => {}
+                // Choices computed upstream, checked once the template is expanded.
+                Some(Value::String(text)) if crate::engine::template::is_template(text) => {}
                 Some(Value::Array(items)) if !items.is_empty() => {
                     for (k, item) in items.iter().enumerate() {
                         if !item.is_string() {

@@ -232,8 +232,12 @@ impl<'d> Checker<'d> {
             node: Some(node),
             item: node.for_each.is_some(),
         };
-        if let ActionDef::Tool { args, .. } = &node.action {
-            self.value(&format!("nodes.{id}.args"), args, scope);
+        match &node.action {
+            ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
+            ActionDef::Input { schema, .. } => {
+                self.value(&format!("nodes.{id}.input.schema"), schema, scope)
+            }
+            _ => {}
         }
         for (field, text) in action_templates(&node.action) {
             self.text(
@@ -267,7 +271,7 @@ impl<'d> Checker<'d> {
         }
     }
 
-    /// Every template string inside a JSON value (tool `args`).
+    /// Every template string inside a JSON value (tool `args`, an `input` schema).
     fn value(&mut self, path: &str, value: &Value, scope: Scope<'d>) {
         match value {
             Value::String(text) if template::is_template(text) => {
