@@ -289,6 +289,7 @@ fn store_unfinished(
             deadline_ms: None,
             retry_of: None,
             idempotency: None,
+            task_label: None,
         })
         .expect("run recorded");
     let units = (0..done)

@@ -170,6 +170,8 @@ pub struct RunStart<'a> {
     pub retry_of: Option<&'a str>,
     /// The key a client may retry the starting call under, and that call.
     pub idempotency: Option<(&'a str, &'a str)>,
+    /// How a client asked for the run's task, as opaque labels: (protocol, tool).
+    pub task_label: Option<(&'a str, &'a str)>,
 }
 
 /// A tool call that a tool node makes.

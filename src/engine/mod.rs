@@ -56,6 +56,9 @@ pub struct RunOptions {
     /// The key a client may retry the starting call under, and that call as it was made:
     /// recorded with the run, so that a retry finds this run instead of starting another.
     pub idempotency: Option<(String, String)>,
+    /// How a client asked for the run's task, as labels the engine does not read (the task
+    /// protocol and the tool), recorded with the run in the same transaction.
+    pub task_label: Option<(String, String)>,
 }
 
 /// A run started in the background.
@@ -208,6 +211,10 @@ impl Engine {
                     .idempotency
                     .as_ref()
                     .map(|(key, call)| (key.as_str(), call.as_str())),
+                task_label: options
+                    .task_label
+                    .as_ref()
+                    .map(|(era, tool)| (era.as_str(), tool.as_str())),
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),

@@ -169,7 +169,10 @@ impl Store {
         // A cached statement whose `LIMIT ?` gets a new value is otherwise planned again at
         // every step (SQLite reads bound limits when it plans): that was a quarter of a
         // `tasks/get`. With a stable query planner a statement keeps its plan.
-        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         if !conn.is_readonly(rusqlite::MAIN_DB)? {
             // WAL lets readers proceed during a write; NORMAL loses nothing on a process
             // crash, which is the failure mode of a stdio child process.

@@ -103,19 +103,21 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
 }
 
 impl Tx<'_> {
-    /// Inserts the run's own task, with the status message `message`. Its id is the run's.
+    /// Inserts the run's own task, with the status message `message`, and, if a client asked
+    /// for it as a task, the task protocol and the tool it asked under. Its id is the run's.
     pub fn insert_run_task(
         &self,
         run_key: i64,
         timing: TaskTiming,
         message: &str,
+        label: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
         let (now, now_ms) = (clock::now_iso(), clock::now_ms());
         self.conn
             .prepare_cached(
                 "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
-                     updated_at, updated_ms, ttl_ms, poll_interval_ms)
-                 VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6)",
+                     updated_at, updated_ms, ttl_ms, poll_interval_ms, era, tool)
+                 VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 run_key,
@@ -123,7 +125,9 @@ impl Tx<'_> {
                 now,
                 now_ms,
                 timing.ttl_ms,
-                timing.poll_interval_ms
+                timing.poll_interval_ms,
+                label.map(|(era, _)| era),
+                label.map(|(_, tool)| tool)
             ])?;
         Ok(())
     }
@@ -221,18 +225,6 @@ impl Tx<'_> {
 }
 
 impl Store {
-    /// Records that a client asked for the run's task: under which task protocol (`era`),
-    /// by a call of which tool.
-    pub fn mark_run_task(&self, run_id: &str, era: &str, tool: &str) -> Result<(), StoreError> {
-        let conn = self.lock();
-        conn.prepare_cached(
-            "UPDATE run_tasks SET era = ?2, tool = ?3
-             WHERE run_key = (SELECT key FROM runs WHERE id = ?1)",
-        )?
-        .execute(params![run_id, era, tool])?;
-        Ok(())
-    }
-
     /// Ends the run's own task as `cancelled` now, before its run has stopped; the
     /// trigger on terminal states keeps it so. False if the task had finished.
     pub fn cancel_run_task(&self, run_id: &str, message: &str) -> Result<bool, StoreError> {

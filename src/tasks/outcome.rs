@@ -67,12 +67,6 @@ impl Registry {
             .map(|(_, unit)| unit))
     }
 
-    /// Records that a client asked for the run's task, under task protocol `era`, by
-    /// calling `tool`.
-    pub fn mark_task(&self, run_id: &str, era: &str, tool: &str) -> Result<(), StoreError> {
-        self.store().mark_run_task(run_id, era, tool)
-    }
-
     /// Cancels a run's task at once, for good, and asks whoever drives the run to stop
     /// it. False if the task had already finished.
     pub fn cancel_task_now(&self, run_id: &str) -> Result<bool, StoreError> {

@@ -165,7 +165,7 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.insert_run(&run)?;
-                tx.insert_run_task(key, self.timing(), &message)
+                tx.insert_run_task(key, self.timing(), &message, start.task_label)
             })
             .map_err(storage)
     }

@@ -100,6 +100,7 @@ impl Server {
             origin: RunOrigin::Mcp,
             park_questions: true,
             record: true,
+            task_label: Some((era.as_str().to_owned(), name.to_owned())),
             ..RunOptions::default()
         };
         let mut args = args;
@@ -155,9 +156,7 @@ impl Server {
             let _ = handle.join.await;
             finished.notify_waiters();
         });
-        let recorded = registry
-            .mark_task(&run_id, era.as_str(), name)
-            .and_then(|()| registry.task(&run_id));
+        let recorded = registry.task(&run_id);
         match recorded {
             Ok(Some(view)) => Ok(view),
             Ok(None) => {
