@@ -30,6 +30,17 @@ pub struct RunRow {
     pub finished_at: Option<String>,
 }
 
+/// How a run ended, as its report needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEndRow {
+    pub workflow: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub output: Option<String>,
+    /// The plan's node ids in plan order, as a JSON array.
+    pub node_ids: String,
+}
+
 /// What `runs` lists: a run with its parent task's progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
@@ -221,6 +232,27 @@ impl Store {
         Ok(conn
             .prepare_cached(&sql)?
             .query_row([run_id], run_from_row)
+            .optional()?)
+    }
+
+    /// How a run ended, without reading its snapshot or inputs: (workflow, status, error,
+    /// output, node ids in plan order as a JSON array). `None` if no such run.
+    pub fn run_end(&self, run_id: &str) -> Result<Option<RunEndRow>, StoreError> {
+        let conn = self.lock();
+        Ok(conn
+            .prepare_cached(
+                "SELECT r.workflow, r.status, r.error, r.output, p.node_ids
+                 FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.id = ?1",
+            )?
+            .query_row([run_id], |r| {
+                Ok(RunEndRow {
+                    workflow: r.get(0)?,
+                    status: r.get(1)?,
+                    error: r.get(2)?,
+                    output: r.get(3)?,
+                    node_ids: r.get(4)?,
+                })
+            })
             .optional()?)
     }
 

@@ -15,19 +15,16 @@ use crate::store::StoreError;
 impl Registry {
     /// The report of a finished run; `None` if there is no such run or it has not finished.
     pub fn report(&self, run_id: &str) -> Result<Option<RunReport>, StoreError> {
-        let Some(run) = self.store().run(run_id)? else {
+        let Some(run) = self.store().run_end(run_id)? else {
             return Ok(None);
         };
         let Some(status) = RunStatus::parse(&run.status) else {
             return Ok(None);
         };
         let mut nodes: crate::engine::report::NodeReports = IndexMap::default();
-        if let Some(head) = self.store().run_head(run_id)? {
-            let text = self.store().node_ids(head.key)?.unwrap_or_default();
-            let order: Vec<String> = serde_json::from_str(&text).unwrap_or_default();
-            for id in order {
-                nodes.insert(id.into(), NodeReport::default());
-            }
+        let order: Vec<String> = serde_json::from_str(&run.node_ids).unwrap_or_default();
+        for id in order {
+            nodes.insert(id.into(), NodeReport::default());
         }
         for row in self.store().nodes(run_id)? {
             let Ok((None, unit)) = records::unit_state(&row) else {
@@ -41,7 +38,7 @@ impl Registry {
             .and_then(|text| serde_json::from_str(text).ok())
             .unwrap_or_default();
         Ok(Some(RunReport {
-            run_id: run.id,
+            run_id: run_id.to_owned(),
             workflow: run.workflow,
             status,
             output,
