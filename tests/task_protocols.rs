@@ -1151,3 +1151,41 @@ async fn a_question_offers_choices_computed_upstream() {
         "{broken}"
     );
 }
+
+#[tokio::test]
+async fn a_start_whose_idempotency_key_another_start_recorded_first_does_not_run() {
+    use mcp_task_server::engine::RunOptions;
+    use mcp_task_server::engine::report::RunStatus;
+    // Two processes racing on one key both miss the lookup; the store's unique index lets
+    // one record its run, and the other must not run unrecorded.
+    let wire = Wire::start();
+    let options = || RunOptions {
+        record: true,
+        idempotency: Some(("same-key".to_owned(), "the call".to_owned())),
+        ..RunOptions::default()
+    };
+    let args = json!({ "title": "made once" }).as_object().unwrap().clone();
+    let first = wire
+        .engine
+        .start_tool("add_task", args.clone(), options())
+        .unwrap();
+    let first = first.join.await.unwrap();
+    let second = wire.engine.start_tool("add_task", args, options()).unwrap();
+    let second = second.join.await.unwrap();
+    assert_eq!(first.status, RunStatus::Succeeded);
+    assert_eq!(second.status, RunStatus::Failed);
+    assert!(
+        second
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("could not be recorded"),
+        "{second:?}"
+    );
+    let todos = wire
+        .registry
+        .store()
+        .list_todos(&Default::default())
+        .unwrap();
+    assert_eq!(todos.len(), 1, "the refused start made nothing");
+}

@@ -198,6 +198,7 @@ impl Engine {
             crate::clock::now_ms() + i64::try_from(limit.as_millis()).unwrap_or(i64::MAX)
         });
         let recorded = plan.is_durable() || options.record;
+        let mut refused = None;
         let journal = self.journal.as_ref().filter(|_| recorded).and_then(|journal| {
             let start = RunStart {
                 run_id: &run_id,
@@ -218,6 +219,12 @@ impl Engine {
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),
+                // A run that a retry must find again does not run unrecorded: another
+                // start under its key may have won the record.
+                Err(error) if options.idempotency.is_some() => {
+                    refused = Some(format!("the run could not be recorded: {error}"));
+                    None
+                }
                 Err(error) => {
                     tracing::warn!(%run_id, %error, "the run cannot be recorded; it runs unrecorded");
                     None
@@ -237,10 +244,27 @@ impl Engine {
             restored,
             resumed: false,
             unit_cancels: None,
+            refused,
         }
     }
 
     async fn drive(&self, mut setup: RunSetup) -> RunReport {
+        if let Some(why) = setup.refused.take() {
+            let nodes = setup
+                .plan
+                .nodes
+                .iter()
+                .map(|node| (Arc::clone(&node.id), report::NodeReport::default()))
+                .collect();
+            return RunReport {
+                run_id: setup.run_id.to_string(),
+                workflow: setup.plan.name.clone(),
+                status: RunStatus::Failed,
+                output: Value::Null,
+                error: Some(why),
+                nodes,
+            };
+        }
         let durable = setup.journal.is_some();
         let run_id = setup.run_id.to_string();
         if durable {

@@ -257,9 +257,21 @@ impl Server {
                 Ok(request) => request,
                 Err(rejected) => return rejected,
             };
-            options.idempotency = Some((retryable.key, retryable.call));
+            options.idempotency = Some((retryable.key.clone(), retryable.call.clone()));
             self.engine.start(request.plan, request.inputs, options)
         };
+        let recorded = self.registry.as_ref().is_none_or(|registry| {
+            registry
+                .store()
+                .run_head(&handle.run_id)
+                .is_ok_and(|head| head.is_some())
+        });
+        if !recorded {
+            // Another process started a run under the same key first: its run is this one.
+            if let Ok(Some(run_id)) = self.earlier_run(name, args, &retryable) {
+                return self.await_earlier(&run_id).await;
+            }
+        }
         // Dropping the call cancels its run, as for a call without a key.
         let _cancel_on_drop = handle.cancel.clone().drop_guard();
         let report = match handle.join.await {

@@ -73,6 +73,8 @@ pub(crate) struct RunSetup {
     pub resumed: bool,
     /// Requests to cancel one unit of the run, not all of it.
     pub unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
+    /// Why the run must not run at all (it could not be recorded, and had to be).
+    pub refused: Option<String>,
 }
 
 impl RunSetup {
@@ -95,6 +97,7 @@ impl RunSetup {
             restored: stored.units,
             resumed: true,
             unit_cancels: None,
+            refused: None,
         }
     }
 }

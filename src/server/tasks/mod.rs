@@ -105,30 +105,22 @@ impl Server {
         };
         let mut args = args;
         let _starting;
+        let mut retryable = None;
         if self.route(name) == Some(Route::RunWorkflow) {
-            let retryable = self
+            retryable = self
                 .take_idempotency_key(name, &mut args)
                 .map_err(NotStarted::Rejected)?;
             _starting = self.lock_starting();
-            if let Some(retryable) = retryable {
-                let earlier = self
-                    .earlier_run(name, &args, &retryable)
-                    .map_err(NotStarted::Rejected)?;
-                if let Some(run_id) = earlier {
-                    return self.task_of(&run_id, era).map_err(|_| {
-                        NotStarted::Fault(McpError::invalid_params(
-                            "this idempotency key was used by a call of another task protocol",
-                            None,
-                        ))
-                    });
-                }
-                options.idempotency = Some((retryable.key, retryable.call));
+            if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
+                return Ok(view);
             }
+            options.idempotency = retryable.clone().map(|r| (r.key, r.call));
         }
         let handle = match self.route(name) {
             Some(Route::Todo) => self
                 .engine
-                .start_tool(name, args, options)
+                // A todo call has no idempotency key: its arguments are not needed after.
+                .start_tool(name, std::mem::take(&mut args), options)
                 .expect("routed as a todo tool"),
             Some(Route::RunWorkflow) => {
                 let request = workflow_tools::prepare_run(&self.engine, &self.catalog, name, &args)
@@ -161,6 +153,10 @@ impl Server {
             Ok(Some(view)) => Ok(view),
             Ok(None) => {
                 self.engine.cancel_local(&run_id);
+                // Another process may have started a run under the same key first.
+                if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
+                    return Ok(view);
+                }
                 Err(NotStarted::Fault(McpError::internal_error(
                     "the run could not be recorded, so it cannot be a task",
                     None,
@@ -168,6 +164,31 @@ impl Server {
             }
             Err(error) => Err(NotStarted::Fault(internal(error))),
         }
+    }
+
+    /// The task of the run an earlier call with the same idempotency key started, if any.
+    fn earlier_task(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        retryable: Option<&super::idempotency::Retryable>,
+        era: Era,
+    ) -> Result<Option<TaskView>, NotStarted> {
+        let Some(retryable) = retryable else {
+            return Ok(None);
+        };
+        let earlier = self
+            .earlier_run(name, args, retryable)
+            .map_err(NotStarted::Rejected)?;
+        let Some(run_id) = earlier else {
+            return Ok(None);
+        };
+        self.task_of(&run_id, era).map(Some).map_err(|_| {
+            NotStarted::Fault(McpError::invalid_params(
+                "this idempotency key was used by a call of another task protocol",
+                None,
+            ))
+        })
     }
 
     /// The task `task_id` if a request of `era` may see it.
