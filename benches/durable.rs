@@ -290,6 +290,7 @@ fn store_unfinished(
             retry_of: None,
             idempotency: None,
             task_label: None,
+            audit: None,
         })
         .expect("run recorded");
     let units = (0..done)

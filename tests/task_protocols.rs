@@ -604,6 +604,12 @@ async fn an_extension_task_inlines_its_question_takes_the_answer_by_update_and_i
     assert!(done["result"].get("inputRequests").is_none());
 
     let audit = wire.registry.store().audit_rows().unwrap();
+    let started = audit
+        .iter()
+        .find(|row| row.tool == "ask")
+        .expect("the call that started the task is audited");
+    assert_eq!(started.outcome, "ok");
+    assert_eq!(started.run_id.as_deref(), task_id.as_str());
     let answer = audit
         .iter()
         .find(|row| row.tool == "answer")

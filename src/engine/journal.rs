@@ -172,6 +172,8 @@ pub struct RunStart<'a> {
     pub idempotency: Option<(&'a str, &'a str)>,
     /// How a client asked for the run's task, as opaque labels: (protocol, tool).
     pub task_label: Option<(&'a str, &'a str)>,
+    /// The tool call that started the run, audited in the run's own transaction.
+    pub audit: Option<(&'a str, &'a Map<String, Value>)>,
 }
 
 /// A tool call that a tool node makes.

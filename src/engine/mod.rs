@@ -59,6 +59,9 @@ pub struct RunOptions {
     /// How a client asked for the run's task, as labels the engine does not read (the task
     /// protocol and the tool), recorded with the run in the same transaction.
     pub task_label: Option<(String, String)>,
+    /// The tool call that starts the run (its name and arguments), audited `ok` in the
+    /// transaction that records the run.
+    pub audit: Option<(String, Map<String, Value>)>,
 }
 
 /// A run started in the background.
@@ -216,6 +219,7 @@ impl Engine {
                     .task_label
                     .as_ref()
                     .map(|(era, tool)| (era.as_str(), tool.as_str())),
+                audit: options.audit.as_ref().map(|(tool, args)| (tool.as_str(), args)),
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),

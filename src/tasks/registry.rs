@@ -165,7 +165,16 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.insert_run(&run)?;
-                tx.insert_run_task(key, self.timing(), &message, start.task_label)
+                tx.insert_run_task(key, self.timing(), &message, start.task_label)?;
+                if let Some((tool, args)) = start.audit {
+                    let origin = crate::tools::Origin {
+                        run_id: Some(start.run_id),
+                        node_id: None,
+                    };
+                    let ok = crate::tools::AuditOutcome::Ok;
+                    self.tools.audit_in(tx, tool, args, ok, origin);
+                }
+                Ok(())
             })
             .map_err(storage)
     }

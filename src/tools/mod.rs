@@ -194,6 +194,19 @@ impl Tools {
     }
 
     /// Appends a row to the audit log, for a call that is not a task-manager tool's.
+    /// Appends the audit row of a call inside the caller's transaction, so that the row
+    /// commits with what the call did (a run it started, say).
+    pub fn audit_in(
+        &self,
+        tx: &Tx<'_>,
+        tool: &str,
+        args: &Map<String, Value>,
+        outcome: AuditOutcome,
+        origin: Origin<'_>,
+    ) {
+        append_audit(tx, tool, args, outcome, origin);
+    }
+
     pub fn audit(
         &self,
         tool: &str,

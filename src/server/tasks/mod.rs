@@ -125,15 +125,9 @@ impl Server {
             Some(Route::RunWorkflow) => {
                 let request = workflow_tools::prepare_run(&self.engine, &self.catalog, name, &args)
                     .map_err(NotStarted::Rejected)?;
-                let handle = self.engine.start(request.plan, request.inputs, options);
-                let origin = Origin {
-                    run_id: Some(&handle.run_id),
-                    node_id: None,
-                };
-                self.engine
-                    .tools()
-                    .audit(name, &args, AuditOutcome::Ok, origin);
-                handle
+                // The call's audit row commits with the run it starts.
+                options.audit = Some((name.to_owned(), args.clone()));
+                self.engine.start(request.plan, request.inputs, options)
             }
             Some(Route::ListWorkflows | Route::ListRuns | Route::GetRun) | None => {
                 return Err(NotStarted::Fault(McpError::invalid_params(
@@ -153,6 +147,12 @@ impl Server {
             Ok(Some(view)) => Ok(view),
             Ok(None) => {
                 self.engine.cancel_local(&run_id);
+                // A todo call audits itself when its node runs; a workflow call's row was
+                // to commit with its run.
+                if self.route(name) == Some(Route::RunWorkflow) {
+                    let tools = self.engine.tools();
+                    tools.audit(name, &args, AuditOutcome::Error, Origin::default());
+                }
                 // Another process may have started a run under the same key first.
                 if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
                     return Ok(view);
