@@ -231,27 +231,26 @@ impl ServerHandler for Server {
         // The extension is a 2026-07-28 one: a request of that protocol that declares it in
         // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
         // 2025-11-25 task protocol (`params.task`), which the wire layer routes.
-        let declared_tasks = super::is_stateless(&context)
-            && context
+        let route = self.route(name);
+        if route == Some(Route::RunWorkflow)
+            && self.registry.is_some()
+            && super::is_stateless(&context)
+        {
+            let declared_tasks = context
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
-        // Under the extension the server decides: a workflow runs as a task, a quick todo
-        // call answers at once.
-        if declared_tasks && self.registry.is_some() && self.route(name) == Some(Route::RunWorkflow)
-        {
-            return self.create_extension_task(name, args);
-        }
-        // A 2026-07-28 call without tasks has no server requests: its questions go back as
-        // rounds of `input_required` results.
-        if super::is_stateless(&context)
-            && self.registry.is_some()
-            && self.route(name) == Some(Route::RunWorkflow)
-        {
+            // Under the extension the server decides: a workflow runs as a task, a quick
+            // todo call answers at once.
+            if declared_tasks {
+                return self.create_extension_task(name, args);
+            }
+            // A 2026-07-28 call without tasks has no server requests: its questions go
+            // back as rounds of `input_required` results.
             return self
                 .call_in_rounds(name, args, input_responses, request_state)
                 .await;
         }
-        let reply = match self.route(name) {
+        let reply = match route {
             None => return Err(results::unknown_tool(name)),
             Some(Route::Todo) => {
                 let result = self.engine.call_tool(name, args).await;

@@ -79,18 +79,16 @@ impl Server {
                 let result = self
                     .final_result(&view)?
                     .expect("a finished task has a result");
-                let Ok(Value::Object(mut result)) = serde_json::to_value(result) else {
-                    return Err(McpError::internal_error("a result serialises", None));
-                };
-                // The task's own reply carries the `resultType`; the inlined result is
-                // the call's result as such.
-                result.remove("resultType");
-                TaskPayload::Completed { result }
+                TaskPayload::Completed {
+                    result: Self::result_object(result)?,
+                }
             }
         };
         let mut reply = GetTaskResult::new(DetailedTask::new(wire_task(&view), payload));
         if view.parent_task_id.is_none() {
-            reply.meta = Some(self.sub_tasks_meta(&view)?);
+            let mut meta = JsonObject::new();
+            meta.insert(SUB_TASKS_META.into(), self.sub_task_list(&view)?);
+            reply.meta = Some(rmcp::model::MetaObject(meta));
         }
         Ok(reply)
     }
@@ -98,27 +96,16 @@ impl Server {
     /// The run's open questions (or the unit's) as `inputRequests`.
     fn input_requests(&self, view: &TaskView) -> Result<InputRequests, McpError> {
         let open = questions::of_task(self.registry()?, view).map_err(internal)?;
-        let mut requests = InputRequests::new();
-        for question in &open {
-            let (method, params) = questions::as_request(&question.request);
-            let request = json!({ "method": method, "params": params });
-            let request = serde_json::from_value(request)
-                .map_err(|e| McpError::internal_error(format!("a question: {e}"), None))?;
-            requests.insert(questions::wire_key(question), request);
-        }
-        Ok(requests)
+        questions::input_requests(&open).map_err(internal)
     }
 
-    /// A run's sub-tasks (id, node, status, progress), for its task's `_meta`.
-    pub(in crate::server) fn sub_tasks_meta(
-        &self,
-        view: &TaskView,
-    ) -> Result<rmcp::model::MetaObject, McpError> {
+    /// A run's first sub-tasks (id, node, status, progress), for its task's `_meta`.
+    pub(in crate::server) fn sub_task_list(&self, view: &TaskView) -> Result<Value, McpError> {
         let subs = self
             .registry()?
             .sub_tasks(&view.task_id, None, SUB_TASKS_SHOWN)
             .map_err(internal)?;
-        let list: Vec<Value> = subs
+        let list = subs
             .iter()
             .map(|sub| {
                 let mut entry = json!({
@@ -133,9 +120,7 @@ impl Server {
                 entry
             })
             .collect();
-        let mut meta = JsonObject::new();
-        meta.insert(SUB_TASKS_META.into(), Value::Array(list));
-        Ok(rmcp::model::MetaObject(meta))
+        Ok(Value::Array(list))
     }
 
     /// `tasks/update`: answers by key. Keys that name no open question, and answers that
@@ -147,17 +132,7 @@ impl Server {
         responses: &std::collections::BTreeMap<String, Value>,
     ) -> Result<(), McpError> {
         let view = self.task_of(task_id, Era::Extension)?;
-        let registry = self.registry()?;
-        let open = questions::of_task(registry, &view).map_err(internal)?;
-        for question in &open {
-            let Some(reply) = responses.get(&questions::wire_key(question)) else {
-                continue;
-            };
-            if let Err(error) = questions::answer(registry, &view.run_id, question, reply) {
-                tracing::info!(task_id, %error, "an answer was not taken");
-            }
-        }
-        Ok(())
+        questions::take_responses(self.registry()?, &view, responses).map_err(internal)
     }
 
     /// `tasks/cancel`: acknowledged whatever the task's state.

@@ -77,9 +77,11 @@ impl Server {
             }
             "tasks/list" => self.legacy_list(params.get("cursor")),
             "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?).await,
-            _ => Err(McpError::method_not_found::<
-                rmcp::model::CallToolRequestMethod,
-            >()),
+            _ => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                None,
+            )),
         }
     }
 
@@ -125,8 +127,7 @@ impl Server {
     fn legacy_task_with_subs(&self, view: &TaskView) -> Result<Value, McpError> {
         let mut task = wire_task(view);
         if view.parent_task_id.is_none() {
-            let meta = self.sub_tasks_meta(view)?;
-            task["_meta"] = json!({ SUB_TASKS_META: meta.0[SUB_TASKS_META] });
+            task["_meta"] = json!({ SUB_TASKS_META: self.sub_task_list(view)? });
         }
         Ok(task)
     }
@@ -141,14 +142,10 @@ impl Server {
         loop {
             match self.settle(&view.task_id, Era::Legacy).await? {
                 Settled::Finished(result) => {
-                    let mut result = serde_json::to_value(result)
-                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-                    // The 2025-11-25 protocol has no `resultType`.
-                    if let Some(result) = result.as_object_mut() {
-                        result.remove("resultType");
-                    }
-                    result["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
-                    return Ok(result);
+                    let mut result = Self::result_object(result)?;
+                    let related = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
+                    result.insert("_meta".into(), related);
+                    return Ok(Value::Object(result));
                 }
                 Settled::Asking(view, open) => {
                     self.ask_client(&view, open, peer).await?;

@@ -103,10 +103,11 @@ impl Server {
             task_label: Some((era.as_str().to_owned(), name.to_owned())),
             ..RunOptions::default()
         };
+        let route = self.route(name);
         let mut args = args;
         let _starting;
         let mut retryable = None;
-        if self.route(name) == Some(Route::RunWorkflow) {
+        if route == Some(Route::RunWorkflow) {
             retryable = self
                 .take_idempotency_key(name, &mut args)
                 .map_err(NotStarted::Rejected)?;
@@ -116,7 +117,7 @@ impl Server {
             }
             options.idempotency = retryable.clone().map(|r| (r.key, r.call));
         }
-        let handle = match self.route(name) {
+        let handle = match route {
             Some(Route::Todo) => self
                 .engine
                 // A todo call has no idempotency key: its arguments are not needed after.
@@ -149,7 +150,7 @@ impl Server {
                 self.engine.cancel_local(&run_id);
                 // A todo call audits itself when its node runs; a workflow call's row was
                 // to commit with its run.
-                if self.route(name) == Some(Route::RunWorkflow) {
+                if route == Some(Route::RunWorkflow) {
                     let tools = self.engine.tools();
                     tools.audit(name, &args, AuditOutcome::Error, Origin::default());
                 }
@@ -248,6 +249,17 @@ impl Server {
             _ => Err(ToolError::internal()),
         };
         Ok(Some(results::tool_result(&result)))
+    }
+
+    /// A finished task's result as a JSON object, without the `resultType` that rmcp puts
+    /// on a call's own reply: neither the 2025-11-25 `tasks/result` nor a SEP-2663
+    /// inlined result carries one.
+    pub(super) fn result_object(result: CallToolResult) -> Result<Map<String, Value>, McpError> {
+        let Ok(Value::Object(mut result)) = serde_json::to_value(result) else {
+            return Err(McpError::internal_error("a tool result serialises", None));
+        };
+        result.remove("resultType");
+        Ok(result)
     }
 
     /// Waits until the task has finished or waits for answers.

@@ -91,6 +91,39 @@ pub(super) fn answer(
     }
 }
 
+/// Open questions as the `inputRequests` of a task or of an `input_required` round, by
+/// their keys on the wire.
+pub(super) fn input_requests(
+    open: &[OpenQuestion],
+) -> Result<rmcp::model::InputRequests, serde_json::Error> {
+    let mut requests = rmcp::model::InputRequests::new();
+    for question in open {
+        let (method, params) = as_request(&question.request);
+        let request = serde_json::from_value(json!({ "method": method, "params": params }))?;
+        requests.insert(wire_key(question), request);
+    }
+    Ok(requests)
+}
+
+/// Records the replies of `responses` to the open questions of `task`, by wire key. Keys
+/// that name no open question are ignored; an answer that does not fit is refused, and
+/// its question is asked again under a new key.
+pub(super) fn take_responses(
+    registry: &Registry,
+    task: &crate::tasks::TaskView,
+    responses: &std::collections::BTreeMap<String, Value>,
+) -> Result<(), AnswerError> {
+    for question in &of_task(registry, task)? {
+        let Some(reply) = responses.get(&wire_key(question)) else {
+            continue;
+        };
+        if let Err(error) = answer(registry, &task.run_id, question, reply) {
+            tracing::info!(task_id = %task.task_id, %error, "an answer was not taken");
+        }
+    }
+    Ok(())
+}
+
 /// The open questions that belong to `task`: all of a run's, or one unit's.
 pub(super) fn of_task(
     registry: &Registry,

@@ -9,11 +9,10 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResponse, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
-    SealOptions,
+    CallToolResponse, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{Era, NotStarted, Settled, internal, questions};
 use crate::server::{Server, results};
@@ -67,14 +66,7 @@ impl Server {
                     .next_round(&run_id)
                     .map_err(internal)?
                     .ok_or_else(|| invalid_state("its run is gone"))?;
-                let mut requests = InputRequests::new();
-                for question in &open {
-                    let (method, params) = questions::as_request(&question.request);
-                    let request =
-                        serde_json::from_value(json!({ "method": method, "params": params }))
-                            .map_err(internal)?;
-                    requests.insert(questions::wire_key(question), request);
-                }
+                let requests = questions::input_requests(&open).map_err(internal)?;
                 let timeout = self.registry()?.config().answer_timeout;
                 let options = SealOptions::new()
                     .associated_data(name.as_bytes())
@@ -103,15 +95,6 @@ impl Server {
         }
         registry.answered_round(&state.run).map_err(internal)?;
         let view = self.task_of(&state.run, Era::Rounds)?;
-        let open = questions::of_task(registry, &view).map_err(internal)?;
-        for question in &open {
-            let Some(reply) = responses.get(&questions::wire_key(question)) else {
-                continue;
-            };
-            if let Err(error) = questions::answer(registry, &state.run, question, reply) {
-                tracing::info!(run_id = %state.run, %error, "an answer was not taken");
-            }
-        }
-        Ok(())
+        questions::take_responses(registry, &view, &responses).map_err(internal)
     }
 }
