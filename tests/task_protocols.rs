@@ -1195,3 +1195,13 @@ async fn a_start_whose_idempotency_key_another_start_recorded_first_does_not_run
         .unwrap();
     assert_eq!(todos.len(), 1, "the refused start made nothing");
 }
+
+#[tokio::test]
+async fn a_2026_request_that_also_carries_params_task_gets_the_extension_shapes() {
+    let mut wire = Wire::start();
+    // SEP-2663: a `task` parameter on a 2026-07-28 request is ignored.
+    let call = with_meta(json!({ "name": "ask", "arguments": {}, "task": {} }), true);
+    let created = wire.request(1, "tools/call", call).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"].get("task"), None);
+}

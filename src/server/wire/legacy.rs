@@ -79,26 +79,21 @@ impl Session {
                 message
             }
             ClientRequest::CallToolRequest(call) if self.tasks => {
-                let modern = call
-                    .params
-                    .meta
-                    .as_ref()
-                    .is_some_and(|meta| meta.get(PROTOCOL_VERSION_META).is_some());
-                // A SEP-2663 request's `task` is ignored, as that protocol says.
-                if modern || !mentions_task(text) {
+                if !mentions_task(text) {
                     return message;
                 }
                 let Ok(mut raw) = serde_json::from_slice::<Value>(text) else {
                     return message;
                 };
-                if !raw["params"]["task"].is_object() {
+                // A SEP-2663 request's `task` is ignored, as that protocol says.
+                if !raw["params"]["task"].is_object() || is_modern(&raw) {
                     return message;
                 }
                 raw["method"] = json!(format!("{PREFIX}tools/call"));
                 serde_json::from_value(raw).unwrap_or(message)
             }
             ClientRequest::GetTaskRequest(_) | ClientRequest::CancelTaskRequest(_)
-                if self.tasks && self.legacy && !carries_modern_meta(&message) =>
+                if self.tasks && self.legacy && !text_is_modern(text) =>
             {
                 rename(message)
             }
@@ -106,7 +101,7 @@ impl Session {
                 if self.tasks
                     && self.legacy
                     && matches!(custom.method.as_str(), "tasks/result" | "tasks/list")
-                    && !carries_modern_meta(&message) =>
+                    && !text_is_modern(text) =>
             {
                 rename(message)
             }
@@ -176,12 +171,15 @@ fn mentions_task(text: &[u8]) -> bool {
     text.windows(6).any(|w| w == b"\"task\"")
 }
 
-/// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol.
-fn carries_modern_meta(message: &RxJsonRpcMessage<RoleServer>) -> bool {
-    let Ok(raw) = serde_json::to_value(message) else {
-        return false;
-    };
+/// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol. Read from
+/// the raw message: rmcp moves that `_meta` out of the typed parameters.
+fn is_modern(raw: &Value) -> bool {
     raw["params"]["_meta"].get(PROTOCOL_VERSION_META).is_some()
+}
+
+/// [`is_modern`] of a message's text; parsed only for the few task requests that need it.
+fn text_is_modern(text: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(text).is_ok_and(|raw| is_modern(&raw))
 }
 
 /// The request under its legacy name.
