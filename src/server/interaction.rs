@@ -14,9 +14,7 @@ use super::tasks::questions::{self, Reply};
 use crate::engine::actions::{BoxFuture, Interaction};
 use crate::engine::form;
 use crate::engine::report::{NodeError, NodeErrorKind};
-
-/// How many answers that do not fit its form a question takes before its node fails.
-const INVALID_ANSWERS: u32 = 3;
+use crate::tasks::ASKED_AT_MOST;
 
 struct PeerInteraction {
     peer: Peer<RoleServer>,
@@ -47,12 +45,12 @@ fn missing(what: &str) -> NodeError {
 }
 
 impl PeerInteraction {
-    /// Puts `request` to the client until its reply fits, at most [`INVALID_ANSWERS`] times.
+    /// Puts `request` to the client until its reply fits, at most [`ASKED_AT_MOST`] times.
     fn put(&self, request: Value) -> BoxFuture<Result<Value, NodeError>> {
         let peer = self.peer.clone();
         Box::pin(async move {
             let (method, params) = questions::as_request(&request);
-            for _ in 0..INVALID_ANSWERS {
+            for _ in 0..ASKED_AT_MOST {
                 let message =
                     ServerRequest::CustomRequest(CustomRequest::new(method, Some(params.clone())));
                 let reply = peer.send_request(message).await.map_err(|error| {
@@ -83,7 +81,7 @@ impl PeerInteraction {
             }
             Err(NodeError::new(
                 NodeErrorKind::Refused,
-                format!("{INVALID_ANSWERS} answers did not fit the question's form"),
+                format!("{ASKED_AT_MOST} answers did not fit the question's form"),
             ))
         })
     }

@@ -199,7 +199,7 @@ impl Registry {
 
 /// What the audit log records of a reply: the question's kind, key and instance, and the
 /// answer or the refusal.
-pub fn reply_record(question: &OpenQuestion, reply: Result<&Value, Refusal>) -> Map<String, Value> {
+fn reply_record(question: &OpenQuestion, reply: Result<&Value, Refusal>) -> Map<String, Value> {
     let mut args = Map::new();
     args.insert("kind".into(), question.request["kind"].clone());
     args.insert("key".into(), Value::String(question.key.clone()));

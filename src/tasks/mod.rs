@@ -15,7 +15,7 @@ mod registry;
 pub mod status;
 mod view;
 
-pub use admin::{AnswerError, OpenQuestion, Refusal};
+pub use admin::{ASKED_AT_MOST, AnswerError, OpenQuestion, Refusal};
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{RunListing, TaskView};
