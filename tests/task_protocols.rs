@@ -163,6 +163,15 @@ impl Wire {
         reply
     }
 
+    /// Waits until the server has sent a message that `wanted` accepts (a notification
+    /// may follow the reply it goes with).
+    async fn await_seen(&mut self, wanted: impl Fn(&Value) -> bool) {
+        while !self.seen.iter().any(&wanted) {
+            let message = self.next().await;
+            self.seen.push(message);
+        }
+    }
+
     /// Polls `tasks/get` until the task's status is `status`.
     async fn poll_until(&mut self, id: i64, params: Value, status: &str) -> Value {
         for _ in 0..200 {
@@ -288,7 +297,8 @@ async fn a_2025_session_that_declares_the_extension_at_initialize_still_speaks_2
 async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
     let mut wire = Wire::start();
     wire.initialize(json!({ "elicitation": {} })).await;
-    let call = json!({ "name": "ask", "arguments": { "who": "ann" }, "task": { "ttl": 60000 } });
+    let call = json!({ "name": "ask", "arguments": { "who": "ann" }, "task": { "ttl": 60000 },
+        "_meta": { "progressToken": "p-ann" } });
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["task"]["taskId"]
         .as_str()
@@ -370,13 +380,27 @@ async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
         assert_eq!(sub["status"], "completed");
     }
     assert_eq!(listed["result"].get("nextCursor"), None);
+    // The client hears the task complete, and its progress reach 100, on its token.
+    wire.await_seen(|m| {
+        m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed"
+    })
+    .await;
+    wire.await_seen(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progress"] == 100.0
+    })
+    .await;
+    let progress: Vec<&Value> = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "progress goes on the call's token");
     assert!(
-        wire.seen
+        progress
             .iter()
-            .any(|m| m["method"] == "notifications/tasks/status"
-                && m["params"]["status"] == "completed"),
-        "the client heard the task complete"
+            .all(|m| m["params"]["progressToken"] == "p-ann")
     );
+    assert_eq!(progress.last().unwrap()["params"]["progress"], 100.0);
 }
 
 #[tokio::test]
