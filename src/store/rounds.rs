@@ -81,10 +81,17 @@ impl Store {
         make: impl FnOnce() -> Vec<u8>,
     ) -> Result<Vec<u8>, StoreError> {
         let conn = self.lock();
+        let read = |conn: &rusqlite::Connection| {
+            conn.prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
+                .query_row([name], |r| r.get(0))
+                .optional()
+        };
+        if let Some(secret) = read(&conn)? {
+            return Ok(secret);
+        }
+        // Another process may make it at the same moment: the first insert wins.
         conn.prepare_cached("INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)")?
             .execute(params![name, make()])?;
-        Ok(conn
-            .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
-            .query_row([name], |r| r.get(0))?)
+        Ok(read(&conn)?.expect("the secret was just made"))
     }
 }

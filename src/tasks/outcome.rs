@@ -110,8 +110,12 @@ impl Registry {
     /// The key that signs the state handed to clients that answer by retrying their
     /// call: made once, kept in the database, so that it holds across restarts and
     /// processes.
-    pub fn state_key(&self) -> Result<Vec<u8>, StoreError> {
-        self.store().secret("request-state-key", random_key)
+    pub fn state_key(&self) -> Result<&[u8], StoreError> {
+        if let Some(key) = self.state_key.get() {
+            return Ok(key);
+        }
+        let key = self.store().secret("request-state-key", random_key)?;
+        Ok(self.state_key.get_or_init(|| key))
     }
 }
 

@@ -60,6 +60,8 @@ pub struct Registry {
     owner: String,
     config: RegistryConfig,
     answered: Arc<Notify>,
+    /// The key that signs the state of rounds of questions, read once from the store.
+    pub(super) state_key: std::sync::OnceLock<Vec<u8>>,
 }
 
 fn ms(duration: Duration) -> i64 {
@@ -95,6 +97,7 @@ impl Registry {
             owner: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             config,
             answered: Arc::default(),
+            state_key: std::sync::OnceLock::new(),
         }
     }
 

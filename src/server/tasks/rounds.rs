@@ -31,7 +31,7 @@ fn invalid_state(why: impl std::fmt::Display) -> McpError {
 impl Server {
     fn state_codec(&self) -> Result<RequestStateCodec, McpError> {
         let key = self.registry()?.state_key().map_err(internal)?;
-        RequestStateCodec::try_new(key).map_err(internal)
+        RequestStateCodec::try_new(key.to_vec()).map_err(internal)
     }
 
     /// A workflow's `tools/call` from a 2026-07-28 client without tasks: the first call
