@@ -291,6 +291,7 @@ fn store_unfinished(
             idempotency: None,
             task_label: None,
             audit: None,
+            created_ms: mcp_task_server::clock::now_ms(),
         })
         .expect("run recorded");
     let units = (0..done)

@@ -501,7 +501,7 @@ fn audit_log_refuses_delete() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -595,6 +595,15 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
     // The audit log is still append-only after the migration.
     let conn = Connection::open(&path).unwrap();
     assert!(conn.execute("DELETE FROM audit_log", []).is_err());
+    // Its due-date index now leaves out the todos without a due date.
+    let due_index: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'tasks_due'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(due_index.ends_with("WHERE due IS NOT NULL"), "{due_index}");
 }
 
 #[test]
@@ -615,15 +624,15 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
         matches!(
             error,
             StoreError::SchemaTooNew {
-                found: 4,
-                supported: 3
+                found: 5,
+                supported: 4
             }
         ),
         "{error:?}"
     );
     let message = error.to_string();
     assert!(message.contains("newer"), "{message}");
-    assert!(message.contains('4') && message.contains('3'), "{message}");
+    assert!(message.contains('5') && message.contains('4'), "{message}");
 }
 
 #[test]

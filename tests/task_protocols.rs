@@ -304,6 +304,7 @@ async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
         .as_str()
         .unwrap()
         .to_owned();
+    let created_at = created["result"]["task"]["createdAt"].clone();
     assert_eq!(
         normal(created),
         ok(
@@ -319,6 +320,8 @@ async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
     let asking = wire
         .poll_until(2, json!({ "taskId": task_id }), "input_required")
         .await;
+    // The creation time the call replied with is the one the store keeps.
+    assert_eq!(asking["result"]["createdAt"], created_at);
     let subs = &asking["result"]["_meta"]["x-mcp-task-server/subTasks"];
     let nodes: Vec<(&str, &str)> = subs
         .as_array()

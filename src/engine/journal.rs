@@ -174,6 +174,9 @@ pub struct RunStart<'a> {
     pub task_label: Option<(&'a str, &'a str)>,
     /// The tool call that started the run, audited in the run's own transaction.
     pub audit: Option<(&'a str, &'a Map<String, Value>)>,
+    /// When the run is recorded (ms since the Unix epoch): its task's creation time, which
+    /// the starter can then report without reading the record back.
+    pub created_ms: i64,
 }
 
 /// A tool call that a tool node makes.

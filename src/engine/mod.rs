@@ -69,6 +69,8 @@ pub struct RunHandle {
     pub run_id: String,
     pub cancel: CancellationToken,
     pub join: JoinHandle<RunReport>,
+    /// When the run was recorded, if this start recorded it (ms since the Unix epoch).
+    pub recorded_ms: Option<i64>,
 }
 
 /// The engine: cheap to clone, shared by every run.
@@ -171,12 +173,14 @@ impl Engine {
     fn spawn(&self, setup: RunSetup) -> RunHandle {
         let run_id = setup.run_id.to_string();
         let cancel = setup.cancel.clone();
+        let recorded_ms = setup.recorded_ms;
         let engine = self.clone();
         let join = tokio::spawn(async move { engine.drive(setup).await });
         RunHandle {
             run_id,
             cancel,
             join,
+            recorded_ms,
         }
     }
 
@@ -201,6 +205,7 @@ impl Engine {
             crate::clock::now_ms() + i64::try_from(limit.as_millis()).unwrap_or(i64::MAX)
         });
         let recorded = plan.is_durable() || options.record;
+        let created_ms = crate::clock::now_ms();
         let mut refused = None;
         let journal = self.journal.as_ref().filter(|_| recorded).and_then(|journal| {
             let start = RunStart {
@@ -220,6 +225,7 @@ impl Engine {
                     .as_ref()
                     .map(|(era, tool)| (era.as_str(), tool.as_str())),
                 audit: options.audit.as_ref().map(|(tool, args)| (tool.as_str(), args)),
+                created_ms,
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),
@@ -235,6 +241,7 @@ impl Engine {
                 }
             }
         });
+        let recorded_ms = journal.as_ref().map(|_| created_ms);
         RunSetup {
             plan,
             env,
@@ -249,6 +256,7 @@ impl Engine {
             resumed: false,
             unit_cancels: None,
             refused,
+            recorded_ms,
         }
     }
 

@@ -179,6 +179,12 @@ const MIGRATIONS: &[&str] = &[
         value BLOB NOT NULL
     );
     "#,
+    // 4: the due-date index holds only todos that have a due date, so that adding a todo
+    // without one writes no index page.
+    r#"
+    DROP INDEX tasks_due;
+    CREATE INDEX tasks_due ON tasks (due) WHERE due IS NOT NULL;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -108,11 +108,12 @@ impl Tx<'_> {
     pub fn insert_run_task(
         &self,
         run_key: i64,
+        created_ms: i64,
         timing: TaskTiming,
         message: &str,
         label: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
-        let (now, now_ms) = (clock::now_iso(), clock::now_ms());
+        let (now, now_ms) = (clock::iso_from_ms(created_ms), created_ms);
         self.conn
             .prepare_cached(
                 "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,

@@ -92,16 +92,19 @@ pub(crate) fn escape_like(text: &str) -> String {
 
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
-        let conn = self.conn;
         let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
-        let id = conn
-            .prepare_cached(
-                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING id",
-            )?
-            .query_row(params![new.title, new.due, tags, clock::now_iso()], |r| {
-                r.get(0)
-            })?;
-        Ok(get(conn, id)?.expect("the row was just inserted"))
+        // The row comes back from the insert itself: reading it again would cost a lookup.
+        let todo = self
+            .conn
+            .prepare_cached(&format!(
+                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)
+                 RETURNING {COLUMNS}"
+            ))?
+            .query_row(
+                params![new.title, new.due, tags, clock::now_iso()],
+                todo_from_row,
+            )?;
+        Ok(todo)
     }
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {

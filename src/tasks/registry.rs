@@ -89,6 +89,11 @@ pub(super) fn owner_is_gone(owner: &str) -> bool {
     !alive
 }
 
+/// A new run's status message: none of its `nodes` done.
+fn first_message(nodes: usize) -> String {
+    format!("0/{nodes}")
+}
+
 impl Registry {
     pub fn new(store: Store, tools: Tools, config: RegistryConfig) -> Registry {
         Registry {
@@ -115,6 +120,35 @@ impl Registry {
 
     pub fn config(&self) -> RegistryConfig {
         self.config
+    }
+
+    /// The task of a run as [`Journal::create`] recorded it at `created_ms`, built without
+    /// reading it back: a starting call replies with it while the run goes on.
+    pub fn created_task(
+        &self,
+        run_id: &str,
+        created_ms: i64,
+        nodes: usize,
+        label: (&str, &str),
+    ) -> crate::tasks::TaskView {
+        let at = clock::iso_from_ms(created_ms);
+        let timing = self.timing();
+        crate::tasks::TaskView {
+            task_id: run_id.to_owned(),
+            parent_task_id: None,
+            run_id: run_id.to_owned(),
+            node_id: None,
+            instance: None,
+            status: crate::tasks::TaskStatus::Working.as_str().to_owned(),
+            status_message: Some(first_message(nodes)),
+            progress: 0,
+            created_at: at.clone(),
+            last_updated_at: at,
+            ttl_ms: timing.ttl_ms,
+            poll_interval_ms: timing.poll_interval_ms,
+            era: Some(label.0.to_owned()),
+            tool: Some(label.1.to_owned()),
+        }
     }
 
     fn timing(&self) -> TaskTiming {
@@ -148,7 +182,7 @@ impl Journal for Registry {
         let inputs = serde_json::to_string(start.inputs).expect("inputs serialise");
         let ids: Vec<&str> = start.plan.nodes.iter().map(|node| &*node.id).collect();
         let node_ids = serde_json::to_string(&ids).expect("node ids serialise");
-        let message = format!("0/{}", ids.len());
+        let message = first_message(ids.len());
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,
@@ -168,7 +202,13 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.insert_run(&run)?;
-                tx.insert_run_task(key, self.timing(), &message, start.task_label)?;
+                tx.insert_run_task(
+                    key,
+                    start.created_ms,
+                    self.timing(),
+                    &message,
+                    start.task_label,
+                )?;
                 if let Some((tool, args)) = start.audit {
                     let origin = crate::tools::Origin {
                         run_id: Some(start.run_id),

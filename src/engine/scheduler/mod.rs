@@ -75,6 +75,9 @@ pub(crate) struct RunSetup {
     pub unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
     /// Why the run must not run at all (it could not be recorded, and had to be).
     pub refused: Option<String>,
+    /// When this setup recorded a new run (ms since the Unix epoch); `None` for a stored
+    /// run taken over, or a run that is not recorded.
+    pub recorded_ms: Option<i64>,
 }
 
 impl RunSetup {
@@ -98,6 +101,7 @@ impl RunSetup {
             resumed: true,
             unit_cancels: None,
             refused: None,
+            recorded_ms: None,
         }
     }
 }

@@ -117,18 +117,24 @@ impl Server {
             }
             options.idempotency = retryable.clone().map(|r| (r.key, r.call));
         }
-        let handle = match route {
-            Some(Route::Todo) => self
-                .engine
-                // A todo call has no idempotency key: its arguments are not needed after.
-                .start_tool(name, std::mem::take(&mut args), options)
-                .expect("routed as a todo tool"),
+        let (handle, nodes) = match route {
+            Some(Route::Todo) => (
+                self.engine
+                    // A todo call has no idempotency key: its arguments are not needed after.
+                    .start_tool(name, std::mem::take(&mut args), options)
+                    .expect("routed as a todo tool"),
+                1,
+            ),
             Some(Route::RunWorkflow) => {
                 let request = workflow_tools::prepare_run(&self.engine, &self.catalog, name, &args)
                     .map_err(NotStarted::Rejected)?;
                 // The call's audit row commits with the run it starts.
                 options.audit = Some((name.to_owned(), args.clone()));
-                self.engine.start(request.plan, request.inputs, options)
+                let nodes = request.plan.nodes.len();
+                (
+                    self.engine.start(request.plan, request.inputs, options),
+                    nodes,
+                )
             }
             Some(Route::ListWorkflows | Route::ListRuns | Route::GetRun) | None => {
                 return Err(NotStarted::Fault(McpError::invalid_params(
@@ -138,33 +144,32 @@ impl Server {
             }
         };
         let run_id = handle.run_id.clone();
+        let recorded_ms = handle.recorded_ms;
         let finished = self.finished.clone();
         tokio::spawn(async move {
             let _ = handle.join.await;
             finished.notify_waiters();
         });
-        let recorded = registry.task(&run_id);
-        match recorded {
-            Ok(Some(view)) => Ok(view),
-            Ok(None) => {
-                self.engine.cancel_local(&run_id);
-                // A todo call audits itself when its node runs; a workflow call's row was
-                // to commit with its run.
-                if route == Some(Route::RunWorkflow) {
-                    let tools = self.engine.tools();
-                    tools.audit(name, &args, AuditOutcome::Error, Origin::default());
-                }
-                // Another process may have started a run under the same key first.
-                if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
-                    return Ok(view);
-                }
-                Err(NotStarted::Fault(McpError::internal_error(
-                    "the run could not be recorded, so it cannot be a task",
-                    None,
-                )))
-            }
-            Err(error) => Err(NotStarted::Fault(internal(error))),
+        // The reply is the task as its run's first transaction wrote it: reading it back
+        // would wait behind the run's own commits, which start at once on another worker.
+        if let Some(created_ms) = recorded_ms {
+            return Ok(registry.created_task(&run_id, created_ms, nodes, (era.as_str(), name)));
         }
+        self.engine.cancel_local(&run_id);
+        // A todo call audits itself when its node runs; a workflow call's row was to commit
+        // with its run.
+        if route == Some(Route::RunWorkflow) {
+            let tools = self.engine.tools();
+            tools.audit(name, &args, AuditOutcome::Error, Origin::default());
+        }
+        // Another process may have started a run under the same key first.
+        if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
+            return Ok(view);
+        }
+        Err(NotStarted::Fault(McpError::internal_error(
+            "the run could not be recorded, so it cannot be a task",
+            None,
+        )))
     }
 
     /// The task of the run an earlier call with the same idempotency key started, if any.
