@@ -1,6 +1,7 @@
 //! Runs as MCP tasks: what the two task protocols share. A call becomes a run in the
-//! background, recorded with the protocol it was created under; its task is read back
-//! from the registry, in this process or in one started after a restart.
+//! background, recorded with the protocol it was created under, and is answered with the
+//! task as that record wrote it; afterwards its task is read from the registry, in this
+//! process or in one started after a restart.
 //!
 //! Invariant: a task is visible only to requests of the protocol it was created under,
 //! so a client never gets the other protocol's shapes; to the other it is unknown.
