@@ -659,7 +659,7 @@ async fn an_identical_file_left_by_an_interrupted_write_counts_as_written() {
     // As if the crash came between the write and its record: the intent is stored and
     // the file is in place.
     let store = world.store();
-    let intent = mcp_task_server::engine::actions::content_hash("hello");
+    let intent = mcp_task_server::engine::files::content_hash("hello");
     let row = mcp_task_server::store::NodeRow {
         node: 1,
         node_id: "write".into(),

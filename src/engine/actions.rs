@@ -4,12 +4,12 @@
 //! model's say-so is a confused deputy.
 
 use std::future::Future;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::definition::ActionDef;
 use super::report::{NodeError, NodeErrorKind};
@@ -63,6 +63,13 @@ pub enum Resolved {
         prompt: String,
         system: Option<String>,
         max_tokens: u32,
+    },
+    /// A `value` node's value, checked: it becomes the output as it is.
+    Value(Value),
+    ListDir(String),
+    ReadFile {
+        path: String,
+        max_bytes: u64,
     },
 }
 
@@ -127,7 +134,32 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
                 .transpose()?,
             max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
         },
+        ActionDef::Value { expr, schema } => Resolved::Value(value_of(expr, schema, ctx)?),
+        ActionDef::ListDir { path } => Resolved::ListDir(render("list_dir", path, ctx)?),
+        ActionDef::ReadFile { path, max_bytes } => Resolved::ReadFile {
+            path: render("read_file.path", path, ctx)?,
+            max_bytes: *max_bytes,
+        },
     })
+}
+
+/// A `value` node's expression evaluated, and checked against its schema: every misfit is
+/// named in the node's error.
+fn value_of(
+    expr: &str,
+    schema: &Option<Value>,
+    ctx: &minijinja::Value,
+) -> Result<Value, NodeError> {
+    let value = template::eval(expr, ctx).map_err(|e| template_error("value", e))?;
+    let Some(schema) = schema else {
+        return Ok(value);
+    };
+    let problems = super::schema::value_problems(schema, &value);
+    if problems.is_empty() {
+        return Ok(value);
+    }
+    let message = format!("the value does not fit its schema: {}", problems.join("; "));
+    Err(NodeError::new(NodeErrorKind::Invalid, message))
 }
 
 /// An `input` node's form with its templates expanded; choices computed upstream must
@@ -207,138 +239,4 @@ pub fn unanswered(question: &Resolved) -> Result<Value, NodeError> {
             "this node asks the client's model, and no MCP client that can answer is connected",
         )),
     }
-}
-
-fn file_error(message: impl Into<String>) -> NodeError {
-    NodeError::new(NodeErrorKind::File, message)
-}
-
-/// Checks that `path` is relative and free of `..`, and that no existing component under
-/// `root` is a symlink; returns the path joined to `root`.
-pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
-    let relative = Path::new(path);
-    if path.is_empty() {
-        return Err(file_error("the path is empty"));
-    }
-    let mut joined = root.to_path_buf();
-    for component in relative.components() {
-        match component {
-            Component::Normal(part) => {
-                joined.push(part);
-                if joined
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_symlink())
-                {
-                    return Err(file_error(format!(
-                        "`{path}` goes through a symbolic link; refused"
-                    )));
-                }
-            }
-            Component::CurDir => {}
-            Component::ParentDir => {
-                return Err(file_error(format!("`{path}` contains `..`; refused")));
-            }
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(file_error(format!(
-                    "`{path}` is absolute; paths are relative to the workspace"
-                )));
-            }
-        }
-    }
-    Ok(joined)
-}
-
-/// Writes `content` to `path` under `root`: into a temporary file beside it, then renamed
-/// into place, so that the file appears whole or not at all. Without `overwrite`, the
-/// rename refuses to replace an existing file (`renameat2` with `RENAME_NOREPLACE`, or a
-/// hard link where the file system lacks it).
-pub fn write_file(
-    root: &Path,
-    path: &str,
-    content: &str,
-    overwrite: bool,
-) -> Result<Value, NodeError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-
-    let target = confine(root, path)?;
-    let cannot = |e: std::io::Error| file_error(format!("cannot write `{path}`: {e}"));
-    let parent = target.parent().unwrap_or(root);
-    std::fs::create_dir_all(parent)
-        .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let temp = parent.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)
-        .map_err(cannot)?;
-    let written = file
-        .write_all(content.as_bytes())
-        .and_then(|()| file.sync_data());
-    drop(file);
-    let placed = written.and_then(|()| match overwrite {
-        true => std::fs::rename(&temp, &target),
-        false => rename_no_replace(&temp, &target),
-    });
-    if let Err(error) = placed {
-        let _ = std::fs::remove_file(&temp);
-        return Err(match error.kind() {
-            std::io::ErrorKind::AlreadyExists => file_error(format!(
-                "`{path}` already exists; set overwrite = true to replace it"
-            )),
-            _ => cannot(error),
-        });
-    }
-    Ok(json!({ "path": path, "bytes": content.len() }))
-}
-
-/// Renames `from` to `to` unless `to` exists (then `AlreadyExists`).
-fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c =
-        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
-    let (c_from, c_to) = (c(from)?, c(to)?);
-    // SAFETY: both arguments are valid NUL-terminated paths that outlive the call.
-    let status = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            c_from.as_ptr(),
-            libc::AT_FDCWD,
-            c_to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if status == 0 {
-        return Ok(());
-    }
-    let error = std::io::Error::last_os_error();
-    match error.raw_os_error() {
-        // The file system or kernel lacks the flag: a hard link refuses an existing name too.
-        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
-        }
-        _ => Err(error),
-    }
-}
-
-/// A stable hash of a file's content (FNV-1a, 64 bits, with the length), as a `write_file`
-/// attempt records it before writing.
-pub fn content_hash(content: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in content.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("fnv1a64:{hash:016x}:{}", content.len())
-}
-
-/// Whether `path` under `root` already holds exactly `content`.
-pub fn already_written(root: &Path, path: &str, content: &str) -> bool {
-    confine(root, path)
-        .ok()
-        .and_then(|target| std::fs::read(target).ok())
-        .is_some_and(|bytes| bytes == content.as_bytes())
 }

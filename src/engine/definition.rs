@@ -220,11 +220,26 @@ pub enum ActionDef {
         system: Option<String>,
         max_tokens: Option<u32>,
     },
+    /// Evaluate an expression to a JSON value, checked against `schema` when it has one.
+    Value { expr: String, schema: Option<Value> },
+    /// List a folder under the workspace root: its entries' names, kinds and sizes.
+    ListDir { path: String },
+    /// Read a text file under the workspace root, at most `max_bytes` of it.
+    ReadFile { path: String, max_bytes: u64 },
 }
 
 impl ActionDef {
-    pub const NAMES: &'static [&'static str] =
-        &["tool", "render", "write_file", "wait", "input", "sample"];
+    pub const NAMES: &'static [&'static str] = &[
+        "tool",
+        "render",
+        "write_file",
+        "wait",
+        "input",
+        "sample",
+        "value",
+        "list_dir",
+        "read_file",
+    ];
 
     pub fn kind(&self) -> &'static str {
         match self {
@@ -234,6 +249,9 @@ impl ActionDef {
             ActionDef::Wait { .. } => "wait",
             ActionDef::Input { .. } => "input",
             ActionDef::Sample { .. } => "sample",
+            ActionDef::Value { .. } => "value",
+            ActionDef::ListDir { .. } => "list_dir",
+            ActionDef::ReadFile { .. } => "read_file",
         }
     }
 }
@@ -254,6 +272,9 @@ pub struct NodeDef {
     /// An expression yielding a list: one instance per item.
     pub for_each: Option<String>,
     pub retry: RetryPolicy,
+    /// The phase the node belongs to. When a workflow's nodes have phases, its progress
+    /// counts phases rather than nodes.
+    pub phase: Option<String>,
 }
 
 /// A whole workflow.

@@ -78,8 +78,27 @@ fn article(kind: &str) -> String {
     }
 }
 
+/// The form as a client is shown it: the keywords of the protocol's restricted schema
+/// only. A field's `contentSchema` is checked here, on the answer, not by the client.
+pub fn for_client(schema: &Value) -> Value {
+    let mut form = schema.clone();
+    if let Some(properties) = form.get_mut("properties").and_then(Value::as_object_mut) {
+        for property in properties.values_mut().filter_map(Value::as_object_mut) {
+            property.remove("contentSchema");
+            property.remove("contentMediaType");
+        }
+    }
+    form
+}
+
 fn string_problems(property: &Value, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
+    if let Some(schema) = property.get("contentSchema") {
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => problems.extend(super::schema::value_problems(schema, &value)),
+            Err(error) => problems.push(format!("not JSON: {error}")),
+        }
+    }
     let length = text.chars().count();
     let limit = |key: &str| property.get(key).and_then(Value::as_u64);
     if let Some(min) = limit("minLength").filter(|min| (length as u64) < *min) {

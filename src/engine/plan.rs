@@ -48,6 +48,9 @@ pub struct PlannedNode {
     /// one costs more than the rest of a plain node's scheduling.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_context: bool,
+    /// The node's phase, an index into [`Plan::phases`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<usize>,
 }
 
 /// Whether a snapshot field holds its default, and can be left out.
@@ -66,6 +69,10 @@ pub struct Plan {
     pub output: IndexMap<String, String>,
     /// Nodes the `output` expressions read.
     pub output_reads: Vec<usize>,
+    /// The workflow's phases in the order they first appear; empty when its nodes have
+    /// none, and progress then counts nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<String>,
     /// The definition the plan was built from; not part of the snapshot.
     #[serde(skip)]
     pub def: Option<Arc<WorkflowDef>>,
@@ -120,6 +127,10 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
                 add_template(system);
             }
         }
+        ActionDef::Value { expr, .. } => {
+            refs.extend(template::expression_references(expr).unwrap_or_default())
+        }
+        ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => add_template(path),
         ActionDef::Wait { .. } => {}
     }
     for expr in node.when.iter().chain(node.for_each.iter()) {
@@ -142,6 +153,12 @@ impl Plan {
                 .filter_map(|id| index.get(id.as_str()).copied())
                 .collect()
         };
+        let mut phases: Vec<String> = Vec::new();
+        for phase in def.nodes.values().filter_map(|node| node.phase.as_ref()) {
+            if !phases.contains(phase) {
+                phases.push(phase.clone());
+            }
+        }
         let mut nodes: Vec<PlannedNode> = def
             .nodes
             .values()
@@ -162,6 +179,10 @@ impl Plan {
                 retry: node.retry,
                 reads: ids_to_indices(referenced_nodes(&node_references(node))),
                 needs_context: needs_context(node),
+                phase: node
+                    .phase
+                    .as_ref()
+                    .and_then(|p| phases.iter().position(|q| q == p)),
             })
             .collect();
         for node in &mut nodes {
@@ -180,9 +201,18 @@ impl Plan {
             timeout: def.timeout,
             output_reads: ids_to_indices(referenced_nodes(&output_refs)),
             output: def.output.clone(),
+            phases,
             nodes,
             def: Some(def),
             snapshot: OnceLock::new(),
+        }
+    }
+
+    /// What a run's progress counts up to: its phases when it has them, else its nodes.
+    pub fn steps(&self) -> usize {
+        match self.phases.len() {
+            0 => self.nodes.len(),
+            phases => phases,
         }
     }
 
@@ -193,7 +223,7 @@ impl Plan {
     pub fn snapshot(&self) -> Arc<Snapshot> {
         let made = self.snapshot.get_or_init(|| {
             let text = serde_json::to_string(self).expect("a plan serialises");
-            let hash = super::actions::content_hash(&text);
+            let hash = super::files::content_hash(&text);
             Arc::new(Snapshot { text, hash })
         });
         Arc::clone(made)
@@ -237,10 +267,12 @@ impl Plan {
                 retry: RetryPolicy::default(),
                 reads: Vec::new(),
                 needs_context: false,
+                phase: None,
             }],
             snapshot: OnceLock::new(),
             output: IndexMap::new(),
             output_reads: Vec::new(),
+            phases: Vec::new(),
             def: None,
         }
     }
@@ -266,7 +298,13 @@ fn needs_context(node: &NodeDef) -> bool {
         ActionDef::Render { template } => template::is_template(template),
         ActionDef::Tool { args, .. } => template::has_template(args),
         ActionDef::Wait { .. } => false,
-        ActionDef::WriteFile { .. } | ActionDef::Input { .. } | ActionDef::Sample { .. } => true,
+        ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => {
+            template::is_template(path)
+        }
+        ActionDef::WriteFile { .. }
+        | ActionDef::Input { .. }
+        | ActionDef::Sample { .. }
+        | ActionDef::Value { .. } => true,
     }
 }
 

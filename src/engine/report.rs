@@ -91,6 +91,8 @@ pub enum NodeErrorKind {
     Unsupported,
     /// The person declined or cancelled the node's question.
     Refused,
+    /// A `value` node's value does not fit its schema.
+    Invalid,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -113,6 +115,7 @@ impl NodeError {
             NodeErrorKind::File => "file_error",
             NodeErrorKind::Unsupported => "unsupported",
             NodeErrorKind::Refused => "refused",
+            NodeErrorKind::Invalid => "invalid_value",
         };
         NodeError {
             code,
@@ -128,7 +131,10 @@ impl NodeError {
             NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
             NodeErrorKind::Timeout => true,
             NodeErrorKind::File => false,
-            NodeErrorKind::Template | NodeErrorKind::Unsupported | NodeErrorKind::Refused => false,
+            NodeErrorKind::Template
+            | NodeErrorKind::Unsupported
+            | NodeErrorKind::Refused
+            | NodeErrorKind::Invalid => false,
         }
     }
 
@@ -173,6 +179,7 @@ impl NodeError {
             "file_error" => NodeErrorKind::File,
             "unsupported" => NodeErrorKind::Unsupported,
             "refused" => NodeErrorKind::Refused,
+            "invalid_value" => NodeErrorKind::Invalid,
             other => NodeErrorKind::Tool(ErrorCode::parse(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))

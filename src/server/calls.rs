@@ -107,7 +107,7 @@ impl Server {
             node_id: None,
         };
         self.engine.tools().audit(name, args, outcome, origin);
-        workflow_tools::run_reply(&report)
+        workflow_tools::run_reply(&report, self.engine.workspace())
     }
 
     /// Waits for an earlier call's run to end and answers with its report.
@@ -115,7 +115,9 @@ impl Server {
         loop {
             let report = self.registry.as_ref().map(|r| r.report(run_id));
             match report {
-                Some(Ok(Some(report))) => return workflow_tools::run_reply(&report),
+                Some(Ok(Some(report))) => {
+                    return workflow_tools::run_reply(&report, self.engine.workspace());
+                }
                 Some(Ok(None)) => self.task_changed().await,
                 _ => {
                     return super::envelope::failed(

@@ -9,6 +9,8 @@ use crate::tools::ToolResult;
 pub(super) struct Envelope {
     pub ok: bool,
     pub body: Value,
+    /// Files the call wrote, as absolute paths: the result links to each.
+    pub files: Vec<(std::path::PathBuf, u64)>,
 }
 
 /// Success, carrying `data`.
@@ -16,6 +18,7 @@ pub(super) fn ok(data: Value) -> Envelope {
     Envelope {
         ok: true,
         body: json!({ "ok": true, "data": data }),
+        files: Vec::new(),
     }
 }
 
@@ -26,7 +29,11 @@ pub(super) fn failed(code: &str, message: &str, data: Option<Value>) -> Envelope
     if let Some(data) = data {
         body["data"] = data;
     }
-    Envelope { ok: false, body }
+    Envelope {
+        ok: false,
+        body,
+        files: Vec::new(),
+    }
 }
 
 /// A task-manager tool's result.

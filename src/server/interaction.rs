@@ -67,7 +67,7 @@ impl PeerInteraction {
                             false => Vec::new(),
                         };
                         if problems.is_empty() {
-                            return Ok(answer);
+                            return Ok(questions::as_answer(&request, answer));
                         }
                         tracing::info!(?problems, "an answer does not fit its form; asking again");
                     }
@@ -102,10 +102,15 @@ impl Interaction for PeerInteraction {
         system: Option<String>,
         max_tokens: u32,
     ) -> BoxFuture<Result<Value, NodeError>> {
-        if !self.sampling {
-            let error = missing("sampling");
-            return Box::pin(async move { Err(error) });
+        let request = json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens });
+        match (self.sampling, self.elicitation) {
+            (true, _) => self.put(request),
+            // No model to ask: the person writes the reply.
+            (false, true) => self.put(questions::for_person(&request)),
+            (false, false) => {
+                let error = missing("sampling");
+                Box::pin(async move { Err(error) })
+            }
         }
-        self.put(json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens }))
     }
 }

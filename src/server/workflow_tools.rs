@@ -2,6 +2,7 @@
 //! sets `expose_as_tool`. Arguments are validated strictly and every call is audited,
 //! like the task-manager tools.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -200,15 +201,17 @@ pub(super) async fn run_workflow(
         node_id: None,
     };
     engine.tools().audit(tool_name, args, outcome, origin);
-    run_reply(&report)
+    run_reply(&report, engine.workspace())
 }
 
 /// A run's envelope: its report under `data`, also when it failed, so the caller sees
 /// which node failed and why.
-pub(super) fn run_reply(report: &RunReport) -> Envelope {
+pub(super) fn run_reply(report: &RunReport, workspace: &Path) -> Envelope {
     let data = serde_json::to_value(report).expect("a report serialises");
     if report.status == RunStatus::Succeeded {
-        return envelope::ok(data);
+        let mut reply = envelope::ok(data);
+        reply.files = written_files(report, workspace);
+        return reply;
     }
     let code = if report.status == RunStatus::Cancelled {
         "run_cancelled"
@@ -220,6 +223,22 @@ pub(super) fn run_reply(report: &RunReport) -> Envelope {
         .clone()
         .unwrap_or_else(|| format!("run {}", report.status.as_str()));
     envelope::failed(code, &message, Some(data))
+}
+
+/// The files a run's `write_file` nodes wrote: the nodes whose output has a `write_file`
+/// output's shape, `{path, bytes}` and nothing else.
+fn written_files(report: &RunReport, workspace: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    report
+        .nodes
+        .values()
+        .filter_map(|node| node.output.as_ref()?.as_object())
+        .filter(|output| output.len() == 2)
+        .filter_map(|output| {
+            let path = output.get("path")?.as_str()?;
+            let bytes = output.get("bytes")?.as_u64()?;
+            Some((workspace.join(path), bytes))
+        })
+        .collect()
 }
 
 /// Running a workflow may create, change or delete todos and write files.

@@ -89,9 +89,9 @@ pub(super) fn owner_is_gone(owner: &str) -> bool {
     !alive
 }
 
-/// A new run's status message: none of its `nodes` done.
-fn first_message(nodes: usize) -> String {
-    format!("0/{nodes}")
+/// A new run's status message: none of its `steps` (phases, or nodes) done.
+fn first_message(steps: usize) -> String {
+    format!("0/{steps}")
 }
 
 impl Registry {
@@ -123,12 +123,13 @@ impl Registry {
     }
 
     /// The task of a run as [`Journal::create`] recorded it at `created_ms`, built without
-    /// reading it back: a starting call replies with it while the run goes on.
+    /// reading it back: a starting call replies with it while the run goes on. `steps` is
+    /// what its progress counts up to (`Plan::steps`).
     pub fn created_task(
         &self,
         run_id: &str,
         created_ms: i64,
-        nodes: usize,
+        steps: usize,
         label: (&str, &str),
     ) -> crate::tasks::TaskView {
         let at = clock::iso_from_ms(created_ms);
@@ -140,7 +141,7 @@ impl Registry {
             node_id: None,
             instance: None,
             status: crate::tasks::TaskStatus::Working.as_str().to_owned(),
-            status_message: Some(first_message(nodes)),
+            status_message: Some(first_message(steps)),
             progress: 0,
             created_at: at.clone(),
             last_updated_at: at,
@@ -182,7 +183,7 @@ impl Journal for Registry {
         let inputs = serde_json::to_string(start.inputs).expect("inputs serialise");
         let ids: Vec<&str> = start.plan.nodes.iter().map(|node| &*node.id).collect();
         let node_ids = serde_json::to_string(&ids).expect("node ids serialise");
-        let message = first_message(ids.len());
+        let message = first_message(start.plan.steps());
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,

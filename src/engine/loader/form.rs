@@ -22,6 +22,8 @@ const STRING_KEYS: &[&str] = &[
     "format",
     "enum",
     "enumNames",
+    "contentMediaType",
+    "contentSchema",
 ];
 const NUMBER_KEYS: &[&str] = &[
     "type",
@@ -128,6 +130,7 @@ impl Decoder {
             let message = format!("unknown format `{format}`; formats: {}", list(FORMATS));
             self.report(&join(path, "format"), message);
         }
+        self.json_content(path, map);
         if let Some(default) = map.get("default")
             && !default.is_string()
         {
@@ -150,6 +153,30 @@ impl Decoder {
                     self.wrong_type::<()>(&at, "a non-empty array of strings", other);
                 }
             }
+        }
+    }
+
+    /// A text field that holds JSON: `contentMediaType = "application/json"` with a
+    /// `contentSchema` the answer's JSON must fit. The field stays a string for the client;
+    /// structured data such as a list of objects cannot be a flat form's field otherwise.
+    fn json_content(&mut self, path: &str, map: &Map<String, Value>) {
+        let media = map.get("contentMediaType");
+        let schema = map.get("contentSchema");
+        if let Some(media) = media
+            && media != "application/json"
+        {
+            let at = join(path, "contentMediaType");
+            self.report(&at, format!("must be \"application/json\", not {media}"));
+        }
+        match (media, schema) {
+            (Some(_), Some(schema)) => {
+                self.data_schema(&join(path, "contentSchema"), schema);
+            }
+            (None, Some(_)) => self.report(
+                &join(path, "contentSchema"),
+                "`contentSchema` goes with contentMediaType = \"application/json\"",
+            ),
+            _ => {}
         }
     }
 

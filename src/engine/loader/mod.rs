@@ -48,6 +48,10 @@ const NODE_KEYS: &[&str] = &[
     "wait",
     "input",
     "sample",
+    "value",
+    "list_dir",
+    "read_file",
+    "phase",
     "needs",
     "when",
     "trigger",
@@ -66,6 +70,11 @@ const RETRY_KEYS: &[&str] = &[
 const WRITE_FILE_KEYS: &[&str] = &["path", "content", "overwrite"];
 const INPUT_ACTION_KEYS: &[&str] = &["message", "schema", "default"];
 const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens"];
+const VALUE_KEYS: &[&str] = &["expr", "schema"];
+const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
+/// What a `read_file` node reads unless it says otherwise, and the most it may ask for.
+pub const DEFAULT_READ_BYTES: u64 = 64 * 1024;
+pub const MAX_READ_BYTES: u64 = 1024 * 1024;
 const TYPE_NAMES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
 
 /// The rule for workflow names and node ids.

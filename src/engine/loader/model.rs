@@ -190,7 +190,19 @@ impl Decoder {
             timeout: self.opt(map, p, "timeout", Self::timeout),
             for_each: self.opt(map, p, "for_each", Self::string),
             retry: self.opt(map, p, "retry", Self::retry).unwrap_or_default(),
+            phase: self.opt(map, p, "phase", Self::phase),
         })
+    }
+
+    pub(super) fn phase(&mut self, path: &str, value: &Value) -> Option<String> {
+        let name = self.string(path, value)?;
+        if !is_id(&name) {
+            self.report(
+                path,
+                format!("invalid phase `{name}`: must match {ID_RULE}"),
+            );
+        }
+        Some(name)
     }
 
     pub(super) fn trigger(&mut self, path: &str, value: &Value) -> Option<Trigger> {
@@ -301,7 +313,12 @@ impl Decoder {
                 .duration(&at, value)
                 .map(|duration| ActionDef::Wait { duration }),
             "input" => self.input_action(&at, value),
-            _ => self.sample(&at, value),
+            "sample" => self.sample(&at, value),
+            "value" => self.value_action(&at, value),
+            "list_dir" => self
+                .string(&at, value)
+                .map(|path| ActionDef::ListDir { path }),
+            _ => self.read_file(&at, value),
         };
         action.unwrap_or(ActionDef::Render {
             template: String::new(),
@@ -343,6 +360,46 @@ impl Decoder {
             schema: schema
                 .unwrap_or_else(|| serde_json::json!({ "type": "object", "properties": {} })),
             default: self.opt(map, path, "default", Self::any),
+        })
+    }
+
+    /// `value = "expr"`, or `value = { expr = "...", schema = {...} }`.
+    pub(super) fn value_action(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        if let Value::String(expr) = value {
+            let expr = expr.clone();
+            return Some(ActionDef::Value { expr, schema: None });
+        }
+        let map = self.fields(path, value, VALUE_KEYS)?;
+        Some(ActionDef::Value {
+            expr: self.req(map, path, "expr", Self::string),
+            schema: self.opt(map, path, "schema", Self::data_schema),
+        })
+    }
+
+    /// A schema of structured data (`engine/schema.rs`), every unsupported keyword named.
+    pub(super) fn data_schema(&mut self, path: &str, value: &Value) -> Option<Value> {
+        let problems = crate::engine::schema::schema_problems(value);
+        for problem in &problems {
+            self.report(path, problem.clone());
+        }
+        problems.is_empty().then(|| value.clone())
+    }
+
+    pub(super) fn read_file(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        if let Value::String(file) = value {
+            let path = file.clone();
+            return Some(ActionDef::ReadFile {
+                path,
+                max_bytes: DEFAULT_READ_BYTES,
+            });
+        }
+        let map = self.fields(path, value, READ_FILE_KEYS)?;
+        let max_bytes = self.opt(map, path, "max_bytes", |d, p, v| {
+            d.integer(p, v, 1, MAX_READ_BYTES as i64)
+        });
+        Some(ActionDef::ReadFile {
+            path: self.req(map, path, "path", Self::string),
+            max_bytes: max_bytes.map_or(DEFAULT_READ_BYTES, |n| n as u64),
         })
     }
 

@@ -13,6 +13,7 @@
 
 mod cancel;
 mod decide;
+mod files;
 mod finish;
 mod persist;
 mod state;

@@ -226,6 +226,9 @@ impl RunState {
     }
 
     pub fn progress<'a>(&self, plan: &'a Plan) -> RunProgress<'a> {
+        if !plan.phases.is_empty() {
+            return self.phase_progress(plan);
+        }
         let total = plan.nodes.len();
         let fanned: f64 = self
             .open_fans
@@ -242,6 +245,32 @@ impl RunState {
             done: self.done,
             total,
             current: self.current.map(|i| &*plan.nodes[i].id),
+            asking: self.asking > 0,
+        }
+    }
+
+    /// Progress in phases: a phase is done when all its nodes are, and the run is at the
+    /// phase of the node it is at. Phased workflows are small, so counting is cheap.
+    fn phase_progress<'a>(&self, plan: &'a Plan) -> RunProgress<'a> {
+        let total = plan.phases.len();
+        let mut open = vec![false; total];
+        for (node, planned) in plan.nodes.iter().enumerate() {
+            if let Some(phase) = planned.phase
+                && !self.nodes[node].status.is_terminal()
+            {
+                open[phase] = true;
+            }
+        }
+        let done = open.iter().filter(|open| !**open).count();
+        let current = self
+            .current
+            .and_then(|node| plan.nodes[node].phase)
+            .map(|phase| plan.phases[phase].as_str());
+        RunProgress {
+            percent: (100 * done / total.max(1)) as u8,
+            done,
+            total,
+            current,
             asking: self.asking > 0,
         }
     }

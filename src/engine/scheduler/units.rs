@@ -104,7 +104,10 @@ fn left_until(at_ms: i64) -> Duration {
 fn is_synchronous(action: &Resolved) -> bool {
     matches!(
         action,
-        Resolved::Tool { .. } | Resolved::WriteFile { .. } | Resolved::Text(_)
+        Resolved::Tool { .. }
+            | Resolved::WriteFile { .. }
+            | Resolved::ListDir(_)
+            | Resolved::ReadFile { .. }
     )
 }
 
@@ -152,17 +155,25 @@ impl Run {
         action: Resolved,
     ) -> Option<BoxFuture<Woken>> {
         let next_at = self.state.unit(node, instance).next_attempt_ms;
-        if let Resolved::Text(text) = action {
-            // Text cannot fail; it becomes the output as it is, without a copy.
-            self.settle_wake(UnitWake {
-                node,
-                instance,
-                outcome: Outcome::Succeeded(Value::String(text)),
-                attempted: true,
-                action: None,
-            });
-            return None;
-        }
+        let ready = match action {
+            Resolved::Text(text) => Ok(Value::String(text)),
+            Resolved::Value(value) => Ok(value),
+            other => Err(other),
+        };
+        let action = match ready {
+            // Text, or a checked value, cannot fail: it becomes the output as it is.
+            Ok(output) => {
+                self.settle_wake(UnitWake {
+                    node,
+                    instance,
+                    outcome: Outcome::Succeeded(output),
+                    attempted: true,
+                    action: None,
+                });
+                return None;
+            }
+            Err(action) => action,
+        };
         if is_synchronous(&action) {
             // A stored retry time that has not come yet is waited for first.
             if let Some(at) = next_at.filter(|&at| at > clock::now_ms()) {
@@ -207,6 +218,10 @@ impl Run {
                 overwrite,
             } => {
                 let result = self.write_file(node, instance, path, content, *overwrite)?;
+                self.settle_here(node, instance, number, result)
+            }
+            Resolved::ListDir(_) | Resolved::ReadFile { .. } => {
+                let result = self.read(&action);
                 self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),
@@ -286,41 +301,6 @@ impl Run {
         let unit = self.state.unit_mut(node, instance);
         settle_into(unit, number, result, &planned.retry, seed, stamp);
         self.after_settle(node, instance)
-    }
-
-    /// Writes a file so that a resumed run never writes it twice, nor calls its own
-    /// earlier write a conflict: the content's hash is committed before the write, the
-    /// write is a temporary file renamed into place, and a resumed attempt whose hash was
-    /// recorded finds the identical file there and is done. `None` if the journal refused.
-    fn write_file(
-        &mut self,
-        node: usize,
-        instance: Option<usize>,
-        path: &str,
-        content: &str,
-        overwrite: bool,
-    ) -> Option<Result<Value, NodeError>> {
-        let root = self.env.workspace.clone();
-        let done = || json!({ "path": path, "bytes": content.len() });
-        if self.journal.is_none() {
-            return Some(actions::write_file(&root, path, content, overwrite));
-        }
-        let intent = actions::content_hash(content);
-        if self.state.unit(node, instance).intent.as_deref() == Some(intent.as_str())
-            && actions::already_written(&root, path, content)
-        {
-            return Some(Ok(done()));
-        }
-        self.state.unit_mut(node, instance).intent = Some(intent);
-        self.flush();
-        if self
-            .stop
-            .as_ref()
-            .is_some_and(|s| matches!(s, super::Stop::Lost(_)))
-        {
-            return None;
-        }
-        Some(actions::write_file(&root, path, content, overwrite))
     }
 
     /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.

@@ -45,6 +45,7 @@ pub fn validate(
 ) -> Result<(), Problems> {
     let mut check = Checker::new(def);
     check.size(limits);
+    check.phases();
     for node in def.nodes.values() {
         check.action(node, tool_exists, limits);
         check.needs(node);
@@ -148,6 +149,24 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// Phases are all or nothing: progress counts either phases or nodes.
+    fn phases(&mut self) {
+        let phased = self
+            .def
+            .nodes
+            .values()
+            .filter(|n| n.phase.is_some())
+            .count();
+        if phased == 0 || phased == self.def.nodes.len() {
+            return;
+        }
+        for node in self.def.nodes.values().filter(|n| n.phase.is_none()) {
+            let message = "this node has no `phase`, and others have one: give every node a \
+                           phase, or none";
+            self.report(&format!("nodes.{}", node.id), message);
+        }
+    }
+
     fn needs(&mut self, node: &NodeDef) {
         let mut seen = HashSet::new();
         for (i, need) in node.needs.iter().enumerate() {
@@ -236,6 +255,10 @@ impl<'d> Checker<'d> {
             ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
             ActionDef::Input { schema, .. } => {
                 self.value(&format!("nodes.{id}.input.schema"), schema, scope)
+            }
+            ActionDef::Value { expr, .. } => {
+                let path = format!("nodes.{id}.value");
+                self.text(&path, expr, Syntax::Expression, scope);
             }
             _ => {}
         }
@@ -460,7 +483,9 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
             fields.extend(system.as_deref().map(|system| ("sample.system", system)));
             fields
         }
-        ActionDef::Tool { .. } | ActionDef::Wait { .. } => vec![],
+        ActionDef::ListDir { path } => vec![("list_dir", path)],
+        ActionDef::ReadFile { path, .. } => vec![("read_file.path", path)],
+        ActionDef::Tool { .. } | ActionDef::Wait { .. } | ActionDef::Value { .. } => vec![],
     }
 }
 

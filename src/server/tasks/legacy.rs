@@ -165,16 +165,23 @@ impl Server {
     ) -> Result<(), McpError> {
         let registry = self.registry()?;
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
-        let can_answer = |q: &OpenQuestion| match &capabilities {
-            Some(caps) if questions::is_elicitation(&q.request) => caps.elicitation.is_some(),
-            Some(caps) => caps.sampling.is_some(),
-            None => false,
+        let (elicits, samples) = capabilities.as_ref().map_or((false, false), |caps| {
+            (caps.elicitation.is_some(), caps.sampling.is_some())
+        });
+        // A sample question goes to the person when the client has no model to ask.
+        let can_answer = |q: &OpenQuestion| match questions::is_elicitation(&q.request) {
+            true => elicits,
+            false => samples || elicits,
         };
         let Some(question) = open.into_iter().find(can_answer) else {
             self.task_changed().await;
             return Ok(());
         };
-        let (method, mut params) = questions::as_request(&question.request);
+        let sent = match questions::is_elicitation(&question.request) || samples {
+            true => question.request.clone(),
+            false => questions::for_person(&question.request),
+        };
+        let (method, mut params) = questions::as_request(&sent);
         params["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let reply = match peer.send_request(request).await {
@@ -186,7 +193,7 @@ impl Server {
             }
         };
         // An answer that does not fit is asked again, under a new key, by the registry.
-        if let Err(error) = questions::answer(registry, &view.run_id, &question, &reply) {
+        if let Err(error) = questions::answer(registry, &view.run_id, &question, &sent, &reply) {
             tracing::info!(%error, "an answer was not taken");
         }
         Ok(())

@@ -131,7 +131,7 @@ impl Server {
                     .map_err(NotStarted::Rejected)?;
                 // The call's audit row commits with the run it starts.
                 options.audit = Some((name.to_owned(), args.clone()));
-                let nodes = request.plan.nodes.len();
+                let nodes = request.plan.steps();
                 (
                     self.engine.start(request.plan, request.inputs, options),
                     nodes,
@@ -243,7 +243,10 @@ impl Server {
             .as_deref()
             .is_some_and(|tool| self.route(tool) == Some(Route::Todo));
         if !todo {
-            return Ok(Some(results::reply(workflow_tools::run_reply(&report))));
+            return Ok(Some(results::reply(workflow_tools::run_reply(
+                &report,
+                self.engine.workspace(),
+            ))));
         }
         let node = report.nodes.into_values().next().unwrap_or_default();
         let result = match (node.status, node.output, node.error) {

@@ -37,9 +37,37 @@ pub(in crate::server) fn as_request(request: &Value) -> (&'static str, Value) {
     let params = json!({
         "mode": "form",
         "message": request["message"],
-        "requestedSchema": request["schema"],
+        "requestedSchema": crate::engine::form::for_client(&request["schema"]),
     });
     ("elicitation/create", params)
+}
+
+/// A `sample` question put to the person instead, for a client that can elicit but has no
+/// model to sample: the prompt, and one text field for the reply they write themselves.
+pub(in crate::server) fn for_person(sample: &Value) -> Value {
+    json!({
+        "kind": "input",
+        "message": sample["prompt"],
+        "schema": {
+            "type": "object",
+            "properties": { "text": {
+                "type": "string",
+                "title": "Your reply",
+                "description": "There is no model to ask: write the reply yourself."
+            } },
+            "required": ["text"]
+        },
+        "forSample": true,
+    })
+}
+
+/// The answer as the question's node takes it: a person's reply to a `sample` question
+/// ([`for_person`]) reads as a model's, `{text, model: "person"}`.
+pub(in crate::server) fn as_answer(sent: &Value, answer: Value) -> Value {
+    match sent["forSample"] == true {
+        true => json!({ "text": answer["text"], "model": "person" }),
+        false => answer,
+    }
 }
 
 /// Whether answering a question needs the client's elicitation (else its sampling).
@@ -75,17 +103,26 @@ pub(in crate::server) fn read_reply(request: &Value, reply: &Value) -> Result<Re
     }
 }
 
-/// Records a client's reply to `question`.
+/// Records a client's reply to `question`, which was put to it as `sent` (its own request,
+/// or [`for_person`] of it).
 pub(super) fn answer(
     registry: &Registry,
     run_id: &str,
     question: &OpenQuestion,
+    sent: &Value,
     reply: &Value,
 ) -> Result<(), AnswerError> {
-    let reply = read_reply(&question.request, reply).map_err(|problem| AnswerError::Invalid {
+    let reply = read_reply(sent, reply).map_err(|problem| AnswerError::Invalid {
         problems: vec![problem],
     })?;
     match reply {
+        Reply::Answer(answer) if sent["forSample"] == true => {
+            let problems = crate::engine::form::answer_problems(&sent["schema"], &answer);
+            if !problems.is_empty() {
+                return Err(AnswerError::Invalid { problems });
+            }
+            registry.reply(run_id, question, Ok(&as_answer(sent, answer)))
+        }
         Reply::Answer(answer) => registry.reply(run_id, question, Ok(&answer)),
         Reply::Refused(refusal) => registry.reply(run_id, question, Err(refusal)),
     }
@@ -117,7 +154,7 @@ pub(super) fn take_responses(
         let Some(reply) = responses.get(&wire_key(question)) else {
             continue;
         };
-        if let Err(error) = answer(registry, &task.run_id, question, reply) {
+        if let Err(error) = answer(registry, &task.run_id, question, &question.request, reply) {
             tracing::info!(task_id = %task.task_id, %error, "an answer was not taken");
         }
     }
