@@ -323,8 +323,13 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
         .lines()
         .map(|line| line.split_whitespace().next().unwrap_or_default())
         .collect();
-    assert_eq!(names, ["release_checklist", "hello"], "{}", ran.stdout);
-    let hello = ran.stdout.lines().nth(1).unwrap();
+    assert_eq!(
+        names,
+        ["interactive_adr_planning", "release_checklist", "hello"],
+        "{}",
+        ran.stdout
+    );
+    let hello = ran.stdout.lines().nth(2).unwrap();
     assert!(
         hello.contains("1 nodes") && hello.contains("Say hello"),
         "{hello}"
@@ -590,7 +595,7 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
             .find(|l| l.contains("no_such_flow"))
             .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
         assert!(
-            line.contains("known workflows: release_checklist, hello"),
+            line.contains("known workflows: interactive_adr_planning, release_checklist, hello"),
             "{line}"
         );
     }

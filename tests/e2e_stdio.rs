@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 9] = [
+const TOOLS: [(&str, bool, bool); 10] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -32,12 +32,21 @@ const TOOLS: [(&str, bool, bool); 9] = [
     ("run_workflow", false, true),
     ("list_runs", true, false),
     ("get_run", true, false),
+    // A built-in workflow exposed as a tool: it writes a file and makes todos.
+    ("interactive_adr_planning", false, true),
 ];
 
 /// Input properties that are free-form objects by design: an inline workflow definition
-/// (checked by the workflow validator) and a workflow's inputs (checked against its own
-/// schema).
-const FREE_FORM_OBJECTS: [&str; 2] = ["run_workflow.definition", "run_workflow.inputs"];
+/// (checked by the workflow validator), a workflow's inputs (checked against its own
+/// schema), and the phases' structured answers of the ADR planner (checked by the
+/// phase's `value` node, with every problem named).
+const FREE_FORM_OBJECTS: [&str; 5] = [
+    "run_workflow.definition",
+    "run_workflow.inputs",
+    "interactive_adr_planning.decision",
+    "interactive_adr_planning.impacts",
+    "interactive_adr_planning.plan",
+];
 
 /// `value` with the keys of every object in sorted order, arrays kept as they are.
 fn sort_keys(value: &Value) -> Value {

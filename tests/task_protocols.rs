@@ -3,21 +3,13 @@
 //! SEP-2663 extension (`server/discover`, flat `CreateTaskResult`, `tasks/update`).
 //! Task ids and times vary from run to run and are compared as `<id>` and `<time>`.
 
-use std::sync::Arc;
+mod wire;
+
 use std::time::Duration;
 
-use mcp_task_server::engine::Engine;
-use mcp_task_server::engine::catalog::Catalog;
-use mcp_task_server::server::Server;
-use mcp_task_server::store::Store;
-use mcp_task_server::tasks::{Registry, RegistryConfig};
-use mcp_task_server::tools::Tools;
+use mcp_task_server::tasks::RegistryConfig;
 use serde_json::{Value, json};
-use tokio::io::DuplexStream;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
-use tokio_util::sync::CancellationToken;
-
-const DEADLINE: Duration = Duration::from_secs(10);
+use wire::Wire;
 
 /// A workflow that waits, asks the user, then makes a todo.
 const ASK: &str = include_str!("fixtures/ask.toml");
@@ -65,124 +57,17 @@ tool = "add_task"
 args = { title = "quick branch done" }
 "#;
 
-/// A raw JSON-RPC client on the server's byte stream.
-struct Wire {
-    write: WriteHalf<DuplexStream>,
-    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
-    /// Server requests and notifications seen while waiting for replies.
-    seen: Vec<Value>,
-    engine: Engine,
-    registry: Arc<Registry>,
-    _dir: tempfile::TempDir,
+fn start() -> Wire {
+    start_with(RegistryConfig::default())
 }
 
-impl Wire {
-    fn start() -> Wire {
-        Wire::start_with(RegistryConfig::default())
-    }
-
-    fn start_with(config: RegistryConfig) -> Wire {
-        let dir = tempfile::tempdir().unwrap();
-        let flows = dir.path().join("workflows");
-        std::fs::create_dir(&flows).unwrap();
-        std::fs::write(flows.join("ask.toml"), ASK).unwrap();
-        std::fs::write(flows.join("twice.toml"), TWICE).unwrap();
-        std::fs::write(flows.join("branches.toml"), BRANCHES).unwrap();
-        let store = Store::open(dir.path().join("tasks.db")).unwrap();
-        let tools = Tools::new(store.clone());
-        let registry = Arc::new(Registry::new(store, tools.clone(), config));
-        let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
-        let (catalog, problems) = Catalog::load(Some(&flows));
-        assert!(problems.is_empty(), "{problems:?}");
-        let server = Server::new(engine.clone(), catalog).with_registry(registry.clone());
-        let (client_end, server_end) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(server_end);
-        tokio::spawn(server.serve_on(read, write, CancellationToken::new()));
-        let (read, write) = tokio::io::split(client_end);
-        Wire {
-            write,
-            lines: BufReader::new(read).lines(),
-            seen: Vec::new(),
-            engine,
-            registry,
-            _dir: dir,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let line = format!("{message}\n");
-        self.write.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
-            .await
-            .expect("the server answers in time")
-            .unwrap()
-            .expect("the server is still there");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Sends a request and returns its reply; server requests met on the way are answered
-    /// with `answer`.
-    async fn request_answering(
-        &mut self,
-        id: i64,
-        method: &str,
-        params: Value,
-        answer: &dyn Fn(&Value) -> Value,
-    ) -> Value {
-        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
-            .await;
-        loop {
-            let message = self.next().await;
-            match (message.get("id"), message.get("method")) {
-                (Some(got), None) if got == &json!(id) => return message,
-                (Some(server_id), Some(_)) => {
-                    let reply = answer(&message);
-                    let reply = json!({ "jsonrpc": "2.0", "id": server_id, "result": reply });
-                    self.seen.push(message);
-                    self.send(reply).await;
-                }
-                _ => self.seen.push(message),
-            }
-        }
-    }
-
-    async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        let refuse = |_: &Value| json!({ "action": "cancel" });
-        self.request_answering(id, method, params, &refuse).await
-    }
-
-    async fn initialize(&mut self, capabilities: Value) -> Value {
-        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
-            "clientInfo": { "name": "raw", "version": "1" } });
-        let reply = self.request(0, "initialize", params).await;
-        self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
-            .await;
-        reply
-    }
-
-    /// Waits until the server has sent a message that `wanted` accepts (a notification
-    /// may follow the reply it goes with).
-    async fn await_seen(&mut self, wanted: impl Fn(&Value) -> bool) {
-        while !self.seen.iter().any(&wanted) {
-            let message = self.next().await;
-            self.seen.push(message);
-        }
-    }
-
-    /// Polls `tasks/get` until the task's status is `status`.
-    async fn poll_until(&mut self, id: i64, params: Value, status: &str) -> Value {
-        for _ in 0..200 {
-            let reply = self.request(id, "tasks/get", params.clone()).await;
-            if reply["result"]["status"] == status {
-                return reply;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the task never became {status}");
-    }
+fn start_with(config: RegistryConfig) -> Wire {
+    let flows = [
+        ("ask.toml", ASK),
+        ("twice.toml", TWICE),
+        ("branches.toml", BRANCHES),
+    ];
+    Wire::start_in(config, &flows)
 }
 
 /// The reply with its varying values (task ids, times) replaced by placeholders.
@@ -225,7 +110,7 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 #[tokio::test]
 async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_capable_tool() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let init = wire.initialize(json!({ "elicitation": {} })).await;
     assert_eq!(
         init["result"]["capabilities"]["tasks"],
@@ -262,7 +147,7 @@ async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_ca
 
 #[tokio::test]
 async fn a_2025_session_that_declares_the_extension_at_initialize_still_speaks_2025_tasks() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let capabilities =
         json!({ "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } });
     let init = wire.initialize(capabilities).await;
@@ -295,7 +180,7 @@ async fn a_2025_session_that_declares_the_extension_at_initialize_still_speaks_2
 
 #[tokio::test]
 async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({ "elicitation": {} })).await;
     let call = json!({ "name": "ask", "arguments": { "who": "ann" }, "task": { "ttl": 60000 },
         "_meta": { "progressToken": "p-ann" } });
@@ -408,7 +293,7 @@ async fn a_2025_task_is_created_polled_asked_through_tasks_result_and_listed() {
 
 #[tokio::test]
 async fn a_2025_cancel_ends_a_running_task_before_its_reply_and_refuses_a_finished_one() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let call = json!({ "name": "ask", "arguments": {}, "task": {} });
     let created = wire.request(1, "tools/call", call).await;
@@ -443,7 +328,7 @@ async fn a_2025_cancel_ends_a_running_task_before_its_reply_and_refuses_a_finish
 
 #[tokio::test]
 async fn a_2025_unknown_task_id_is_invalid_params_for_every_task_method() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let unknown = json!({ "taskId": "00000000-0000-4000-8000-000000000000" });
     for (id, method) in [(1, "tasks/get"), (2, "tasks/result"), (3, "tasks/cancel")] {
@@ -458,7 +343,7 @@ async fn a_2025_unknown_task_id_is_invalid_params_for_every_task_method() {
 
 #[tokio::test]
 async fn a_todo_tool_is_a_task_only_when_asked_and_its_error_makes_the_task_failed() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let plain = wire
         .request(
@@ -492,7 +377,7 @@ async fn a_todo_tool_is_a_task_only_when_asked_and_its_error_makes_the_task_fail
 
 #[tokio::test]
 async fn a_2025_call_without_a_task_asks_its_question_directly_and_runs_to_the_end() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({ "elicitation": {} })).await;
     let approve = |_: &Value| json!({ "action": "accept", "content": { "ok": true } });
     let call = json!({ "name": "ask", "arguments": { "who": "cy" } });
@@ -522,7 +407,7 @@ async fn a_2025_call_without_a_task_asks_its_question_directly_and_runs_to_the_e
 
 #[tokio::test]
 async fn a_2025_call_from_a_client_that_cannot_answer_fails_the_node_naming_what_is_missing() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({ "sampling": {} })).await;
     let call = json!({ "name": "ask", "arguments": {} });
     let reply = wire.request(1, "tools/call", call).await;
@@ -558,7 +443,7 @@ fn with_meta(mut params: Value, declared: bool) -> Value {
 
 #[tokio::test]
 async fn the_extension_is_discovered_and_a_workflow_call_returns_a_flat_task() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let discovered = wire
         .request(1, "server/discover", with_meta(json!({}), true))
         .await;
@@ -587,7 +472,7 @@ async fn the_extension_is_discovered_and_a_workflow_call_returns_a_flat_task() {
 #[tokio::test]
 async fn an_extension_task_inlines_its_question_takes_the_answer_by_update_and_inlines_its_result()
 {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "ask", "arguments": { "who": "bo" } }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -655,7 +540,7 @@ async fn an_extension_task_inlines_its_question_takes_the_answer_by_update_and_i
 
 #[tokio::test]
 async fn an_extension_run_that_fails_is_completed_with_an_error_result() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -676,7 +561,7 @@ async fn an_extension_run_that_fails_is_completed_with_an_error_result() {
 
 #[tokio::test]
 async fn extension_task_methods_need_the_extension_and_the_removed_ones_are_not_found() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -716,7 +601,7 @@ async fn extension_task_methods_need_the_extension_and_the_removed_ones_are_not_
 
 #[tokio::test]
 async fn a_task_of_one_protocol_is_unknown_to_the_other() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
     let created = wire.request(1, "tools/call", call).await;
@@ -761,7 +646,7 @@ fn round_call(name: &str, state: Option<&Value>, responses: Value) -> Value {
 
 #[tokio::test]
 async fn a_call_without_tasks_asks_in_rounds_and_each_retry_continues_the_same_run() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let first = wire
         .request(1, "tools/call", round_call("twice", None, json!({})))
         .await;
@@ -824,7 +709,7 @@ async fn a_call_without_tasks_asks_in_rounds_and_each_retry_continues_the_same_r
 
 #[tokio::test]
 async fn a_forged_or_foreign_request_state_is_refused() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let first = wire
         .request(1, "tools/call", round_call("twice", None, json!({})))
         .await;
@@ -863,7 +748,7 @@ async fn a_round_left_unanswered_past_its_timeout_cancels_its_run() {
         answer_timeout: Duration::from_millis(50),
         ..RegistryConfig::default()
     };
-    let mut wire = Wire::start_with(config);
+    let mut wire = start_with(config);
     let first = wire
         .request(1, "tools/call", round_call("twice", None, json!({})))
         .await;
@@ -900,7 +785,7 @@ async fn a_round_left_unanswered_past_its_timeout_cancels_its_run() {
 
 #[tokio::test]
 async fn runs_are_found_again_with_list_runs_and_get_run() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "ask", "arguments": { "who": "lu" } }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -947,7 +832,7 @@ async fn runs_are_found_again_with_list_runs_and_get_run() {
 
 #[tokio::test]
 async fn a_retried_start_with_the_same_key_and_arguments_gets_the_same_run() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let call = |who: &str| json!({ "name": "ask", "arguments": { "who": who, "idempotency_key": "k-1" }, "task": {} });
     let first = wire.request(1, "tools/call", call("dee")).await;
@@ -992,7 +877,7 @@ async fn a_retried_start_with_the_same_key_and_arguments_gets_the_same_run() {
 
 #[tokio::test]
 async fn cancelling_a_sub_task_cancels_its_node_and_the_trigger_rules_decide_the_rest() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     wire.initialize(json!({})).await;
     let call = json!({ "name": "branches", "arguments": {}, "task": {} });
     let created = wire.request(1, "tools/call", call).await;
@@ -1040,7 +925,7 @@ async fn cancelling_a_sub_task_cancels_its_node_and_the_trigger_rules_decide_the
 
 #[tokio::test]
 async fn cancelling_a_sub_task_that_has_not_started_ends_it_before_it_runs() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "branches", "arguments": {} }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -1085,7 +970,7 @@ async fn cancelling_a_sub_task_that_has_not_started_ends_it_before_it_runs() {
 
 #[tokio::test]
 async fn an_answer_that_does_not_fit_is_asked_again_under_a_new_key_at_most_three_times() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let call = with_meta(json!({ "name": "ask", "arguments": {} }), true);
     let created = wire.request(1, "tools/call", call).await;
     let task_id = created["result"]["taskId"].clone();
@@ -1123,7 +1008,7 @@ async fn an_answer_that_does_not_fit_is_asked_again_under_a_new_key_at_most_thre
 
 #[tokio::test]
 async fn a_question_offers_choices_computed_upstream() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     let definition = json!({
         "name": "pick",
         "inputs": { "options": { "type": "array", "default": ["red", "blue"] } },
@@ -1191,7 +1076,7 @@ async fn a_start_whose_idempotency_key_another_start_recorded_first_does_not_run
     use mcp_task_server::engine::report::RunStatus;
     // Two processes racing on one key both miss the lookup; the store's unique index lets
     // one record its run, and the other must not run unrecorded.
-    let wire = Wire::start();
+    let wire = start();
     let options = || RunOptions {
         record: true,
         idempotency: Some(("same-key".to_owned(), "the call".to_owned())),
@@ -1225,7 +1110,7 @@ async fn a_start_whose_idempotency_key_another_start_recorded_first_does_not_run
 
 #[tokio::test]
 async fn a_2026_request_that_also_carries_params_task_gets_the_extension_shapes() {
-    let mut wire = Wire::start();
+    let mut wire = start();
     // SEP-2663: a `task` parameter on a 2026-07-28 request is ignored.
     let call = with_meta(json!({ "name": "ask", "arguments": {}, "task": {} }), true);
     let created = wire.request(1, "tools/call", call).await;

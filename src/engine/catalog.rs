@@ -13,10 +13,16 @@ use super::validate::{self, Limits};
 use crate::tools::Tools;
 
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
-const BUILT_IN: &[(&str, &str)] = &[(
-    "release_checklist.toml",
-    include_str!("../../workflows/release_checklist.toml"),
-)];
+const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "interactive_adr_planning.toml",
+        include_str!("../../workflows/interactive_adr_planning.toml"),
+    ),
+    (
+        "release_checklist.toml",
+        include_str!("../../workflows/release_checklist.toml"),
+    ),
+];
 
 /// A loaded, validated workflow and its compiled plan.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! The filters that workflows add to minijinja's own: reading a model's JSON reply,
-//! making a file name out of a title, numbering files, and fitting text into a limit.
+//! making a file name out of a title, numbering files, fitting text into a limit, and
+//! the `today()` function.
 //!
 //! Each one is total on what it is documented to take, and fails with a message that says
 //! what it got otherwise: a template error names the node it happened in.
@@ -12,6 +13,13 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     env.add_filter("number_prefix", number_prefix);
     env.add_filter("zero_pad", zero_pad);
     env.add_filter("shorten", shorten);
+    env.add_function("today", today);
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`. A node that reads the clock should be a `value`
+/// node of its own, so that its output is stored and a resumed run keeps the same date.
+pub fn today() -> String {
+    crate::clock::now_iso()[..10].to_owned()
 }
 
 fn invalid(message: String) -> Error {
@@ -22,8 +30,16 @@ fn invalid(message: String) -> Error {
 /// after a line of prose. The text from the first `{` or `[` to the last `}` or `]` is
 /// read when the whole is not JSON.
 pub fn from_json(text: &str) -> Result<Value, Error> {
+    match json_in(text) {
+        Ok(value) => Ok(Value::from_serialize(&value)),
+        Err(error) => Err(invalid(format!("from_json: not JSON ({error})"))),
+    }
+}
+
+/// The JSON in `text`, read as [`from_json`] reads it.
+pub fn json_in(text: &str) -> Result<serde_json::Value, serde_json::Error> {
     let trimmed = text.trim();
-    let parsed = serde_json::from_str::<serde_json::Value>(trimmed).or_else(|first| {
+    serde_json::from_str::<serde_json::Value>(trimmed).or_else(|first| {
         let start = trimmed.find(['{', '[']);
         let end = trimmed.rfind(['}', ']']);
         match (start, end) {
@@ -32,11 +48,7 @@ pub fn from_json(text: &str) -> Result<Value, Error> {
             }
             _ => Err(first),
         }
-    });
-    match parsed {
-        Ok(value) => Ok(Value::from_serialize(&value)),
-        Err(error) => Err(invalid(format!("from_json: not JSON ({error})"))),
-    }
+    })
 }
 
 /// A file-name-safe slug of `text`: lowercase ASCII letters and digits (common Latin

@@ -94,7 +94,9 @@ pub fn for_client(schema: &Value) -> Value {
 fn string_problems(property: &Value, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(schema) = property.get("contentSchema") {
-        match serde_json::from_str::<Value>(text) {
+        // Read as the `from_json` filter reads it, so that a draft a model wrote in a code
+        // fence can be confirmed as it is.
+        match super::filters::json_in(text) {
             Ok(value) => problems.extend(super::schema::value_problems(schema, &value)),
             Err(error) => problems.push(format!("not JSON: {error}")),
         }
@@ -194,5 +196,27 @@ mod tests {
             answer_problems(&form(), &json!("a")),
             ["an answer is an object of the form's fields"]
         );
+    }
+
+    #[test]
+    fn a_json_field_is_read_as_a_model_writes_it_and_checked_against_its_content_schema() {
+        let form = json!({
+            "type": "object",
+            "properties": { "items": {
+                "type": "string", "contentMediaType": "application/json",
+                "contentSchema": { "type": "array", "items": { "type": "integer" } }
+            } }
+        });
+        let fenced = json!({ "items": "```json\n[1, 2]\n```" });
+        assert_eq!(answer_problems(&form, &fenced), Vec::<String>::new());
+        let wrong = json!({ "items": "[1, \"two\"]" });
+        assert_eq!(
+            answer_problems(&form, &wrong),
+            ["`items`: `[1]`: expected integer, found a string"]
+        );
+        assert!(answer_problems(&form, &json!({ "items": "nope" }))[0].contains("not JSON"));
+        // The client sees a text field only.
+        let shown = for_client(&form);
+        assert_eq!(shown["properties"]["items"], json!({ "type": "string" }));
     }
 }

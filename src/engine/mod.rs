@@ -10,7 +10,7 @@ pub mod catalog;
 pub mod definition;
 pub mod duration;
 pub mod files;
-mod filters;
+pub(crate) mod filters;
 pub mod form;
 pub mod journal;
 pub mod loader;

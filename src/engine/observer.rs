@@ -9,7 +9,8 @@ use super::report::{NodeError, NodeStatus, RunStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
-    /// Nodes in a terminal state.
+    /// Steps done, of `total`: the phases of a phased workflow, else the nodes in a
+    /// terminal state.
     pub done: usize,
     pub total: usize,
 }

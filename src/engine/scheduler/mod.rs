@@ -216,7 +216,7 @@ impl Run {
         self.emit(Event::RunStarted {
             run_id: &self.run_id,
             workflow: &self.plan.name,
-            total: self.plan.nodes.len(),
+            total: self.plan.steps(),
         });
         let deadline = self.deadline();
         let mut since_yield = 0;

@@ -664,14 +664,16 @@ impl Run {
     pub(super) fn node_changed(&self, node: usize) {
         if let Some(observer) = &self.observer {
             let unit = &self.state.nodes[node];
+            // Phases, or nodes: what the run's task reports too.
+            let progress = self.state.progress(&self.plan);
             observer.event(&crate::engine::observer::Event::NodeChanged {
                 run_id: &self.run_id,
                 node: &self.plan.nodes[node].id,
                 status: unit.status,
                 reason: unit.reason.as_deref(),
                 progress: crate::engine::observer::Progress {
-                    done: self.state.done,
-                    total: self.plan.nodes.len(),
+                    done: progress.done,
+                    total: progress.total,
                 },
             });
         }

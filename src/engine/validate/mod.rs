@@ -34,8 +34,9 @@ impl Limits {
     };
 }
 
-/// The functions minijinja provides as globals; they may appear as variables.
-const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace"];
+/// The functions templates have as globals; they may appear as variables.
+/// (`today` is ours: see `filters.rs`.)
+const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace", "today"];
 
 /// Checks `def`; `tool_exists` says whether a `tool` node's tool is registered.
 pub fn validate(

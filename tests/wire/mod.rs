@@ -1,0 +1,137 @@
+//! A raw JSON-RPC client on an in-process server's byte stream, for tests that check
+//! exact exchanges: it answers the server's requests with a function of the test's.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_task_server::engine::Engine;
+use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::server::Server;
+use mcp_task_server::store::Store;
+use mcp_task_server::tasks::{Registry, RegistryConfig};
+use mcp_task_server::tools::Tools;
+use serde_json::{Value, json};
+use tokio::io::DuplexStream;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
+use tokio_util::sync::CancellationToken;
+
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A raw JSON-RPC client on the server's byte stream.
+pub struct Wire {
+    write: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    /// Server requests and notifications seen while waiting for replies.
+    pub seen: Vec<Value>,
+    pub engine: Engine,
+    pub registry: Arc<Registry>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Wire {
+    /// A server in this process on a fresh database, whose workspace is a temporary
+    /// folder with `files` (name, text) in its workflows folder.
+    pub fn start_in(config: RegistryConfig, files: &[(&str, &str)]) -> Wire {
+        let dir = tempfile::tempdir().unwrap();
+        let flows = dir.path().join("workflows");
+        std::fs::create_dir(&flows).unwrap();
+        for (name, text) in files {
+            std::fs::write(flows.join(name), text).unwrap();
+        }
+        let store = Store::open(dir.path().join("tasks.db")).unwrap();
+        let tools = Tools::new(store.clone());
+        let registry = Arc::new(Registry::new(store, tools.clone(), config));
+        let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
+        let (catalog, problems) = Catalog::load(Some(&flows));
+        assert!(problems.is_empty(), "{problems:?}");
+        let server = Server::new(engine.clone(), catalog).with_registry(registry.clone());
+        let (client_end, server_end) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server_end);
+        tokio::spawn(server.serve_on(read, write, CancellationToken::new()));
+        let (read, write) = tokio::io::split(client_end);
+        Wire {
+            write,
+            lines: BufReader::new(read).lines(),
+            seen: Vec::new(),
+            engine,
+            registry,
+            dir,
+        }
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    pub async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
+            .await
+            .expect("the server answers in time")
+            .unwrap()
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its reply; server requests met on the way are answered
+    /// with `answer`.
+    pub async fn request_answering(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+        answer: &dyn Fn(&Value) -> Value,
+    ) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let message = self.next().await;
+            match (message.get("id"), message.get("method")) {
+                (Some(got), None) if got == &json!(id) => return message,
+                (Some(server_id), Some(_)) => {
+                    let reply = answer(&message);
+                    let reply = json!({ "jsonrpc": "2.0", "id": server_id, "result": reply });
+                    self.seen.push(message);
+                    self.send(reply).await;
+                }
+                _ => self.seen.push(message),
+            }
+        }
+    }
+
+    pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let refuse = |_: &Value| json!({ "action": "cancel" });
+        self.request_answering(id, method, params, &refuse).await
+    }
+
+    pub async fn initialize(&mut self, capabilities: Value) -> Value {
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": { "name": "raw", "version": "1" } });
+        let reply = self.request(0, "initialize", params).await;
+        self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+        reply
+    }
+
+    /// Waits until the server has sent a message that `wanted` accepts (a notification
+    /// may follow the reply it goes with).
+    pub async fn await_seen(&mut self, wanted: impl Fn(&Value) -> bool) {
+        while !self.seen.iter().any(&wanted) {
+            let message = self.next().await;
+            self.seen.push(message);
+        }
+    }
+
+    /// Polls `tasks/get` until the task's status is `status`.
+    pub async fn poll_until(&mut self, id: i64, params: Value, status: &str) -> Value {
+        for _ in 0..200 {
+            let reply = self.request(id, "tasks/get", params.clone()).await;
+            if reply["result"]["status"] == status {
+                return reply;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the task never became {status}");
+    }
+}
