@@ -106,8 +106,8 @@ enum WorkflowsCommand {
     /// Without paths, checks the built-in workflows and the workflows folder.
     Validate { paths: Vec<PathBuf> },
     /// Run a workflow with a live progress display. Its questions are answered from
-    /// --answers, else asked at the terminal, else take their defaults. Prints the run's
-    /// report as JSON.
+    /// --answers, else asked at the terminal, else take their defaults. Ends with a summary
+    /// at a terminal, else (or with --json) the run's report as JSON.
     Run {
         /// A workflow name, or the path of a workflow file.
         workflow: String,
@@ -173,7 +173,7 @@ enum WorkflowsCommand {
     },
 }
 
-/// How `run`, `resume` and `retry` answer a run's questions.
+/// How `run`, `resume` and `retry` answer a run's questions and show its end.
 #[derive(Args)]
 struct Drive {
     /// A JSON file of answers keyed by node id (for a `for_each` node, one answer or a
@@ -184,6 +184,9 @@ struct Drive {
     /// even after a restart, instead of asking at the terminal or taking their defaults.
     #[arg(long)]
     wait_for_answers: bool,
+    /// Print the run's report as JSON, even at a terminal.
+    #[arg(long)]
+    json: bool,
 }
 
 impl Drive {
@@ -191,6 +194,7 @@ impl Drive {
         DriveArgs {
             answers: self.answers,
             wait_for_answers: self.wait_for_answers,
+            json: self.json,
         }
     }
 }

@@ -11,6 +11,7 @@ mod prompt;
 mod questions;
 mod run;
 mod runs;
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
 //! `workflows run`: a run from the terminal, with a live progress bar on stderr, its
-//! questions answered from a file or at the terminal, and the report as JSON on stdout.
+//! questions answered from a file or at the terminal, and at its end a summary for a
+//! person or the report as JSON on stdout.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -28,13 +29,15 @@ pub struct RunArgs {
     pub drive: DriveArgs,
 }
 
-/// How a terminal command drives a run: where its answers come from.
+/// How a terminal command drives a run: where its answers come from, and how it ends.
 pub struct DriveArgs {
     /// `--answers FILE`: answers given up front, keyed by node id.
     pub answers: Option<PathBuf>,
     /// Questions nothing here answers wait for `workflows answer`, instead of being asked
     /// at the terminal or taking their defaults.
     pub wait_for_answers: bool,
+    /// Print the report as JSON even at a terminal.
+    pub json: bool,
 }
 
 impl DriveArgs {
@@ -50,11 +53,13 @@ impl DriveArgs {
     }
 }
 
-/// What a followed run needs besides its handle: how its questions are answered.
+/// What a followed run needs besides its handle: how its questions are answered and how
+/// its end is shown.
 pub(super) struct Following {
     pub registry: Arc<Registry>,
     pub plan: Arc<Plan>,
     pub sources: Sources,
+    pub json: bool,
 }
 
 impl Following {
@@ -70,6 +75,7 @@ impl Following {
                 registry: Arc::clone(registry),
                 plan,
                 sources,
+                json: drive.json,
             }),
             Err(problems) => {
                 for problem in problems {
@@ -212,20 +218,21 @@ pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
     (bar, options)
 }
 
-/// Waits for a run started in the background, answering its questions, then prints its
-/// report on stdout; 0 only on success.
+/// Waits for a run started in the background, answering its questions, then shows its
+/// end on stdout; 0 only on success.
 pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Following) -> ExitCode {
     let Following {
         registry,
         plan,
         sources,
+        json,
     } = following;
     let ended = match sources.watches() {
         true => {
             let watch = Watch {
                 registry,
                 run_id: handle.run_id.clone(),
-                plan,
+                plan: Arc::clone(&plan),
                 sources,
                 bar: bar.clone(),
                 cancel: handle.cancel.clone(),
@@ -243,7 +250,7 @@ pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Follo
         }
     };
     bar.finish_with_message(format!("run {}", report.status.as_str()));
-    show_end(&report);
+    show_end(&report, &plan, json);
     if report.status == RunStatus::Succeeded {
         ExitCode::SUCCESS
     } else {
@@ -251,8 +258,12 @@ pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Follo
     }
 }
 
-/// The report as JSON.
-fn show_end(report: &RunReport) {
+/// The report as JSON for a script (`--json`, or stdout is not a terminal), else a summary.
+fn show_end(report: &RunReport, plan: &Plan, json: bool) {
+    if !json && std::io::stdout().is_terminal() {
+        super::say(super::summary::render(report, plan).trim_end());
+        return;
+    }
     let printed = serde_json::json!({
         "run_id": report.run_id,
         "status": report.status,
