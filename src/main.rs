@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use mcp_task_server::cli::{self, RunArgs};
+use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine::Engine;
 use mcp_task_server::server::Server;
 use mcp_task_server::store::{Durability, Store};
@@ -105,7 +105,9 @@ enum WorkflowsCommand {
     /// Check workflow files; every problem is printed on stderr with its file:line:column.
     /// Without paths, checks the built-in workflows and the workflows folder.
     Validate { paths: Vec<PathBuf> },
-    /// Run a workflow with a live progress display; prints the run's report as JSON.
+    /// Run a workflow with a live progress display. Its questions are answered from
+    /// --answers, else asked at the terminal, else take their defaults. Ends with a summary
+    /// at a terminal, else (or with --json) the run's report as JSON.
     Run {
         /// A workflow name, or the path of a workflow file.
         workflow: String,
@@ -115,10 +117,8 @@ enum WorkflowsCommand {
         /// All inputs as one JSON object.
         #[arg(long, value_name = "JSON")]
         inputs_json: Option<String>,
-        /// Park questions (`input` and `sample` nodes) until `workflows answer` answers
-        /// them, even after a restart, instead of taking their defaults.
-        #[arg(long)]
-        wait_for_answers: bool,
+        #[command(flatten)]
+        drive: Drive,
     },
     /// List stored runs, newest first: id, workflow, status, progress, start time, age.
     Runs {
@@ -131,12 +131,12 @@ enum WorkflowsCommand {
     },
     /// Print a stored run's report as JSON: its nodes, tasks, questions and answers.
     Status { run_id: String },
-    /// Take an unfinished run over and drive it to the end, with the progress bar.
+    /// Take an unfinished run over and drive it to the end, with the progress bar; asks
+    /// only the questions still open.
     Resume {
         run_id: String,
-        /// Park questions until `workflows answer` answers them.
-        #[arg(long)]
-        wait_for_answers: bool,
+        #[command(flatten)]
+        drive: Drive,
     },
     /// Cancel a run, wherever it is driven.
     Cancel { run_id: String },
@@ -144,9 +144,8 @@ enum WorkflowsCommand {
     /// results; failed, cancelled and skipped ones run again.
     Retry {
         run_id: String,
-        /// Park questions until `workflows answer` answers them.
-        #[arg(long)]
-        wait_for_answers: bool,
+        #[command(flatten)]
+        drive: Drive,
     },
     /// Delete finished runs and their tasks now (the audit log is never touched).
     Purge {
@@ -172,6 +171,32 @@ enum WorkflowsCommand {
         #[arg(long, required = true)]
         mermaid: bool,
     },
+}
+
+/// How `run`, `resume` and `retry` answer a run's questions and show its end.
+#[derive(Args)]
+struct Drive {
+    /// A JSON file of answers keyed by node id (for a `for_each` node, one answer or a
+    /// list by instance); questions it answers are not asked.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
+    /// Park the questions --answers does not answer until `workflows answer` answers them,
+    /// even after a restart, instead of asking at the terminal or taking their defaults.
+    #[arg(long)]
+    wait_for_answers: bool,
+    /// Print the run's report as JSON, even at a terminal.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Drive {
+    fn args(self) -> DriveArgs {
+        DriveArgs {
+            answers: self.answers,
+            wait_for_answers: self.wait_for_answers,
+            json: self.json,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -286,7 +311,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workflow,
             inputs,
             inputs_json,
-            wait_for_answers,
+            drive,
         }) => {
             let catalog = cli::load_catalog(dir.as_deref());
             let entry = cli::resolve(&catalog, &workflow).map_err(anyhow::Error::msg)?;
@@ -294,9 +319,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let args = RunArgs {
                 inputs,
                 inputs_json,
-                wait_for_answers,
+                drive: drive.args(),
             };
-            let work = cli::run_workflow(&durable.engine, &entry, &args);
+            let work = cli::run_workflow(&durable.engine, &durable.registry, &entry, &args);
             Ok(runtime.block_on(with_housekeeping(&durable, TERMINAL, work)))
         }
         Command::Workflows(command) => stored_runs(&runtime, common, command),
@@ -325,18 +350,14 @@ fn stored_runs(
             answer,
             instance,
         } => cli::answer(registry, &run_id, &node, instance, &answer),
-        WorkflowsCommand::Resume {
-            run_id,
-            wait_for_answers,
-        } => {
-            let work = cli::resume(engine, &run_id, wait_for_answers);
+        WorkflowsCommand::Resume { run_id, drive } => {
+            let drive = drive.args();
+            let work = cli::resume(engine, &durable.registry, &run_id, &drive);
             runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
         }
-        WorkflowsCommand::Retry {
-            run_id,
-            wait_for_answers,
-        } => {
-            let work = cli::retry(engine, &run_id, wait_for_answers);
+        WorkflowsCommand::Retry { run_id, drive } => {
+            let drive = drive.args();
+            let work = cli::retry(engine, &durable.registry, &run_id, &drive);
             runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
         }
         WorkflowsCommand::Cancel { run_id } => {

@@ -1,6 +1,10 @@
 //! The `workflows` terminal commands, run as the built binary in a temporary directory.
 
+#[path = "cli/answers.rs"]
+mod answers;
 mod common;
+#[path = "cli/terminal.rs"]
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -83,10 +87,11 @@ impl Sandbox {
         path
     }
 
-    /// Runs the binary with `--db`, `--workflows` and `--workspace` into the sandbox, then
+    /// The binary with `--db`, `--workflows` and `--workspace` into the sandbox, then
     /// `args`, with no inherited configuration and stdin closed.
-    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Ran {
-        let output = Command::new(common::BIN)
+    fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut command = Command::new(common::BIN);
+        command
             .arg("--db")
             .arg(&self.db)
             .arg("--workflows")
@@ -99,9 +104,13 @@ impl Sandbox {
             .env_remove("TASKS_WORKSPACE")
             .env_remove("RUST_LOG")
             .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .expect("run the binary");
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs [`Sandbox::command`] to its end.
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Ran {
+        let output = self.command(args).output().expect("run the binary");
         Ran::from(output)
     }
 }

@@ -4,9 +4,14 @@
 //! These write their results to stdout; they never run in server mode, where stdout
 //! belongs to the protocol.
 
+mod answers;
+mod fields;
 mod mermaid;
+mod prompt;
+mod questions;
 mod run;
 mod runs;
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,7 +19,7 @@ use std::process::ExitCode;
 use crate::engine::catalog::{self, Catalog, Entry};
 use crate::engine::definition::WorkflowDef;
 
-pub use run::{RunArgs, run_workflow};
+pub use run::{DriveArgs, RunArgs, run_workflow};
 pub use runs::{answer, cancel, list_runs, purge, resume, retry, status};
 
 /// Writes a line to stdout (allowed here: these are terminal commands, not server mode).

@@ -1,26 +1,90 @@
-//! `workflows run`: a run from the terminal, with a live progress bar on stderr and the
-//! report as JSON on stdout.
+//! `workflows run`: a run from the terminal, with a live progress bar on stderr, its
+//! questions answered from a file or at the terminal, and at its end a summary for a
+//! person or the report as JSON on stdout.
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 
+use super::answers::AnswerFile;
+use super::questions::{Sources, Watch};
 use crate::engine::catalog::Entry;
 use crate::engine::definition::ValueType;
 use crate::engine::journal::RunOrigin;
 use crate::engine::observer::{Event, Observer};
-use crate::engine::report::RunStatus;
+use crate::engine::plan::Plan;
+use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::{Engine, RunHandle, RunOptions, validate};
+use crate::tasks::Registry;
 
 pub struct RunArgs {
     /// `KEY=VALUE` pairs; a value is taken as text for string inputs, else parsed as JSON.
     pub inputs: Vec<String>,
     /// A JSON object of inputs; `--input` pairs override its keys.
     pub inputs_json: Option<String>,
-    /// Park questions until `workflows answer` answers them, instead of taking defaults.
+    pub drive: DriveArgs,
+}
+
+/// How a terminal command drives a run: where its answers come from, and how it ends.
+pub struct DriveArgs {
+    /// `--answers FILE`: answers given up front, keyed by node id.
+    pub answers: Option<PathBuf>,
+    /// Questions nothing here answers wait for `workflows answer`, instead of being asked
+    /// at the terminal or taking their defaults.
     pub wait_for_answers: bool,
+    /// Print the report as JSON even at a terminal.
+    pub json: bool,
+}
+
+impl DriveArgs {
+    /// The run's answer sources, its answers file checked against `plan`; `Err` names
+    /// every problem of the file.
+    fn sources(&self, plan: &Plan) -> Result<Sources, Vec<String>> {
+        let file = self.answers.as_deref();
+        Ok(Sources {
+            file: file.map(|path| AnswerFile::load(path, plan)).transpose()?,
+            terminal: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            wait: self.wait_for_answers,
+        })
+    }
+}
+
+/// What a followed run needs besides its handle: how its questions are answered and how
+/// its end is shown.
+pub(super) struct Following {
+    pub registry: Arc<Registry>,
+    pub plan: Arc<Plan>,
+    pub sources: Sources,
+    pub json: bool,
+}
+
+impl Following {
+    /// The run's answer sources for `plan` and `drive`, or every problem of its answers
+    /// file (printed on stderr).
+    pub(super) fn new(
+        registry: &Arc<Registry>,
+        plan: Arc<Plan>,
+        drive: &DriveArgs,
+    ) -> Result<Following, ExitCode> {
+        match drive.sources(&plan) {
+            Ok(sources) => Ok(Following {
+                registry: Arc::clone(registry),
+                plan,
+                sources,
+                json: drive.json,
+            }),
+            Err(problems) => {
+                for problem in problems {
+                    eprintln!("error: {problem}");
+                }
+                Err(ExitCode::FAILURE)
+            }
+        }
+    }
 }
 
 fn gather_inputs(entry: &Entry, args: &RunArgs) -> Result<Map<String, Value>, String> {
@@ -98,7 +162,12 @@ fn progress_bar() -> ProgressBar {
 }
 
 /// Runs `entry` to the end (Ctrl-C cancels it) and prints the report; 0 only on success.
-pub async fn run_workflow(engine: &Engine, entry: &Entry, args: &RunArgs) -> ExitCode {
+pub async fn run_workflow(
+    engine: &Engine,
+    registry: &Arc<Registry>,
+    entry: &Entry,
+    args: &RunArgs,
+) -> ExitCode {
     let given = match gather_inputs(entry, args) {
         Ok(given) => given,
         Err(message) => {
@@ -113,9 +182,13 @@ pub async fn run_workflow(engine: &Engine, entry: &Entry, args: &RunArgs) -> Exi
             return ExitCode::FAILURE;
         }
     };
-    let (bar, options) = watched(args.wait_for_answers);
+    let following = match Following::new(registry, Arc::clone(&entry.plan), &args.drive) {
+        Ok(following) => following,
+        Err(code) => return code,
+    };
+    let (bar, options) = watched(following.sources.parks());
     let handle = engine.start(Arc::clone(&entry.plan), inputs, options);
-    follow(handle, bar).await
+    follow(handle, bar, following).await
 }
 
 /// Options that show the run's progress on a bar and cancel the run on Ctrl-C, and the bar.
@@ -145,10 +218,30 @@ pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
     (bar, options)
 }
 
-/// Waits for a run started in the background, then prints its report on stdout; 0 only on
-/// success.
-pub(super) async fn follow(handle: RunHandle, bar: ProgressBar) -> ExitCode {
-    let report = match handle.join.await {
+/// Waits for a run started in the background, answering its questions, then shows its
+/// end on stdout; 0 only on success.
+pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Following) -> ExitCode {
+    let Following {
+        registry,
+        plan,
+        sources,
+        json,
+    } = following;
+    let ended = match sources.watches() {
+        true => {
+            let watch = Watch {
+                registry,
+                run_id: handle.run_id.clone(),
+                plan: Arc::clone(&plan),
+                sources,
+                bar: bar.clone(),
+                cancel: handle.cancel.clone(),
+            };
+            watch.follow(handle.join).await
+        }
+        false => handle.join.await,
+    };
+    let report = match ended {
         Ok(report) => report,
         Err(e) => {
             bar.abandon();
@@ -157,6 +250,20 @@ pub(super) async fn follow(handle: RunHandle, bar: ProgressBar) -> ExitCode {
         }
     };
     bar.finish_with_message(format!("run {}", report.status.as_str()));
+    show_end(&report, &plan, json);
+    if report.status == RunStatus::Succeeded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The report as JSON for a script (`--json`, or stdout is not a terminal), else a summary.
+fn show_end(report: &RunReport, plan: &Plan, json: bool) {
+    if !json && std::io::stdout().is_terminal() {
+        super::say(super::summary::render(report, plan).trim_end());
+        return;
+    }
     let printed = serde_json::json!({
         "run_id": report.run_id,
         "status": report.status,
@@ -165,9 +272,4 @@ pub(super) async fn follow(handle: RunHandle, bar: ProgressBar) -> ExitCode {
         "nodes": report.nodes,
     });
     super::say(&serde_json::to_string_pretty(&printed).expect("a report serialises"));
-    if report.status == RunStatus::Succeeded {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
 }

@@ -2,12 +2,14 @@
 //! answer`. Read-only ones (`runs`, `status`) never take a run over.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::run::{follow, watched};
+use super::run::{DriveArgs, Following, follow, watched};
 use crate::engine::Engine;
+use crate::engine::journal::Journal;
 use crate::tasks::Registry;
 
 /// `workflows runs`: a table of runs, newest first.
@@ -60,11 +62,21 @@ pub fn status(registry: &Registry, run_id: &str) -> ExitCode {
     }
 }
 
-/// `workflows resume RUN_ID`: takes the run over and drives it to the end.
-pub async fn resume(engine: &Engine, run_id: &str, wait_for_answers: bool) -> ExitCode {
-    let (bar, options) = watched(wait_for_answers);
+/// `workflows resume RUN_ID`: takes the run over and drives it to the end, answering what
+/// is still open of its questions.
+pub async fn resume(
+    engine: &Engine,
+    registry: &Arc<Registry>,
+    run_id: &str,
+    drive: &DriveArgs,
+) -> ExitCode {
+    let following = match following(registry, run_id, drive) {
+        Ok(following) => following,
+        Err(code) => return code,
+    };
+    let (bar, options) = watched(following.sources.parks());
     match engine.resume(run_id, options) {
-        Ok(handle) => follow(handle, bar).await,
+        Ok(handle) => follow(handle, bar, following).await,
         Err(error) => {
             bar.abandon();
             fail(&error.to_string())
@@ -73,15 +85,37 @@ pub async fn resume(engine: &Engine, run_id: &str, wait_for_answers: bool) -> Ex
 }
 
 /// `workflows retry RUN_ID`: runs a failed or cancelled run again, as a new run.
-pub async fn retry(engine: &Engine, run_id: &str, wait_for_answers: bool) -> ExitCode {
-    let (bar, options) = watched(wait_for_answers);
+pub async fn retry(
+    engine: &Engine,
+    registry: &Arc<Registry>,
+    run_id: &str,
+    drive: &DriveArgs,
+) -> ExitCode {
+    let following = match following(registry, run_id, drive) {
+        Ok(following) => following,
+        Err(code) => return code,
+    };
+    let (bar, options) = watched(following.sources.parks());
     match engine.retry(run_id, options) {
-        Ok(handle) => follow(handle, bar).await,
+        Ok(handle) => follow(handle, bar, following).await,
         Err(error) => {
             bar.abandon();
             fail(&error.to_string())
         }
     }
+}
+
+/// How to follow a stored run: its answers file is checked against the plan it runs.
+fn following(
+    registry: &Arc<Registry>,
+    run_id: &str,
+    drive: &DriveArgs,
+) -> Result<Following, ExitCode> {
+    let plan = match registry.load(run_id) {
+        Ok(stored) => stored.plan,
+        Err(error) => return Err(fail(&error.to_string())),
+    };
+    Following::new(registry, plan, drive)
 }
 
 /// `workflows cancel RUN_ID`: a run driven by a live process is cancelled by that process

@@ -248,6 +248,9 @@ pub enum Refusal {
     Cancel,
     /// The answers given did not fit the question's form, too many times.
     Invalid,
+    /// Nobody was there to answer: the run's answers had none for it, and nobody could be
+    /// asked.
+    Unanswered,
 }
 
 impl Refusal {
@@ -256,6 +259,7 @@ impl Refusal {
             Refusal::Decline => "decline",
             Refusal::Cancel => "cancel",
             Refusal::Invalid => "invalid",
+            Refusal::Unanswered => "unanswered",
         }
     }
 }

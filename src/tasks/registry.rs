@@ -369,6 +369,7 @@ fn find_answer(
             "decline" => "the user declined to answer".to_owned(),
             "cancel" => "the user cancelled the question".to_owned(),
             "invalid" => "the answers given did not fit the question's form".to_owned(),
+            "unanswered" => "no answer was given, and nobody was there to ask".to_owned(),
             other => format!("the question was refused ({other})"),
         };
         return Ok(Some(Err(NodeError::new(NodeErrorKind::Refused, message))));

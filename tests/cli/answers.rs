@@ -1,0 +1,273 @@
+//! `--answers FILE`: a run's questions answered from a file, without a terminal; and a
+//! resumed run that answers from it only what is still open.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mcp_task_server::store::Store;
+use serde_json::{Value, json};
+
+use super::{Ran, Sandbox, run_id_of};
+
+const ASK: &str = include_str!("../fixtures/ask.toml");
+const ANSWERS: &str = include_str!("../fixtures/answers.toml");
+
+/// Runs `workflow` of the sandbox's folder with `answers` as its answers file, then `more`.
+fn run_answered(sandbox: &Sandbox, workflow: &str, answers: &str, more: &[&str]) -> Ran {
+    let file = sandbox.file("answers.json", answers);
+    let mut args = vec![
+        "workflows",
+        "run",
+        workflow,
+        "--answers",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    sandbox.run(&args)
+}
+
+/// The `answer` rows of the audit log: each reply to a question, with its arguments.
+fn answer_rows(sandbox: &Sandbox) -> Vec<(String, Value, String)> {
+    super::common::audit_rows(&sandbox.db)
+        .into_iter()
+        .filter(|row| row.tool == "answer")
+        .map(|row| {
+            let args = serde_json::from_str(&row.args).expect("audit args are JSON");
+            (row.node_id.unwrap_or_default(), args, row.outcome)
+        })
+        .collect()
+}
+
+#[test]
+fn an_answers_file_answers_an_input_node_without_asking() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("ask.toml", ASK);
+    let ran = run_answered(&sandbox, "ask", r#"{"approve": {"ok": true}}"#, &[]);
+    let report = ran.assert_code(0).json();
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(super::common::task_titles(&sandbox.db), ["approved world"]);
+    assert!(
+        ran.stderr.contains("`approve`: answered from"),
+        "{}",
+        ran.stderr
+    );
+    let rows = answer_rows(&sandbox);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, "approve");
+    assert_eq!(rows[0].1["answer"], json!({ "ok": true }));
+    assert_eq!(rows[0].2, "ok");
+}
+
+#[test]
+fn an_answers_file_answers_a_sample_as_text_and_a_fan_out_by_instance() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("answers.toml", ANSWERS);
+    let answers = r#"{"release": {"name": "1.4"}, "notes": "Faster.",
+        "check": [{"done": true}, {"done": false}]}"#;
+    let report = run_answered(&sandbox, "answers", answers, &[])
+        .assert_code(0)
+        .json();
+    let output = &report["output"];
+    assert_eq!(output["name"], "1.4");
+    assert_eq!(
+        output["notes"],
+        json!({ "text": "Faster.", "model": "person" })
+    );
+    assert_eq!(
+        output["checks"],
+        json!([{ "done": true }, { "done": false }])
+    );
+    let written = std::fs::read_to_string(sandbox.workspace.join("notes-1.4.md")).unwrap();
+    assert_eq!(written, "Faster.");
+
+    // One answer for every instance of the fan-out, and a sample's reply as an object.
+    let answers = r#"{"release": {"name": "1.5"}, "notes": {"text": "Smaller."},
+        "check": {"done": true}}"#;
+    let report = run_answered(&sandbox, "answers", answers, &[])
+        .assert_code(0)
+        .json();
+    let output = &report["output"];
+    assert_eq!(
+        output["notes"],
+        json!({ "text": "Smaller.", "model": "person" })
+    );
+    assert_eq!(
+        output["checks"],
+        json!([{ "done": true }, { "done": true }])
+    );
+}
+
+#[test]
+fn a_file_answer_that_does_not_fit_its_form_fails_its_node_with_every_problem() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("answers.toml", ANSWERS);
+    let answers = r#"{"release": {"name": "far too long", "colour": "red"}}"#;
+    let ran = run_answered(&sandbox, "answers", answers, &[]);
+    let report = ran.assert_code(1).json();
+    let release = &report["nodes"]["release"];
+    assert_eq!(release["status"], "failed");
+    assert_eq!(release["error"]["code"], "refused", "{release}");
+    for problem in [
+        "`name`: at most 8 characters",
+        "`colour`: the form has no such field",
+    ] {
+        assert!(ran.stderr.contains(problem), "{problem} in\n{}", ran.stderr);
+    }
+    let outcomes: Vec<String> = answer_rows(&sandbox).into_iter().map(|r| r.2).collect();
+    assert_eq!(outcomes, ["rejected", "ok"], "the misfit, then the refusal");
+}
+
+#[test]
+fn a_bad_answers_file_is_refused_before_the_run_naming_every_problem() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("answers.toml", ANSWERS);
+    let answers = r#"{"relase": {}, "save": {}, "release": [{"name": "a"}], "notes": 7}"#;
+    let ran = run_answered(&sandbox, "answers", answers, &[]);
+    ran.assert_code(1);
+    assert_eq!(ran.stdout, "", "no report without a run");
+    for problem in [
+        "`relase` names no node of workflow `answers` (the nodes that ask are `release`, \
+         `notes`, `check`)",
+        "`save` is a write_file node; only input and sample nodes take answers",
+        "`release` does not fan out (it has no `for_each`), so its answer is one value",
+        "`notes`: a sample's answer is its text",
+    ] {
+        assert!(ran.stderr.contains(problem), "{problem} in\n{}", ran.stderr);
+    }
+    for (text, problem) in [
+        ("{\"release\": ", "not valid JSON"),
+        ("[]", "must be a JSON object keyed by node id"),
+    ] {
+        let ran = run_answered(&sandbox, "answers", text, &[]);
+        ran.assert_code(1);
+        assert!(ran.stderr.contains(problem), "{problem} in\n{}", ran.stderr);
+    }
+    let missing = sandbox.dir.path().join("missing.json");
+    let ran = sandbox.run(&[
+        "workflows",
+        "run",
+        "answers",
+        "--answers",
+        missing.to_str().unwrap(),
+    ]);
+    ran.assert_code(1);
+    assert!(
+        ran.stderr.contains("cannot read the answers file"),
+        "{}",
+        ran.stderr
+    );
+    if sandbox.db.exists() {
+        let store = Store::open(&sandbox.db).unwrap();
+        assert!(
+            store.list_runs(None, 10).unwrap().is_empty(),
+            "no run started"
+        );
+    }
+}
+
+#[test]
+fn a_question_the_answers_file_leaves_out_takes_its_default_or_fails_naming_the_file() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("ask.toml", ASK);
+    let ran = run_answered(&sandbox, "ask", "{}", &[]);
+    let report = ran.assert_code(1).json();
+    let approve = &report["nodes"]["approve"];
+    assert_eq!(approve["status"], "failed");
+    assert_eq!(
+        approve["error"]["message"],
+        "no answer was given, and nobody was there to ask"
+    );
+    assert!(
+        ran.stderr.contains("`approve` asks a question that")
+            && ran.stderr.contains("answers.json does not answer"),
+        "{}",
+        ran.stderr
+    );
+
+    let with_default = ASK.replace(
+        "required = [\"ok\"] } }",
+        "required = [\"ok\"] }, default = { ok = true } }",
+    );
+    assert_ne!(with_default, ASK);
+    sandbox.workflow("ask.toml", &with_default);
+    let ran = run_answered(&sandbox, "ask", "{}", &[]);
+    let report = ran.assert_code(0).json();
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert!(
+        ran.stderr.contains("it takes its default"),
+        "{}",
+        ran.stderr
+    );
+}
+
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let limit = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < limit, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn resume_answers_from_the_file_only_the_questions_still_open() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("answers.toml", ANSWERS);
+    let store = Store::open(&sandbox.db).unwrap();
+    let mut child = sandbox
+        .command(&["workflows", "run", "answers", "--wait-for-answers"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = || {
+        store
+            .list_runs(None, 1)
+            .unwrap()
+            .first()
+            .map(|r| r.id.clone())
+    };
+    let asked = |id: &str| store.questions(id).unwrap().len();
+    wait_until("the release is asked", || {
+        run().is_some_and(|id| asked(&id) == 1)
+    });
+    let id = run().unwrap();
+    let named = sandbox.run(&["workflows", "answer", &id, "release", r#"{"name": "1.4"}"#]);
+    named.assert_code(0);
+    wait_until("the notes and checks are asked", || asked(&id) == 4);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let file = sandbox.file(
+        "answers.json",
+        r#"{"release": {"name": "9.9"}, "notes": "Faster.", "check": {"done": true}}"#,
+    );
+    let resumed = sandbox.run(&[
+        "workflows",
+        "resume",
+        &id,
+        "--answers",
+        file.to_str().unwrap(),
+    ]);
+    let report = resumed.assert_code(0).json();
+    assert_eq!(run_id_of(&resumed), id);
+    assert_eq!(report["output"]["name"], "1.4", "the stored answer stands");
+    assert_eq!(report["output"]["notes"]["text"], "Faster.");
+    assert!(sandbox.workspace.join("notes-1.4.md").exists());
+    let answered: Vec<(String, Option<u64>)> = answer_rows(&sandbox)
+        .into_iter()
+        .map(|(node, args, _)| (node, args["instance"].as_u64()))
+        .collect();
+    assert_eq!(
+        answered.len(),
+        4,
+        "release once, then notes and each check: {answered:?}"
+    );
+    assert_eq!(answered[0], ("release".to_owned(), None));
+    assert_eq!(
+        answered
+            .iter()
+            .filter(|(node, _)| node == "release")
+            .count(),
+        1
+    );
+}
