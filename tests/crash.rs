@@ -582,3 +582,67 @@ fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_
     assert_eq!(store.run(&longer).unwrap().unwrap().status, "succeeded");
     assert_eq!(sorted_titles(&store), ["first", "first", "last", "last"]);
 }
+
+/// Every answer of the ADR planner, with `tasks` planned tasks.
+fn adr_answers(tasks: usize) -> String {
+    let tasks: Vec<serde_json::Value> = (0..tasks)
+        .map(|i| json!({ "description": format!("task {i}"), "priority": "high", "effort": "1d" }))
+        .collect();
+    json!({
+        "title": "Crash-proof planning",
+        "problem": "A planning run must survive a crash in its last phase.",
+        "findings": [{ "source": "s", "insight": "i", "relevance": "high" }],
+        "options": [{ "name": "A", "description": "d", "pros": [], "cons": [],
+                      "effort": "low", "confidence": 50 }],
+        "decision": { "name": "A", "rationale": "r", "tradeoffs": [] },
+        "impacts": { "technical": [], "business": [], "team": [], "risks": [], "dependencies": [] },
+        "plan": { "phases": [], "tasks": tasks, "successCriteria": [] }
+    })
+    .to_string()
+}
+
+#[test]
+fn an_adr_planning_run_killed_in_its_last_phase_writes_its_file_once_and_each_todo_once() {
+    for seed in 1..=4 {
+        let sandbox = Sandbox::new();
+        let store = sandbox.store();
+        let answers = adr_answers(40);
+        let run = [
+            "workflows",
+            "run",
+            "interactive_adr_planning",
+            "--inputs-json",
+        ];
+        let mut child = sandbox.spawn(&[&run[..], &[answers.as_str()]].concat());
+        let mut rng = Rng(seed);
+        let points: Vec<Point> = (0..3)
+            .map(|_| Point::AfterCompletions(20 + rng.below(40) as usize))
+            .collect();
+        for point in &points {
+            kill_at(&mut child, &store, *point);
+            let id = run_id(&store).expect("the run was recorded");
+            child = sandbox.spawn(&["workflows", "resume", &id]);
+        }
+        let _ = child.wait().unwrap();
+        assert_eq!(
+            wait_for_end(&store),
+            "succeeded",
+            "after kills at {points:?}"
+        );
+        let adrs: Vec<String> = std::fs::read_dir(sandbox.dir.path().join("docs/adrs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            adrs,
+            ["0001-crash-proof-planning.md"],
+            "after kills at {points:?}"
+        );
+        let expected: Vec<String> = {
+            let mut titles: Vec<String> = (0..40).map(|i| format!("task {i}")).collect();
+            titles.sort();
+            titles
+        };
+        assert_eq!(sorted_titles(&store), expected, "after kills at {points:?}");
+    }
+}
