@@ -341,6 +341,11 @@ impl Engine {
         journal.claim(run_id)?;
         let env = self.env_for(&options);
         let mut setup = RunSetup::from_stored(stored, env);
+        // Whoever resumes the run may answer its questions where its starter could not
+        // (a terminal, an answers file): then they are parked for it.
+        if options.park_questions {
+            setup.answers = Answers::Parked;
+        }
         setup.observer = options.observer;
         setup.cancel = options.cancel;
         setup.journal = Some(journal);

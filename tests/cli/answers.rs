@@ -271,3 +271,48 @@ fn resume_answers_from_the_file_only_the_questions_still_open() {
         1
     );
 }
+
+#[test]
+fn a_run_started_with_nobody_to_answer_asks_its_questions_of_the_file_it_is_resumed_with() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("ask.toml", ASK);
+    let store = Store::open(&sandbox.db).unwrap();
+    // No terminal, no answers file: the question would take no answer at all.
+    let mut child = sandbox
+        .command(&["workflows", "run", "ask"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = || {
+        store
+            .list_runs(None, 1)
+            .unwrap()
+            .first()
+            .map(|r| r.id.clone())
+    };
+    wait_until("the run waits in its pause", || {
+        run().is_some_and(|id| {
+            let rows = store.nodes(&id).unwrap();
+            rows.iter()
+                .any(|r| r.node_id == "pause" && r.status == "running")
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let id = run().unwrap();
+    let file = sandbox.file("answers.json", r#"{"approve": {"ok": true}}"#);
+    let resumed = sandbox.run(&[
+        "workflows",
+        "resume",
+        &id,
+        "--answers",
+        file.to_str().unwrap(),
+    ]);
+    let report = resumed.assert_code(0).json();
+    assert_eq!(report["status"], "succeeded", "{report}");
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved world");
+}
