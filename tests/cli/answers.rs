@@ -316,3 +316,55 @@ fn a_run_started_with_nobody_to_answer_asks_its_questions_of_the_file_it_is_resu
     assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
     assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved world");
 }
+
+#[test]
+fn the_adr_planner_runs_from_the_terminal_with_every_question_answered_from_a_file() {
+    let sandbox = Sandbox::new();
+    let findings = r#"[{"source": "incident 42", "insight": "events lost", "relevance": "high"}]"#;
+    let options = r#"[{"name": "Queue", "description": "a queue", "pros": ["durable"],
+        "cons": [], "effort": "medium", "confidence": 80}]"#;
+    let impacts = r#"{"technical": ["a broker"], "business": [], "team": [], "risks": [],
+        "dependencies": []}"#;
+    let plan = r#"{"phases": ["pilot"], "tasks": [{"description": "Provision the queue",
+        "priority": "high", "effort": "2d"}], "successCriteria": ["no lost events"]}"#;
+    // The drafts a model would write are the person's here, typed as text; each review
+    // confirms its draft.
+    let answers = json!({
+        "problem_ask": { "statement": "Billing events are lost on restart." },
+        "research_draft": findings,
+        "research_review": { "findings": findings },
+        "options_draft": options,
+        "options_review": { "options": options },
+        "decision_ask": { "choice": "Queue", "rationale": "Durability", "tradeoffs": "ops" },
+        "impacts_draft": impacts,
+        "impacts_review": { "impacts": impacts },
+        "plan_draft": plan,
+        "plan_review": { "plan": plan }
+    });
+    let ran = run_answered(
+        &sandbox,
+        "interactive_adr_planning",
+        &answers.to_string(),
+        &["--input", "title=Queue for billing"],
+    );
+    let report = ran.assert_code(0).json();
+    assert_eq!(
+        report["output"]["adr"],
+        "docs/adrs/0001-queue-for-billing.md"
+    );
+    assert_eq!(
+        report["nodes"]["research_draft"]["output"]["model"],
+        "person"
+    );
+    let adr = std::fs::read_to_string(
+        sandbox
+            .workspace
+            .join("docs/adrs/0001-queue-for-billing.md"),
+    )
+    .unwrap();
+    assert!(adr.contains("We choose **Queue**."), "{adr}");
+    assert!(adr.contains("- [ ] Provision the queue (priority: high, effort: 2d)"));
+    let todo = &report["output"]["todos"][0];
+    assert_eq!(todo["title"], "Provision the queue");
+    assert_eq!(todo["tags"], json!(["adr-0001", "priority:high"]));
+}
