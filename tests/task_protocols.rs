@@ -57,6 +57,16 @@ tool = "add_task"
 args = { title = "quick branch done" }
 "#;
 
+/// A workflow that asks the client's model for a draft.
+const DRAFT: &str = r#"
+name = "draft"
+description = "Asks the model for a line."
+expose_as_tool = true
+
+[nodes.line]
+sample = { prompt = "Write one line about queues." }
+"#;
+
 fn start() -> Wire {
     start_with(RegistryConfig::default())
 }
@@ -66,6 +76,7 @@ fn start_with(config: RegistryConfig) -> Wire {
         ("ask.toml", ASK),
         ("twice.toml", TWICE),
         ("branches.toml", BRANCHES),
+        ("draft.toml", DRAFT),
     ];
     Wire::start_in(config, &flows)
 }
@@ -1116,4 +1127,61 @@ async fn a_2026_request_that_also_carries_params_task_gets_the_extension_shapes(
     let created = wire.request(1, "tools/call", call).await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     assert_eq!(created["result"].get("task"), None);
+}
+
+/// A 2026-07-28 request's `_meta` from a client that can elicit but has no model.
+fn person_meta(tasks: bool) -> Value {
+    let mut meta = meta(tasks);
+    meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    meta
+}
+
+#[tokio::test]
+async fn a_client_without_a_model_gets_a_sample_question_as_a_form_for_its_person_in_both_2026_forms()
+ {
+    let mut wire = start();
+    // As a SEP-2663 task: the question is a form in `inputRequests`, answered by update.
+    let mut call = json!({ "name": "draft", "arguments": {} });
+    call["_meta"] = person_meta(true);
+    let created = wire.request(1, "tools/call", call).await;
+    let task_id = created["result"]["taskId"].clone();
+    let mut get = json!({ "taskId": task_id });
+    get["_meta"] = person_meta(true);
+    let asking = wire.poll_until(2, get.clone(), "input_required").await;
+    let request = &asking["result"]["inputRequests"]["line:attempt-1"];
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["message"], "Write one line about queues.");
+    assert_eq!(
+        request["params"]["requestedSchema"]["required"],
+        json!(["text"])
+    );
+    let mut update = json!({ "taskId": task_id, "inputResponses": {
+        "line:attempt-1": { "action": "accept", "content": { "text": "Queues decouple." } } } });
+    update["_meta"] = person_meta(true);
+    wire.request(3, "tasks/update", update).await;
+    let done = wire.poll_until(4, get, "completed").await;
+    let output = &done["result"]["result"]["structuredContent"]["data"]["nodes"]["line"]["output"];
+    assert_eq!(
+        *output,
+        json!({ "text": "Queues decouple.", "model": "person" })
+    );
+
+    // In rounds of `input_required`: the same form, and the retry's answer is taken.
+    let mut first = json!({ "name": "draft", "arguments": {} });
+    first["_meta"] = person_meta(false);
+    let round = wire.request(5, "tools/call", first).await;
+    let request = &round["result"]["inputRequests"]["line:attempt-1"];
+    assert_eq!(request["method"], "elicitation/create", "{round}");
+    let mut retry = json!({ "name": "draft", "arguments": {},
+        "inputResponses": { "line:attempt-1": {
+            "action": "accept", "content": { "text": "Queues buffer." } } },
+        "requestState": round["result"]["requestState"] });
+    retry["_meta"] = person_meta(false);
+    let finished = wire.request(6, "tools/call", retry).await;
+    let output = &finished["result"]["structuredContent"]["data"]["nodes"]["line"]["output"];
+    assert_eq!(
+        *output,
+        json!({ "text": "Queues buffer.", "model": "person" }),
+        "{finished}"
+    );
 }

@@ -10,6 +10,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::run_tools::{self, GET_RUN, LIST_RUNS};
+use super::tasks::questions;
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, envelope, results, wire};
 use crate::tools::{Effects, Tools};
@@ -247,7 +248,13 @@ impl ServerHandler for Server {
             // A 2026-07-28 call without tasks has no server requests: its questions go
             // back as rounds of `input_required` results.
             return self
-                .call_in_rounds(name, args, input_responses, request_state)
+                .call_in_rounds(
+                    name,
+                    args,
+                    input_responses,
+                    request_state,
+                    questions::samples_by_person(&context),
+                )
                 .await;
         }
         let reply = match route {
@@ -277,9 +284,10 @@ impl ServerHandler for Server {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        self.get_extension_task(&request.task_id)
+        let by_person = questions::samples_by_person(&context);
+        self.get_extension_task(&request.task_id, by_person)
     }
 
     async fn update_task(

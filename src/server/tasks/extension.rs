@@ -64,16 +64,18 @@ impl Server {
         }
     }
 
+    /// `tasks/get`; with `samples_by_person`, its `sample` questions go to the person.
     pub(in crate::server) fn get_extension_task(
         &self,
         task_id: &str,
+        samples_by_person: bool,
     ) -> Result<GetTaskResult, McpError> {
         let view = self.task_of(task_id, Era::Extension)?;
         let payload = match view.status() {
             TaskStatus::Working => TaskPayload::Working,
             TaskStatus::Cancelled => TaskPayload::Cancelled,
             TaskStatus::InputRequired => TaskPayload::InputRequired {
-                input_requests: self.input_requests(&view)?,
+                input_requests: self.input_requests(&view, samples_by_person)?,
             },
             TaskStatus::Completed | TaskStatus::Failed => {
                 let result = self
@@ -94,9 +96,9 @@ impl Server {
     }
 
     /// The run's open questions (or the unit's) as `inputRequests`.
-    fn input_requests(&self, view: &TaskView) -> Result<InputRequests, McpError> {
+    fn input_requests(&self, view: &TaskView, by_person: bool) -> Result<InputRequests, McpError> {
         let open = questions::of_task(self.registry()?, view).map_err(internal)?;
-        questions::input_requests(&open).map_err(internal)
+        questions::input_requests(&open, by_person).map_err(internal)
     }
 
     /// A run's first sub-tasks (id, node, status, progress), for its task's `_meta`.

@@ -128,14 +128,30 @@ pub(super) fn answer(
     }
 }
 
+/// Whether the requesting client can elicit but has no model to sample: its `sample`
+/// questions then go to its person ([`for_person`]). A 2026-07-28 request declares its
+/// capabilities in its own `_meta`; a 2025-11-25 one did at `initialize`.
+pub(in crate::server) fn samples_by_person(
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.elicitation.is_some() && caps.sampling.is_none())
+}
+
 /// Open questions as the `inputRequests` of a task or of an `input_required` round, by
-/// their keys on the wire.
+/// their keys on the wire; with `by_person`, a `sample` question is a form for the person.
 pub(super) fn input_requests(
     open: &[OpenQuestion],
+    by_person: bool,
 ) -> Result<rmcp::model::InputRequests, serde_json::Error> {
     let mut requests = rmcp::model::InputRequests::new();
     for question in open {
-        let (method, params) = as_request(&question.request);
+        let sent = match by_person && !is_elicitation(&question.request) {
+            true => for_person(&question.request),
+            false => question.request.clone(),
+        };
+        let (method, params) = as_request(&sent);
         let request = serde_json::from_value(json!({ "method": method, "params": params }))?;
         requests.insert(wire_key(question), request);
     }
@@ -154,7 +170,12 @@ pub(super) fn take_responses(
         let Some(reply) = responses.get(&wire_key(question)) else {
             continue;
         };
-        if let Err(error) = answer(registry, &task.run_id, question, &question.request, reply) {
+        // A `sample` question answered with a form's result was put to the person.
+        let sent = match !is_elicitation(&question.request) && reply.get("action").is_some() {
+            true => for_person(&question.request),
+            false => question.request.clone(),
+        };
+        if let Err(error) = answer(registry, &task.run_id, question, &sent, reply) {
             tracing::info!(task_id = %task.task_id, %error, "an answer was not taken");
         }
     }

@@ -42,6 +42,7 @@ impl Server {
         args: Map<String, Value>,
         responses: Option<InputResponses>,
         state: Option<String>,
+        samples_by_person: bool,
     ) -> Result<CallToolResponse, McpError> {
         let codec = self.state_codec()?;
         let run_id = match state {
@@ -66,7 +67,8 @@ impl Server {
                     .next_round(&run_id)
                     .map_err(internal)?
                     .ok_or_else(|| invalid_state("its run is gone"))?;
-                let requests = questions::input_requests(&open).map_err(internal)?;
+                let requests =
+                    questions::input_requests(&open, samples_by_person).map_err(internal)?;
                 let timeout = self.registry()?.config().answer_timeout;
                 let options = SealOptions::new()
                     .associated_data(name.as_bytes())
