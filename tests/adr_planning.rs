@@ -273,6 +273,13 @@ fn client(request: &Value) -> Value {
 #[tokio::test]
 async fn the_model_drafts_each_phase_the_user_confirms_it_and_decides() {
     let mut wire = start();
+    let dir = adr_dir(&wire);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("0002-use-sqlite.md"),
+        "# 0002. Use SQLite\n\nOne file.\n",
+    )
+    .unwrap();
     wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
         .await;
     let reply = wire
@@ -332,7 +339,20 @@ async fn the_model_drafts_each_phase_the_user_confirms_it_and_decides() {
         json!(["more to operate", "slower deploys"])
     );
     assert_eq!(data["findings"], findings());
-    assert_eq!(data["adr"], "docs/adrs/0001-queue.md");
+    assert_eq!(data["adr"], "docs/adrs/0003-queue.md");
+    // The research draws on the ADRs already there.
+    let research = wire
+        .seen
+        .iter()
+        .find(|m| m["method"] == "sampling/createMessage")
+        .unwrap();
+    let prompt = research["params"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        prompt.contains("docs/adrs/0002-use-sqlite.md\n# 0002. Use SQLite"),
+        "{prompt}"
+    );
     assert_eq!(todos(&wire).len(), 2);
 }
 

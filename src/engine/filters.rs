@@ -1,6 +1,6 @@
 //! The filters that workflows add to minijinja's own: reading a model's JSON reply,
 //! making a file name out of a title, numbering files, fitting text into a limit, and
-//! the `today()` function.
+//! the `today()` function and the `numbered` test (a name with a 4-digit number prefix).
 //!
 //! Each one is total on what it is documented to take, and fails with a message that says
 //! what it got otherwise: a template error names the node it happened in.
@@ -13,7 +13,9 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     env.add_filter("number_prefix", number_prefix);
     env.add_filter("zero_pad", zero_pad);
     env.add_filter("shorten", shorten);
+    env.add_filter("tail", tail);
     env.add_function("today", today);
+    env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`. A node that reads the clock should be a `value`
@@ -110,6 +112,12 @@ pub fn number_prefix(name: &str, digits: Option<usize>) -> Option<u64> {
     (leading == digits && digits > 0).then(|| name[..digits].parse().ok())?
 }
 
+/// The last `n` items of a list (all of them when it has fewer).
+pub fn tail(items: Vec<Value>, n: usize) -> Vec<Value> {
+    let skip = items.len().saturating_sub(n);
+    items.into_iter().skip(skip).collect()
+}
+
 /// `n` written with at least `width` digits, zeros in front: `7 | zero_pad(4)` is `0007`.
 pub fn zero_pad(n: i64, width: usize) -> Result<String, Error> {
     if n < 0 {
@@ -183,6 +191,9 @@ mod tests {
         assert_eq!(number_prefix("007-x.md", None), None);
         assert_eq!(number_prefix("README.md", None), None);
         assert_eq!(zero_pad(7, 4).unwrap(), "0007");
+        let items: Vec<Value> = (1..=7).map(Value::from).collect();
+        assert_eq!(tail(items.clone(), 2), [Value::from(6), Value::from(7)]);
+        assert_eq!(tail(items, 10).len(), 7);
         assert_eq!(zero_pad(12345, 4).unwrap(), "12345");
         assert!(zero_pad(-1, 4).is_err());
     }
