@@ -545,11 +545,14 @@ async fn call_ask(client: &RmcpClient, who: &str) -> String {
     created.task.task_id
 }
 
-#[tokio::test]
-async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_cancels_another() {
-    let sandbox = Sandbox::new();
+/// The server binary, spawned for `sandbox`, with an rmcp client of `capabilities`
+/// connected in 2026-07-28 discover mode; and the server's stderr as it comes.
+async fn rmcp_client(
+    sandbox: &Sandbox,
+    capabilities: ClientCapabilities,
+) -> (RmcpClient, Arc<Mutex<String>>) {
     let server = sandbox.server();
-    let mut spawn = command(&server[0], &sandbox);
+    let mut spawn = command(&server[0], sandbox);
     spawn.args(&server[1..]);
     let (transport, stderr) = TokioChildProcess::builder(spawn)
         .stderr(Stdio::piped())
@@ -568,10 +571,7 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
     });
 
     let info = ClientConfig::new(
-        ClientCapabilities::builder()
-            .enable_elicitation()
-            .enable_tasks()
-            .build(),
+        capabilities,
         Implementation::new("rmcp-real-client", env!("CARGO_PKG_VERSION")),
     );
     let lifecycle = ClientLifecycleMode::Discover {
@@ -588,6 +588,17 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         "{:?}",
         peer.capabilities
     );
+    (client, log)
+}
+
+#[tokio::test]
+async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_cancels_another() {
+    let sandbox = Sandbox::new();
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_tasks()
+        .build();
+    let (client, _log) = rmcp_client(&sandbox, caps).await;
 
     // A task whose question is answered by tasks/update.
     let task_id = call_ask(&client, "rmcp").await;
