@@ -508,6 +508,211 @@ async fn ts_sdk_plain_call_tool_of_ask_is_answered_by_direct_elicitation() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The built-in ADR planner (`interactive_adr_planning`), answered by a model and a person
+
+/// The title every ADR scenario plans, and the slug of its file.
+const ADR_TITLE: &str = "Queue for billing events";
+const ADR_SLUG: &str = "queue-for-billing-events";
+
+/// The questions the planner asks a client that can sample and elicit, in order, as the
+/// client scripts name them: the problem; each analysis (findings, options, impacts,
+/// plan) drafted by the model, then reviewed by the person; the decision after the options.
+const ADR_QUESTIONS: [(&str, &str); 10] = [
+    ("elicitation/create", "problem"),
+    ("sampling/createMessage", "draft findings"),
+    ("elicitation/create", "review findings"),
+    ("sampling/createMessage", "draft options"),
+    ("elicitation/create", "review options"),
+    ("elicitation/create", "decision"),
+    ("sampling/createMessage", "draft impacts"),
+    ("elicitation/create", "review impacts"),
+    ("sampling/createMessage", "draft plan"),
+    ("elicitation/create", "review plan"),
+];
+
+/// The sections every ADR has.
+const ADR_SECTIONS: [&str; 7] = [
+    "## Context",
+    "## Decision",
+    "## Considered Options",
+    "## Consequences",
+    "## Implementation Plan",
+    "## References",
+    "## Revision History",
+];
+
+/// The `question` events a client script printed, as (method, what it asks).
+fn questions(ran: &Ran) -> Vec<(String, String)> {
+    ran.events()
+        .iter()
+        .filter(|e| e["event"] == "question")
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or("?").to_owned();
+            (text("method"), text("asks"))
+        })
+        .collect()
+}
+
+fn assert_asked_every_question(asked: &[(String, String)]) {
+    let expected: Vec<(String, String)> = ADR_QUESTIONS
+        .iter()
+        .map(|(method, asks)| (method.to_string(), asks.to_string()))
+        .collect();
+    assert_eq!(asked, expected);
+}
+
+/// Checks what a run of the planner left, given the tool's result: a successful report,
+/// the ADR numbered `number` with every section, written as drafted and decided (the
+/// first option), a link to it, and one todo per planned task with its tags.
+fn assert_adr_planned(sandbox: &Sandbox, result: &Value, number: u32) {
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded", "{report}");
+    let file = format!("{number:04}-{ADR_SLUG}.md");
+    let relative = format!("docs/adrs/{file}");
+    let output = &report["output"];
+    assert_eq!(output["adr"], relative.as_str());
+    assert_eq!(output["number"], number);
+    assert_eq!(output["decision"]["name"], "Queue");
+    assert_eq!(
+        output["decision"]["tradeoffs"],
+        json!(["more to operate", "slower deploys"])
+    );
+
+    let link = result["content"]
+        .as_array()
+        .expect("a content array")
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("a resource link to the ADR: {result}"));
+    assert_eq!(link["name"], file.as_str());
+    let uri = link["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with(&format!("/{relative}")),
+        "{uri}"
+    );
+
+    let path = sandbox.dir.path().join(&relative);
+    let adr = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the ADR {} is not there: {e}", path.display()));
+    assert!(
+        adr.starts_with(&format!("# {number:04}. {ADR_TITLE}\n")),
+        "{adr}"
+    );
+    for section in ADR_SECTIONS {
+        let line = format!("\n{section}\n");
+        assert_eq!(adr.matches(&line).count(), 1, "{section:?} once in:\n{adr}");
+    }
+    for written in [
+        "Billing events are lost when billing restarts.\n",
+        "- **incident 42** (high relevance): events dropped on deploy\n",
+        "We choose **Queue**.\n\nDurability matters most\n",
+        "### Queue (chosen)\n",
+        "### Client retries\n",
+        "### Technical\n\n- a new dependency\n",
+        "- [ ] Provision the queue (priority: high, effort: 2d)\n",
+        "- [ ] Switch the producer to the queue (priority: critical, effort: 1d, assignee: ann)\n",
+    ] {
+        assert!(adr.contains(written), "{written:?} in:\n{adr}");
+    }
+
+    let store = mcp_task_server::store::Store::open(sandbox.path("tasks.db")).unwrap();
+    let mut todos: Vec<(String, Vec<String>)> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.title, t.tags))
+        .collect();
+    todos.sort();
+    let tag = format!("adr-{number:04}");
+    assert_eq!(
+        todos,
+        [
+            (
+                "Provision the queue".to_owned(),
+                vec![tag.clone(), "priority:high".to_owned()]
+            ),
+            (
+                "Switch the producer to the queue".to_owned(),
+                vec![tag, "priority:critical".to_owned()]
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_plans_an_adr_as_a_task_answering_its_sampling_and_elicitation() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "adr-stream", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        ran.event("tools")["plannerExecution"],
+        json!({ "taskSupport": "optional" })
+    );
+    let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
+    assert!(task_id.is_string());
+
+    assert_asked_every_question(&questions(&ran));
+    // Every question, the model's too, is asked for the task.
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            json!({ "taskId": task_id }),
+            "{question}"
+        );
+    }
+    let draft = ran
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "question" && e["asks"] == "draft findings")
+        .unwrap();
+    assert_eq!(
+        draft["systemPrompt"],
+        "You help engineers write Architecture Decision Records. Answer with JSON only."
+    );
+    assert_eq!(draft["maxTokens"], 2000);
+
+    let names = ran.names();
+    let first = |name: &str| names.iter().position(|n| n == name).unwrap();
+    assert!(first("taskCreated") < first("question"), "{names:?}");
+    assert!(first("question") < first("result"), "{names:?}");
+    assert!(!names.contains(&"streamError".to_owned()), "{}", ran.dump());
+
+    let result = &ran.event("result")["result"];
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id
+    );
+    assert_adr_planned(&sandbox, result, 1);
+}
+
+#[tokio::test]
+async fn ts_sdk_plain_call_tool_plans_an_adr_with_direct_sampling_and_elicitation() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "adr-direct", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_asked_every_question(&questions(&ran));
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            Value::Null,
+            "a plain call's questions belong to no task: {question}"
+        );
+    }
+    assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
+}
+
+// ---------------------------------------------------------------------------------------
 // rmcp (Rust), 2026-07-28 with the tasks extension
 
 type RmcpClient = RunningService<RoleClient, ClientConfig>;
