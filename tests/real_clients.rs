@@ -19,9 +19,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    ElicitResult, ElicitationAction, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    ProtocolVersion, TaskPayload, TaskStatus, UpdateTaskParams,
 };
+#[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the ADR planner still asks for it.
+use rmcp::model::{CreateMessageResult, SamplingMessage, SamplingMessageContentBlock};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -541,6 +543,35 @@ const ADR_SECTIONS: [&str; 7] = [
     "## Revision History",
 ];
 
+/// An analysis phase's answer, as the model drafts it and the person confirms it (the
+/// client scripts hold the same data), or as it is passed up front.
+fn adr_phase(phase: &str) -> Value {
+    match phase {
+        "findings" => json!([
+            { "source": "incident 42", "insight": "events dropped on deploy", "relevance": "high" }
+        ]),
+        "options" => json!([
+            { "name": "Queue", "description": "A durable queue in front of billing",
+              "pros": ["durable"], "cons": ["ops cost"], "risks": ["new infra"],
+              "effort": "medium", "confidence": 80 },
+            { "name": "Client retries", "description": "Retry on failure",
+              "pros": ["cheap"], "cons": ["lossy"], "effort": "low", "confidence": 40 }
+        ]),
+        "impacts" => json!({ "technical": ["a new dependency"], "business": ["no lost revenue"],
+            "team": ["on-call for the queue"], "risks": ["queue outage"],
+            "dependencies": ["the queue service"] }),
+        "plan" => json!({ "phases": ["pilot", "rollout"],
+            "tasks": [
+                { "description": "Provision the queue", "priority": "high", "effort": "2d" },
+                { "description": "Switch the producer to the queue", "priority": "critical",
+                  "effort": "1d", "assignee": "ann" }
+            ],
+            "timeline": "Q1",
+            "successCriteria": ["no lost events for a month"] }),
+        _ => panic!("the ADR planner has no phase {phase}"),
+    }
+}
+
 /// The `question` events a client script printed, as (method, what it asks).
 fn questions(ran: &Ran) -> Vec<(String, String)> {
     ran.events()
@@ -848,6 +879,205 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         matches!(cancelled.task.payload, TaskPayload::Cancelled),
         "{cancelled:?}"
     );
+
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+}
+
+/// The phase a prompt of the planner drafts, by what it asks for.
+const ADR_PROMPTS: [(&str, &str); 4] = [
+    ("List the research findings", "findings"),
+    ("List two to five options", "options"),
+    ("Assess the decision's impacts", "impacts"),
+    ("Plan the implementation", "plan"),
+];
+
+/// The model's draft for one of the planner's prompts: the phase it drafts and the reply,
+/// fenced as models write JSON. The client scripts draft the same.
+fn adr_draft(prompt: &str) -> (&'static str, String) {
+    let (_, phase) = ADR_PROMPTS
+        .iter()
+        .find(|(asks, _)| prompt.contains(asks))
+        .unwrap_or_else(|| panic!("a sampling prompt the ADR planner does not send: {prompt}"));
+    let text = format!("Here is the draft:\n```json\n{:#}\n```", adr_phase(phase));
+    (phase, text)
+}
+
+/// A person's answer to one of the planner's forms: the problem stated, a draft confirmed
+/// as the model wrote it (the field's default), the first option chosen. What the form
+/// asks for, and the form's content.
+fn adr_confirm(form: &Value) -> (String, Value) {
+    let mut asks = None;
+    let mut content = serde_json::Map::new();
+    let fields = form["properties"].as_object().expect("a form's properties");
+    for (name, field) in fields {
+        let value = match name.as_str() {
+            "statement" => {
+                asks = Some("problem".to_owned());
+                json!("Billing events are lost when billing restarts.")
+            }
+            "choice" => {
+                asks = Some("decision".to_owned());
+                field["enum"][0].clone()
+            }
+            "rationale" => json!("Durability matters most"),
+            "tradeoffs" => json!("more to operate\nslower deploys"),
+            _ if field["default"].is_string() => {
+                asks = Some(format!("review {name}"));
+                field["default"].clone()
+            }
+            _ => panic!("a form field the ADR planner does not ask: {name}"),
+        };
+        content.insert(name.clone(), value);
+    }
+    (asks.expect("a form of the planner"), Value::Object(content))
+}
+
+/// Answers one of a task's `inputRequests` as rmcp types the answer: a
+/// `CreateMessageResult` for sampling, an `ElicitResult` for elicitation, each sent as
+/// the JSON `tasks/update` carries. Returns the method, what it asks for, the prompt (of
+/// a sampling request) and the answer.
+#[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
+fn answer_input_request(request: &InputRequest) -> (String, String, Option<String>, Value) {
+    match request {
+        InputRequest::CreateMessage(request) => {
+            let prompt = request.params.messages[0]
+                .content
+                .first()
+                .and_then(|block| match block {
+                    SamplingMessageContentBlock::Text(text) => Some(text.text.clone()),
+                    _ => None,
+                })
+                .expect("a text prompt");
+            let (phase, text) = adr_draft(&prompt);
+            let reply = CreateMessageResult::new(
+                SamplingMessage::assistant_text(text),
+                "rmcp-test-model".to_owned(),
+            )
+            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
+            (
+                "sampling/createMessage".to_owned(),
+                format!("draft {phase}"),
+                Some(prompt),
+                serde_json::to_value(reply).unwrap(),
+            )
+        }
+        InputRequest::Elicitation(request) => {
+            let params = serde_json::to_value(&request.params).unwrap();
+            assert_eq!(params["mode"], "form", "{params}");
+            let (asks, content) = adr_confirm(&params["requestedSchema"]);
+            let reply = ElicitResult::new(ElicitationAction::Accept).with_content(content);
+            (
+                "elicitation/create".to_owned(),
+                asks,
+                None,
+                serde_json::to_value(reply).unwrap(),
+            )
+        }
+        other => panic!("a request the ADR planner does not make: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_by_update() {
+    let sandbox = Sandbox::new();
+    // An earlier ADR: the new one is numbered after it, and the research prompt names it.
+    let adrs = sandbox.path("docs/adrs");
+    std::fs::create_dir_all(&adrs).unwrap();
+    std::fs::write(adrs.join("0003-use-sqlite.md"), "# 0003. Use SQLite\n").unwrap();
+    #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_sampling()
+        .enable_tasks()
+        .build();
+    let (client, log) = rmcp_client(&sandbox, caps).await;
+
+    let Value::Object(args) = json!({ "title": ADR_TITLE }) else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("interactive_adr_planning").with_arguments(args);
+    let response = tokio::time::timeout(DEADLINE, client.call_tool_once(params))
+        .await
+        .expect("the server answers tools/call in time")
+        .expect("tools/call succeeds");
+    let CallToolResponse::Task(created) = response else {
+        panic!("a workflow call under the extension makes a task, got {response:?}");
+    };
+    let task_id = created.task.task_id;
+
+    // Poll the task and answer each question once, by its key: a question already
+    // answered may still be listed until the run has moved past it.
+    let mut keys: Vec<String> = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut prompts: Vec<String> = Vec::new();
+    let polling = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(&task_id))
+                .await
+                .expect("tasks/get succeeds");
+            match got.task.payload {
+                TaskPayload::Completed { result } => return Value::Object(result),
+                TaskPayload::InputRequired { input_requests } => {
+                    let mut responses = BTreeMap::new();
+                    for (key, request) in &input_requests {
+                        if keys.contains(key) {
+                            continue;
+                        }
+                        let (method, asks, prompt, reply) = answer_input_request(request);
+                        keys.push(key.clone());
+                        asked.push((method, asks));
+                        prompts.extend(prompt);
+                        responses.insert(key.clone(), reply);
+                    }
+                    if !responses.is_empty() {
+                        client
+                            .update_task(UpdateTaskParams::new(&task_id, responses))
+                            .await
+                            .expect("tasks/update is acknowledged");
+                    }
+                }
+                TaskPayload::Working => {}
+                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let result = tokio::time::timeout(DEADLINE, polling)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the task did not complete in time; asked {asked:?}\n{}",
+                log.lock().unwrap()
+            )
+        });
+
+    assert_asked_every_question(&asked);
+    // Every answer was taken the first time: no question was asked again.
+    assert_eq!(
+        keys,
+        [
+            "problem_ask:attempt-1",
+            "research_draft:attempt-1",
+            "research_review:attempt-1",
+            "options_draft:attempt-1",
+            "options_review:attempt-1",
+            "decision_ask:attempt-1",
+            "impacts_draft:attempt-1",
+            "impacts_review:attempt-1",
+            "plan_draft:attempt-1",
+            "plan_review:attempt-1",
+        ]
+    );
+    assert!(
+        prompts[0].contains("Earlier ADRs in docs/adrs: 0003-use-sqlite.md"),
+        "{}",
+        prompts[0]
+    );
+    assert_adr_planned(&sandbox, &result, 4);
 
     tokio::time::timeout(DEADLINE, client.cancel())
         .await
