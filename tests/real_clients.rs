@@ -1161,6 +1161,20 @@ async fn py_sdk_auto_mode_answers_a_workflow_question_in_an_input_required_round
     assert_eq!(run["nodes"]["todo"]["output"]["title"], "approved rounds");
 }
 
+#[tokio::test]
+async fn py_sdk_auto_mode_plans_an_adr_in_input_required_rounds_with_sampling_and_elicitation() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "auto-adr", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
+    assert_asked_every_question(&questions(&ran));
+    assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
+}
+
 // ---------------------------------------------------------------------------------------
 // MCP Inspector: the one-shot CLI (`--cli`) and its session CLI (`mcpdo`)
 
