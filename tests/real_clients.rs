@@ -1423,6 +1423,55 @@ async fn inspector_cli_auto_era_discovers_2026_07_28_and_calls_add_task() {
 }
 
 #[tokio::test]
+async fn inspector_cli_modern_era_plans_an_adr_with_every_answer_passed_up_front() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let answers = json!({
+        "title": ADR_TITLE,
+        "problem": "Billing events are lost when billing restarts.",
+        "findings": adr_phase("findings"),
+        "options": adr_phase("options"),
+        "decision": { "name": "Queue", "rationale": "Durability matters most",
+                      "tradeoffs": ["more to operate", "slower deploys"] },
+        "impacts": adr_phase("impacts"),
+        "plan": adr_phase("plan"),
+    })
+    .to_string();
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "interactive_adr_planning",
+        "--tool-args-json",
+        &answers,
+    ];
+    let ran = run(inspector.cli(&sandbox, "modern", &call))
+        .await
+        .succeeded()
+        .json();
+    let result = &ran["result"];
+    // Nothing was asked: every node that asks was skipped.
+    let nodes = &report(result)["nodes"];
+    for node in [
+        "problem_ask",
+        "research_draft",
+        "research_review",
+        "options_draft",
+        "options_review",
+        "decision_ask",
+        "impacts_draft",
+        "impacts_review",
+        "plan_draft",
+        "plan_review",
+    ] {
+        assert_eq!(nodes[node]["status"], "skipped", "{node}: {}", nodes[node]);
+    }
+    assert_adr_planned(&sandbox, result, 1);
+}
+
+#[tokio::test]
 async fn inspector_session_modern_era_answers_the_question_of_an_ask_task_and_gets_the_task() {
     let Some(inspector) = installed(inspector()) else {
         return;
