@@ -19,9 +19,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    ElicitResult, ElicitationAction, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    ProtocolVersion, TaskPayload, TaskStatus, UpdateTaskParams,
 };
+#[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the ADR planner still asks for it.
+use rmcp::model::{CreateMessageResult, SamplingMessage, SamplingMessageContentBlock};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -508,6 +510,240 @@ async fn ts_sdk_plain_call_tool_of_ask_is_answered_by_direct_elicitation() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The built-in ADR planner (`interactive_adr_planning`), answered by a model and a person
+
+/// The title every ADR scenario plans, and the slug of its file.
+const ADR_TITLE: &str = "Queue for billing events";
+const ADR_SLUG: &str = "queue-for-billing-events";
+
+/// The questions the planner asks a client that can sample and elicit, in order, as the
+/// client scripts name them: the problem; each analysis (findings, options, impacts,
+/// plan) drafted by the model, then reviewed by the person; the decision after the options.
+const ADR_QUESTIONS: [(&str, &str); 10] = [
+    ("elicitation/create", "problem"),
+    ("sampling/createMessage", "draft findings"),
+    ("elicitation/create", "review findings"),
+    ("sampling/createMessage", "draft options"),
+    ("elicitation/create", "review options"),
+    ("elicitation/create", "decision"),
+    ("sampling/createMessage", "draft impacts"),
+    ("elicitation/create", "review impacts"),
+    ("sampling/createMessage", "draft plan"),
+    ("elicitation/create", "review plan"),
+];
+
+/// The sections every ADR has.
+const ADR_SECTIONS: [&str; 7] = [
+    "## Context",
+    "## Decision",
+    "## Considered Options",
+    "## Consequences",
+    "## Implementation Plan",
+    "## References",
+    "## Revision History",
+];
+
+/// An analysis phase's answer, as the model drafts it and the person confirms it (the
+/// client scripts hold the same data), or as it is passed up front.
+fn adr_phase(phase: &str) -> Value {
+    match phase {
+        "findings" => json!([
+            { "source": "incident 42", "insight": "events dropped on deploy", "relevance": "high" }
+        ]),
+        "options" => json!([
+            { "name": "Queue", "description": "A durable queue in front of billing",
+              "pros": ["durable"], "cons": ["ops cost"], "risks": ["new infra"],
+              "effort": "medium", "confidence": 80 },
+            { "name": "Client retries", "description": "Retry on failure",
+              "pros": ["cheap"], "cons": ["lossy"], "effort": "low", "confidence": 40 }
+        ]),
+        "impacts" => json!({ "technical": ["a new dependency"], "business": ["no lost revenue"],
+            "team": ["on-call for the queue"], "risks": ["queue outage"],
+            "dependencies": ["the queue service"] }),
+        "plan" => json!({ "phases": ["pilot", "rollout"],
+            "tasks": [
+                { "description": "Provision the queue", "priority": "high", "effort": "2d" },
+                { "description": "Switch the producer to the queue", "priority": "critical",
+                  "effort": "1d", "assignee": "ann" }
+            ],
+            "timeline": "Q1",
+            "successCriteria": ["no lost events for a month"] }),
+        _ => panic!("the ADR planner has no phase {phase}"),
+    }
+}
+
+/// The `question` events a client script printed, as (method, what it asks).
+fn questions(ran: &Ran) -> Vec<(String, String)> {
+    ran.events()
+        .iter()
+        .filter(|e| e["event"] == "question")
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or("?").to_owned();
+            (text("method"), text("asks"))
+        })
+        .collect()
+}
+
+fn assert_asked_every_question(asked: &[(String, String)]) {
+    let expected: Vec<(String, String)> = ADR_QUESTIONS
+        .iter()
+        .map(|(method, asks)| (method.to_string(), asks.to_string()))
+        .collect();
+    assert_eq!(asked, expected);
+}
+
+/// Checks what a run of the planner left, given the tool's result: a successful report,
+/// the ADR numbered `number` with every section, written as drafted and decided (the
+/// first option), a link to it, and one todo per planned task with its tags.
+fn assert_adr_planned(sandbox: &Sandbox, result: &Value, number: u32) {
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded", "{report}");
+    let file = format!("{number:04}-{ADR_SLUG}.md");
+    let relative = format!("docs/adrs/{file}");
+    let output = &report["output"];
+    assert_eq!(output["adr"], relative.as_str());
+    assert_eq!(output["number"], number);
+    assert_eq!(output["decision"]["name"], "Queue");
+    assert_eq!(
+        output["decision"]["tradeoffs"],
+        json!(["more to operate", "slower deploys"])
+    );
+
+    let link = result["content"]
+        .as_array()
+        .expect("a content array")
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("a resource link to the ADR: {result}"));
+    assert_eq!(link["name"], file.as_str());
+    let uri = link["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with(&format!("/{relative}")),
+        "{uri}"
+    );
+
+    let path = sandbox.dir.path().join(&relative);
+    let adr = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the ADR {} is not there: {e}", path.display()));
+    assert!(
+        adr.starts_with(&format!("# {number:04}. {ADR_TITLE}\n")),
+        "{adr}"
+    );
+    for section in ADR_SECTIONS {
+        let line = format!("\n{section}\n");
+        assert_eq!(adr.matches(&line).count(), 1, "{section:?} once in:\n{adr}");
+    }
+    for written in [
+        "Billing events are lost when billing restarts.\n",
+        "- **incident 42** (high relevance): events dropped on deploy\n",
+        "We choose **Queue**.\n\nDurability matters most\n",
+        "### Queue (chosen)\n",
+        "### Client retries\n",
+        "### Technical\n\n- a new dependency\n",
+        "- [ ] Provision the queue (priority: high, effort: 2d)\n",
+        "- [ ] Switch the producer to the queue (priority: critical, effort: 1d, assignee: ann)\n",
+    ] {
+        assert!(adr.contains(written), "{written:?} in:\n{adr}");
+    }
+
+    let store = mcp_task_server::store::Store::open(sandbox.path("tasks.db")).unwrap();
+    let mut todos: Vec<(String, Vec<String>)> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.title, t.tags))
+        .collect();
+    todos.sort();
+    let tag = format!("adr-{number:04}");
+    assert_eq!(
+        todos,
+        [
+            (
+                "Provision the queue".to_owned(),
+                vec![tag.clone(), "priority:high".to_owned()]
+            ),
+            (
+                "Switch the producer to the queue".to_owned(),
+                vec![tag, "priority:critical".to_owned()]
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_plans_an_adr_as_a_task_answering_its_sampling_and_elicitation() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "adr-stream", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        ran.event("tools")["plannerExecution"],
+        json!({ "taskSupport": "optional" })
+    );
+    let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
+    assert!(task_id.is_string());
+
+    assert_asked_every_question(&questions(&ran));
+    // Every question, the model's too, is asked for the task.
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            json!({ "taskId": task_id }),
+            "{question}"
+        );
+    }
+    let draft = ran
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "question" && e["asks"] == "draft findings")
+        .unwrap();
+    assert_eq!(
+        draft["systemPrompt"],
+        "You help engineers write Architecture Decision Records. Answer with JSON only."
+    );
+    assert_eq!(draft["maxTokens"], 2000);
+
+    let names = ran.names();
+    let first = |name: &str| names.iter().position(|n| n == name).unwrap();
+    assert!(first("taskCreated") < first("question"), "{names:?}");
+    assert!(first("question") < first("result"), "{names:?}");
+    assert!(!names.contains(&"streamError".to_owned()), "{}", ran.dump());
+
+    let result = &ran.event("result")["result"];
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id
+    );
+    assert_adr_planned(&sandbox, result, 1);
+}
+
+#[tokio::test]
+async fn ts_sdk_plain_call_tool_plans_an_adr_with_direct_sampling_and_elicitation() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "adr-direct", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_asked_every_question(&questions(&ran));
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            Value::Null,
+            "a plain call's questions belong to no task: {question}"
+        );
+    }
+    assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
+}
+
+// ---------------------------------------------------------------------------------------
 // rmcp (Rust), 2026-07-28 with the tasks extension
 
 type RmcpClient = RunningService<RoleClient, ClientConfig>;
@@ -545,11 +781,14 @@ async fn call_ask(client: &RmcpClient, who: &str) -> String {
     created.task.task_id
 }
 
-#[tokio::test]
-async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_cancels_another() {
-    let sandbox = Sandbox::new();
+/// The server binary, spawned for `sandbox`, with an rmcp client of `capabilities`
+/// connected in 2026-07-28 discover mode; and the server's stderr as it comes.
+async fn rmcp_client(
+    sandbox: &Sandbox,
+    capabilities: ClientCapabilities,
+) -> (RmcpClient, Arc<Mutex<String>>) {
     let server = sandbox.server();
-    let mut spawn = command(&server[0], &sandbox);
+    let mut spawn = command(&server[0], sandbox);
     spawn.args(&server[1..]);
     let (transport, stderr) = TokioChildProcess::builder(spawn)
         .stderr(Stdio::piped())
@@ -568,10 +807,7 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
     });
 
     let info = ClientConfig::new(
-        ClientCapabilities::builder()
-            .enable_elicitation()
-            .enable_tasks()
-            .build(),
+        capabilities,
         Implementation::new("rmcp-real-client", env!("CARGO_PKG_VERSION")),
     );
     let lifecycle = ClientLifecycleMode::Discover {
@@ -588,6 +824,17 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         "{:?}",
         peer.capabilities
     );
+    (client, log)
+}
+
+#[tokio::test]
+async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_cancels_another() {
+    let sandbox = Sandbox::new();
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_tasks()
+        .build();
+    let (client, _log) = rmcp_client(&sandbox, caps).await;
 
     // A task whose question is answered by tasks/update.
     let task_id = call_ask(&client, "rmcp").await;
@@ -632,6 +879,205 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         matches!(cancelled.task.payload, TaskPayload::Cancelled),
         "{cancelled:?}"
     );
+
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+}
+
+/// The phase a prompt of the planner drafts, by what it asks for.
+const ADR_PROMPTS: [(&str, &str); 4] = [
+    ("List the research findings", "findings"),
+    ("List two to five options", "options"),
+    ("Assess the decision's impacts", "impacts"),
+    ("Plan the implementation", "plan"),
+];
+
+/// The model's draft for one of the planner's prompts: the phase it drafts and the reply,
+/// fenced as models write JSON. The client scripts draft the same.
+fn adr_draft(prompt: &str) -> (&'static str, String) {
+    let (_, phase) = ADR_PROMPTS
+        .iter()
+        .find(|(asks, _)| prompt.contains(asks))
+        .unwrap_or_else(|| panic!("a sampling prompt the ADR planner does not send: {prompt}"));
+    let text = format!("Here is the draft:\n```json\n{:#}\n```", adr_phase(phase));
+    (phase, text)
+}
+
+/// A person's answer to one of the planner's forms: the problem stated, a draft confirmed
+/// as the model wrote it (the field's default), the first option chosen. What the form
+/// asks for, and the form's content.
+fn adr_confirm(form: &Value) -> (String, Value) {
+    let mut asks = None;
+    let mut content = serde_json::Map::new();
+    let fields = form["properties"].as_object().expect("a form's properties");
+    for (name, field) in fields {
+        let value = match name.as_str() {
+            "statement" => {
+                asks = Some("problem".to_owned());
+                json!("Billing events are lost when billing restarts.")
+            }
+            "choice" => {
+                asks = Some("decision".to_owned());
+                field["enum"][0].clone()
+            }
+            "rationale" => json!("Durability matters most"),
+            "tradeoffs" => json!("more to operate\nslower deploys"),
+            _ if field["default"].is_string() => {
+                asks = Some(format!("review {name}"));
+                field["default"].clone()
+            }
+            _ => panic!("a form field the ADR planner does not ask: {name}"),
+        };
+        content.insert(name.clone(), value);
+    }
+    (asks.expect("a form of the planner"), Value::Object(content))
+}
+
+/// Answers one of a task's `inputRequests` as rmcp types the answer: a
+/// `CreateMessageResult` for sampling, an `ElicitResult` for elicitation, each sent as
+/// the JSON `tasks/update` carries. Returns the method, what it asks for, the prompt (of
+/// a sampling request) and the answer.
+#[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
+fn answer_input_request(request: &InputRequest) -> (String, String, Option<String>, Value) {
+    match request {
+        InputRequest::CreateMessage(request) => {
+            let prompt = request.params.messages[0]
+                .content
+                .first()
+                .and_then(|block| match block {
+                    SamplingMessageContentBlock::Text(text) => Some(text.text.clone()),
+                    _ => None,
+                })
+                .expect("a text prompt");
+            let (phase, text) = adr_draft(&prompt);
+            let reply = CreateMessageResult::new(
+                SamplingMessage::assistant_text(text),
+                "rmcp-test-model".to_owned(),
+            )
+            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
+            (
+                "sampling/createMessage".to_owned(),
+                format!("draft {phase}"),
+                Some(prompt),
+                serde_json::to_value(reply).unwrap(),
+            )
+        }
+        InputRequest::Elicitation(request) => {
+            let params = serde_json::to_value(&request.params).unwrap();
+            assert_eq!(params["mode"], "form", "{params}");
+            let (asks, content) = adr_confirm(&params["requestedSchema"]);
+            let reply = ElicitResult::new(ElicitationAction::Accept).with_content(content);
+            (
+                "elicitation/create".to_owned(),
+                asks,
+                None,
+                serde_json::to_value(reply).unwrap(),
+            )
+        }
+        other => panic!("a request the ADR planner does not make: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_by_update() {
+    let sandbox = Sandbox::new();
+    // An earlier ADR: the new one is numbered after it, and the research prompt names it.
+    let adrs = sandbox.path("docs/adrs");
+    std::fs::create_dir_all(&adrs).unwrap();
+    std::fs::write(adrs.join("0003-use-sqlite.md"), "# 0003. Use SQLite\n").unwrap();
+    #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_sampling()
+        .enable_tasks()
+        .build();
+    let (client, log) = rmcp_client(&sandbox, caps).await;
+
+    let Value::Object(args) = json!({ "title": ADR_TITLE }) else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("interactive_adr_planning").with_arguments(args);
+    let response = tokio::time::timeout(DEADLINE, client.call_tool_once(params))
+        .await
+        .expect("the server answers tools/call in time")
+        .expect("tools/call succeeds");
+    let CallToolResponse::Task(created) = response else {
+        panic!("a workflow call under the extension makes a task, got {response:?}");
+    };
+    let task_id = created.task.task_id;
+
+    // Poll the task and answer each question once, by its key: a question already
+    // answered may still be listed until the run has moved past it.
+    let mut keys: Vec<String> = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut prompts: Vec<String> = Vec::new();
+    let polling = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(&task_id))
+                .await
+                .expect("tasks/get succeeds");
+            match got.task.payload {
+                TaskPayload::Completed { result } => return Value::Object(result),
+                TaskPayload::InputRequired { input_requests } => {
+                    let mut responses = BTreeMap::new();
+                    for (key, request) in &input_requests {
+                        if keys.contains(key) {
+                            continue;
+                        }
+                        let (method, asks, prompt, reply) = answer_input_request(request);
+                        keys.push(key.clone());
+                        asked.push((method, asks));
+                        prompts.extend(prompt);
+                        responses.insert(key.clone(), reply);
+                    }
+                    if !responses.is_empty() {
+                        client
+                            .update_task(UpdateTaskParams::new(&task_id, responses))
+                            .await
+                            .expect("tasks/update is acknowledged");
+                    }
+                }
+                TaskPayload::Working => {}
+                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let result = tokio::time::timeout(DEADLINE, polling)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the task did not complete in time; asked {asked:?}\n{}",
+                log.lock().unwrap()
+            )
+        });
+
+    assert_asked_every_question(&asked);
+    // Every answer was taken the first time: no question was asked again.
+    assert_eq!(
+        keys,
+        [
+            "problem_ask:attempt-1",
+            "research_draft:attempt-1",
+            "research_review:attempt-1",
+            "options_draft:attempt-1",
+            "options_review:attempt-1",
+            "decision_ask:attempt-1",
+            "impacts_draft:attempt-1",
+            "impacts_review:attempt-1",
+            "plan_draft:attempt-1",
+            "plan_review:attempt-1",
+        ]
+    );
+    assert!(
+        prompts[0].contains("Earlier ADRs in docs/adrs: 0003-use-sqlite.md"),
+        "{}",
+        prompts[0]
+    );
+    assert_adr_planned(&sandbox, &result, 4);
 
     tokio::time::timeout(DEADLINE, client.cancel())
         .await
@@ -713,6 +1159,20 @@ async fn py_sdk_auto_mode_answers_a_workflow_question_in_an_input_required_round
     assert_eq!(run["status"], "succeeded");
     assert_eq!(run["nodes"]["approve"]["output"], json!({ "ok": true }));
     assert_eq!(run["nodes"]["todo"]["output"]["title"], "approved rounds");
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_plans_an_adr_in_input_required_rounds_with_sampling_and_elicitation() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "auto-adr", &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
+    assert_asked_every_question(&questions(&ran));
+    assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -960,6 +1420,55 @@ async fn inspector_cli_auto_era_discovers_2026_07_28_and_calls_add_task() {
     let todo = report(&added["result"]);
     assert_eq!(todo["title"], "auto");
     assert_eq!(todo["tags"], json!(["x"]));
+}
+
+#[tokio::test]
+async fn inspector_cli_modern_era_plans_an_adr_with_every_answer_passed_up_front() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let answers = json!({
+        "title": ADR_TITLE,
+        "problem": "Billing events are lost when billing restarts.",
+        "findings": adr_phase("findings"),
+        "options": adr_phase("options"),
+        "decision": { "name": "Queue", "rationale": "Durability matters most",
+                      "tradeoffs": ["more to operate", "slower deploys"] },
+        "impacts": adr_phase("impacts"),
+        "plan": adr_phase("plan"),
+    })
+    .to_string();
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "interactive_adr_planning",
+        "--tool-args-json",
+        &answers,
+    ];
+    let ran = run(inspector.cli(&sandbox, "modern", &call))
+        .await
+        .succeeded()
+        .json();
+    let result = &ran["result"];
+    // Nothing was asked: every node that asks was skipped.
+    let nodes = &report(result)["nodes"];
+    for node in [
+        "problem_ask",
+        "research_draft",
+        "research_review",
+        "options_draft",
+        "options_review",
+        "decision_ask",
+        "impacts_draft",
+        "impacts_review",
+        "plan_draft",
+        "plan_review",
+    ] {
+        assert_eq!(nodes[node]["status"], "skipped", "{node}: {}", nodes[node]);
+    }
+    assert_adr_planned(&sandbox, result, 1);
 }
 
 #[tokio::test]

@@ -7,13 +7,21 @@
 //                  client's elicitation handler; then listTasks and getTask
 //   task-cancel    a task of `ask` cancelled while it waits; a second cancel refused
 //   direct-elicit  a plain callTool of `ask`, asked by elicitation during the call
+//   adr-stream     callToolStream of `interactive_adr_planning` as a task: the client's
+//                  sampling handler drafts each analysis, its elicitation handler confirms
+//                  each draft, states the problem and picks the first option
+//   adr-direct     the same with a plain callTool, asked directly during the call
 //
 // Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any
 // failure after printing {"event": "fatal", "message": ...}.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const emit = (event, fields = {}) =>
   process.stdout.write(JSON.stringify({ event, ...fields }) + "\n");
@@ -24,22 +32,121 @@ if (dashes !== "--" || !command) {
   process.exit(2);
 }
 
+// The ADR scenarios need a model as well as a person.
+const adr = scenario?.startsWith("adr-");
 const client = new Client(
   { name: "ts-sdk-real-client", version: "1.0.0" },
-  { capabilities: { elicitation: { form: {} } } },
+  { capabilities: { elicitation: { form: {} }, ...(adr ? { sampling: {} } : {}) } },
 );
 
-const elicitations = [];
+const relatedTask = (params) =>
+  params._meta?.["io.modelcontextprotocol/related-task"] ?? null;
+
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
-  elicitations.push(request.params);
+  if (adr) {
+    const { name, answer } = adrAnswer(request.params);
+    emit("question", {
+      method: request.method,
+      asks: name,
+      relatedTask: relatedTask(request.params),
+    });
+    return answer;
+  }
   emit("elicitation", {
     message: request.params.message,
     mode: request.params.mode ?? null,
     requestedSchema: request.params.requestedSchema,
-    relatedTask: request.params._meta?.["io.modelcontextprotocol/related-task"] ?? null,
+    relatedTask: relatedTask(request.params),
   });
   return { action: "accept", content: { ok: true } };
 });
+
+// The SDK refuses a sampling handler to a client that declares no sampling.
+if (adr) {
+  client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+    const prompt = request.params.messages[0].content.text;
+    const { name, text } = adrDraft(prompt);
+    emit("question", {
+      method: request.method,
+      asks: name,
+      relatedTask: relatedTask(request.params),
+      systemPrompt: request.params.systemPrompt ?? null,
+      maxTokens: request.params.maxTokens,
+    });
+    return {
+      role: "assistant",
+      model: "ts-test-model",
+      stopReason: "endTurn",
+      content: { type: "text", text },
+    };
+  });
+}
+
+// What the model drafts for each analysis phase of the ADR planner, by what its prompt
+// asks for; fenced, as models write JSON.
+const DRAFTS = [
+  ["List the research findings", "findings", [
+    { source: "incident 42", insight: "events dropped on deploy", relevance: "high" },
+  ]],
+  ["List two to five options", "options", [
+    { name: "Queue", description: "A durable queue in front of billing", pros: ["durable"],
+      cons: ["ops cost"], risks: ["new infra"], effort: "medium", confidence: 80 },
+    { name: "Client retries", description: "Retry on failure", pros: ["cheap"],
+      cons: ["lossy"], effort: "low", confidence: 40 },
+  ]],
+  ["Assess the decision's impacts", "impacts", {
+    technical: ["a new dependency"], business: ["no lost revenue"],
+    team: ["on-call for the queue"], risks: ["queue outage"],
+    dependencies: ["the queue service"],
+  }],
+  ["Plan the implementation", "plan", {
+    phases: ["pilot", "rollout"],
+    tasks: [
+      { description: "Provision the queue", priority: "high", effort: "2d" },
+      { description: "Switch the producer to the queue", priority: "critical", effort: "1d",
+        assignee: "ann" },
+    ],
+    timeline: "Q1",
+    successCriteria: ["no lost events for a month"],
+  }],
+];
+
+function adrDraft(prompt) {
+  const found = DRAFTS.find(([asks]) => prompt.includes(asks));
+  if (!found) throw new Error(`a sampling prompt the ADR planner does not send: ${prompt}`);
+  const [, phase, data] = found;
+  return {
+    name: `draft ${phase}`,
+    text: "Here is the draft:\n```json\n" + JSON.stringify(data, null, 2) + "\n```",
+  };
+}
+
+// A person who states the problem, confirms every draft as the model wrote it (the form's
+// default), and chooses the first option.
+function adrAnswer(params) {
+  const properties = params.requestedSchema.properties;
+  const content = {};
+  let name = null;
+  for (const [field, schema] of Object.entries(properties)) {
+    if (field === "statement") {
+      name = "problem";
+      content[field] = "Billing events are lost when billing restarts.";
+    } else if (field === "choice") {
+      name = "decision";
+      content[field] = schema.enum[0];
+    } else if (field === "rationale") {
+      content[field] = "Durability matters most";
+    } else if (field === "tradeoffs") {
+      content[field] = "more to operate\nslower deploys";
+    } else if (typeof schema.default === "string") {
+      name = `review ${field}`;
+      content[field] = schema.default;
+    } else {
+      throw new Error(`a form field the ADR planner does not ask: ${field}`);
+    }
+  }
+  return { name, answer: { action: "accept", content } };
+}
 
 const notifications = [];
 client.fallbackNotificationHandler = async (notification) => {
@@ -132,10 +239,50 @@ async function directElicit() {
   emit("result", { result });
 }
 
+const ADR_TITLE = "Queue for billing events";
+
+async function adrStream() {
+  const tools = await client.listTools();
+  const planner = tools.tools.find((t) => t.name === "interactive_adr_planning");
+  emit("tools", { plannerExecution: planner?.execution ?? null });
+  const stream = client.experimental.tasks.callToolStream(
+    { name: "interactive_adr_planning", arguments: { title: ADR_TITLE } },
+    undefined,
+    { task: { ttl: 600000 } },
+  );
+  for await (const message of stream) {
+    switch (message.type) {
+      case "taskCreated":
+        emit("taskCreated", { task: message.task });
+        break;
+      case "taskStatus":
+        emit("taskStatus", { status: message.task.status });
+        break;
+      case "result":
+        emit("result", { result: message.result });
+        break;
+      case "error":
+        emit("streamError", errorFields(message.error));
+        break;
+    }
+  }
+}
+
+async function adrDirect() {
+  await client.listTools();
+  const result = await client.callTool({
+    name: "interactive_adr_planning",
+    arguments: { title: ADR_TITLE },
+  });
+  emit("result", { result });
+}
+
 const scenarios = {
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,
+  "adr-stream": adrStream,
+  "adr-direct": adrDirect,
 };
 
 const run = scenarios[scenario];
