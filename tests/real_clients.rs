@@ -1073,7 +1073,8 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
         ]
     );
     assert!(
-        prompts[0].contains("Earlier ADRs in docs/adrs: 0003-use-sqlite.md"),
+        prompts[0]
+            .contains("Earlier ADRs in docs/adrs, for context:\n--- docs/adrs/0003-use-sqlite.md"),
         "{}",
         prompts[0]
     );
