@@ -766,10 +766,15 @@ async fn poll_until(client: &RmcpClient, task_id: &str, status: TaskStatus) -> G
 }
 
 async fn call_ask(client: &RmcpClient, who: &str) -> String {
-    let Value::Object(args) = json!({ "who": who }) else {
-        unreachable!()
+    start_extension_task(client, "ask", json!({ "who": who })).await
+}
+
+/// Calls workflow `tool` with `args` under the extension; returns the task it makes.
+async fn start_extension_task(client: &RmcpClient, tool: &'static str, args: Value) -> String {
+    let Value::Object(args) = args else {
+        unreachable!("arguments are an object")
     };
-    let params = CallToolRequestParams::new("ask").with_arguments(args);
+    let params = CallToolRequestParams::new(tool).with_arguments(args);
     let response = tokio::time::timeout(DEADLINE, client.call_tool_once(params))
         .await
         .expect("the server answers tools/call in time")
@@ -995,18 +1000,8 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
         .build();
     let (client, log) = rmcp_client(&sandbox, caps).await;
 
-    let Value::Object(args) = json!({ "title": ADR_TITLE }) else {
-        unreachable!()
-    };
-    let params = CallToolRequestParams::new("interactive_adr_planning").with_arguments(args);
-    let response = tokio::time::timeout(DEADLINE, client.call_tool_once(params))
-        .await
-        .expect("the server answers tools/call in time")
-        .expect("tools/call succeeds");
-    let CallToolResponse::Task(created) = response else {
-        panic!("a workflow call under the extension makes a task, got {response:?}");
-    };
-    let task_id = created.task.task_id;
+    let args = json!({ "title": ADR_TITLE });
+    let task_id = start_extension_task(&client, "interactive_adr_planning", args).await;
 
     // Poll the task and answer each question once, by its key: a question already
     // answered may still be listed until the run has moved past it.

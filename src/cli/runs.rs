@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::run::{DriveArgs, Following, follow, watched};
-use crate::engine::Engine;
 use crate::engine::journal::Journal;
+use crate::engine::{Engine, ResumeError, RunHandle, RunOptions};
 use crate::tasks::Registry;
 
 /// `workflows runs`: a table of runs, newest first.
@@ -70,18 +70,10 @@ pub async fn resume(
     run_id: &str,
     drive: &DriveArgs,
 ) -> ExitCode {
-    let following = match following(registry, run_id, drive) {
-        Ok(following) => following,
-        Err(code) => return code,
-    };
-    let (bar, options) = watched(following.sources.parks());
-    match engine.resume(run_id, options) {
-        Ok(handle) => follow(handle, bar, following).await,
-        Err(error) => {
-            bar.abandon();
-            fail(&error.to_string())
-        }
-    }
+    drive_stored(registry, run_id, drive, |options| {
+        engine.resume(run_id, options)
+    })
+    .await
 }
 
 /// `workflows retry RUN_ID`: runs a failed or cancelled run again, as a new run.
@@ -91,12 +83,25 @@ pub async fn retry(
     run_id: &str,
     drive: &DriveArgs,
 ) -> ExitCode {
+    drive_stored(registry, run_id, drive, |options| {
+        engine.retry(run_id, options)
+    })
+    .await
+}
+
+/// Drives the run that `start` makes of stored run `run_id` to its end, at the terminal.
+async fn drive_stored(
+    registry: &Arc<Registry>,
+    run_id: &str,
+    drive: &DriveArgs,
+    start: impl FnOnce(RunOptions) -> Result<RunHandle, ResumeError>,
+) -> ExitCode {
     let following = match following(registry, run_id, drive) {
         Ok(following) => following,
         Err(code) => return code,
     };
     let (bar, options) = watched(following.sources.parks());
-    match engine.retry(run_id, options) {
+    match start(options) {
         Ok(handle) => follow(handle, bar, following).await,
         Err(error) => {
             bar.abandon();
