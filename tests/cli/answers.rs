@@ -26,6 +26,22 @@ fn run_answered(sandbox: &Sandbox, workflow: &str, answers: &str, more: &[&str])
     sandbox.run(&args)
 }
 
+/// The binary with `args`, in the background, its output thrown away.
+fn spawn_quiet(sandbox: &Sandbox, args: &[&str]) -> std::process::Child {
+    let mut command = sandbox.command(args);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    command.spawn().unwrap()
+}
+
+/// The id of the newest run in `store`.
+fn latest_run(store: &Store) -> Option<String> {
+    store
+        .list_runs(None, 1)
+        .unwrap()
+        .first()
+        .map(|r| r.id.clone())
+}
+
 /// The `answer` rows of the audit log: each reply to a question, with its arguments.
 fn answer_rows(sandbox: &Sandbox) -> Vec<(String, Value, String)> {
     super::common::audit_rows(&sandbox.db)
@@ -213,19 +229,11 @@ fn resume_answers_from_the_file_only_the_questions_still_open() {
     let sandbox = Sandbox::new();
     sandbox.workflow("answers.toml", ANSWERS);
     let store = Store::open(&sandbox.db).unwrap();
-    let mut child = sandbox
-        .command(&["workflows", "run", "answers", "--wait-for-answers"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let run = || {
-        store
-            .list_runs(None, 1)
-            .unwrap()
-            .first()
-            .map(|r| r.id.clone())
-    };
+    let mut child = spawn_quiet(
+        &sandbox,
+        &["workflows", "run", "answers", "--wait-for-answers"],
+    );
+    let run = || latest_run(&store);
     let asked = |id: &str| store.questions(id).unwrap().len();
     wait_until("the release is asked", || {
         run().is_some_and(|id| asked(&id) == 1)
@@ -278,20 +286,8 @@ fn a_run_started_with_nobody_to_answer_asks_its_questions_of_the_file_it_is_resu
     sandbox.workflow("ask.toml", ASK);
     let store = Store::open(&sandbox.db).unwrap();
     // No terminal, no answers file: the question would take no answer at all.
-    let mut child = sandbox
-        .command(&["workflows", "run", "ask"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let run = || {
-        store
-            .list_runs(None, 1)
-            .unwrap()
-            .first()
-            .map(|r| r.id.clone())
-    };
+    let mut child = spawn_quiet(&sandbox, &["workflows", "run", "ask"]);
+    let run = || latest_run(&store);
     wait_until("the run waits in its pause", || {
         run().is_some_and(|id| {
             let rows = store.nodes(&id).unwrap();
