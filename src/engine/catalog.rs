@@ -15,6 +15,10 @@ use crate::tools::Tools;
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
 const BUILT_IN: &[(&str, &str)] = &[
     (
+        "deployment_readiness.toml",
+        include_str!("../../workflows/deployment_readiness.toml"),
+    ),
+    (
         "interactive_adr_planning.toml",
         include_str!("../../workflows/interactive_adr_planning.toml"),
     ),

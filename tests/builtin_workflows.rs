@@ -1,0 +1,358 @@
+//! The built-in workflows beside the ADR planner (which `adr_planning.rs` covers) end to
+//! end, in process, over a raw JSON-RPC wire: each with every answer passed up front
+//! (nothing asked), and each with a 2025-11-25 client whose model and user answer a plain
+//! `tools/call`. Checks the reports they write, the todos they make and their tags.
+
+mod wire;
+
+use std::path::Path;
+
+use mcp_task_server::tasks::RegistryConfig;
+use serde_json::{Value, json};
+use wire::Wire;
+
+fn start() -> Wire {
+    Wire::start_in(RegistryConfig::default(), &[])
+}
+
+fn call(workflow: &str, arguments: Value) -> Value {
+    json!({ "name": workflow, "arguments": arguments, "_meta": { "progressToken": workflow } })
+}
+
+fn todos(wire: &Wire) -> Vec<(i64, String, Vec<String>)> {
+    let store = wire.registry.store();
+    let all = store.list_todos(&Default::default()).unwrap();
+    all.into_iter().map(|t| (t.id, t.title, t.tags)).collect()
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The methods of the requests the server sent the client, in order.
+fn asked(wire: &Wire) -> Vec<&str> {
+    wire.seen
+        .iter()
+        .filter(|m| m.get("id").is_some())
+        .filter_map(|m| m["method"].as_str())
+        .collect()
+}
+
+/// The requests the server sent the client with `method`, in order.
+fn requests<'w>(wire: &'w Wire, method: &str) -> Vec<&'w Value> {
+    wire.seen.iter().filter(|m| m["method"] == method).collect()
+}
+
+/// The run's output, after checking that the call succeeded.
+fn output(reply: &Value) -> &Value {
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    &reply["result"]["structuredContent"]["data"]["output"]
+}
+
+/// The report a run wrote, at the path its output names, after checking that the result
+/// links to it and that its name ends with a `YYYY-MM-DD` date (and maybe a `-N`).
+fn report(wire: &Wire, reply: &Value) -> (String, String) {
+    let path = output(reply)["report"].as_str().unwrap().to_owned();
+    let name = path.rsplit('/').next().unwrap();
+    let link = reply["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("a resource link in {reply}"));
+    assert_eq!(link["name"], name);
+    assert!(link["uri"].as_str().unwrap().ends_with(&format!("/{path}")));
+    assert_eq!(link["mimeType"], "text/markdown");
+    let text = std::fs::read_to_string(wire.dir.path().join(&path)).unwrap();
+    (path, text)
+}
+
+/// The `YYYY-MM-DD` in `text` right after `marker`.
+fn date_after<'t>(text: &'t str, marker: &str) -> &'t str {
+    let start = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} in {text}"))
+        + marker.len();
+    let date = &text[start..start + 10];
+    let shape = date.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b'-',
+        _ => b.is_ascii_digit(),
+    });
+    assert!(shape, "{date:?} is a date");
+    date
+}
+
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+}
+
+// ── deployment_readiness ───────────────────────────────────────────────────────────────
+
+fn result(check: &str, passed: bool, note: &str) -> Value {
+    json!({ "check": check, "passed": passed, "note": note })
+}
+
+/// The six default checks, two of them failed.
+fn readiness_results() -> Value {
+    json!([
+        result("Tests pass", true, "412 passed"),
+        result("Migrations reviewed", false, "0042 is not reviewed"),
+        { "check": "Rollback plan ready", "passed": true },
+        result("Monitoring and alerts in place", true, ""),
+        result("On-call engineer assigned", false, "nobody this week"),
+        result("Changelog updated", true, "")
+    ])
+}
+
+#[tokio::test]
+async fn readiness_with_every_result_up_front_asks_nothing_and_files_a_blocker_per_failed_check() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let arguments = json!({ "version": "1.4.0", "results": readiness_results(), "threshold": 60 });
+    let reply = wire
+        .request(1, "tools/call", call("deployment_readiness", arguments))
+        .await;
+    let out = output(&reply);
+    assert_eq!(asked(&wire), Vec::<&str>::new(), "nothing is asked");
+
+    // 4 of 6 is 66.7 %: above a 60 % threshold, shown rounded down.
+    assert_eq!(
+        out["score"],
+        json!({ "passed": 4, "total": 6, "percent": 66, "threshold": 60, "ready": true })
+    );
+    assert_eq!(out["ready"], true);
+    assert_eq!(
+        out["blockers"],
+        json!(["Migrations reviewed", "On-call engineer assigned"])
+    );
+
+    let (path, text) = report(&wire, &reply);
+    let date = date_after(&text, "- Date: ");
+    assert_eq!(path, format!("docs/releases/1-4-0-readiness-{date}.md"));
+    assert_contains_all(
+        &text,
+        &[
+            "# Deployment readiness: 1.4.0\n",
+            "- Environment: production\n",
+            "- Verdict: **Ready**\n",
+            "- Score: 4 of 6 checks passed (66%; threshold 60%)\n",
+            "## Checks\n\n- [x] **Tests pass**: 412 passed\n",
+            "- [ ] **Migrations reviewed**: 0042 is not reviewed\n",
+            "- [x] **Rollback plan ready**\n",
+            "- [x] **Changelog updated**\n",
+            "## Blockers\n",
+            "- Migrations reviewed: 0042 is not reviewed (todo #1)\n",
+            "- On-call engineer assigned: nobody this week (todo #2)\n",
+        ],
+    );
+
+    let tags = vec!["release-1.4.0".to_owned(), "blocker".to_owned()];
+    assert_eq!(
+        todos(&wire),
+        [
+            (
+                1,
+                "1.4.0 blocker: Migrations reviewed".to_owned(),
+                tags.clone()
+            ),
+            (
+                2,
+                "1.4.0 blocker: On-call engineer assigned".to_owned(),
+                tags
+            ),
+        ]
+    );
+
+    // Progress counts the four phases.
+    wire.await_seen(|m| {
+        m["method"] == "notifications/progress" && m["params"]["progress"].as_f64() == Some(4.0)
+    })
+    .await;
+    let totals = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"]["total"].as_f64());
+    assert!(totals.into_iter().all(|t| t == Some(4.0)));
+}
+
+#[tokio::test]
+async fn readiness_below_its_threshold_is_not_ready_and_every_passed_check_makes_no_todo() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let arguments = json!({ "version": "2.0", "checks": ["Tests pass", "Changelog updated"],
+        "results": [result("Tests pass", true, ""), result("Changelog updated", false, "")] });
+    let reply = wire
+        .request(1, "tools/call", call("deployment_readiness", arguments))
+        .await;
+    let out = output(&reply);
+    assert_eq!(out["score"]["percent"], 50);
+    assert_eq!(out["ready"], false, "the default threshold is 100 %");
+    let (_, text) = report(&wire, &reply);
+    assert_contains_all(&text, &["- Verdict: **Not ready**\n", "threshold 100%"]);
+
+    let arguments = json!({ "version": "2.1", "checks": ["Tests pass"],
+        "results": [result("Tests pass", true, "")] });
+    let reply = wire
+        .request(2, "tools/call", call("deployment_readiness", arguments))
+        .await;
+    assert_eq!(output(&reply)["ready"], true);
+    let (_, text) = report(&wire, &reply);
+    assert_contains_all(&text, &["## Blockers\n\nNone: every check passed.\n"]);
+    assert_eq!(todos(&wire).len(), 1, "{:?}", todos(&wire));
+}
+
+#[tokio::test]
+async fn readiness_checked_again_the_same_day_writes_a_second_report_and_keeps_open_blockers() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let first = wire
+        .request(
+            1,
+            "tools/call",
+            call(
+                "deployment_readiness",
+                json!({ "version": "1.4.0", "results": readiness_results() }),
+            ),
+        )
+        .await;
+    let (first_path, _) = report(&wire, &first);
+
+    // The on-call check now passes; the changelog has since been found wanting.
+    let mut results = readiness_results();
+    results[4] = result("On-call engineer assigned", true, "ann");
+    results[5] = result("Changelog updated", false, "no entry for #77");
+    let second = wire
+        .request(
+            2,
+            "tools/call",
+            call(
+                "deployment_readiness",
+                json!({ "version": "1.4.0", "results": results }),
+            ),
+        )
+        .await;
+    let (second_path, text) = report(&wire, &second);
+    assert_eq!(
+        second_path,
+        first_path.replace(".md", "-2.md"),
+        "the first report is kept"
+    );
+    assert_eq!(
+        files_in(&wire.dir.path().join("docs/releases")).len(),
+        2,
+        "two reports"
+    );
+    // The migrations blocker is still open from the first check: no second todo for it.
+    assert_contains_all(
+        &text,
+        &[
+            "- Migrations reviewed: 0042 is not reviewed (todo #1)\n",
+            "- Changelog updated: no entry for #77 (todo #3)\n",
+        ],
+    );
+    let titles: Vec<String> = todos(&wire).into_iter().map(|(_, t, _)| t).collect();
+    assert_eq!(
+        titles,
+        [
+            "1.4.0 blocker: Migrations reviewed",
+            "1.4.0 blocker: On-call engineer assigned",
+            "1.4.0 blocker: Changelog updated"
+        ]
+    );
+    assert_eq!(output(&second)["todos"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn readiness_asks_the_person_one_flat_form_per_check_the_agent_left_open() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
+        .await;
+    let answer = |request: &Value| {
+        let message = request["params"]["message"].as_str().unwrap();
+        match message.contains("Migrations reviewed") {
+            true => json!({ "action": "accept",
+                "content": { "passed": false, "note": "two not reviewed" } }),
+            false => json!({ "action": "accept", "content": { "passed": true } }),
+        }
+    };
+    let arguments = json!({ "version": "3.0.0", "environment": "staging",
+        "results": [result("Tests pass", true, "all green"), result("Changelog updated", true, "")] });
+    let reply = wire
+        .request_answering(
+            1,
+            "tools/call",
+            call("deployment_readiness", arguments),
+            &answer,
+        )
+        .await;
+    let out = output(&reply);
+    assert_eq!(asked(&wire), ["elicitation/create"; 4]);
+    let messages: Vec<&str> = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .map(|m| m["params"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages[0],
+        "Release 3.0.0 to staging, check 1 of 4: Migrations reviewed. Did it pass?"
+    );
+    assert!(messages[3].contains("check 4 of 4: On-call engineer assigned"));
+    let form = &requests(&wire, "elicitation/create")[0]["params"]["requestedSchema"];
+    assert_eq!(form["properties"]["passed"]["type"], "boolean");
+    assert_eq!(form["properties"]["note"]["type"], "string");
+    assert_eq!(form["required"], json!(["passed"]));
+
+    // The results keep the order of the checks, whoever answered them.
+    assert_eq!(
+        out["results"],
+        json!([
+            result("Tests pass", true, "all green"),
+            result("Migrations reviewed", false, "two not reviewed"),
+            result("Rollback plan ready", true, ""),
+            result("Monitoring and alerts in place", true, ""),
+            result("On-call engineer assigned", true, ""),
+            result("Changelog updated", true, "")
+        ])
+    );
+    assert_eq!(out["ready"], false);
+    let made = todos(&wire);
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].1, "3.0.0 blocker: Migrations reviewed");
+    assert_eq!(made[0].2, ["release-3.0.0", "blocker"]);
+}
+
+#[tokio::test]
+async fn readiness_with_a_threshold_out_of_range_fails_before_asking_or_writing_anything() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {} })).await;
+    let reply = wire
+        .request(
+            1,
+            "tools/call",
+            call(
+                "deployment_readiness",
+                json!({ "version": "1.0", "threshold": 101, "results": readiness_results() }),
+            ),
+        )
+        .await;
+    let result = &reply["result"];
+    assert_eq!(result["isError"], true, "{reply}");
+    let node = &result["structuredContent"]["data"]["nodes"]["threshold"];
+    let message = node["error"]["message"].as_str().unwrap();
+    assert!(message.contains("above the maximum 100"), "{message}");
+    assert!(!wire.dir.path().join("docs/releases").exists());
+    assert!(todos(&wire).is_empty());
+}
