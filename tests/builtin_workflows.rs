@@ -97,6 +97,27 @@ fn assert_contains_all(text: &str, parts: &[&str]) {
     }
 }
 
+/// A reply of the client's model.
+fn model_says(text: &str) -> Value {
+    json!({ "role": "assistant", "model": "test-model", "stopReason": "endTurn",
+        "content": { "type": "text", "text": text } })
+}
+
+fn prompt_of(request: &Value) -> &str {
+    request["params"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+}
+
+/// A user who accepts every field as it is pre-filled.
+fn accept_defaults(form: &Value) -> Value {
+    let mut content = serde_json::Map::new();
+    for (name, field) in form["requestedSchema"]["properties"].as_object().unwrap() {
+        content.insert(name.clone(), field["default"].clone());
+    }
+    json!({ "action": "accept", "content": content })
+}
+
 // ── deployment_readiness ───────────────────────────────────────────────────────────────
 
 fn result(check: &str, passed: bool, note: &str) -> Value {
@@ -355,4 +376,162 @@ async fn readiness_with_a_threshold_out_of_range_fails_before_asking_or_writing_
     assert!(message.contains("above the maximum 100"), "{message}");
     assert!(!wire.dir.path().join("docs/releases").exists());
     assert!(todos(&wire).is_empty());
+}
+
+// ── troubleshoot ───────────────────────────────────────────────────────────────────────
+
+fn hypotheses() -> Value {
+    json!([
+        { "cause": "A stale config cache", "likelihood": "low", "evidence": "" },
+        { "cause": "Out of memory", "likelihood": "high", "evidence": "exit code 137" },
+        { "cause": "A slow migration", "likelihood": "medium", "evidence": "2.3 migrates" }
+    ])
+}
+
+fn test_plan() -> Value {
+    json!([
+        { "step": "Read the pod's events", "expected": "OOMKilled" },
+        { "step": "Start it with a 1 GiB limit", "expected": "" }
+    ])
+}
+
+const FAILURE: &str =
+    "The billing service crashes on start after the 2.3 upgrade\nIt exits with code 137.";
+
+#[tokio::test]
+async fn troubleshooting_with_every_answer_up_front_asks_nothing_and_files_a_todo_per_step() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let arguments = json!({ "failure": FAILURE, "context": "Kubernetes, 512 MiB limit",
+        "hypotheses": hypotheses(), "plan": test_plan() });
+    let reply = wire
+        .request(1, "tools/call", call("troubleshoot", arguments))
+        .await;
+    let out = output(&reply);
+    assert_eq!(asked(&wire), Vec::<&str>::new(), "nothing is asked");
+    // The name comes from the failure's first line; the tag fits in 40 characters.
+    assert_eq!(
+        out["title"],
+        "The billing service crashes on start after the 2.3 upgrade"
+    );
+    assert_eq!(out["tag"], "troubleshoot-the-billing-service-crashes");
+
+    let (path, text) = report(&wire, &reply);
+    let date = date_after(&text, "- Date: ");
+    assert_eq!(
+        path,
+        format!("docs/troubleshooting/{date}-the-billing-service-crashes.md")
+    );
+    assert_contains_all(
+        &text,
+        &[
+            "# Troubleshooting: The billing service crashes on start after the 2.3 upgrade\n",
+            "## Failure\n\nThe billing service crashes on start after the 2.3 upgrade\nIt exits with code 137.\n",
+            "### Context\n\nKubernetes, 512 MiB limit\n",
+            // Most likely first, whatever the order given.
+            "## Likely causes\n\n- **Out of memory** (high likelihood): exit code 137\n\
+             - **A slow migration** (medium likelihood): 2.3 migrates\n\
+             - **A stale config cache** (low likelihood)\n",
+            "## Test plan\n\n1. [ ] Read the pod's events\n   - Expected if the cause holds: OOMKilled\n\
+             2. [ ] Start it with a 1 GiB limit\n",
+        ],
+    );
+
+    let tag = vec!["troubleshoot-the-billing-service-crashes".to_owned()];
+    assert_eq!(
+        todos(&wire),
+        [
+            (
+                1,
+                "Step 1: Read the pod's events (expect: OOMKilled)".to_owned(),
+                tag.clone()
+            ),
+            (2, "Step 2: Start it with a 1 GiB limit".to_owned(), tag),
+        ]
+    );
+}
+
+/// The client of an interactive troubleshooting: the model drafts, the user describes
+/// the failure and confirms each draft.
+fn troubleshooting_client(request: &Value) -> Value {
+    match request["method"].as_str() {
+        Some("sampling/createMessage") => {
+            let prompt = prompt_of(request);
+            let draft = match prompt.contains("List the likely causes") {
+                true => hypotheses(),
+                false => test_plan(),
+            };
+            model_says(&format!("```json\n{draft}\n```"))
+        }
+        _ => {
+            let form = &request["params"];
+            match form["requestedSchema"]["properties"].get("description") {
+                Some(_) => json!({ "action": "accept", "content": {
+                    "description": "Login fails with a 502 after the proxy change",
+                    "context": "nginx 1.27" } }),
+                None => accept_defaults(form),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn troubleshooting_drafts_causes_and_a_test_plan_that_the_person_confirms() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
+        .await;
+    let reply = wire
+        .request_answering(
+            1,
+            "tools/call",
+            call("troubleshoot", json!({})),
+            &troubleshooting_client,
+        )
+        .await;
+    let out = output(&reply);
+    assert_eq!(
+        asked(&wire),
+        [
+            "elicitation/create",     // the failure
+            "sampling/createMessage", // the causes
+            "elicitation/create",
+            "sampling/createMessage", // the test plan
+            "elicitation/create",
+        ]
+    );
+    let samples: Vec<&str> = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "sampling/createMessage")
+        .map(prompt_of)
+        .collect();
+    assert!(samples[0].contains("Login fails with a 502") && samples[0].contains("nginx 1.27"));
+    assert!(
+        samples[1].contains("Out of memory"),
+        "the plan is drafted from the confirmed causes: {}",
+        samples[1]
+    );
+    // A draft's field is text for the client; its schema stays on the server.
+    let review = &requests(&wire, "elicitation/create")[1]["params"]["requestedSchema"]["properties"]
+        ["hypotheses"];
+    assert_eq!(review["type"], "string");
+    assert_eq!(review.get("contentSchema"), None);
+
+    assert_eq!(out["hypotheses"], hypotheses());
+    assert_eq!(out["plan"], test_plan());
+    assert_eq!(out["tag"], "troubleshoot-login-fails-with-a-502");
+    let (_, text) = report(&wire, &reply);
+    assert_contains_all(
+        &text,
+        &[
+            "# Troubleshooting: Login fails with a 502 after the proxy change\n",
+            "### Context\n\nnginx 1.27\n",
+        ],
+    );
+    let made = todos(&wire);
+    assert_eq!(made.len(), 2);
+    assert!(
+        made.iter()
+            .all(|(_, _, tags)| tags == &["troubleshoot-login-fails-with-a-502"])
+    );
 }

@@ -338,6 +338,7 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
             "deployment_readiness",
             "interactive_adr_planning",
             "release_checklist",
+            "troubleshoot",
             "hello"
         ],
         "{}",
@@ -610,7 +611,8 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
             .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
         assert!(
             line.contains(
-                "known workflows: deployment_readiness, interactive_adr_planning, release_checklist, hello"
+                "known workflows: deployment_readiness, interactive_adr_planning, \
+                 release_checklist, troubleshoot, hello"
             ),
             "{line}"
         );

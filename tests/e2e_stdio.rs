@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 11] = [
+const TOOLS: [(&str, bool, bool); 12] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -35,6 +35,7 @@ const TOOLS: [(&str, bool, bool); 11] = [
     // The built-in workflows exposed as tools: each writes a file and makes todos.
     ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
+    ("troubleshoot", false, true),
 ];
 
 /// Input properties that are free-form objects by design: an inline workflow definition

@@ -26,6 +26,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         "release_checklist.toml",
         include_str!("../../workflows/release_checklist.toml"),
     ),
+    (
+        "troubleshoot.toml",
+        include_str!("../../workflows/troubleshoot.toml"),
+    ),
 ];
 
 /// A loaded, validated workflow and its compiled plan.
