@@ -535,3 +535,209 @@ async fn troubleshooting_drafts_causes_and_a_test_plan_that_the_person_confirms(
             .all(|(_, _, tags)| tags == &["troubleshoot-login-fails-with-a-502"])
     );
 }
+
+// ── research ───────────────────────────────────────────────────────────────────────────
+
+const QUESTION: &str = "Which queue suits billing events?";
+
+const SUBQUESTIONS: [&str; 3] = [
+    "How long does each queue keep events?",
+    "What does each cost at our volume?",
+    "What would we have to operate?",
+];
+
+fn subquestions() -> Value {
+    json!(SUBQUESTIONS)
+}
+
+fn answer_to(subquestion: &str) -> String {
+    format!("The answer to \u{201c}{subquestion}\u{201d}.")
+}
+
+#[tokio::test]
+async fn research_with_every_answer_up_front_asks_nothing_and_reports_each_answer() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let answers: Vec<Value> = SUBQUESTIONS
+        .iter()
+        .map(|q| json!({ "question": q, "answer": answer_to(q) }))
+        .collect();
+    let arguments = json!({ "question": QUESTION, "subquestions": subquestions(),
+        "answers": answers, "synthesis": "Use the managed queue." });
+    let reply = wire
+        .request(1, "tools/call", call("research", arguments))
+        .await;
+    let out = output(&reply);
+    assert_eq!(asked(&wire), Vec::<&str>::new(), "nothing is asked");
+    assert_eq!(out["findings"], json!(answers));
+
+    let (path, text) = report(&wire, &reply);
+    let date = date_after(&text, "- Date: ");
+    assert_eq!(
+        path,
+        format!("docs/research/{date}-which-queue-suits-billing-events.md")
+    );
+    assert_contains_all(
+        &text,
+        &[
+            "# Research: Which queue suits billing events?\n",
+            "## Synthesis\n\nUse the managed queue.\n",
+            "### 1. How long does each queue keep events?\n\n\
+             The answer to \u{201c}How long does each queue keep events?\u{201d}.\n",
+            "### 2. What does each cost at our volume?\n",
+            "### 3. What would we have to operate?\n\n\
+             The answer to \u{201c}What would we have to operate?\u{201d}.\n",
+        ],
+    );
+    assert!(todos(&wire).is_empty());
+}
+
+/// The client of an interactive research: its model drafts the sub-questions, answers
+/// each, and synthesises; its user confirms the sub-questions as drafted.
+fn research_client(request: &Value) -> Value {
+    if request["method"] != "sampling/createMessage" {
+        return accept_defaults(&request["params"]);
+    }
+    let prompt = prompt_of(request);
+    if prompt.contains("Split the question") {
+        model_says(&format!("Here they are:\n{}", subquestions()))
+    } else if let Some((_, sub)) = prompt.split_once("Answer this sub-question of it: ") {
+        model_says(&answer_to(sub.trim()))
+    } else {
+        model_says("Overall: the managed queue.")
+    }
+}
+
+#[tokio::test]
+async fn research_fans_the_sub_questions_out_to_the_model_then_synthesises_its_answers() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
+        .await;
+    let reply = wire
+        .request_answering(
+            1,
+            "tools/call",
+            call(
+                "research",
+                json!({ "question": QUESTION, "context": "EU only" }),
+            ),
+            &research_client,
+        )
+        .await;
+    let out = output(&reply);
+    let methods = asked(&wire);
+    assert_eq!(
+        methods[..2],
+        ["sampling/createMessage", "elicitation/create"]
+    );
+    assert_eq!(methods[2..], ["sampling/createMessage"; 4]);
+
+    // One sample per sub-question, each with the question and its context.
+    let prompts: Vec<&str> = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "sampling/createMessage")
+        .map(prompt_of)
+        .collect();
+    let mut fanned: Vec<&str> = prompts[1..4]
+        .iter()
+        .map(|p| {
+            assert!(
+                p.contains(QUESTION) && p.contains("Context: EU only"),
+                "{p}"
+            );
+            p.split_once("Answer this sub-question of it: ")
+                .unwrap()
+                .1
+                .trim()
+        })
+        .collect();
+    fanned.sort_unstable();
+    let mut expected = SUBQUESTIONS;
+    expected.sort_unstable();
+    assert_eq!(fanned, expected);
+    // The synthesis is asked with every answer.
+    for q in SUBQUESTIONS {
+        assert!(prompts[4].contains(&answer_to(q)), "{}", prompts[4]);
+    }
+
+    assert_eq!(out["subquestions"], subquestions());
+    assert_eq!(out["synthesis"], "Overall: the managed queue.");
+    let (_, text) = report(&wire, &reply);
+    assert_contains_all(
+        &text,
+        &[
+            "## Context\n\nEU only\n",
+            "## Synthesis\n\nOverall: the managed queue.\n",
+            "### 2. What does each cost at our volume?\n\n\
+             The answer to \u{201c}What does each cost at our volume?\u{201d}.\n",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn research_without_a_model_has_the_person_answer_each_sub_question() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {} })).await;
+    let person = |request: &Value| {
+        let message = request["params"]["message"].as_str().unwrap();
+        let text = match message.split_once("Answer this sub-question of it: ") {
+            Some((_, sub)) => answer_to(sub.trim()),
+            None if message.contains("Split the question") => subquestions().to_string(),
+            None => "Overall: the managed queue.".to_owned(),
+        };
+        match request["params"]["requestedSchema"]["properties"].get("text") {
+            Some(_) => json!({ "action": "accept", "content": { "text": text } }),
+            None => accept_defaults(&request["params"]),
+        }
+    };
+    let reply = wire
+        .request_answering(
+            1,
+            "tools/call",
+            call("research", json!({ "question": QUESTION })),
+            &person,
+        )
+        .await;
+    let out = output(&reply);
+    // The draft, its confirmation, three answers and the synthesis: all the person's.
+    assert_eq!(asked(&wire), ["elicitation/create"; 6]);
+    let answers: Vec<&str> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["answer"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = SUBQUESTIONS.iter().map(|q| answer_to(q)).collect();
+    assert_eq!(answers, expected);
+}
+
+#[tokio::test]
+async fn research_puts_to_the_model_only_the_sub_questions_left_unanswered() {
+    let mut wire = start();
+    wire.initialize(json!({ "sampling": {} })).await;
+    let arguments = json!({ "question": QUESTION, "subquestions": subquestions(),
+        "answers": [{ "question": "What does each cost at our volume?", "answer": "Little." }],
+        "synthesis": "Use the managed queue." });
+    let reply = wire
+        .request_answering(
+            1,
+            "tools/call",
+            call("research", arguments),
+            &research_client,
+        )
+        .await;
+    let out = output(&reply);
+    assert_eq!(asked(&wire), ["sampling/createMessage"; 2]);
+    // In the order of the sub-questions, whoever answered them.
+    assert_eq!(
+        out["findings"],
+        json!([
+            { "question": "How long does each queue keep events?",
+              "answer": answer_to("How long does each queue keep events?") },
+            { "question": "What does each cost at our volume?", "answer": "Little." },
+            { "question": "What would we have to operate?",
+              "answer": answer_to("What would we have to operate?") }
+        ])
+    );
+}

@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 12] = [
+const TOOLS: [(&str, bool, bool); 13] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -32,9 +32,11 @@ const TOOLS: [(&str, bool, bool); 12] = [
     ("run_workflow", false, true),
     ("list_runs", true, false),
     ("get_run", true, false),
-    // The built-in workflows exposed as tools: each writes a file and makes todos.
+    // The built-in workflows exposed as tools: each writes a file, and all but `research`
+    // make todos.
     ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
+    ("research", false, true),
     ("troubleshoot", false, true),
 ];
 

@@ -504,6 +504,7 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "get_run",
             "deployment_readiness",
             "interactive_adr_planning",
+            "research",
             "troubleshoot",
             "greet"
         ]
@@ -556,6 +557,7 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             ("deployment_readiness", true),
             ("interactive_adr_planning", true),
             ("release_checklist", false),
+            ("research", true),
             ("troubleshoot", true),
             ("greet", true),
             ("add_task", true)

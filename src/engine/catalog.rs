@@ -27,6 +27,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../workflows/release_checklist.toml"),
     ),
     (
+        "research.toml",
+        include_str!("../../workflows/research.toml"),
+    ),
+    (
         "troubleshoot.toml",
         include_str!("../../workflows/troubleshoot.toml"),
     ),
