@@ -334,11 +334,18 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
         .collect();
     assert_eq!(
         names,
-        ["interactive_adr_planning", "release_checklist", "hello"],
+        [
+            "deployment_readiness",
+            "interactive_adr_planning",
+            "release_checklist",
+            "research",
+            "troubleshoot",
+            "hello"
+        ],
         "{}",
         ran.stdout
     );
-    let hello = ran.stdout.lines().nth(2).unwrap();
+    let hello = ran.stdout.lines().last().unwrap();
     assert!(
         hello.contains("1 nodes") && hello.contains("Say hello"),
         "{hello}"
@@ -604,7 +611,10 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
             .find(|l| l.contains("no_such_flow"))
             .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
         assert!(
-            line.contains("known workflows: interactive_adr_planning, release_checklist, hello"),
+            line.contains(
+                "known workflows: deployment_readiness, interactive_adr_planning, \
+                 release_checklist, research, troubleshoot, hello"
+            ),
             "{line}"
         );
     }

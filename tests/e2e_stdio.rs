@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 10] = [
+const TOOLS: [(&str, bool, bool); 13] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -32,8 +32,12 @@ const TOOLS: [(&str, bool, bool); 10] = [
     ("run_workflow", false, true),
     ("list_runs", true, false),
     ("get_run", true, false),
-    // A built-in workflow exposed as a tool: it writes a file and makes todos.
+    // The built-in workflows exposed as tools: each writes a file, and all but `research`
+    // make todos.
+    ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
+    ("research", false, true),
+    ("troubleshoot", false, true),
 ];
 
 /// Input properties that are free-form objects by design: an inline workflow definition

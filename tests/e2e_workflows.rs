@@ -502,7 +502,10 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "run_workflow",
             "list_runs",
             "get_run",
+            "deployment_readiness",
             "interactive_adr_planning",
+            "research",
+            "troubleshoot",
             "greet"
         ]
     );
@@ -551,8 +554,11 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
     assert_eq!(
         listed,
         [
+            ("deployment_readiness", true),
             ("interactive_adr_planning", true),
             ("release_checklist", false),
+            ("research", true),
+            ("troubleshoot", true),
             ("greet", true),
             ("add_task", true)
         ]

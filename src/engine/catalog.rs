@@ -15,12 +15,24 @@ use crate::tools::Tools;
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
 const BUILT_IN: &[(&str, &str)] = &[
     (
+        "deployment_readiness.toml",
+        include_str!("../../workflows/deployment_readiness.toml"),
+    ),
+    (
         "interactive_adr_planning.toml",
         include_str!("../../workflows/interactive_adr_planning.toml"),
     ),
     (
         "release_checklist.toml",
         include_str!("../../workflows/release_checklist.toml"),
+    ),
+    (
+        "research.toml",
+        include_str!("../../workflows/research.toml"),
+    ),
+    (
+        "troubleshoot.toml",
+        include_str!("../../workflows/troubleshoot.toml"),
     ),
 ];
 
