@@ -543,33 +543,88 @@ const ADR_SECTIONS: [&str; 7] = [
     "## Revision History",
 ];
 
-/// An analysis phase's answer, as the model drafts it and the person confirms it (the
-/// client scripts hold the same data), or as it is passed up front.
-fn adr_phase(phase: &str) -> Value {
-    match phase {
-        "findings" => json!([
-            { "source": "incident 42", "insight": "events dropped on deploy", "relevance": "high" }
-        ]),
-        "options" => json!([
-            { "name": "Queue", "description": "A durable queue in front of billing",
-              "pros": ["durable"], "cons": ["ops cost"], "risks": ["new infra"],
-              "effort": "medium", "confidence": 80 },
-            { "name": "Client retries", "description": "Retry on failure",
-              "pros": ["cheap"], "cons": ["lossy"], "effort": "low", "confidence": 40 }
-        ]),
-        "impacts" => json!({ "technical": ["a new dependency"], "business": ["no lost revenue"],
-            "team": ["on-call for the queue"], "risks": ["queue outage"],
-            "dependencies": ["the queue service"] }),
-        "plan" => json!({ "phases": ["pilot", "rollout"],
-            "tasks": [
-                { "description": "Provision the queue", "priority": "high", "effort": "2d" },
-                { "description": "Switch the producer to the queue", "priority": "critical",
-                  "effort": "1d", "assignee": "ann" }
-            ],
-            "timeline": "Q1",
-            "successCriteria": ["no lost events for a month"] }),
-        _ => panic!("the ADR planner has no phase {phase}"),
+/// What the model drafts and what the person answers for each built-in workflow, as data
+/// the client scripts share: `{workflow: {arguments, drafts, forms}}`.
+const SCENARIOS: &str = include_str!("clients/scenarios.json");
+
+/// The scenario of built-in workflow `flow`.
+fn scenario(flow: &str) -> Value {
+    let all: Value = serde_json::from_str(SCENARIOS).expect("scenarios.json is JSON");
+    all.get(flow)
+        .cloned()
+        .unwrap_or_else(|| panic!("scenarios.json has no {flow}"))
+}
+
+/// The model's reply to a prompt of `flow`: the first draft whose `prompt` the prompt
+/// contains, JSON fenced as models write it, or plain text. What it drafts, and the text.
+fn draft_for(flow: &str, prompt: &str) -> (String, String) {
+    let scenario = scenario(flow);
+    let draft = scenario["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| prompt.contains(d["prompt"].as_str().unwrap()))
+        .unwrap_or_else(|| panic!("a sampling prompt {flow} does not send: {prompt}"));
+    let text = match draft["text"].as_str() {
+        Some(text) => text.to_owned(),
+        None => format!("Here is the draft:\n```json\n{:#}\n```", draft["json"]),
+    };
+    (draft["asks"].as_str().unwrap().to_owned(), text)
+}
+
+/// A person's answer to a form of `flow`: the whole content of a form whose message a rule
+/// names, else each field by its rule (a value, an option of its enum, or the field's
+/// default, i.e. a draft confirmed as the model wrote it). What it asks, and the content.
+fn answer_for(flow: &str, message: &str, form: &Value) -> (String, Value) {
+    let scenario = scenario(flow);
+    let rules = scenario["forms"].as_array().unwrap();
+    let whole = rules.iter().find(|r| {
+        r["message"]
+            .as_str()
+            .is_some_and(|named| message.contains(named))
+    });
+    if let Some(rule) = whole {
+        return (
+            rule["asks"].as_str().unwrap().to_owned(),
+            rule["content"].clone(),
+        );
     }
+    let mut asks = None;
+    let mut content = serde_json::Map::new();
+    let fields = form["properties"].as_object().expect("a form's properties");
+    for (name, field) in fields {
+        let (rule, value) = match rules.iter().find(|r| r["field"] == name.as_str()) {
+            Some(rule) => match rule["enum"].as_u64() {
+                Some(i) => (rule, field["enum"][i as usize].clone()),
+                None => (rule, rule["value"].clone()),
+            },
+            None => match rules.iter().find(|r| r["default"] == true) {
+                Some(rule) if field["default"].is_string() => (rule, field["default"].clone()),
+                _ => panic!("a form field {flow} does not ask: {name}"),
+            },
+        };
+        if let Some(named) = rule["asks"].as_str() {
+            asks = Some(named.replace("{field}", name));
+        }
+        content.insert(name.clone(), value);
+    }
+    (
+        asks.unwrap_or_else(|| panic!("a form of {flow}: {message}")),
+        Value::Object(content),
+    )
+}
+
+/// An analysis phase's answer, as the model drafts it and the person confirms it, or as
+/// it is passed up front.
+fn adr_phase(phase: &str) -> Value {
+    let asks = format!("draft {phase}");
+    scenario("interactive_adr_planning")["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["asks"] == asks.as_str())
+        .unwrap_or_else(|| panic!("the ADR planner has no phase {phase}"))["json"]
+        .clone()
 }
 
 /// The `question` events a client script printed, as (method, what it asks).
@@ -677,12 +732,17 @@ async fn ts_sdk_call_tool_stream_plans_an_adr_as_a_task_answering_its_sampling_a
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&node, "ts_sdk.mjs", "adr-stream", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &node,
+        "ts_sdk.mjs",
+        "stream:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     assert_eq!(
-        ran.event("tools")["plannerExecution"],
+        ran.event("tools")["execution"],
         json!({ "taskSupport": "optional" })
     );
     let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
@@ -728,9 +788,14 @@ async fn ts_sdk_plain_call_tool_plans_an_adr_with_direct_sampling_and_elicitatio
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&node, "ts_sdk.mjs", "adr-direct", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &node,
+        "ts_sdk.mjs",
+        "direct:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     assert_asked_every_question(&questions(&ran));
     for question in ran.events().iter().filter(|e| e["event"] == "question") {
@@ -891,61 +956,15 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         .expect("the client task ends cleanly");
 }
 
-/// The phase a prompt of the planner drafts, by what it asks for.
-const ADR_PROMPTS: [(&str, &str); 4] = [
-    ("List the research findings", "findings"),
-    ("List two to five options", "options"),
-    ("Assess the decision's impacts", "impacts"),
-    ("Plan the implementation", "plan"),
-];
-
-/// The model's draft for one of the planner's prompts: the phase it drafts and the reply,
-/// fenced as models write JSON. The client scripts draft the same.
-fn adr_draft(prompt: &str) -> (&'static str, String) {
-    let (_, phase) = ADR_PROMPTS
-        .iter()
-        .find(|(asks, _)| prompt.contains(asks))
-        .unwrap_or_else(|| panic!("a sampling prompt the ADR planner does not send: {prompt}"));
-    let text = format!("Here is the draft:\n```json\n{:#}\n```", adr_phase(phase));
-    (phase, text)
-}
-
-/// A person's answer to one of the planner's forms: the problem stated, a draft confirmed
-/// as the model wrote it (the field's default), the first option chosen. What the form
-/// asks for, and the form's content.
-fn adr_confirm(form: &Value) -> (String, Value) {
-    let mut asks = None;
-    let mut content = serde_json::Map::new();
-    let fields = form["properties"].as_object().expect("a form's properties");
-    for (name, field) in fields {
-        let value = match name.as_str() {
-            "statement" => {
-                asks = Some("problem".to_owned());
-                json!("Billing events are lost when billing restarts.")
-            }
-            "choice" => {
-                asks = Some("decision".to_owned());
-                field["enum"][0].clone()
-            }
-            "rationale" => json!("Durability matters most"),
-            "tradeoffs" => json!("more to operate\nslower deploys"),
-            _ if field["default"].is_string() => {
-                asks = Some(format!("review {name}"));
-                field["default"].clone()
-            }
-            _ => panic!("a form field the ADR planner does not ask: {name}"),
-        };
-        content.insert(name.clone(), value);
-    }
-    (asks.expect("a form of the planner"), Value::Object(content))
-}
-
 /// Answers one of a task's `inputRequests` as rmcp types the answer: a
 /// `CreateMessageResult` for sampling, an `ElicitResult` for elicitation, each sent as
 /// the JSON `tasks/update` carries. Returns the method, what it asks for, the prompt (of
 /// a sampling request) and the answer.
 #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
-fn answer_input_request(request: &InputRequest) -> (String, String, Option<String>, Value) {
+fn answer_input_request(
+    flow: &str,
+    request: &InputRequest,
+) -> (String, String, Option<String>, Value) {
     match request {
         InputRequest::CreateMessage(request) => {
             let prompt = request.params.messages[0]
@@ -956,7 +975,7 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
                     _ => None,
                 })
                 .expect("a text prompt");
-            let (phase, text) = adr_draft(&prompt);
+            let (asks, text) = draft_for(flow, &prompt);
             let reply = CreateMessageResult::new(
                 SamplingMessage::assistant_text(text),
                 "rmcp-test-model".to_owned(),
@@ -964,7 +983,7 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
             .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
             (
                 "sampling/createMessage".to_owned(),
-                format!("draft {phase}"),
+                asks,
                 Some(prompt),
                 serde_json::to_value(reply).unwrap(),
             )
@@ -972,7 +991,8 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
         InputRequest::Elicitation(request) => {
             let params = serde_json::to_value(&request.params).unwrap();
             assert_eq!(params["mode"], "form", "{params}");
-            let (asks, content) = adr_confirm(&params["requestedSchema"]);
+            let message = params["message"].as_str().unwrap_or_default();
+            let (asks, content) = answer_for(flow, message, &params["requestedSchema"]);
             let reply = ElicitResult::new(ElicitationAction::Accept).with_content(content);
             (
                 "elicitation/create".to_owned(),
@@ -981,7 +1001,79 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
                 serde_json::to_value(reply).unwrap(),
             )
         }
-        other => panic!("a request the ADR planner does not make: {other:?}"),
+        other => panic!("a request {flow} does not make: {other:?}"),
+    }
+}
+
+/// What a task's questions were, as [`answer_by_update`] answered them, and its result.
+struct Answered {
+    result: Value,
+    /// The keys of the `inputRequests` answered, in order.
+    keys: Vec<String>,
+    /// (method, what it asks) of each, as the client scripts name them.
+    asked: Vec<(String, String)>,
+    /// The prompts of the sampling requests.
+    prompts: Vec<String>,
+}
+
+/// Polls task `task_id` of built-in workflow `flow` and answers each of its `inputRequests`
+/// once, by its key, with `tasks/update` (several at once when a fan-out asks them): a
+/// question already answered may still be listed until the run has moved past it.
+async fn answer_by_update(
+    client: &RmcpClient,
+    log: &Mutex<String>,
+    task_id: &str,
+    flow: &str,
+) -> Answered {
+    let mut keys: Vec<String> = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut prompts: Vec<String> = Vec::new();
+    let polling = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(task_id))
+                .await
+                .expect("tasks/get succeeds");
+            match got.task.payload {
+                TaskPayload::Completed { result } => return Value::Object(result),
+                TaskPayload::InputRequired { input_requests } => {
+                    let mut responses = BTreeMap::new();
+                    for (key, request) in &input_requests {
+                        if keys.contains(key) {
+                            continue;
+                        }
+                        let (method, asks, prompt, reply) = answer_input_request(flow, request);
+                        keys.push(key.clone());
+                        asked.push((method, asks));
+                        prompts.extend(prompt);
+                        responses.insert(key.clone(), reply);
+                    }
+                    if !responses.is_empty() {
+                        client
+                            .update_task(UpdateTaskParams::new(task_id, responses))
+                            .await
+                            .expect("tasks/update is acknowledged");
+                    }
+                }
+                TaskPayload::Working => {}
+                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let result = tokio::time::timeout(DEADLINE, polling)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the task did not complete in time; asked {asked:?}\n{}",
+                log.lock().unwrap()
+            )
+        });
+    Answered {
+        result,
+        keys,
+        asked,
+        prompts,
     }
 }
 
@@ -1003,52 +1095,12 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
     let args = json!({ "title": ADR_TITLE });
     let task_id = start_extension_task(&client, "interactive_adr_planning", args).await;
 
-    // Poll the task and answer each question once, by its key: a question already
-    // answered may still be listed until the run has moved past it.
-    let mut keys: Vec<String> = Vec::new();
-    let mut asked: Vec<(String, String)> = Vec::new();
-    let mut prompts: Vec<String> = Vec::new();
-    let polling = async {
-        loop {
-            let got = client
-                .get_task(GetTaskParams::new(&task_id))
-                .await
-                .expect("tasks/get succeeds");
-            match got.task.payload {
-                TaskPayload::Completed { result } => return Value::Object(result),
-                TaskPayload::InputRequired { input_requests } => {
-                    let mut responses = BTreeMap::new();
-                    for (key, request) in &input_requests {
-                        if keys.contains(key) {
-                            continue;
-                        }
-                        let (method, asks, prompt, reply) = answer_input_request(request);
-                        keys.push(key.clone());
-                        asked.push((method, asks));
-                        prompts.extend(prompt);
-                        responses.insert(key.clone(), reply);
-                    }
-                    if !responses.is_empty() {
-                        client
-                            .update_task(UpdateTaskParams::new(&task_id, responses))
-                            .await
-                            .expect("tasks/update is acknowledged");
-                    }
-                }
-                TaskPayload::Working => {}
-                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let result = tokio::time::timeout(DEADLINE, polling)
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "the task did not complete in time; asked {asked:?}\n{}",
-                log.lock().unwrap()
-            )
-        });
+    let Answered {
+        result,
+        keys,
+        asked,
+        prompts,
+    } = answer_by_update(&client, &log, &task_id, "interactive_adr_planning").await;
 
     assert_asked_every_question(&asked);
     // Every answer was taken the first time: no question was asked again.
@@ -1163,9 +1215,14 @@ async fn py_sdk_auto_mode_plans_an_adr_in_input_required_rounds_with_sampling_an
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&python, "py_sdk.py", "auto-adr", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &python,
+        "py_sdk.py",
+        "auto:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
     assert_asked_every_question(&questions(&ran));
     assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
