@@ -1628,3 +1628,396 @@ async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
         .json();
     assert_eq!(got["task"]["status"], "completed", "{got}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The other built-in workflows (`deployment_readiness`, `troubleshoot`, `research`),
+// answered by each client as `tests/clients/scenarios.json` lists
+
+/// The tool's result of a run that succeeded, and the run's output.
+fn succeeded_output(result: &Value) -> &Value {
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded", "{report}");
+    &report["output"]
+}
+
+/// The report file the run's output names, checked to lie in `folder` and be called
+/// `<prefix><anything>.md`; its text.
+fn report_file(sandbox: &Sandbox, output: &Value, folder: &str, prefix: &str) -> String {
+    let relative = output["report"].as_str().expect("the report's path");
+    let name = relative
+        .strip_prefix(&format!("{folder}/"))
+        .unwrap_or_else(|| panic!("{relative} in {folder}"));
+    assert!(name.starts_with(prefix) && name.ends_with(".md"), "{name}");
+    let path = sandbox.dir.path().join(relative);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the report {} is not there: {e}", path.display()))
+}
+
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+}
+
+/// Every todo in the sandbox's store, as (title, tags), sorted.
+fn stored_todos(sandbox: &Sandbox) -> Vec<(String, Vec<String>)> {
+    let store = mcp_task_server::store::Store::open(sandbox.path("tasks.db")).unwrap();
+    let mut todos: Vec<(String, Vec<String>)> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.title, t.tags))
+        .collect();
+    todos.sort();
+    todos
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// Checks a readiness run: the two open checks asked one form each, in order; the
+/// verdict (2 of 3 passed, threshold 60%); the report with each check and the blocker;
+/// one blocker todo, tagged with the release.
+fn assert_readiness_checked(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(
+        asked,
+        owned(&[
+            ("elicitation/create", "check Migrations reviewed"),
+            ("elicitation/create", "check Rollback plan ready"),
+        ])
+    );
+    let output = succeeded_output(result);
+    assert_eq!(
+        output["score"],
+        json!({ "passed": 2, "total": 3, "percent": 66, "threshold": 60, "ready": true })
+    );
+    assert_eq!(output["blockers"], json!(["Rollback plan ready"]));
+    let text = report_file(sandbox, output, "docs/releases", "1-4-0-readiness-");
+    let todo_id = output["todos"][0]["id"].to_string();
+    assert_contains_all(
+        &text,
+        &[
+            "# Deployment readiness: 1.4.0\n",
+            "- Verdict: **Ready**\n",
+            "- Score: 2 of 3 checks passed (66%; threshold 60%)\n",
+            "- [x] **Tests pass**: 412 passed\n",
+            "- [x] **Migrations reviewed**: both reversible\n",
+            "- [ ] **Rollback plan ready**: no plan for the new schema\n",
+            &format!("- Rollback plan ready: no plan for the new schema (todo #{todo_id})\n"),
+        ],
+    );
+    assert_eq!(
+        stored_todos(sandbox),
+        [(
+            "1.4.0 blocker: Rollback plan ready".to_owned(),
+            vec!["release-1.4.0".to_owned(), "blocker".to_owned()]
+        )]
+    );
+}
+
+const FAILURE_TITLE: &str = "The billing service crashes on start after the 2.3 upgrade";
+const FAILURE_TAG: &str = "troubleshoot-the-billing-service-crashes";
+
+/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed;
+/// the report with the failure, its context, the causes and the plan; one todo per step.
+fn assert_troubleshooting_planned(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(
+        asked,
+        owned(&[
+            ("elicitation/create", "failure"),
+            ("sampling/createMessage", "draft hypotheses"),
+            ("elicitation/create", "review hypotheses"),
+            ("sampling/createMessage", "draft plan"),
+            ("elicitation/create", "review plan"),
+        ])
+    );
+    let output = succeeded_output(result);
+    assert_eq!(output["title"], FAILURE_TITLE);
+    assert_eq!(output["tag"], FAILURE_TAG);
+    let text = report_file(
+        sandbox,
+        output,
+        "docs/troubleshooting",
+        "", // <date>-<slug>.md
+    );
+    assert!(
+        output["report"]
+            .as_str()
+            .unwrap()
+            .ends_with("-the-billing-service-crashes.md"),
+        "{output}"
+    );
+    assert_contains_all(
+        &text,
+        &[
+            &format!("# Troubleshooting: {FAILURE_TITLE}\n"),
+            &format!("- Todos: tagged `{FAILURE_TAG}`\n"),
+            "It exits with code 137.\n",
+            "### Context\n\nKubernetes, 512 MiB limit\n",
+            "- **Out of memory** (high likelihood): exit code 137\n",
+            "- **A slow migration** (medium likelihood): 2.3 migrates\n",
+            "1. [ ] Read the pod's events\n   - Expected if the cause holds: OOMKilled\n",
+            "2. [ ] Start it with a 1 GiB limit\n",
+        ],
+    );
+    let tags = vec![FAILURE_TAG.to_owned()];
+    assert_eq!(
+        stored_todos(sandbox),
+        [
+            (
+                "Step 1: Read the pod's events (expect: OOMKilled)".to_owned(),
+                tags.clone()
+            ),
+            ("Step 2: Start it with a 1 GiB limit".to_owned(), tags),
+        ]
+    );
+}
+
+/// The sub-questions of the research scenario, with the model's answers.
+const FINDINGS: [(&str, &str); 3] = [
+    (
+        "How long does each queue keep events?",
+        "Kafka keeps events for as long as it is told; SQS for 14 days at most.",
+    ),
+    (
+        "What does each cost at our volume?",
+        "At a million events a day, SQS costs under a dollar; a Kafka cluster more.",
+    ),
+    (
+        "What would we have to operate?",
+        "SQS is managed; Kafka needs brokers and upgrades.",
+    ),
+];
+
+/// Checks a research run: the sub-questions drafted and confirmed, each answered by the
+/// model (in any order: they are asked at once), the synthesis; the report with the
+/// question, its context, the synthesis and every answer; no todos.
+fn assert_research_reported(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(asked.len(), 6, "{asked:?}");
+    let mut fanned = asked[2..5].to_vec();
+    fanned.sort();
+    let in_order: Vec<(String, String)> = asked[..2]
+        .iter()
+        .chain(&fanned)
+        .chain(&asked[5..])
+        .cloned()
+        .collect();
+    assert_eq!(
+        in_order,
+        owned(&[
+            ("sampling/createMessage", "draft subquestions"),
+            ("elicitation/create", "review subquestions"),
+            ("sampling/createMessage", "answer cost"),
+            ("sampling/createMessage", "answer operations"),
+            ("sampling/createMessage", "answer retention"),
+            ("sampling/createMessage", "synthesis"),
+        ])
+    );
+    let output = succeeded_output(result);
+    let findings: Vec<Value> = FINDINGS
+        .iter()
+        .map(|(q, a)| json!({ "question": q, "answer": a }))
+        .collect();
+    assert_eq!(output["findings"], json!(findings));
+    let synthesis = "SQS suits billing events: cheap, managed and long enough kept.";
+    assert_eq!(output["synthesis"], synthesis);
+    let text = report_file(sandbox, output, "docs/research", "");
+    assert!(
+        output["report"]
+            .as_str()
+            .unwrap()
+            .ends_with("-which-queue-suits-billing-events.md"),
+        "{output}"
+    );
+    let mut parts = vec![
+        "# Research: Which queue suits billing events?\n".to_owned(),
+        "- Sub-questions: 3\n".to_owned(),
+        "## Context\n\nEU only\n".to_owned(),
+        format!("## Synthesis\n\n{synthesis}\n"),
+    ];
+    for (i, (q, a)) in FINDINGS.iter().enumerate() {
+        parts.push(format!("### {}. {q}\n\n{a}\n", i + 1));
+    }
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    assert_contains_all(&text, &parts);
+    assert_eq!(stored_todos(sandbox), []);
+}
+
+/// The TypeScript SDK's `callToolStream` of built-in workflow `flow` as a task, its
+/// questions answered by the client's handlers; checks that the stream made a task and
+/// asked every question for it. `None` when the SDK is not installed.
+async fn ts_sdk_stream(flow: &str) -> Option<(Sandbox, Ran)> {
+    let node = installed(ts_sdk())?;
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", &format!("stream:{flow}"), &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        ran.event("tools")["execution"],
+        json!({ "taskSupport": "optional" })
+    );
+    let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
+    assert!(task_id.is_string());
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            json!({ "taskId": task_id }),
+            "{question}"
+        );
+    }
+    assert!(
+        !ran.names().contains(&"streamError".to_owned()),
+        "{}",
+        ran.dump()
+    );
+    let result = &ran.event("result")["result"];
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id
+    );
+    Some((sandbox, ran))
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_checks_deployment_readiness_as_a_task_asking_each_open_check() {
+    let Some((sandbox, ran)) = ts_sdk_stream("deployment_readiness").await else {
+        return;
+    };
+    assert_readiness_checked(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_troubleshoots_as_a_task_answering_its_sampling_and_elicitation() {
+    let Some((sandbox, ran)) = ts_sdk_stream("troubleshoot").await else {
+        return;
+    };
+    assert_troubleshooting_planned(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question() {
+    let Some((sandbox, ran)) = ts_sdk_stream("research").await else {
+        return;
+    };
+    assert_research_reported(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+/// rmcp's client in the 2026-07-28 era starting built-in workflow `flow` as a task of the
+/// extension, answering its `inputRequests` by `tasks/update`.
+async fn rmcp_by_update(flow: &'static str) -> (Sandbox, Answered) {
+    let sandbox = Sandbox::new();
+    #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the workflows still ask for it.
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_sampling()
+        .enable_tasks()
+        .build();
+    let (client, log) = rmcp_client(&sandbox, caps).await;
+    let task_id = start_extension_task(&client, flow, scenario(flow)["arguments"].clone()).await;
+    let answered = answer_by_update(&client, &log, &task_id, flow).await;
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+    (sandbox, answered)
+}
+
+#[tokio::test]
+async fn rmcp_client_checks_deployment_readiness_as_a_task_answering_each_check_by_update() {
+    let (sandbox, answered) = rmcp_by_update("deployment_readiness").await;
+    assert_eq!(
+        answered.keys,
+        ["ask_checks#0:attempt-1", "ask_checks#1:attempt-1"]
+    );
+    assert_readiness_checked(&sandbox, &answered.result, &answered.asked);
+}
+
+#[tokio::test]
+async fn rmcp_client_troubleshoots_as_a_task_answering_sampling_and_elicitation_by_update() {
+    let (sandbox, answered) = rmcp_by_update("troubleshoot").await;
+    assert_eq!(
+        answered.keys,
+        [
+            "failure_ask:attempt-1",
+            "hypotheses_draft:attempt-1",
+            "hypotheses_review:attempt-1",
+            "plan_draft:attempt-1",
+            "plan_review:attempt-1",
+        ]
+    );
+    assert_troubleshooting_planned(&sandbox, &answered.result, &answered.asked);
+}
+
+#[tokio::test]
+async fn rmcp_client_researches_as_a_task_answering_every_fanned_out_sub_question_by_update() {
+    let (sandbox, answered) = rmcp_by_update("research").await;
+    assert_research_reported(&sandbox, &answered.result, &answered.asked);
+    // Every sub-question's request was listed, and answered, once.
+    let mut fanned = answered.keys[2..5].to_vec();
+    fanned.sort();
+    assert_eq!(
+        fanned,
+        [
+            "investigate#0:attempt-1",
+            "investigate#1:attempt-1",
+            "investigate#2:attempt-1"
+        ]
+    );
+    for (i, prompt) in answered.prompts[1..4].iter().enumerate() {
+        assert!(prompt.contains("Context: EU only"), "{i}: {prompt}");
+    }
+}
+
+/// The Python SDK in `auto` mode calling built-in workflow `flow`, its questions answered
+/// by the callbacks round by round; the rounds each question came in, and the rounds the
+/// call took. `None` when the SDK is not installed.
+async fn py_sdk_rounds(flow: &str) -> Option<(Sandbox, Ran, Vec<u64>, u64)> {
+    let python = installed(py_sdk())?;
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", &format!("auto:{flow}"), &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
+    let rounds: Vec<u64> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "question")
+        .map(|e| e["round"].as_u64().expect("a round"))
+        .collect();
+    let total = ran.event("result")["rounds"].as_u64().expect("rounds");
+    Some((sandbox, ran, rounds, total))
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_checks_deployment_readiness_in_one_round_per_open_check() {
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("deployment_readiness").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2], 2));
+    assert_readiness_checked(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_troubleshoots_in_five_input_required_rounds() {
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("troubleshoot").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2, 3, 4, 5], 5));
+    assert_troubleshooting_planned(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_researches_in_four_rounds_answering_the_fanned_out_sub_questions_in_one()
+{
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("research").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2, 3, 3, 3, 4], 4));
+    assert_research_reported(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
