@@ -2,6 +2,8 @@
 
 #[path = "cli/answers.rs"]
 mod answers;
+#[path = "cli/builtin_answers.rs"]
+mod builtin_answers;
 mod common;
 #[path = "cli/terminal.rs"]
 mod terminal;

@@ -543,33 +543,88 @@ const ADR_SECTIONS: [&str; 7] = [
     "## Revision History",
 ];
 
-/// An analysis phase's answer, as the model drafts it and the person confirms it (the
-/// client scripts hold the same data), or as it is passed up front.
-fn adr_phase(phase: &str) -> Value {
-    match phase {
-        "findings" => json!([
-            { "source": "incident 42", "insight": "events dropped on deploy", "relevance": "high" }
-        ]),
-        "options" => json!([
-            { "name": "Queue", "description": "A durable queue in front of billing",
-              "pros": ["durable"], "cons": ["ops cost"], "risks": ["new infra"],
-              "effort": "medium", "confidence": 80 },
-            { "name": "Client retries", "description": "Retry on failure",
-              "pros": ["cheap"], "cons": ["lossy"], "effort": "low", "confidence": 40 }
-        ]),
-        "impacts" => json!({ "technical": ["a new dependency"], "business": ["no lost revenue"],
-            "team": ["on-call for the queue"], "risks": ["queue outage"],
-            "dependencies": ["the queue service"] }),
-        "plan" => json!({ "phases": ["pilot", "rollout"],
-            "tasks": [
-                { "description": "Provision the queue", "priority": "high", "effort": "2d" },
-                { "description": "Switch the producer to the queue", "priority": "critical",
-                  "effort": "1d", "assignee": "ann" }
-            ],
-            "timeline": "Q1",
-            "successCriteria": ["no lost events for a month"] }),
-        _ => panic!("the ADR planner has no phase {phase}"),
+/// What the model drafts and what the person answers for each built-in workflow, as data
+/// the client scripts share: `{workflow: {arguments, drafts, forms}}`.
+const SCENARIOS: &str = include_str!("clients/scenarios.json");
+
+/// The scenario of built-in workflow `flow`.
+fn scenario(flow: &str) -> Value {
+    let all: Value = serde_json::from_str(SCENARIOS).expect("scenarios.json is JSON");
+    all.get(flow)
+        .cloned()
+        .unwrap_or_else(|| panic!("scenarios.json has no {flow}"))
+}
+
+/// The model's reply to a prompt of `flow`: the first draft whose `prompt` the prompt
+/// contains, JSON fenced as models write it, or plain text. What it drafts, and the text.
+fn draft_for(flow: &str, prompt: &str) -> (String, String) {
+    let scenario = scenario(flow);
+    let draft = scenario["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| prompt.contains(d["prompt"].as_str().unwrap()))
+        .unwrap_or_else(|| panic!("a sampling prompt {flow} does not send: {prompt}"));
+    let text = match draft["text"].as_str() {
+        Some(text) => text.to_owned(),
+        None => format!("Here is the draft:\n```json\n{:#}\n```", draft["json"]),
+    };
+    (draft["asks"].as_str().unwrap().to_owned(), text)
+}
+
+/// A person's answer to a form of `flow`: the whole content of a form whose message a rule
+/// names, else each field by its rule (a value, an option of its enum, or the field's
+/// default, i.e. a draft confirmed as the model wrote it). What it asks, and the content.
+fn answer_for(flow: &str, message: &str, form: &Value) -> (String, Value) {
+    let scenario = scenario(flow);
+    let rules = scenario["forms"].as_array().unwrap();
+    let whole = rules.iter().find(|r| {
+        r["message"]
+            .as_str()
+            .is_some_and(|named| message.contains(named))
+    });
+    if let Some(rule) = whole {
+        return (
+            rule["asks"].as_str().unwrap().to_owned(),
+            rule["content"].clone(),
+        );
     }
+    let mut asks = None;
+    let mut content = serde_json::Map::new();
+    let fields = form["properties"].as_object().expect("a form's properties");
+    for (name, field) in fields {
+        let (rule, value) = match rules.iter().find(|r| r["field"] == name.as_str()) {
+            Some(rule) => match rule["enum"].as_u64() {
+                Some(i) => (rule, field["enum"][i as usize].clone()),
+                None => (rule, rule["value"].clone()),
+            },
+            None => match rules.iter().find(|r| r["default"] == true) {
+                Some(rule) if field["default"].is_string() => (rule, field["default"].clone()),
+                _ => panic!("a form field {flow} does not ask: {name}"),
+            },
+        };
+        if let Some(named) = rule["asks"].as_str() {
+            asks = Some(named.replace("{field}", name));
+        }
+        content.insert(name.clone(), value);
+    }
+    (
+        asks.unwrap_or_else(|| panic!("a form of {flow}: {message}")),
+        Value::Object(content),
+    )
+}
+
+/// An analysis phase's answer, as the model drafts it and the person confirms it, or as
+/// it is passed up front.
+fn adr_phase(phase: &str) -> Value {
+    let asks = format!("draft {phase}");
+    scenario("interactive_adr_planning")["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["asks"] == asks.as_str())
+        .unwrap_or_else(|| panic!("the ADR planner has no phase {phase}"))["json"]
+        .clone()
 }
 
 /// The `question` events a client script printed, as (method, what it asks).
@@ -677,12 +732,17 @@ async fn ts_sdk_call_tool_stream_plans_an_adr_as_a_task_answering_its_sampling_a
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&node, "ts_sdk.mjs", "adr-stream", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &node,
+        "ts_sdk.mjs",
+        "stream:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     assert_eq!(
-        ran.event("tools")["plannerExecution"],
+        ran.event("tools")["execution"],
         json!({ "taskSupport": "optional" })
     );
     let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
@@ -728,9 +788,14 @@ async fn ts_sdk_plain_call_tool_plans_an_adr_with_direct_sampling_and_elicitatio
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&node, "ts_sdk.mjs", "adr-direct", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &node,
+        "ts_sdk.mjs",
+        "direct:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     assert_asked_every_question(&questions(&ran));
     for question in ran.events().iter().filter(|e| e["event"] == "question") {
@@ -891,61 +956,15 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         .expect("the client task ends cleanly");
 }
 
-/// The phase a prompt of the planner drafts, by what it asks for.
-const ADR_PROMPTS: [(&str, &str); 4] = [
-    ("List the research findings", "findings"),
-    ("List two to five options", "options"),
-    ("Assess the decision's impacts", "impacts"),
-    ("Plan the implementation", "plan"),
-];
-
-/// The model's draft for one of the planner's prompts: the phase it drafts and the reply,
-/// fenced as models write JSON. The client scripts draft the same.
-fn adr_draft(prompt: &str) -> (&'static str, String) {
-    let (_, phase) = ADR_PROMPTS
-        .iter()
-        .find(|(asks, _)| prompt.contains(asks))
-        .unwrap_or_else(|| panic!("a sampling prompt the ADR planner does not send: {prompt}"));
-    let text = format!("Here is the draft:\n```json\n{:#}\n```", adr_phase(phase));
-    (phase, text)
-}
-
-/// A person's answer to one of the planner's forms: the problem stated, a draft confirmed
-/// as the model wrote it (the field's default), the first option chosen. What the form
-/// asks for, and the form's content.
-fn adr_confirm(form: &Value) -> (String, Value) {
-    let mut asks = None;
-    let mut content = serde_json::Map::new();
-    let fields = form["properties"].as_object().expect("a form's properties");
-    for (name, field) in fields {
-        let value = match name.as_str() {
-            "statement" => {
-                asks = Some("problem".to_owned());
-                json!("Billing events are lost when billing restarts.")
-            }
-            "choice" => {
-                asks = Some("decision".to_owned());
-                field["enum"][0].clone()
-            }
-            "rationale" => json!("Durability matters most"),
-            "tradeoffs" => json!("more to operate\nslower deploys"),
-            _ if field["default"].is_string() => {
-                asks = Some(format!("review {name}"));
-                field["default"].clone()
-            }
-            _ => panic!("a form field the ADR planner does not ask: {name}"),
-        };
-        content.insert(name.clone(), value);
-    }
-    (asks.expect("a form of the planner"), Value::Object(content))
-}
-
 /// Answers one of a task's `inputRequests` as rmcp types the answer: a
 /// `CreateMessageResult` for sampling, an `ElicitResult` for elicitation, each sent as
 /// the JSON `tasks/update` carries. Returns the method, what it asks for, the prompt (of
 /// a sampling request) and the answer.
 #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
-fn answer_input_request(request: &InputRequest) -> (String, String, Option<String>, Value) {
+fn answer_input_request(
+    flow: &str,
+    request: &InputRequest,
+) -> (String, String, Option<String>, Value) {
     match request {
         InputRequest::CreateMessage(request) => {
             let prompt = request.params.messages[0]
@@ -956,7 +975,7 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
                     _ => None,
                 })
                 .expect("a text prompt");
-            let (phase, text) = adr_draft(&prompt);
+            let (asks, text) = draft_for(flow, &prompt);
             let reply = CreateMessageResult::new(
                 SamplingMessage::assistant_text(text),
                 "rmcp-test-model".to_owned(),
@@ -964,7 +983,7 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
             .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN);
             (
                 "sampling/createMessage".to_owned(),
-                format!("draft {phase}"),
+                asks,
                 Some(prompt),
                 serde_json::to_value(reply).unwrap(),
             )
@@ -972,7 +991,8 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
         InputRequest::Elicitation(request) => {
             let params = serde_json::to_value(&request.params).unwrap();
             assert_eq!(params["mode"], "form", "{params}");
-            let (asks, content) = adr_confirm(&params["requestedSchema"]);
+            let message = params["message"].as_str().unwrap_or_default();
+            let (asks, content) = answer_for(flow, message, &params["requestedSchema"]);
             let reply = ElicitResult::new(ElicitationAction::Accept).with_content(content);
             (
                 "elicitation/create".to_owned(),
@@ -981,7 +1001,79 @@ fn answer_input_request(request: &InputRequest) -> (String, String, Option<Strin
                 serde_json::to_value(reply).unwrap(),
             )
         }
-        other => panic!("a request the ADR planner does not make: {other:?}"),
+        other => panic!("a request {flow} does not make: {other:?}"),
+    }
+}
+
+/// What a task's questions were, as [`answer_by_update`] answered them, and its result.
+struct Answered {
+    result: Value,
+    /// The keys of the `inputRequests` answered, in order.
+    keys: Vec<String>,
+    /// (method, what it asks) of each, as the client scripts name them.
+    asked: Vec<(String, String)>,
+    /// The prompts of the sampling requests.
+    prompts: Vec<String>,
+}
+
+/// Polls task `task_id` of built-in workflow `flow` and answers each of its `inputRequests`
+/// once, by its key, with `tasks/update` (several at once when a fan-out asks them): a
+/// question already answered may still be listed until the run has moved past it.
+async fn answer_by_update(
+    client: &RmcpClient,
+    log: &Mutex<String>,
+    task_id: &str,
+    flow: &str,
+) -> Answered {
+    let mut keys: Vec<String> = Vec::new();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut prompts: Vec<String> = Vec::new();
+    let polling = async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(task_id))
+                .await
+                .expect("tasks/get succeeds");
+            match got.task.payload {
+                TaskPayload::Completed { result } => return Value::Object(result),
+                TaskPayload::InputRequired { input_requests } => {
+                    let mut responses = BTreeMap::new();
+                    for (key, request) in &input_requests {
+                        if keys.contains(key) {
+                            continue;
+                        }
+                        let (method, asks, prompt, reply) = answer_input_request(flow, request);
+                        keys.push(key.clone());
+                        asked.push((method, asks));
+                        prompts.extend(prompt);
+                        responses.insert(key.clone(), reply);
+                    }
+                    if !responses.is_empty() {
+                        client
+                            .update_task(UpdateTaskParams::new(task_id, responses))
+                            .await
+                            .expect("tasks/update is acknowledged");
+                    }
+                }
+                TaskPayload::Working => {}
+                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let result = tokio::time::timeout(DEADLINE, polling)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the task did not complete in time; asked {asked:?}\n{}",
+                log.lock().unwrap()
+            )
+        });
+    Answered {
+        result,
+        keys,
+        asked,
+        prompts,
     }
 }
 
@@ -1003,52 +1095,12 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
     let args = json!({ "title": ADR_TITLE });
     let task_id = start_extension_task(&client, "interactive_adr_planning", args).await;
 
-    // Poll the task and answer each question once, by its key: a question already
-    // answered may still be listed until the run has moved past it.
-    let mut keys: Vec<String> = Vec::new();
-    let mut asked: Vec<(String, String)> = Vec::new();
-    let mut prompts: Vec<String> = Vec::new();
-    let polling = async {
-        loop {
-            let got = client
-                .get_task(GetTaskParams::new(&task_id))
-                .await
-                .expect("tasks/get succeeds");
-            match got.task.payload {
-                TaskPayload::Completed { result } => return Value::Object(result),
-                TaskPayload::InputRequired { input_requests } => {
-                    let mut responses = BTreeMap::new();
-                    for (key, request) in &input_requests {
-                        if keys.contains(key) {
-                            continue;
-                        }
-                        let (method, asks, prompt, reply) = answer_input_request(request);
-                        keys.push(key.clone());
-                        asked.push((method, asks));
-                        prompts.extend(prompt);
-                        responses.insert(key.clone(), reply);
-                    }
-                    if !responses.is_empty() {
-                        client
-                            .update_task(UpdateTaskParams::new(&task_id, responses))
-                            .await
-                            .expect("tasks/update is acknowledged");
-                    }
-                }
-                TaskPayload::Working => {}
-                other => panic!("the task ended {other:?}\n{}", log.lock().unwrap()),
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let result = tokio::time::timeout(DEADLINE, polling)
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "the task did not complete in time; asked {asked:?}\n{}",
-                log.lock().unwrap()
-            )
-        });
+    let Answered {
+        result,
+        keys,
+        asked,
+        prompts,
+    } = answer_by_update(&client, &log, &task_id, "interactive_adr_planning").await;
 
     assert_asked_every_question(&asked);
     // Every answer was taken the first time: no question was asked again.
@@ -1163,9 +1215,14 @@ async fn py_sdk_auto_mode_plans_an_adr_in_input_required_rounds_with_sampling_an
         return;
     };
     let sandbox = Sandbox::new();
-    let ran = script(&python, "py_sdk.py", "auto-adr", &sandbox)
-        .await
-        .succeeded();
+    let ran = script(
+        &python,
+        "py_sdk.py",
+        "auto:interactive_adr_planning",
+        &sandbox,
+    )
+    .await
+    .succeeded();
     assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
     assert_asked_every_question(&questions(&ran));
     assert_adr_planned(&sandbox, &ran.event("result")["result"], 1);
@@ -1570,4 +1627,397 @@ async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
         .succeeded()
         .json();
     assert_eq!(got["task"]["status"], "completed", "{got}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The other built-in workflows (`deployment_readiness`, `troubleshoot`, `research`),
+// answered by each client as `tests/clients/scenarios.json` lists
+
+/// The tool's result of a run that succeeded, and the run's output.
+fn succeeded_output(result: &Value) -> &Value {
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded", "{report}");
+    &report["output"]
+}
+
+/// The report file the run's output names, checked to lie in `folder` and be called
+/// `<prefix><anything>.md`; its text.
+fn report_file(sandbox: &Sandbox, output: &Value, folder: &str, prefix: &str) -> String {
+    let relative = output["report"].as_str().expect("the report's path");
+    let name = relative
+        .strip_prefix(&format!("{folder}/"))
+        .unwrap_or_else(|| panic!("{relative} in {folder}"));
+    assert!(name.starts_with(prefix) && name.ends_with(".md"), "{name}");
+    let path = sandbox.dir.path().join(relative);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the report {} is not there: {e}", path.display()))
+}
+
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+}
+
+/// Every todo in the sandbox's store, as (title, tags), sorted.
+fn stored_todos(sandbox: &Sandbox) -> Vec<(String, Vec<String>)> {
+    let store = mcp_task_server::store::Store::open(sandbox.path("tasks.db")).unwrap();
+    let mut todos: Vec<(String, Vec<String>)> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.title, t.tags))
+        .collect();
+    todos.sort();
+    todos
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// Checks a readiness run: the two open checks asked one form each, in order; the
+/// verdict (2 of 3 passed, threshold 60%); the report with each check and the blocker;
+/// one blocker todo, tagged with the release.
+fn assert_readiness_checked(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(
+        asked,
+        owned(&[
+            ("elicitation/create", "check Migrations reviewed"),
+            ("elicitation/create", "check Rollback plan ready"),
+        ])
+    );
+    let output = succeeded_output(result);
+    assert_eq!(
+        output["score"],
+        json!({ "passed": 2, "total": 3, "percent": 66, "threshold": 60, "ready": true })
+    );
+    assert_eq!(output["blockers"], json!(["Rollback plan ready"]));
+    let text = report_file(sandbox, output, "docs/releases", "1-4-0-readiness-");
+    let todo_id = output["todos"][0]["id"].to_string();
+    assert_contains_all(
+        &text,
+        &[
+            "# Deployment readiness: 1.4.0\n",
+            "- Verdict: **Ready**\n",
+            "- Score: 2 of 3 checks passed (66%; threshold 60%)\n",
+            "- [x] **Tests pass**: 412 passed\n",
+            "- [x] **Migrations reviewed**: both reversible\n",
+            "- [ ] **Rollback plan ready**: no plan for the new schema\n",
+            &format!("- Rollback plan ready: no plan for the new schema (todo #{todo_id})\n"),
+        ],
+    );
+    assert_eq!(
+        stored_todos(sandbox),
+        [(
+            "1.4.0 blocker: Rollback plan ready".to_owned(),
+            vec!["release-1.4.0".to_owned(), "blocker".to_owned()]
+        )]
+    );
+}
+
+const FAILURE_TITLE: &str = "The billing service crashes on start after the 2.3 upgrade";
+const FAILURE_TAG: &str = "troubleshoot-the-billing-service-crashes";
+
+/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed;
+/// the report with the failure, its context, the causes and the plan; one todo per step.
+fn assert_troubleshooting_planned(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(
+        asked,
+        owned(&[
+            ("elicitation/create", "failure"),
+            ("sampling/createMessage", "draft hypotheses"),
+            ("elicitation/create", "review hypotheses"),
+            ("sampling/createMessage", "draft plan"),
+            ("elicitation/create", "review plan"),
+        ])
+    );
+    let output = succeeded_output(result);
+    assert_eq!(output["title"], FAILURE_TITLE);
+    assert_eq!(output["tag"], FAILURE_TAG);
+    let text = report_file(
+        sandbox,
+        output,
+        "docs/troubleshooting",
+        "", // <date>-<slug>.md
+    );
+    assert!(
+        output["report"]
+            .as_str()
+            .unwrap()
+            .ends_with("-the-billing-service-crashes.md"),
+        "{output}"
+    );
+    assert_contains_all(
+        &text,
+        &[
+            &format!("# Troubleshooting: {FAILURE_TITLE}\n"),
+            &format!("- Todos: tagged `{FAILURE_TAG}`\n"),
+            "It exits with code 137.\n",
+            "### Context\n\nKubernetes, 512 MiB limit\n",
+            "- **Out of memory** (high likelihood): exit code 137\n",
+            "- **A slow migration** (medium likelihood): 2.3 migrates\n",
+            "1. [ ] Read the pod's events\n   - Expected if the cause holds: OOMKilled\n",
+            "2. [ ] Start it with a 1 GiB limit\n",
+        ],
+    );
+    let tags = vec![FAILURE_TAG.to_owned()];
+    assert_eq!(
+        stored_todos(sandbox),
+        [
+            (
+                "Step 1: Read the pod's events (expect: OOMKilled)".to_owned(),
+                tags.clone()
+            ),
+            ("Step 2: Start it with a 1 GiB limit".to_owned(), tags),
+        ]
+    );
+}
+
+/// The sub-questions of the research scenario, with the model's answers.
+const FINDINGS: [(&str, &str); 3] = [
+    (
+        "How long does each queue keep events?",
+        "Kafka keeps events for as long as it is told; SQS for 14 days at most.",
+    ),
+    (
+        "What does each cost at our volume?",
+        "At a million events a day, SQS costs under a dollar; a Kafka cluster more.",
+    ),
+    (
+        "What would we have to operate?",
+        "SQS is managed; Kafka needs brokers and upgrades.",
+    ),
+];
+
+/// Checks a research run: the sub-questions drafted and confirmed, each answered by the
+/// model (in any order: they are asked at once), the synthesis; the report with the
+/// question, its context, the synthesis and every answer; no todos.
+fn assert_research_reported(sandbox: &Sandbox, result: &Value, asked: &[(String, String)]) {
+    assert_eq!(asked.len(), 6, "{asked:?}");
+    let mut fanned = asked[2..5].to_vec();
+    fanned.sort();
+    let in_order: Vec<(String, String)> = asked[..2]
+        .iter()
+        .chain(&fanned)
+        .chain(&asked[5..])
+        .cloned()
+        .collect();
+    assert_eq!(
+        in_order,
+        owned(&[
+            ("sampling/createMessage", "draft subquestions"),
+            ("elicitation/create", "review subquestions"),
+            ("sampling/createMessage", "answer cost"),
+            ("sampling/createMessage", "answer operations"),
+            ("sampling/createMessage", "answer retention"),
+            ("sampling/createMessage", "synthesis"),
+        ])
+    );
+    let output = succeeded_output(result);
+    let findings: Vec<Value> = FINDINGS
+        .iter()
+        .map(|(q, a)| json!({ "question": q, "answer": a }))
+        .collect();
+    assert_eq!(output["findings"], json!(findings));
+    let synthesis = "SQS suits billing events: cheap, managed and long enough kept.";
+    assert_eq!(output["synthesis"], synthesis);
+    let text = report_file(sandbox, output, "docs/research", "");
+    assert!(
+        output["report"]
+            .as_str()
+            .unwrap()
+            .ends_with("-which-queue-suits-billing-events.md"),
+        "{output}"
+    );
+    let mut parts = vec![
+        "# Research: Which queue suits billing events?\n".to_owned(),
+        "- Sub-questions: 3\n".to_owned(),
+        "## Context\n\nEU only\n".to_owned(),
+        format!("## Synthesis\n\n{synthesis}\n"),
+    ];
+    for (i, (q, a)) in FINDINGS.iter().enumerate() {
+        parts.push(format!("### {}. {q}\n\n{a}\n", i + 1));
+    }
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    assert_contains_all(&text, &parts);
+    assert_eq!(stored_todos(sandbox), []);
+}
+
+/// The TypeScript SDK's `callToolStream` of built-in workflow `flow` as a task, its
+/// questions answered by the client's handlers; checks that the stream made a task and
+/// asked every question for it. `None` when the SDK is not installed.
+async fn ts_sdk_stream(flow: &str) -> Option<(Sandbox, Ran)> {
+    let node = installed(ts_sdk())?;
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", &format!("stream:{flow}"), &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        ran.event("tools")["execution"],
+        json!({ "taskSupport": "optional" })
+    );
+    let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
+    assert!(task_id.is_string());
+    for question in ran.events().iter().filter(|e| e["event"] == "question") {
+        assert_eq!(
+            question["relatedTask"],
+            json!({ "taskId": task_id }),
+            "{question}"
+        );
+    }
+    assert!(
+        !ran.names().contains(&"streamError".to_owned()),
+        "{}",
+        ran.dump()
+    );
+    let result = &ran.event("result")["result"];
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id
+    );
+    Some((sandbox, ran))
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_checks_deployment_readiness_as_a_task_asking_each_open_check() {
+    let Some((sandbox, ran)) = ts_sdk_stream("deployment_readiness").await else {
+        return;
+    };
+    assert_readiness_checked(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_troubleshoots_as_a_task_answering_its_sampling_and_elicitation() {
+    let Some((sandbox, ran)) = ts_sdk_stream("troubleshoot").await else {
+        return;
+    };
+    assert_troubleshooting_planned(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question() {
+    let Some((sandbox, ran)) = ts_sdk_stream("research").await else {
+        return;
+    };
+    assert_research_reported(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+/// rmcp's client in the 2026-07-28 era starting built-in workflow `flow` as a task of the
+/// extension, answering its `inputRequests` by `tasks/update`.
+async fn rmcp_by_update(flow: &'static str) -> (Sandbox, Answered) {
+    let sandbox = Sandbox::new();
+    #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the workflows still ask for it.
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_sampling()
+        .enable_tasks()
+        .build();
+    let (client, log) = rmcp_client(&sandbox, caps).await;
+    let task_id = start_extension_task(&client, flow, scenario(flow)["arguments"].clone()).await;
+    let answered = answer_by_update(&client, &log, &task_id, flow).await;
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+    (sandbox, answered)
+}
+
+#[tokio::test]
+async fn rmcp_client_checks_deployment_readiness_as_a_task_answering_each_check_by_update() {
+    let (sandbox, answered) = rmcp_by_update("deployment_readiness").await;
+    assert_eq!(
+        answered.keys,
+        ["ask_checks#0:attempt-1", "ask_checks#1:attempt-1"]
+    );
+    assert_readiness_checked(&sandbox, &answered.result, &answered.asked);
+}
+
+#[tokio::test]
+async fn rmcp_client_troubleshoots_as_a_task_answering_sampling_and_elicitation_by_update() {
+    let (sandbox, answered) = rmcp_by_update("troubleshoot").await;
+    assert_eq!(
+        answered.keys,
+        [
+            "failure_ask:attempt-1",
+            "hypotheses_draft:attempt-1",
+            "hypotheses_review:attempt-1",
+            "plan_draft:attempt-1",
+            "plan_review:attempt-1",
+        ]
+    );
+    assert_troubleshooting_planned(&sandbox, &answered.result, &answered.asked);
+}
+
+#[tokio::test]
+async fn rmcp_client_researches_as_a_task_answering_every_fanned_out_sub_question_by_update() {
+    let (sandbox, answered) = rmcp_by_update("research").await;
+    assert_research_reported(&sandbox, &answered.result, &answered.asked);
+    // Every sub-question's request was listed, and answered, once.
+    let mut fanned = answered.keys[2..5].to_vec();
+    fanned.sort();
+    assert_eq!(
+        fanned,
+        [
+            "investigate#0:attempt-1",
+            "investigate#1:attempt-1",
+            "investigate#2:attempt-1"
+        ]
+    );
+    for (i, prompt) in answered.prompts[1..4].iter().enumerate() {
+        assert!(prompt.contains("Context: EU only"), "{i}: {prompt}");
+    }
+}
+
+/// The Python SDK in `auto` mode calling built-in workflow `flow`, its questions answered
+/// by the callbacks round by round; the rounds each question came in, and the rounds the
+/// call took. `None` when the SDK is not installed.
+async fn py_sdk_rounds(flow: &str) -> Option<(Sandbox, Ran, Vec<u64>, u64)> {
+    let python = installed(py_sdk())?;
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", &format!("auto:{flow}"), &sandbox)
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2026-07-28");
+    let rounds: Vec<u64> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "question")
+        .map(|e| e["round"].as_u64().expect("a round"))
+        .collect();
+    let total = ran.event("result")["rounds"].as_u64().expect("rounds");
+    Some((sandbox, ran, rounds, total))
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_checks_deployment_readiness_in_one_round_per_open_check() {
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("deployment_readiness").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2], 2));
+    assert_readiness_checked(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_troubleshoots_in_five_input_required_rounds() {
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("troubleshoot").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2, 3, 4, 5], 5));
+    assert_troubleshooting_planned(&sandbox, &ran.event("result")["result"], &questions(&ran));
+}
+
+#[tokio::test]
+async fn py_sdk_auto_mode_researches_in_four_rounds_answering_the_fanned_out_sub_questions_in_one()
+{
+    let Some((sandbox, ran, rounds, total)) = py_sdk_rounds("research").await else {
+        return;
+    };
+    assert_eq!((rounds, total), (vec![1, 2, 3, 3, 3, 4], 4));
+    assert_research_reported(&sandbox, &ran.event("result")["result"], &questions(&ran));
 }

@@ -13,7 +13,7 @@ const ASK: &str = include_str!("../fixtures/ask.toml");
 const ANSWERS: &str = include_str!("../fixtures/answers.toml");
 
 /// Runs `workflow` of the sandbox's folder with `answers` as its answers file, then `more`.
-fn run_answered(sandbox: &Sandbox, workflow: &str, answers: &str, more: &[&str]) -> Ran {
+pub(super) fn run_answered(sandbox: &Sandbox, workflow: &str, answers: &str, more: &[&str]) -> Ran {
     let file = sandbox.file("answers.json", answers);
     let mut args = vec![
         "workflows",

@@ -9,16 +9,18 @@ Scenarios:
                  list_tasks
   auto-rounds    the same client: call_tool("ask"), whose question comes back as an
                  input_required round that the elicitation callback answers
-  auto-adr       the same client, with a sampling callback too: call_tool of
-                 interactive_adr_planning, its ten questions answered round by round (the
-                 sampling callback drafts each analysis, the elicitation callback states the
-                 problem, confirms each draft and picks the first option)
+  auto:<workflow>  the same client, with a sampling callback too: call_tool of a built-in
+                 workflow with the arguments of scenarios.json, its questions answered round
+                 by round (the sampling callback replies with the drafts listed there, the
+                 elicitation callback answers each form as listed); the result says how
+                 many rounds the call took
 
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
 """
 
 import json
+import pathlib
 import sys
 import traceback
 
@@ -76,100 +78,112 @@ async def auto_rounds(server):
         emit("result", result=dump(result))
 
 
-# What the model drafts for each analysis phase of the ADR planner, by what its prompt asks
-# for; fenced, as models write JSON.
-DRAFTS = [
-    ("List the research findings", "findings", [
-        {"source": "incident 42", "insight": "events dropped on deploy", "relevance": "high"},
-    ]),
-    ("List two to five options", "options", [
-        {"name": "Queue", "description": "A durable queue in front of billing", "pros": ["durable"],
-         "cons": ["ops cost"], "risks": ["new infra"], "effort": "medium", "confidence": 80},
-        {"name": "Client retries", "description": "Retry on failure", "pros": ["cheap"],
-         "cons": ["lossy"], "effort": "low", "confidence": 40},
-    ]),
-    ("Assess the decision's impacts", "impacts", {
-        "technical": ["a new dependency"], "business": ["no lost revenue"],
-        "team": ["on-call for the queue"], "risks": ["queue outage"],
-        "dependencies": ["the queue service"],
-    }),
-    ("Plan the implementation", "plan", {
-        "phases": ["pilot", "rollout"],
-        "tasks": [
-            {"description": "Provision the queue", "priority": "high", "effort": "2d"},
-            {"description": "Switch the producer to the queue", "priority": "critical",
-             "effort": "1d", "assignee": "ann"},
-        ],
-        "timeline": "Q1",
-        "successCriteria": ["no lost events for a month"],
-    }),
-]
+# What the model drafts and what the person answers, per workflow, as data the Rust tests
+# and the other client scripts share.
+with open(pathlib.Path(__file__).with_name("scenarios.json"), encoding="utf-8") as file:
+    WORKFLOWS = json.load(file)
 
-# The planner asks its ten questions one after another, each in a round of its own: the
-# SDK's default cap of 10 rounds just fits, with no room for a question asked again after
-# an answer that did not fit, so the cap is raised as the README advises.
-ADR_MAX_ROUNDS = 20
+# A workflow asks its questions in rounds, one per question or several at once (a fan-out):
+# interactive_adr_planning takes ten, which the SDK's default cap of 10 just fits with no
+# room for a question asked again after an answer that did not fit, so the cap is raised
+# as the README advises.
+MAX_ROUNDS = 20
 
 
-async def draft(context, params):
-    content = params.messages[0].content
-    prompt = content.text if hasattr(content, "text") else content[0].text
-    found = next((d for d in DRAFTS if d[0] in prompt), None)
+def draft_for(flow, prompt):
+    """The model's reply to a prompt of the workflow: the first draft whose `prompt` the
+    prompt contains; JSON fenced, as models write it, or plain text."""
+    found = next((d for d in WORKFLOWS[flow]["drafts"] if d["prompt"] in prompt), None)
     if found is None:
-        raise RuntimeError(f"a sampling prompt the ADR planner does not send: {prompt}")
-    emit("question", method="sampling/createMessage", asks=f"draft {found[1]}",
-         systemPrompt=params.system_prompt, maxTokens=params.max_tokens)
-    text = "Here is the draft:\n```json\n" + json.dumps(found[2], indent=2) + "\n```"
-    return types.CreateMessageResult(
-        role="assistant",
-        content=types.TextContent(type="text", text=text),
-        model="py-test-model",
-        stop_reason="endTurn",
-    )
+        raise RuntimeError(f"a sampling prompt {flow} does not send: {prompt}")
+    text = found.get("text")
+    if text is None:
+        text = "Here is the draft:\n```json\n" + json.dumps(found["json"], indent=2) + "\n```"
+    return found["asks"], text
 
 
-async def confirm(context, params):
-    """A person who states the problem, confirms every draft as the model wrote it (the
-    form's default) and chooses the first option."""
+def answer_for(flow, message, schema):
+    """A person's answer to a form of the workflow: the whole content of a form whose
+    message a rule names, else each field by its rule (a value, an option of its enum, or
+    the form's default, i.e. a draft confirmed as the model wrote it)."""
+    forms = WORKFLOWS[flow]["forms"]
+    whole = next((f for f in forms if "message" in f and f["message"] in message), None)
+    if whole is not None:
+        return whole["asks"], whole["content"]
     content, asks = {}, None
-    for field, schema in params.requested_schema["properties"].items():
-        if field == "statement":
-            asks, content[field] = "problem", "Billing events are lost when billing restarts."
-        elif field == "choice":
-            asks, content[field] = "decision", schema["enum"][0]
-        elif field == "rationale":
-            content[field] = "Durability matters most"
-        elif field == "tradeoffs":
-            content[field] = "more to operate\nslower deploys"
-        elif isinstance(schema.get("default"), str):
-            asks, content[field] = f"review {field}", schema["default"]
+    for field, prop in schema["properties"].items():
+        rule = next((f for f in forms if f.get("field") == field), None)
+        if rule is not None:
+            content[field] = prop["enum"][rule["enum"]] if "enum" in rule else rule["value"]
         else:
-            raise RuntimeError(f"a form field the ADR planner does not ask: {field}")
-    emit("question", method="elicitation/create", asks=asks)
-    return types.ElicitResult(action="accept", content=content)
+            rule = next((f for f in forms if f.get("default")), None)
+            if rule is None or not isinstance(prop.get("default"), str):
+                raise RuntimeError(f"a form field {flow} does not ask: {field}")
+            content[field] = prop["default"]
+        if "asks" in rule:
+            asks = rule["asks"].replace("{field}", field)
+    return asks, content
 
 
-async def auto_adr(server):
-    async with Client(
-        server,
-        mode="auto",
-        elicitation_callback=confirm,
-        sampling_callback=draft,
-        input_required_max_rounds=ADR_MAX_ROUNDS,
-    ) as client:
-        emit("connected", protocolVersion=client.protocol_version)
-        result = await client.call_tool(
-            "interactive_adr_planning", {"title": "Queue for billing events"}
-        )
-        emit("result", result=dump(result))
+class Rounds:
+    """Counts the `input_required` rounds of one call by its retries (each carries the
+    round's answers or its request state); the questions of round n come before retry n."""
+
+    def __init__(self, session):
+        self.retries = 0
+        call_tool = session.call_tool
+
+        async def counted(*args, **kwargs):
+            if kwargs.get("request_state") is not None or kwargs.get("input_responses"):
+                self.retries += 1
+            return await call_tool(*args, **kwargs)
+
+        session.call_tool = counted
+
+
+def auto_workflow(flow):
+    async def scenario(server):
+        rounds = None
+
+        async def sample(context, params):
+            content = params.messages[0].content
+            prompt = content.text if hasattr(content, "text") else content[0].text
+            asks, text = draft_for(flow, prompt)
+            emit("question", method="sampling/createMessage", asks=asks, round=rounds.retries + 1,
+                 systemPrompt=params.system_prompt, maxTokens=params.max_tokens)
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(type="text", text=text),
+                model="py-test-model",
+                stop_reason="endTurn",
+            )
+
+        async def elicit(context, params):
+            asks, content = answer_for(flow, params.message, params.requested_schema)
+            emit("question", method="elicitation/create", asks=asks, round=rounds.retries + 1)
+            return types.ElicitResult(action="accept", content=content)
+
+        async with Client(
+            server,
+            mode="auto",
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            input_required_max_rounds=MAX_ROUNDS,
+        ) as client:
+            emit("connected", protocolVersion=client.protocol_version)
+            rounds = Rounds(client.session)
+            result = await client.call_tool(flow, WORKFLOWS[flow]["arguments"])
+            emit("result", result=dump(result), rounds=rounds.retries)
+
+    return scenario
 
 
 SCENARIOS = {
     "legacy-elicit": legacy_elicit,
     "auto-todos": auto_todos,
     "auto-rounds": auto_rounds,
-    "auto-adr": auto_adr,
 }
+SCENARIOS.update({f"auto:{flow}": auto_workflow(flow) for flow in WORKFLOWS})
 
 
 def main():

@@ -7,13 +7,17 @@
 //                  client's elicitation handler; then listTasks and getTask
 //   task-cancel    a task of `ask` cancelled while it waits; a second cancel refused
 //   direct-elicit  a plain callTool of `ask`, asked by elicitation during the call
-//   adr-stream     callToolStream of `interactive_adr_planning` as a task: the client's
-//                  sampling handler drafts each analysis, its elicitation handler confirms
-//                  each draft, states the problem and picks the first option
-//   adr-direct     the same with a plain callTool, asked directly during the call
+//   stream:<workflow>  callToolStream of a built-in workflow as a task, with the arguments
+//                  of tests/clients/scenarios.json: the client's sampling handler replies
+//                  with the drafts listed there, its elicitation handler answers each form
+//                  as listed (e.g. interactive_adr_planning: drafts each analysis, confirms
+//                  each draft, states the problem and picks the first option)
+//   direct:<workflow>  the same with a plain callTool, asked directly during the call
 //
 // Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any
 // failure after printing {"event": "fatal", "message": ...}.
+
+import { readFileSync } from "node:fs";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -32,19 +36,21 @@ if (dashes !== "--" || !command) {
   process.exit(2);
 }
 
-// The ADR scenarios need a model as well as a person.
-const adr = scenario?.startsWith("adr-");
+// `stream:<workflow>` and `direct:<workflow>` run a built-in workflow of scenarios.json,
+// which needs a model as well as a person.
+const [mode, flow] = scenario?.includes(":") ? scenario.split(":") : [scenario, null];
+const withModel = flow !== null;
 const client = new Client(
   { name: "ts-sdk-real-client", version: "1.0.0" },
-  { capabilities: { elicitation: { form: {} }, ...(adr ? { sampling: {} } : {}) } },
+  { capabilities: { elicitation: { form: {} }, ...(withModel ? { sampling: {} } : {}) } },
 );
 
 const relatedTask = (params) =>
   params._meta?.["io.modelcontextprotocol/related-task"] ?? null;
 
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
-  if (adr) {
-    const { name, answer } = adrAnswer(request.params);
+  if (withModel) {
+    const { name, answer } = answerFor(flow, request.params);
     emit("question", {
       method: request.method,
       asks: name,
@@ -62,10 +68,10 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
 });
 
 // The SDK refuses a sampling handler to a client that declares no sampling.
-if (adr) {
+if (withModel) {
   client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
     const prompt = request.params.messages[0].content.text;
-    const { name, text } = adrDraft(prompt);
+    const { name, text } = draftFor(flow, prompt);
     emit("question", {
       method: request.method,
       asks: name,
@@ -82,68 +88,41 @@ if (adr) {
   });
 }
 
-// What the model drafts for each analysis phase of the ADR planner, by what its prompt
-// asks for; fenced, as models write JSON.
-const DRAFTS = [
-  ["List the research findings", "findings", [
-    { source: "incident 42", insight: "events dropped on deploy", relevance: "high" },
-  ]],
-  ["List two to five options", "options", [
-    { name: "Queue", description: "A durable queue in front of billing", pros: ["durable"],
-      cons: ["ops cost"], risks: ["new infra"], effort: "medium", confidence: 80 },
-    { name: "Client retries", description: "Retry on failure", pros: ["cheap"],
-      cons: ["lossy"], effort: "low", confidence: 40 },
-  ]],
-  ["Assess the decision's impacts", "impacts", {
-    technical: ["a new dependency"], business: ["no lost revenue"],
-    team: ["on-call for the queue"], risks: ["queue outage"],
-    dependencies: ["the queue service"],
-  }],
-  ["Plan the implementation", "plan", {
-    phases: ["pilot", "rollout"],
-    tasks: [
-      { description: "Provision the queue", priority: "high", effort: "2d" },
-      { description: "Switch the producer to the queue", priority: "critical", effort: "1d",
-        assignee: "ann" },
-    ],
-    timeline: "Q1",
-    successCriteria: ["no lost events for a month"],
-  }],
-];
+// What the model drafts and what the person answers, per workflow, as data the Rust tests
+// and the other client scripts share.
+const SCENARIOS = JSON.parse(
+  readFileSync(new URL("./scenarios.json", import.meta.url), "utf8"),
+);
 
-function adrDraft(prompt) {
-  const found = DRAFTS.find(([asks]) => prompt.includes(asks));
-  if (!found) throw new Error(`a sampling prompt the ADR planner does not send: ${prompt}`);
-  const [, phase, data] = found;
-  return {
-    name: `draft ${phase}`,
-    text: "Here is the draft:\n```json\n" + JSON.stringify(data, null, 2) + "\n```",
-  };
+// The model's reply to a prompt of the workflow: the first draft whose `prompt` the prompt
+// contains; JSON fenced, as models write it, or plain text.
+function draftFor(flow, prompt) {
+  const found = SCENARIOS[flow].drafts.find((d) => prompt.includes(d.prompt));
+  if (!found) throw new Error(`a sampling prompt ${flow} does not send: ${prompt}`);
+  const text = found.text ??
+    "Here is the draft:\n```json\n" + JSON.stringify(found.json, null, 2) + "\n```";
+  return { name: found.asks, text };
 }
 
-// A person who states the problem, confirms every draft as the model wrote it (the form's
-// default), and chooses the first option.
-function adrAnswer(params) {
-  const properties = params.requestedSchema.properties;
+// A person's answer to a form of the workflow: the whole content of a form whose message
+// a rule names, else each field by its rule (a value, an option of its enum, or the form's
+// default, i.e. a draft confirmed as the model wrote it).
+function answerFor(flow, params) {
+  const forms = SCENARIOS[flow].forms;
+  const whole = forms.find((f) => f.message && params.message.includes(f.message));
+  if (whole) return { name: whole.asks, answer: { action: "accept", content: whole.content } };
   const content = {};
   let name = null;
-  for (const [field, schema] of Object.entries(properties)) {
-    if (field === "statement") {
-      name = "problem";
-      content[field] = "Billing events are lost when billing restarts.";
-    } else if (field === "choice") {
-      name = "decision";
-      content[field] = schema.enum[0];
-    } else if (field === "rationale") {
-      content[field] = "Durability matters most";
-    } else if (field === "tradeoffs") {
-      content[field] = "more to operate\nslower deploys";
-    } else if (typeof schema.default === "string") {
-      name = `review ${field}`;
+  for (const [field, schema] of Object.entries(params.requestedSchema.properties)) {
+    let rule = forms.find((f) => f.field === field);
+    if (rule) {
+      content[field] = rule.enum !== undefined ? schema.enum[rule.enum] : rule.value;
+    } else if ((rule = forms.find((f) => f.default)) && typeof schema.default === "string") {
       content[field] = schema.default;
     } else {
-      throw new Error(`a form field the ADR planner does not ask: ${field}`);
+      throw new Error(`a form field ${flow} does not ask: ${field}`);
     }
+    if (rule.asks) name = rule.asks.replace("{field}", field);
   }
   return { name, answer: { action: "accept", content } };
 }
@@ -239,14 +218,12 @@ async function directElicit() {
   emit("result", { result });
 }
 
-const ADR_TITLE = "Queue for billing events";
-
-async function adrStream() {
+async function workflowStream() {
   const tools = await client.listTools();
-  const planner = tools.tools.find((t) => t.name === "interactive_adr_planning");
-  emit("tools", { plannerExecution: planner?.execution ?? null });
+  const tool = tools.tools.find((t) => t.name === flow);
+  emit("tools", { execution: tool?.execution ?? null });
   const stream = client.experimental.tasks.callToolStream(
-    { name: "interactive_adr_planning", arguments: { title: ADR_TITLE } },
+    { name: flow, arguments: SCENARIOS[flow].arguments },
     undefined,
     { task: { ttl: 600000 } },
   );
@@ -268,12 +245,9 @@ async function adrStream() {
   }
 }
 
-async function adrDirect() {
+async function workflowDirect() {
   await client.listTools();
-  const result = await client.callTool({
-    name: "interactive_adr_planning",
-    arguments: { title: ADR_TITLE },
-  });
+  const result = await client.callTool({ name: flow, arguments: SCENARIOS[flow].arguments });
   emit("result", { result });
 }
 
@@ -281,11 +255,11 @@ const scenarios = {
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,
-  "adr-stream": adrStream,
-  "adr-direct": adrDirect,
+  stream: workflowStream,
+  direct: workflowDirect,
 };
 
-const run = scenarios[scenario];
+const run = flow && !SCENARIOS[flow] ? undefined : scenarios[mode];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);
   process.exit(2);
