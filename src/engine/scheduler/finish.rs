@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::units::close;
+use super::complete::close;
 use super::{Run, Stop};
 use crate::engine::journal::RunEnd;
 use crate::engine::observer::Event;

@@ -12,12 +12,14 @@
 //! settles their outcomes; `persist` writes changes to the journal; `finish` ends the run.
 
 mod cancel;
+mod complete;
 mod decide;
 mod files;
 mod finish;
 mod persist;
 mod state;
 mod units;
+mod waits;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

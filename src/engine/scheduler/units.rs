@@ -3,15 +3,14 @@
 //! failure. Every attempt's outcome goes through [`settle_into`], and what follows from it
 //! through `Run::after_settle`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Run;
 use crate::clock;
-use crate::engine::actions::{self, BoxFuture, Resolved};
-use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay, with_timeout};
+use crate::engine::actions::{BoxFuture, Resolved};
+use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
 use crate::engine::definition::RetryPolicy;
 use crate::engine::journal::{Answers, ToolCall, UnitState};
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
@@ -92,12 +91,12 @@ pub(super) fn settle(
     next
 }
 
-fn millis(delay: Duration) -> i64 {
+pub(super) fn millis(delay: Duration) -> i64 {
     i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// What is left of a stored absolute time, from now.
-fn left_until(at_ms: i64) -> Duration {
+pub(super) fn left_until(at_ms: i64) -> Duration {
     Duration::from_millis(at_ms.saturating_sub(clock::now_ms()).max(0) as u64)
 }
 
@@ -303,150 +302,6 @@ impl Run {
         self.after_settle(node, instance)
     }
 
-    /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
-    fn waiting_attempt(
-        &mut self,
-        node: usize,
-        instance: Option<usize>,
-        action: Resolved,
-        first_wait: Duration,
-    ) -> BoxFuture<Woken> {
-        let number = self.state.unit(node, instance).attempts + 1;
-        let timeout = self.plan.nodes[node].timeout;
-        let stop = self.unit_token(node, instance);
-        let attempt: BoxFuture<Result<Value, NodeError>> = match &action {
-            &Resolved::Wait(duration) => {
-                let stored = self.state.unit(node, instance).deadline_ms;
-                let (first_wait, duration) = match stored {
-                    // Resumed mid-wait: only what is left of the stored deadline.
-                    Some(at) => (Duration::ZERO, left_until(at)),
-                    None => {
-                        let at = clock::now_ms() + millis(first_wait + duration);
-                        self.state.unit_mut(node, instance).deadline_ms = Some(at);
-                        (first_wait, duration)
-                    }
-                };
-                Box::pin(async move {
-                    tokio::time::sleep(first_wait).await;
-                    with_timeout(timeout, async move {
-                        tokio::time::sleep(duration).await;
-                        Ok(Value::Null)
-                    })
-                    .await
-                })
-            }
-            question => {
-                let asked = self.ask(node, instance, number, question.clone());
-                Box::pin(async move {
-                    tokio::time::sleep(first_wait).await;
-                    with_timeout(timeout, asked).await
-                })
-            }
-        };
-        Box::pin(async move {
-            let outcome = tokio::select! {
-                biased;
-                _ = stop.cancelled() => Outcome::Cancelled,
-                result = attempt => match result {
-                    Ok(value) => Outcome::Succeeded(value),
-                    Err(error) => Outcome::Failed(error),
-                },
-            };
-            Woken::Unit(UnitWake {
-                node,
-                instance,
-                outcome,
-                attempted: true,
-                action: Some(action),
-            })
-        })
-    }
-
-    /// Puts an `input` or `sample` question to whoever answers this run's questions,
-    /// recording it under a key that attempt `number` of this unit always gets.
-    fn ask(
-        &mut self,
-        node: usize,
-        instance: Option<usize>,
-        number: u32,
-        question: Resolved,
-    ) -> BoxFuture<Result<Value, NodeError>> {
-        let answers = match (self.answers, &self.env.interaction, &self.journal) {
-            (Answers::Caller, Some(_), _) => Answers::Caller,
-            (Answers::Parked, _, Some(_)) => Answers::Parked,
-            _ => Answers::Nobody,
-        };
-        if answers == Answers::Nobody {
-            // A question recorded before a restart, whose asker is gone: nobody waits on it.
-            if self.state.unit(node, instance).asking.is_some() {
-                self.state.unit_mut(node, instance).asking = None;
-            }
-            let result = actions::unanswered(&question);
-            return Box::pin(async move { result });
-        }
-        let key = format!("attempt-{number}");
-        let request = match &question {
-            Resolved::Input {
-                message, schema, ..
-            } => {
-                json!({ "kind": "input", "message": message, "schema": schema })
-            }
-            Resolved::Sample {
-                prompt,
-                system,
-                max_tokens,
-            } => {
-                json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens })
-            }
-            _ => unreachable!("only questions are asked"),
-        };
-        self.state.ask(node, instance, key.clone(), request);
-        self.state.unit_mut(node, instance).asking = Some(key.clone());
-        self.state.asking += 1;
-        match answers {
-            Answers::Parked => {
-                let journal = self.journal.as_ref().expect("checked above");
-                journal.answer(&self.run_id, &self.plan.nodes[node].id, instance, &key)
-            }
-            _ => {
-                let env = Arc::clone(&self.env);
-                Box::pin(async move { actions::ask(&env, &question).await })
-            }
-        }
-    }
-
-    /// Writes the caller's reply to a question to the audit log: the answer, or why
-    /// there is none.
-    fn audit_answer(
-        &self,
-        node: usize,
-        instance: Option<usize>,
-        key: &str,
-        result: &Result<Value, NodeError>,
-    ) {
-        let mut args = serde_json::Map::new();
-        args.insert("key".into(), json!(key));
-        if let Some(k) = instance {
-            args.insert("instance".into(), json!(k));
-        }
-        let outcome = match result {
-            Ok(answer) => {
-                args.insert("answer".into(), answer.clone());
-                crate::tools::AuditOutcome::Ok
-            }
-            Err(error) => {
-                args.insert("error".into(), json!(error.message));
-                crate::tools::AuditOutcome::Error
-            }
-        };
-        let origin = Origin {
-            run_id: Some(&self.run_id),
-            node_id: Some(&self.plan.nodes[node].id),
-        };
-        let audit = crate::engine::journal::ANSWER_AUDIT;
-        self.env.tools.audit(audit, &args, outcome, origin);
-    }
-
     /// A wait, then a `Due` wake for the unit's next synchronous attempt.
     fn due_after(
         &mut self,
@@ -552,143 +407,6 @@ impl Run {
         }
         retry_in
     }
-
-    /// Ends a unit without an attempt (cancelled), with a reason.
-    pub(super) fn end_unit(
-        &mut self,
-        node: usize,
-        instance: Option<usize>,
-        status: NodeStatus,
-        reason: Option<String>,
-    ) {
-        let stamp = self.journal.is_some();
-        close(self.state.unit_mut(node, instance), status, reason, stamp);
-        self.unit_finished(node, instance);
-    }
-
-    /// A unit reached a terminal state: a node is complete; an instance counts down its
-    /// node's remaining instances.
-    fn unit_finished(&mut self, node: usize, instance: Option<usize>) {
-        let Some(_) = instance else {
-            return self.node_finished(node);
-        };
-        let fan = self.state.fans[node].as_mut().expect("an expanded node");
-        fan.remaining -= 1;
-        if fan.remaining == 0 {
-            self.collect(node);
-        }
-    }
-
-    /// Completes a `for_each` node from its instances: cancelled if one was, else failed
-    /// with the first failure in item order, else succeeded with the list of outputs.
-    pub(super) fn collect(&mut self, node: usize) {
-        let fan = self.state.fans[node].as_ref().expect("an expanded node");
-        let attempts = fan.units.iter().map(|u| u.attempts).sum();
-        let cancelled = fan
-            .units
-            .iter()
-            .find(|u| u.status == NodeStatus::Cancelled)
-            .map(|u| u.reason.clone());
-        let failure = fan
-            .units
-            .iter()
-            .enumerate()
-            .find_map(|(k, u)| (u.status == NodeStatus::Failed).then(|| (k, u.error.clone())));
-        let outputs: Vec<Value> = fan
-            .units
-            .iter()
-            .map(|u| u.output.clone().unwrap_or(Value::Null))
-            .collect();
-        self.state.unit_mut(node, None).attempts = attempts;
-        self.state.close_fan(node);
-        if let Some(reason) = cancelled {
-            let reason = match self.stop {
-                Some(_) => Some(self.stop_reason()),
-                // Instances cancelled on their own: the node says why.
-                None => reason,
-            };
-            self.complete(node, NodeStatus::Cancelled, reason, None, None);
-        } else if let Some((k, error)) = failure {
-            let error = error.unwrap_or_else(|| NodeError::new(NodeErrorKind::Unsupported, ""));
-            let message = format!("item {k}: {}", error.message);
-            self.fail(node, NodeError { message, ..error });
-        } else {
-            self.complete(
-                node,
-                NodeStatus::Succeeded,
-                None,
-                Some(Value::Array(outputs)),
-                None,
-            );
-        }
-    }
-
-    /// Records a node's terminal state and what follows from it.
-    pub(super) fn complete(
-        &mut self,
-        node: usize,
-        status: NodeStatus,
-        reason: Option<String>,
-        output: Option<Value>,
-        error: Option<NodeError>,
-    ) {
-        let stamp = self.journal.is_some();
-        let unit = self.state.unit_mut(node, None);
-        unit.output = output;
-        unit.error = error;
-        close(unit, status, reason, stamp);
-        self.node_finished(node);
-    }
-
-    /// A node is terminal: count it, tell the observer, release the nodes waiting on it,
-    /// and stop the run if it failed with `fail_run`.
-    fn node_finished(&mut self, node: usize) {
-        self.state.done += 1;
-        self.state.current = Some(node);
-        self.node_changed(node);
-        let plan = Arc::clone(&self.plan);
-        for &d in &plan.nodes[node].downstream {
-            self.waiting_on[d] -= 1;
-            if self.waiting_on[d] == 0 {
-                self.node_ready.push_back(d);
-            }
-        }
-        let planned = &plan.nodes[node];
-        if self.state.status(node) == NodeStatus::Failed
-            && planned.on_failure == crate::engine::definition::OnFailure::FailRun
-        {
-            self.halt(super::Stop::NodeFailed(node));
-        }
-    }
-
-    pub(super) fn node_changed(&self, node: usize) {
-        if let Some(observer) = &self.observer {
-            let unit = &self.state.nodes[node];
-            // Phases, or nodes: what the run's task reports too.
-            let progress = self.state.progress(&self.plan);
-            observer.event(&crate::engine::observer::Event::NodeChanged {
-                run_id: &self.run_id,
-                node: &self.plan.nodes[node].id,
-                status: unit.status,
-                reason: unit.reason.as_deref(),
-                progress: crate::engine::observer::Progress {
-                    done: progress.done,
-                    total: progress.total,
-                },
-            });
-        }
-    }
-}
-
-/// Puts a unit in a terminal state: nothing is awaited or asked any more. `stamp` records
-/// the time (only a journalled run keeps it).
-pub(super) fn close(unit: &mut UnitState, status: NodeStatus, reason: Option<String>, stamp: bool) {
-    unit.status = status;
-    unit.reason = reason;
-    unit.asking = None;
-    unit.next_attempt_ms = None;
-    unit.deadline_ms = None;
-    unit.finished_ms = stamp.then(clock::now_ms);
 }
 
 fn unknown_tool(name: &str) -> NodeError {

@@ -1,0 +1,163 @@
+//! Attempts that wait: a `wait`, and the questions of `input` and `sample` nodes, put to
+//! whoever answers the run (parked in the journal, its caller, or nobody), each answer
+//! audited.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Run;
+use super::units::{UnitWake, Woken, left_until, millis};
+use crate::clock;
+use crate::engine::actions::{self, BoxFuture, Resolved};
+use crate::engine::attempt::{Outcome, with_timeout};
+use crate::engine::journal::Answers;
+use crate::engine::report::NodeError;
+use crate::tools::Origin;
+
+impl Run {
+    /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
+    pub(super) fn waiting_attempt(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+        first_wait: Duration,
+    ) -> BoxFuture<Woken> {
+        let number = self.state.unit(node, instance).attempts + 1;
+        let timeout = self.plan.nodes[node].timeout;
+        let stop = self.unit_token(node, instance);
+        let attempt: BoxFuture<Result<Value, NodeError>> = match &action {
+            &Resolved::Wait(duration) => {
+                let stored = self.state.unit(node, instance).deadline_ms;
+                let (first_wait, duration) = match stored {
+                    // Resumed mid-wait: only what is left of the stored deadline.
+                    Some(at) => (Duration::ZERO, left_until(at)),
+                    None => {
+                        let at = clock::now_ms() + millis(first_wait + duration);
+                        self.state.unit_mut(node, instance).deadline_ms = Some(at);
+                        (first_wait, duration)
+                    }
+                };
+                Box::pin(async move {
+                    tokio::time::sleep(first_wait).await;
+                    with_timeout(timeout, async move {
+                        tokio::time::sleep(duration).await;
+                        Ok(Value::Null)
+                    })
+                    .await
+                })
+            }
+            question => {
+                let asked = self.ask(node, instance, number, question.clone());
+                Box::pin(async move {
+                    tokio::time::sleep(first_wait).await;
+                    with_timeout(timeout, asked).await
+                })
+            }
+        };
+        Box::pin(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = stop.cancelled() => Outcome::Cancelled,
+                result = attempt => match result {
+                    Ok(value) => Outcome::Succeeded(value),
+                    Err(error) => Outcome::Failed(error),
+                },
+            };
+            Woken::Unit(UnitWake {
+                node,
+                instance,
+                outcome,
+                attempted: true,
+                action: Some(action),
+            })
+        })
+    }
+
+    /// Puts an `input` or `sample` question to whoever answers this run's questions,
+    /// recording it under a key that attempt `number` of this unit always gets.
+    fn ask(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        number: u32,
+        question: Resolved,
+    ) -> BoxFuture<Result<Value, NodeError>> {
+        let answers = match (self.answers, &self.env.interaction, &self.journal) {
+            (Answers::Caller, Some(_), _) => Answers::Caller,
+            (Answers::Parked, _, Some(_)) => Answers::Parked,
+            _ => Answers::Nobody,
+        };
+        if answers == Answers::Nobody {
+            // A question recorded before a restart, whose asker is gone: nobody waits on it.
+            if self.state.unit(node, instance).asking.is_some() {
+                self.state.unit_mut(node, instance).asking = None;
+            }
+            let result = actions::unanswered(&question);
+            return Box::pin(async move { result });
+        }
+        let key = format!("attempt-{number}");
+        let request = match &question {
+            Resolved::Input {
+                message, schema, ..
+            } => {
+                json!({ "kind": "input", "message": message, "schema": schema })
+            }
+            Resolved::Sample {
+                prompt,
+                system,
+                max_tokens,
+            } => {
+                json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens })
+            }
+            _ => unreachable!("only questions are asked"),
+        };
+        self.state.ask(node, instance, key.clone(), request);
+        self.state.unit_mut(node, instance).asking = Some(key.clone());
+        self.state.asking += 1;
+        match answers {
+            Answers::Parked => {
+                let journal = self.journal.as_ref().expect("checked above");
+                journal.answer(&self.run_id, &self.plan.nodes[node].id, instance, &key)
+            }
+            _ => {
+                let env = Arc::clone(&self.env);
+                Box::pin(async move { actions::ask(&env, &question).await })
+            }
+        }
+    }
+
+    /// Writes the caller's reply to a question to the audit log: the answer, or why
+    /// there is none.
+    pub(super) fn audit_answer(
+        &self,
+        node: usize,
+        instance: Option<usize>,
+        key: &str,
+        result: &Result<Value, NodeError>,
+    ) {
+        let mut args = serde_json::Map::new();
+        args.insert("key".into(), json!(key));
+        if let Some(k) = instance {
+            args.insert("instance".into(), json!(k));
+        }
+        let outcome = match result {
+            Ok(answer) => {
+                args.insert("answer".into(), answer.clone());
+                crate::tools::AuditOutcome::Ok
+            }
+            Err(error) => {
+                args.insert("error".into(), json!(error.message));
+                crate::tools::AuditOutcome::Error
+            }
+        };
+        let origin = Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&self.plan.nodes[node].id),
+        };
+        let audit = crate::engine::journal::ANSWER_AUDIT;
+        self.env.tools.audit(audit, &args, outcome, origin);
+    }
+}
