@@ -5,11 +5,9 @@
 
 mod wire;
 
-use std::path::Path;
-
 use mcp_task_server::tasks::RegistryConfig;
 use serde_json::{Value, json};
-use wire::Wire;
+use wire::{Wire, files_in};
 
 fn start() -> Wire {
     Wire::start_in(RegistryConfig::default(), &[])
@@ -71,19 +69,6 @@ fn todos(wire: &Wire) -> Vec<(String, Vec<String>)> {
     let store = wire.registry.store();
     let all = store.list_todos(&Default::default()).unwrap();
     all.into_iter().map(|t| (t.title, t.tags)).collect()
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 #[tokio::test]

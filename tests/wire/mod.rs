@@ -135,3 +135,17 @@ impl Wire {
         panic!("the task never became {status}");
     }
 }
+
+/// The names of the files in `dir`, sorted; none if it does not exist.
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
