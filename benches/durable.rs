@@ -113,8 +113,8 @@ impl Journal for PerTransition {
         self.0.load(run_id)
     }
 
-    fn claim(&self, run_id: &str) -> Result<(), JournalError> {
-        self.0.claim(run_id)
+    fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
+        self.0.claim(run_id, answers)
     }
 
     fn answer(

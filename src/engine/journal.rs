@@ -242,8 +242,10 @@ pub trait Journal: Send + Sync {
     /// Reads a run back, to resume it or to run it again.
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError>;
 
-    /// Takes the run's lease for this process: `Held` if a live process holds it.
-    fn claim(&self, run_id: &str) -> Result<(), JournalError>;
+    /// Takes the run's lease for this process: `Held` if a live process holds it. With
+    /// `answers`, the run's questions go that way from now on, for whoever drives it next
+    /// too.
+    fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError>;
 
     /// Resolves to the answer of the unit's question `key` once one is given.
     fn answer(

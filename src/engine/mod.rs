@@ -338,13 +338,15 @@ impl Engine {
             }
             .into());
         }
-        journal.claim(run_id)?;
+        // Whoever resumes the run may answer its questions where its starter could not
+        // (a terminal, an answers file): then they are parked for it, and stay parked for
+        // whoever takes the run over after it.
+        let parked = options.park_questions.then_some(Answers::Parked);
+        journal.claim(run_id, parked)?;
         let env = self.env_for(&options);
         let mut setup = RunSetup::from_stored(stored, env);
-        // Whoever resumes the run may answer its questions where its starter could not
-        // (a terminal, an answers file): then they are parked for it.
-        if options.park_questions {
-            setup.answers = Answers::Parked;
+        if let Some(answers) = parked {
+            setup.answers = answers;
         }
         setup.observer = options.observer;
         setup.cancel = options.cancel;

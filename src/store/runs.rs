@@ -305,11 +305,13 @@ impl Store {
         owner: &str,
         until_ms: i64,
         gone: Option<&str>,
+        answers: Option<&str>,
     ) -> Result<bool, StoreError> {
         let conn = self.lock();
         let changed = conn
             .prepare_cached(
-                "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3, updated_at = ?6
+                "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3, updated_at = ?6,
+                     answers = COALESCE(?7, answers)
                  WHERE id = ?1 AND status = 'running'
                    AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
                         OR lease_owner = ?5)",
@@ -320,7 +322,8 @@ impl Store {
                 until_ms,
                 clock::now_ms(),
                 gone,
-                clock::now_iso()
+                clock::now_iso(),
+                answers
             ])?;
         Ok(changed == 1)
     }

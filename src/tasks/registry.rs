@@ -16,7 +16,7 @@ use super::records::{self, instance_number};
 use crate::clock;
 use crate::engine::actions::BoxFuture;
 use crate::engine::journal::{
-    Journal, JournalError, RunBatch, RunOrigin, RunStart, StoredRun, ToolCall, UnitChange,
+    Answers, Journal, JournalError, RunBatch, RunOrigin, RunStart, StoredRun, ToolCall, UnitChange,
     UnitState,
 };
 use crate::engine::plan::Plan;
@@ -290,7 +290,7 @@ impl Journal for Registry {
         })
     }
 
-    fn claim(&self, run_id: &str) -> Result<(), JournalError> {
+    fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
         let owner = self
             .store
             .lease_owner(run_id)
@@ -299,7 +299,13 @@ impl Journal for Registry {
         let gone = owner.filter(|owner| owner != &self.owner && owner_is_gone(owner));
         let claimed = self
             .store
-            .claim_run(run_id, &self.owner, self.lease_until(), gone.as_deref())
+            .claim_run(
+                run_id,
+                &self.owner,
+                self.lease_until(),
+                gone.as_deref(),
+                answers.map(Answers::as_str),
+            )
             .map_err(storage)?;
         match claimed {
             true => Ok(()),

@@ -364,3 +364,38 @@ fn the_adr_planner_runs_from_the_terminal_with_every_question_answered_from_a_fi
     assert_eq!(todo["title"], "Provision the queue");
     assert_eq!(todo["tags"], json!(["adr-0001", "priority:high"]));
 }
+
+#[test]
+fn a_run_resumed_to_park_its_questions_keeps_them_parked_for_the_next_resume() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("ask.toml", ASK);
+    let store = Store::open(&sandbox.db).unwrap();
+    let mut child = spawn_quiet(&sandbox, &["workflows", "run", "ask"]);
+    wait_until("the run is recorded", || latest_run(&store).is_some());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = latest_run(&store).unwrap();
+    assert_eq!(store.run(&id).unwrap().unwrap().answers, "none");
+
+    // Resumed to park its question, then killed while it waits for the answer.
+    let mut child = spawn_quiet(
+        &sandbox,
+        &["workflows", "resume", &id, "--wait-for-answers"],
+    );
+    wait_until("the approval is asked", || {
+        store.questions(&id).unwrap().len() == 1
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(store.run(&id).unwrap().unwrap().answers, "parked");
+
+    // Answered from another terminal, the next plain resume takes the answer instead of
+    // failing the node for want of a default.
+    let answered = sandbox.run(&["workflows", "answer", &id, "approve", r#"{"ok": true}"#]);
+    answered.assert_code(0);
+    let report = sandbox
+        .run(&["workflows", "resume", &id])
+        .assert_code(0)
+        .json();
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved world");
+}
