@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use crate::engine::actions;
 use crate::engine::definition::ActionDef;
 use crate::engine::plan::{NodeAction, Plan, PlannedNode};
 
@@ -83,7 +84,7 @@ impl AnswerFile {
         };
         match (kind, value) {
             (_, Value::Null) => None,
-            ("sample", Value::String(text)) => Some(json!({ "text": text, "model": "person" })),
+            ("sample", text @ Value::String(_)) => Some(actions::sampled_by_person(text)),
             ("sample", Value::Object(reply)) if !reply.contains_key("model") => {
                 let mut reply = reply.clone();
                 reply.insert("model".into(), Value::from("person"));
@@ -162,6 +163,7 @@ fn shape_problem(kind: &str, value: &Value) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const FLOW: &str = r#"
 name = "flow"

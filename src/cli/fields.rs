@@ -222,7 +222,7 @@ impl Field {
 /// A sample node's answer as the terminal gives it: the lines typed, and who wrote them
 /// (the terminal has no model; a person answers in its place).
 pub(crate) fn sample_answer(lines: &[String]) -> Value {
-    json!({ "text": lines.join("\n"), "model": "person" })
+    crate::engine::actions::sampled_by_person(&Value::String(lines.join("\n")))
 }
 
 #[cfg(test)]

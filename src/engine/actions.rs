@@ -190,6 +190,12 @@ fn expand_form(schema: &Value, ctx: &minijinja::Value) -> Result<Value, NodeErro
     Ok(form)
 }
 
+/// A `sample` node's answer written by a person where a model would have replied: its
+/// output has the shape of a model's reply, with `model: "person"`.
+pub fn sampled_by_person(text: &Value) -> Value {
+    serde_json::json!({ "text": text, "model": "person" })
+}
+
 /// Puts an `input` or `sample` question to the run's interaction; without one, see
 /// [`unanswered`]. (The scheduler performs every other action itself.)
 pub async fn ask(env: &ActionEnv, question: &Resolved) -> Result<Value, NodeError> {

@@ -65,7 +65,7 @@ pub(in crate::server) fn for_person(sample: &Value) -> Value {
 /// ([`for_person`]) reads as a model's, `{text, model: "person"}`.
 pub(in crate::server) fn as_answer(sent: &Value, answer: Value) -> Value {
     match sent["forSample"] == true {
-        true => json!({ "text": answer["text"], "model": "person" }),
+        true => crate::engine::actions::sampled_by_person(&answer["text"]),
         false => answer,
     }
 }
