@@ -395,3 +395,33 @@ async fn a_run_cancelled_before_its_last_phase_leaves_no_adr_and_no_todos() {
     assert!(files_in(&adr_dir(&wire)).is_empty());
     assert!(todos(&wire).is_empty());
 }
+
+#[tokio::test]
+async fn a_corrected_draft_that_misfits_its_phase_is_asked_again_and_the_fitting_one_is_taken() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
+        .await;
+    let reviews = std::sync::atomic::AtomicUsize::new(0);
+    let answer = |request: &Value| {
+        let form = &request["params"]["requestedSchema"]["properties"];
+        if form.get("findings").is_some()
+            && reviews.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0
+        {
+            // A relevance the phase does not know.
+            let wrong = json!([{ "source": "s", "insight": "i", "relevance": "huge" }]);
+            return json!({ "action": "accept", "content": { "findings": wrong.to_string() } });
+        }
+        client(request)
+    };
+    let reply = wire
+        .request_answering(1, "tools/call", call(json!({ "title": "Queue" })), &answer)
+        .await;
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert_eq!(
+        reviews.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "asked again once"
+    );
+    let output = &reply["result"]["structuredContent"]["data"]["output"];
+    assert_eq!(output["findings"], findings());
+}
