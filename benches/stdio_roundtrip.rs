@@ -10,7 +10,7 @@
 //! Run: `cargo bench --bench stdio_roundtrip`. `BENCH_N` sets the number of measured calls
 //! of each latency row and of each throughput round (default 5000), `BENCH_RUNS` the number
 //! of runs started as tasks in each form (default 1000), `BENCH_ONLY` the parts to run
-//! (see `selected`).
+//! (see `selected`), and `BENCH_SERVER` the server binary (default: this build's).
 //!
 //! Each measured call is preceded by a `cat` round trip of the same line, so the floor of a
 //! row is taken at the same moments as the row. The clock of a call stops when the line of
@@ -60,12 +60,15 @@ impl Peer {
         }
     }
 
-    /// The server, on a database in `dir`, with no workflow folder.
+    /// The server, on a database in `dir`, with no workflow folder. `BENCH_SERVER` names
+    /// another build of it to measure instead, to set two builds side by side.
     fn server(dir: &Path) -> Peer {
         let workflows = dir.join("workflows");
         std::fs::create_dir_all(&workflows).unwrap();
+        let binary = std::env::var_os("BENCH_SERVER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-task-server").into());
         Peer::spawn(
-            Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
+            Command::new(binary)
                 .arg("--db")
                 .arg(dir.join("bench.db"))
                 .arg("--workflows")
