@@ -189,33 +189,9 @@ impl Server {
     }
 }
 
-impl ServerHandler for Server {
-    fn get_info(&self) -> ServerConfig {
-        let capabilities = match self.registry {
-            Some(_) => ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-            None => ServerCapabilities::builder().enable_tools().build(),
-        };
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new(
-                env!("CARGO_PKG_NAME"),
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let tools = self.published().into_iter().map(|(_, tool)| tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn call_tool(
+impl Server {
+    /// A `tools/call`, by the route of its tool and the protocol of its request.
+    async fn dispatch_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -280,6 +256,44 @@ impl ServerHandler for Server {
         };
         Ok(reply.into())
     }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = match self.registry {
+            Some(_) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+            None => ServerCapabilities::builder().enable_tools().build(),
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self.published().into_iter().map(|(_, tool)| tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // Boxed: rmcp spawns a task per request and moves its future in and out of the
+        // task's cell. Unboxed, that future would be as large as the largest state of a
+        // workflow run, and kilobytes would be copied for every request, however small.
+        Box::pin(self.dispatch_call(request, context)).await
+    }
 
     async fn get_task(
         &self,
@@ -318,10 +332,12 @@ impl ServerHandler for Server {
             .strip_prefix(wire::legacy::PREFIX)
             .map(str::to_owned);
         match legacy {
-            Some(method) if self.registry.is_some() => self
-                .legacy_request(&method, request, context)
-                .await
-                .map(CustomResult),
+            // Boxed for the reason `call_tool` is: a blocking `tasks/result` waits on a run.
+            Some(method) if self.registry.is_some() => {
+                Box::pin(self.legacy_request(&method, request, context))
+                    .await
+                    .map(CustomResult)
+            }
             _ => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {}", request.method),
