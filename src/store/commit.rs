@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use super::nodes::NodeRow;
 use super::runs::RunEnd;
+use super::write_tx::WriteTx;
 use super::{Store, StoreError, Tx};
 
 /// One change of a batch.
@@ -167,10 +168,7 @@ fn commit_group(
             .map(|_| Err(StoreError::Commit(message.clone())))
             .collect()
     };
-    let tx = match rusqlite::Transaction::new_unchecked(
-        conn,
-        rusqlite::TransactionBehavior::Immediate,
-    ) {
+    let tx = match WriteTx::begin(conn) {
         Ok(tx) => tx,
         Err(error) => return failed_all(&error.into()),
     };
@@ -194,19 +192,19 @@ fn commit_group(
 /// Applies each batch of a group under a savepoint of its own, so that a batch whose fence
 /// fails is left out and the others still commit. `Err` when the savepoints themselves fail.
 fn apply_each(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &WriteTx<'_>,
     group: &[(u64, Batch)],
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
     let mut results = Vec::with_capacity(group.len());
     for (_, batch) in group {
-        tx.execute_batch("SAVEPOINT batch")?;
+        tx.savepoint()?;
         match (Tx { conn: tx }).apply(batch) {
             Ok(_) => {
-                tx.execute_batch("RELEASE batch")?;
+                tx.end_savepoint(true)?;
                 results.push(Ok(()));
             }
             Err(error) => {
-                tx.execute_batch("ROLLBACK TO batch; RELEASE batch")?;
+                tx.end_savepoint(false)?;
                 results.push(Err(error));
             }
         }

@@ -11,12 +11,15 @@ mod rounds;
 mod run_tasks;
 mod runs;
 mod todos;
+mod write_tx;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
+
+use write_tx::WriteTx;
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{Batch, Write};
@@ -45,8 +48,8 @@ fn configure_sqlite() {
 
 /// The page cache of a connection, in KiB.
 const CACHE_KIB: i64 = 32 * 1024;
-/// How much of the file a connection maps into memory, at most.
-const MMAP_BYTES: i64 = 256 * 1024 * 1024;
+/// Prepared statements kept per connection: more than this module has queries.
+const STATEMENT_CACHE: usize = 128;
 
 /// How long a statement waits for a lock held by another connection before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -158,12 +161,16 @@ impl Store {
 
     fn from_connection(mut conn: Connection, durability: Durability) -> Result<Store, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Every query of this module is a cached statement, and a request may use a dozen
+        // of them: rusqlite's default of 16 would evict and parse them again in turn.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.pragma_update(None, "foreign_keys", true)?;
         // A durable run writes a row per node and reads its plan back on resume: with
         // SQLite's default 2 MiB page cache, most of those touches become `pread` calls
-        // once the file outgrows it. A larger cache and a memory map keep them in memory.
+        // once the file outgrows it. A larger cache keeps them in memory. No memory map:
+        // in WAL mode every page fetched through one is first looked up in the WAL's
+        // index, which cost a small tool call more than the map ever saved it.
         conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-        conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         // Statement and savepoint journals stay in memory rather than in temporary files.
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         // A cached statement whose `LIMIT ?` gets a new value is otherwise planned again at
@@ -224,7 +231,7 @@ impl Store {
         work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let conn = self.lock();
-        match Transaction::new_unchecked(&conn, TransactionBehavior::Immediate) {
+        match WriteTx::begin(&conn) {
             Ok(tx) => {
                 let out = work(&Tx { conn: &tx })?;
                 tx.commit()?;
