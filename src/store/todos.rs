@@ -93,18 +93,23 @@ pub(crate) fn escape_like(text: &str) -> String {
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
         let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
-        // The row comes back from the insert itself: reading it again would cost a lookup.
-        let todo = self
-            .conn
-            .prepare_cached(&format!(
-                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)
-                 RETURNING {COLUMNS}"
-            ))?
-            .query_row(
-                params![new.title, new.due, tags, clock::now_iso()],
-                todo_from_row,
-            )?;
-        Ok(todo)
+        let created_at = clock::now_iso();
+        // The row is built from what was inserted: reading it back, or `RETURNING` it
+        // (which SQLite stages in a temporary table), would cost more than the insert.
+        self.conn
+            .prepare_cached(
+                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![new.title, new.due, tags, created_at])?;
+        Ok(Todo {
+            id: self.conn.last_insert_rowid(),
+            title: new.title.clone(),
+            status: TodoStatus::Open,
+            due: new.due.clone(),
+            tags: new.tags.clone(),
+            created_at,
+            completed_at: None,
+        })
     }
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
