@@ -501,7 +501,7 @@ fn audit_log_refuses_delete() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -592,9 +592,25 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
     assert_eq!(audit[1].run_id.as_deref(), Some("r1"));
     assert_eq!(insert(&store, "new", None, &[]).id, 3);
     assert!(store.list_runs(None, 10).unwrap().is_empty());
-    // The audit log is still append-only after the migration.
+    // The audit log keeps its ids, and goes on from the last of them.
+    assert_eq!(audit.iter().map(|row| row.id).collect::<Vec<_>>(), [1, 2]);
+    append(&store, "list_tasks", "{}", AuditOutcome::Ok);
+    assert_eq!(store.audit_rows().unwrap()[2].id, 3);
+    // It is still append-only after the migration, and still refuses an unknown outcome.
     let conn = Connection::open(&path).unwrap();
     assert!(conn.execute("DELETE FROM audit_log", []).is_err());
+    assert!(conn.execute("UPDATE audit_log SET tool = 'x'", []).is_err());
+    let bogus = "INSERT INTO audit_log (at, tool, args, outcome) VALUES ('t', 'x', '{}', 'bogus')";
+    assert!(conn.execute(bogus, []).is_err());
+    // Its outcome check builds no temporary index at each insert.
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN {}", bogus.replace("'bogus'", "'ok'")))
+        .unwrap()
+        .query_map([], |row| row.get(1))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!plan.iter().any(|op| op == "OpenEphemeral"), "{plan:?}");
     // Its due-date index now leaves out the todos without a due date.
     let due_index: String = conn
         .query_row(
@@ -624,15 +640,19 @@ fn newer_schema_version_fails_to_open_with_a_clear_error() {
         matches!(
             error,
             StoreError::SchemaTooNew {
-                found: 5,
-                supported: 4
-            }
+                found,
+                supported: SCHEMA_VERSION
+            } if found == SCHEMA_VERSION + 1
         ),
         "{error:?}"
     );
     let message = error.to_string();
     assert!(message.contains("newer"), "{message}");
-    assert!(message.contains('5') && message.contains('4'), "{message}");
+    let (found, supported) = ((SCHEMA_VERSION + 1).to_string(), SCHEMA_VERSION.to_string());
+    assert!(
+        message.contains(&found) && message.contains(&supported),
+        "{message}"
+    );
 }
 
 #[test]

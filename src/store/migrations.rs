@@ -185,6 +185,30 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX tasks_due;
     CREATE INDEX tasks_due ON tasks (due) WHERE due IS NOT NULL;
     "#,
+    // 5: the audit log's check on `outcome` as comparisons rather than an `IN` list, for
+    // which SQLite builds a temporary index at every insert. A check cannot be altered in
+    // place, so the table is copied, every row and id kept; its triggers go with the old
+    // table and are made again.
+    r#"
+    CREATE TABLE audit_log_v5 (
+        id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        at      TEXT NOT NULL,
+        tool    TEXT NOT NULL,
+        args    TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome = 'ok' OR outcome = 'rejected'
+                                     OR outcome = 'not_found' OR outcome = 'error'),
+        run_id  TEXT,
+        node_id TEXT
+    );
+    INSERT INTO audit_log_v5 (id, at, tool, args, outcome, run_id, node_id)
+        SELECT id, at, tool, args, outcome, run_id, node_id FROM audit_log ORDER BY id;
+    DROP TABLE audit_log;
+    ALTER TABLE audit_log_v5 RENAME TO audit_log;
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
