@@ -124,26 +124,23 @@ impl Tx<'_> {
                 "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
                      lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
                      idempotency_key, idempotency_request)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)
-                 RETURNING key",
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
             )?
-            .query_row(
-                params![
-                    run.id,
-                    run.workflow,
-                    plan,
-                    run.origin,
-                    run.answers,
-                    run.deadline_ms,
-                    run.lease_owner,
-                    run.lease_expires_ms,
-                    run.retry_of,
-                    now,
-                    run.idempotency.map(|(key, _)| key),
-                    run.idempotency.map(|(_, request)| request)
-                ],
-                |r| r.get(0),
-            )?;
+            .execute(params![
+                run.id,
+                run.workflow,
+                plan,
+                run.origin,
+                run.answers,
+                run.deadline_ms,
+                run.lease_owner,
+                run.lease_expires_ms,
+                run.retry_of,
+                now,
+                run.idempotency.map(|(key, _)| key),
+                run.idempotency.map(|(_, request)| request)
+            ])
+            .map(|_| self.conn.last_insert_rowid())?;
         self.conn
             .prepare_cached("INSERT INTO run_inputs (run_key, inputs) VALUES (?1, ?2)")?
             .execute(params![key, run.inputs])?;
@@ -162,16 +159,17 @@ impl Tx<'_> {
         if let Some(key) = found {
             return Ok(key);
         }
-        Ok(self
-            .conn
+        self.conn
             .prepare_cached(
-                "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES (?1, ?2, ?3, ?4)
-                 RETURNING key",
+                "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES (?1, ?2, ?3, ?4)",
             )?
-            .query_row(
-                params![run.plan_hash, run.snapshot, run.node_ids, run.nodes],
-                |r| r.get(0),
-            )?)
+            .execute(params![
+                run.plan_hash,
+                run.snapshot,
+                run.node_ids,
+                run.nodes
+            ])?;
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// The key of the run with id `run_id`.
@@ -186,18 +184,24 @@ impl Tx<'_> {
     /// Every batch a driver commits starts here, so a process that lost a run writes
     /// nothing. Returns the run's key.
     pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<i64, StoreError> {
-        self.conn
+        // Found, then extended, in the caller's write transaction: an `UPDATE … RETURNING`
+        // would stage its one row in a temporary table, at every batch of every run.
+        let key: i64 = self
+            .conn
             .prepare_cached(
-                "UPDATE runs SET lease_expires_ms = ?3, updated_at = ?4
-                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running' RETURNING key",
+                "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
             )?
-            .query_row(params![run_id, owner, until_ms, clock::now_iso()], |r| {
-                r.get(0)
-            })
+            .query_row(params![run_id, owner], |r| r.get(0))
             .optional()?
             .ok_or_else(|| StoreError::LeaseLost {
                 run_id: run_id.to_owned(),
-            })
+            })?;
+        self.conn
+            .prepare_cached(
+                "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3 WHERE key = ?1",
+            )?
+            .execute(params![key, until_ms, clock::now_iso()])?;
+        Ok(key)
     }
 
     /// Records how a run ended and gives up its lease.

@@ -163,13 +163,13 @@ impl Tx<'_> {
 
     /// Deletes a todo and returns it as it was. `None` if there is none.
     pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        let conn = self.conn;
-        Ok(conn
-            .prepare_cached(&format!(
-                "DELETE FROM tasks WHERE id = ?1 RETURNING {COLUMNS}"
-            ))?
-            .query_row([id], todo_from_row)
-            .optional()?)
+        let Some(todo) = get(self.conn, id)? else {
+            return Ok(None);
+        };
+        self.conn
+            .prepare_cached("DELETE FROM tasks WHERE id = ?1")?
+            .execute([id])?;
+        Ok(Some(todo))
     }
 }
 
@@ -196,6 +196,7 @@ impl Store {
     }
 
     pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        self.with(|tx| tx.delete_todo(id))
+        // Read, then deleted: one transaction, so that two deletes cannot both return it.
+        self.try_transaction(|tx| tx.delete_todo(id))
     }
 }
