@@ -73,6 +73,12 @@ struct Common {
     /// client without tasks) wait for that retry; then the run is cancelled.
     #[arg(long, env = "TASKS_ANSWER_TIMEOUT", default_value = "1h", value_parser = duration, global = true)]
     answer_timeout: Duration,
+
+    /// Threads that run requests and workflow steps. One keeps a request and the run it
+    /// starts on the thread that read it, with no wake-up of another thread in between;
+    /// more help workflows whose steps compute for long.
+    #[arg(long, env = "TASKS_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), global = true)]
+    worker_threads: u16,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -271,7 +277,10 @@ const TERMINAL: Chores = Chores {
 };
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A multi-thread runtime even with one worker: `block_on` then only waits, and blocking
+    // work (prompts at a terminal) still has its own pool.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.common.worker_threads.into())
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
