@@ -208,17 +208,6 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The node ids of a run's plan, in plan order, as the JSON array it was created with.
-    pub fn node_ids(&self, run_key: i64) -> Result<Option<String>, StoreError> {
-        let conn = self.lock();
-        Ok(conn
-            .prepare_cached(
-                "SELECT p.node_ids FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.key = ?1",
-            )?
-            .query_row([run_key], |r| r.get(0))
-            .optional()?)
-    }
-
     /// The id of the node at `index` in a run's plan, without reading the whole list into
     /// Rust.
     pub fn node_id_at(&self, run_key: i64, index: i64) -> Result<Option<String>, StoreError> {

@@ -46,6 +46,8 @@ pub struct RunHead {
     pub timing: TaskTiming,
     /// How many nodes the run's plan has.
     pub nodes: i64,
+    /// The plan's node ids in plan order, as the JSON array it was created with.
+    pub node_ids: String,
     /// The task protocol the run's task was created under, if any.
     pub era: Option<String>,
 }
@@ -85,7 +87,7 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
 }
 
 const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_interval_ms, \
-     p.nodes, t.era \
+     p.nodes, t.era, p.node_ids \
      FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
 
 fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
@@ -99,6 +101,7 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
         },
         nodes: r.get(5)?,
         era: r.get(6)?,
+        node_ids: r.get(7)?,
     })
 }
 

@@ -114,6 +114,11 @@ fn parsed(text: Option<&str>) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The run's node ids in plan order, read with its head.
+fn node_ids(head: &RunHead) -> Vec<String> {
+    serde_json::from_str(&head.node_ids).unwrap_or_default()
+}
+
 impl Registry {
     /// A task by id: a run's own task, or the sub-task of one of its units.
     pub fn task(&self, task_id: &str) -> Result<Option<TaskView>, StoreError> {
@@ -172,7 +177,7 @@ impl Registry {
                 None => return Ok(Vec::new()),
             },
         };
-        let node_ids = self.node_ids(&head)?;
+        let node_ids = node_ids(&head);
         let after_row = cursor.map(|(node, instance)| (node as i64, instance_number(instance)));
         let mut rows = self
             .store()
@@ -219,11 +224,6 @@ impl Registry {
         Ok(rows.into_iter().map(TaskView::from_row).collect())
     }
 
-    fn node_ids(&self, head: &RunHead) -> Result<Vec<String>, StoreError> {
-        let text = self.store().node_ids(head.key)?.unwrap_or_default();
-        Ok(serde_json::from_str(&text).unwrap_or_default())
-    }
-
     /// Runs, newest first, optionally of one status.
     pub fn runs(&self, status: Option<&str>, limit: usize) -> Result<Vec<RunListing>, StoreError> {
         let runs = self.store().list_runs(status, limit)?;
@@ -251,7 +251,7 @@ impl Registry {
         let task = store.run_task(run_id)?;
         let head = store.run_head(run_id)?;
         let order = match &head {
-            Some(head) => self.node_ids(head)?,
+            Some(head) => node_ids(head),
             None => Vec::new(),
         };
         let mut nodes = Map::new();
