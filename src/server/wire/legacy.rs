@@ -20,6 +20,8 @@ use std::collections::HashMap;
 use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+
+use super::screen::as_message;
 use serde_json::{Map, Value, json};
 
 /// Where renamed legacy methods live: `PREFIX` + the method's own name.
@@ -198,11 +200,7 @@ fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer>
 /// get there too, but only after trying, and failing, every standard request type first.
 fn custom(raw: Value) -> Option<RxJsonRpcMessage<RoleServer>> {
     let request: JsonRpcRequest<CustomRequest> = serde_json::from_value(raw).ok()?;
-    Some(JsonRpcMessage::Request(JsonRpcRequest {
-        jsonrpc: request.jsonrpc,
-        id: request.id,
-        request: ClientRequest::CustomRequest(request.request),
-    }))
+    Some(as_message(request, ClientRequest::CustomRequest))
 }
 
 #[cfg(test)]

@@ -85,12 +85,7 @@ fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         text: &'a [u8],
         variant: fn(T) -> ClientRequest,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let request: JsonRpcRequest<T> = serde_json::from_slice(text).ok()?;
-        Some(JsonRpcMessage::Request(JsonRpcRequest {
-            jsonrpc: request.jsonrpc,
-            id: request.id,
-            request: variant(request.request),
-        }))
+        Some(as_message(serde_json::from_slice(text).ok()?, variant))
     }
     match shape.method.as_deref()? {
         "tools/call" => parse(text, ClientRequest::CallToolRequest),
@@ -99,6 +94,18 @@ fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         "tasks/cancel" => parse(text, ClientRequest::CancelTaskRequest),
         _ => None,
     }
+}
+
+/// A request parsed as one type of client request, as the message rmcp handles.
+pub(super) fn as_message<T>(
+    request: JsonRpcRequest<T>,
+    variant: fn(T) -> ClientRequest,
+) -> RxJsonRpcMessage<RoleServer> {
+    JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: variant(request.request),
+    })
 }
 
 fn trim(text: &[u8]) -> &[u8] {
