@@ -850,3 +850,14 @@ fn durability_ttl_and_lease_options_are_checked() {
     let nonsense = sandbox.run(&["--lease", "soon", "workflows", "runs"]);
     assert_eq!(nonsense.code, Some(2), "{}", nonsense.stderr);
 }
+
+#[test]
+fn a_run_completes_on_more_worker_threads_and_none_is_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("hello.toml", HELLO);
+    let four = sandbox.run(&["--worker-threads", "4", "workflows", "run", "hello"]);
+    four.assert_code(0);
+    let none = sandbox.run(&["--worker-threads", "0", "workflows", "runs"]);
+    assert_eq!(none.code, Some(2), "{}", none.stderr);
+    assert!(none.stderr.contains("--worker-threads"), "{}", none.stderr);
+}
