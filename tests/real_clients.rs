@@ -9,6 +9,8 @@
 //! test prints `SKIPPED ...` on stderr, naming what is missing and how to install it, and
 //! returns; with `TASKS_REAL_CLIENTS=required` (as `.ci/run` sets) it fails instead.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -1662,15 +1664,7 @@ fn assert_contains_all(text: &str, parts: &[&str]) {
 
 /// Every todo in the sandbox's store, as (title, tags), sorted.
 fn stored_todos(sandbox: &Sandbox) -> Vec<(String, Vec<String>)> {
-    let store = mcp_task_server::store::Store::open(sandbox.path("tasks.db")).unwrap();
-    let mut todos: Vec<(String, Vec<String>)> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| (t.title, t.tags))
-        .collect();
-    todos.sort();
-    todos
+    common::sorted_todos(&sandbox.path("tasks.db"))
 }
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

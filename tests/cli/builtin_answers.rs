@@ -2,7 +2,6 @@
 //! terminal with every question answered from a file (`--answers`), on the arguments and
 //! drafts the real-client tests use (`tests/clients/scenarios.json`).
 
-use mcp_task_server::store::Store;
 use serde_json::{Value, json};
 
 use super::answers::run_answered;
@@ -62,15 +61,7 @@ fn assert_contains_all(text: &str, parts: &[&str]) {
 
 /// Every stored todo as (title, tags), sorted.
 fn todos(sandbox: &Sandbox) -> Vec<(String, Vec<String>)> {
-    let mut todos: Vec<(String, Vec<String>)> = Store::open(&sandbox.db)
-        .unwrap()
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| (t.title, t.tags))
-        .collect();
-    todos.sort();
-    todos
+    crate::common::sorted_todos(&sandbox.db)
 }
 
 #[test]

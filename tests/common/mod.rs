@@ -305,6 +305,18 @@ pub fn task_titles(db: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Every todo of the database at `db` as (title, tags), sorted.
+pub fn sorted_todos(db: &Path) -> Vec<(String, Vec<String>)> {
+    let mut todos: Vec<(String, Vec<String>)> = read_only(db)
+        .list_todos(&TodoFilter::default())
+        .expect("read the todos")
+        .into_iter()
+        .map(|todo| (todo.title, todo.tags))
+        .collect();
+    todos.sort();
+    todos
+}
+
 /// The server binary on a fresh database, spoken to in raw JSON-RPC lines over its stdin
 /// and stdout (no client library in between). Killed when dropped, and after two minutes
 /// in any case, so that a server that never replies fails the test's read instead of
