@@ -18,10 +18,12 @@
 use std::collections::HashMap;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientRequest, CustomRequest, JsonRpcMessage, JsonRpcRequest, RequestId};
+use rmcp::model::{
+    ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
-use super::screen::as_message;
+use super::fast::as_message;
 use serde_json::{Map, Value, json};
 
 /// Where renamed legacy methods live: `PREFIX` + the method's own name.
@@ -95,7 +97,7 @@ impl Session {
                 custom(raw).unwrap_or(message)
             }
             ClientRequest::GetTaskRequest(_) | ClientRequest::CancelTaskRequest(_)
-                if self.tasks && self.legacy && !text_is_modern(text) =>
+                if self.tasks && self.legacy && !declares_modern(&request.request) =>
             {
                 rename(message)
             }
@@ -103,7 +105,7 @@ impl Session {
                 if self.tasks
                     && self.legacy
                     && matches!(custom.method.as_str(), "tasks/result" | "tasks/list")
-                    && !text_is_modern(text) =>
+                    && !declares_modern(&request.request) =>
             {
                 rename(message)
             }
@@ -173,15 +175,15 @@ fn mentions_task(text: &[u8]) -> bool {
     text.windows(6).any(|w| w == b"\"task\"")
 }
 
-/// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol. Read from
-/// the raw message: rmcp moves that `_meta` out of the typed parameters.
+/// Whether a raw request carries the per-request `_meta` of the 2026-07-28 protocol.
 fn is_modern(raw: &Value) -> bool {
     raw["params"]["_meta"].get(PROTOCOL_VERSION_META).is_some()
 }
 
-/// [`is_modern`] of a message's text; parsed only for the few task requests that need it.
-fn text_is_modern(text: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(text).is_ok_and(|raw| is_modern(&raw))
+/// [`is_modern`] of a parsed request. rmcp moves `_meta` out of the typed parameters into
+/// the request's extensions, where it is read here without parsing the text again.
+fn declares_modern(request: &ClientRequest) -> bool {
+    request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 
 /// The request under its legacy name.
@@ -225,6 +227,37 @@ mod tests {
             assert_eq!(format!("{direct:?}"), format!("{general:?}"), "{raw}");
             // Serialised, `_meta` comes back from the request's extensions.
             assert_eq!(serde_json::to_value(&direct).unwrap(), raw);
+        }
+    }
+
+    /// The method a request has after the layer, in a session that opened with
+    /// `initialize`.
+    fn method_after(raw: Value) -> String {
+        let mut session = Session::new(true);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}});
+        let text = init.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let text = raw.to_string();
+        let message = session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        serde_json::to_value(&message).unwrap()["method"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_task_request_is_renamed_unless_it_carries_the_modern_meta() {
+        let modern = json!({PROTOCOL_VERSION_META: "2026-07-28"});
+        for method in ["tasks/get", "tasks/cancel", "tasks/result", "tasks/list"] {
+            let params = json!({"taskId": "t-1"});
+            let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            assert_eq!(method_after(legacy), format!("{PREFIX}{method}"));
+            let mut params = params;
+            params["_meta"] = modern.clone();
+            let sep = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            assert_eq!(method_after(sep), method);
         }
     }
 }
