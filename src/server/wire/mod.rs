@@ -6,6 +6,7 @@
 //! rmcp reads them (bounded, cancellation-safe) and written as it writes them (whole, one
 //! at a time).
 
+mod fast;
 pub(crate) mod legacy;
 mod screen;
 

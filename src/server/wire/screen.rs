@@ -10,13 +10,11 @@
 //! "method not found"; this module answers those itself.
 
 use rmcp::RoleServer;
-use std::borrow::Cow;
-
-use rmcp::model::{ClientRequest, JsonRpcMessage, JsonRpcRequest};
+use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::RxJsonRpcMessage;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Value, json};
+
+use super::fast;
 
 /// How deep a message may nest: serde_json refuses more.
 const MAX_DEPTH: usize = 128;
@@ -49,7 +47,7 @@ pub(crate) fn screen(text: &[u8]) -> Screened {
     if text.is_empty() {
         return Screened::Skip;
     }
-    if let Some(message) = frequent_request(text) {
+    if let Some(message) = fast::frequent_request(text) {
         return Screened::Message(Box::new(message));
     }
     match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
@@ -59,53 +57,6 @@ pub(crate) fn screen(text: &[u8]) -> Screened {
         },
         Err(error) => diagnose(text, &error),
     }
-}
-
-/// The members of a message that say what it is, all else skipped unparsed.
-#[derive(Deserialize)]
-struct Shape<'a> {
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    id: Option<IgnoredAny>,
-    result: Option<IgnoredAny>,
-    error: Option<IgnoredAny>,
-}
-
-/// A request of a method clients send over and over (`tools/call` and the task methods),
-/// parsed straight into its own type. rmcp's `ClientRequest` tries its variants in turn,
-/// building an error for each that does not fit: that was a fifth of a small call. `None`
-/// leaves the message to the general path, which then parses it, and reports it, exactly
-/// as before; this path takes only what the general one would take the same way.
-fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    let shape: Shape<'_> = serde_json::from_slice(text).ok()?;
-    if shape.id.is_none() || shape.result.is_some() || shape.error.is_some() {
-        return None;
-    }
-    fn parse<'a, T: Deserialize<'a>>(
-        text: &'a [u8],
-        variant: fn(T) -> ClientRequest,
-    ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        Some(as_message(serde_json::from_slice(text).ok()?, variant))
-    }
-    match shape.method.as_deref()? {
-        "tools/call" => parse(text, ClientRequest::CallToolRequest),
-        "tasks/get" => parse(text, ClientRequest::GetTaskRequest),
-        "tasks/update" => parse(text, ClientRequest::UpdateTaskRequest),
-        "tasks/cancel" => parse(text, ClientRequest::CancelTaskRequest),
-        _ => None,
-    }
-}
-
-/// A request parsed as one type of client request, as the message rmcp handles.
-pub(super) fn as_message<T>(
-    request: JsonRpcRequest<T>,
-    variant: fn(T) -> ClientRequest,
-) -> RxJsonRpcMessage<RoleServer> {
-    JsonRpcMessage::Request(JsonRpcRequest {
-        jsonrpc: request.jsonrpc,
-        id: request.id,
-        request: variant(request.request),
-    })
 }
 
 fn trim(text: &[u8]) -> &[u8] {
@@ -358,50 +309,6 @@ mod tests {
         for (text, id) in cases {
             assert_eq!(top_level_id(text), id, "{}", String::from_utf8_lossy(text));
         }
-    }
-
-    #[test]
-    fn a_frequent_request_parses_as_the_general_path_parses_it() {
-        let meta =
-            r#""_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
-        let lines = [
-            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"add_task","arguments":{{"title":"t"}},{meta}}}}}"#),
-            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","task":{"ttl":5}}}"#.to_owned(),
-            format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{{"taskId":"t-1",{meta}}}}}"#),
-            r#"{"jsonrpc":"2.0","id":3,"method":"tasks/update","params":{"taskId":"t","inputResponses":{"k":{"action":"accept","content":{}}}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":4,"method":"tasks/cancel","params":{"taskId":"t"}}"#.to_owned(),
-        ];
-        for line in &lines {
-            let fast = frequent_request(line.as_bytes()).expect(line);
-            let general: RxJsonRpcMessage<RoleServer> = serde_json::from_str(line).unwrap();
-            assert_eq!(
-                serde_json::to_value(&fast).unwrap(),
-                serde_json::to_value(&general).unwrap(),
-                "{line}"
-            );
-            assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{line}");
-        }
-    }
-
-    #[test]
-    fn a_request_the_fast_path_cannot_parse_is_left_to_the_general_path() {
-        let lines = [
-            // Arguments that are no object: the general path answers -32602.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#,
-            // No id: a notification, not a request.
-            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
-            // A response that names a method.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"\ud800"}}"#,
-        ];
-        for line in lines {
-            assert!(frequent_request(line.as_bytes()).is_none(), "{line}");
-        }
-        let Screened::Reply(reply) = screen(lines[0].as_bytes()) else {
-            panic!("array arguments must get an error reply");
-        };
-        assert_eq!(reply["error"]["code"], INVALID_PARAMS);
     }
 
     #[test]
