@@ -5,6 +5,7 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
+use serde_json::{Map, Value};
 
 use super::envelope::{self, Envelope};
 use crate::tools::ToolResult;
@@ -56,4 +57,62 @@ pub(super) fn reply(reply: Envelope) -> CallToolResult {
         result.content.push(ContentBlock::resource_link(link));
     }
     result
+}
+
+/// A finished task's result as a JSON object, without the `resultType` that rmcp puts on
+/// a call's own reply: neither the 2025-11-25 `tasks/result` nor a SEP-2663 inlined
+/// result carries one.
+///
+/// Built field by field, moving the structured content: serialising the whole result
+/// into a `Value` would copy that content once more, and it is most of a run's reply.
+pub(super) fn task_result(result: CallToolResult) -> Result<Map<String, Value>, McpError> {
+    let serialises = |_| McpError::internal_error("a tool result serialises", None);
+    let mut object = Map::new();
+    object.insert(
+        "content".into(),
+        serde_json::to_value(&result.content).map_err(serialises)?,
+    );
+    if let Some(structured) = result.structured_content {
+        object.insert("structuredContent".into(), structured);
+    }
+    if let Some(is_error) = result.is_error {
+        object.insert("isError".into(), Value::Bool(is_error));
+    }
+    if let Some(meta) = result.meta {
+        object.insert(
+            "_meta".into(),
+            serde_json::to_value(meta).map_err(serialises)?,
+        );
+    }
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::MetaObject;
+    use serde_json::json;
+
+    #[test]
+    fn a_task_result_is_the_call_result_without_its_result_type() {
+        let mut with_meta = CallToolResult::success(vec![ContentBlock::text("hi")]);
+        with_meta.meta = Some(MetaObject(json!({"k": 1}).as_object().unwrap().clone()));
+        let results = [
+            reply(envelope::ok(json!({"n": [1, 2], "s": "x"}))),
+            reply(envelope::failed("bad_input", "no title", None)),
+            reply(Envelope {
+                files: vec![("/tmp/a b.md".into(), 3)],
+                ..envelope::ok(json!(null))
+            }),
+            with_meta,
+        ];
+        for result in results {
+            let Value::Object(mut expected) = serde_json::to_value(&result).unwrap() else {
+                panic!("a result is an object");
+            };
+            assert!(expected.shift_remove("resultType").is_some());
+            let object = task_result(result).unwrap();
+            assert_eq!(Value::Object(object), Value::Object(expected));
+        }
+    }
 }

@@ -82,7 +82,7 @@ impl Server {
                     .final_result(&view)?
                     .expect("a finished task has a result");
                 TaskPayload::Completed {
-                    result: Self::result_object(result)?,
+                    result: results::task_result(result)?,
                 }
             }
         };

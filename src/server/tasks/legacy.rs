@@ -12,8 +12,8 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
-use crate::server::Server;
 use crate::server::tasks::extension::SUB_TASKS_META;
+use crate::server::{Server, results};
 use crate::tasks::{OpenQuestion, TaskView};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
@@ -142,7 +142,7 @@ impl Server {
         loop {
             match self.settle(&view.task_id, Era::Legacy).await? {
                 Settled::Finished(result) => {
-                    let mut result = Self::result_object(result)?;
+                    let mut result = results::task_result(result)?;
                     let related = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
                     result.insert("_meta".into(), related);
                     return Ok(Value::Object(result));

@@ -260,17 +260,6 @@ impl Server {
         Ok(Some(results::tool_result(&result)))
     }
 
-    /// A finished task's result as a JSON object, without the `resultType` that rmcp puts
-    /// on a call's own reply: neither the 2025-11-25 `tasks/result` nor a SEP-2663
-    /// inlined result carries one.
-    pub(super) fn result_object(result: CallToolResult) -> Result<Map<String, Value>, McpError> {
-        let Ok(Value::Object(mut result)) = serde_json::to_value(result) else {
-            return Err(McpError::internal_error("a tool result serialises", None));
-        };
-        result.remove("resultType");
-        Ok(result)
-    }
-
     /// Waits until the task has finished or waits for answers.
     pub(super) async fn settle(&self, task_id: &str, era: Era) -> Result<Settled, McpError> {
         loop {
