@@ -28,6 +28,28 @@ pub struct TaskRow {
     pub era: Option<String>,
     /// The tool whose call created the task.
     pub tool: Option<String>,
+    /// The run's key, and its plan's node count and ids: what its sub-tasks take from it.
+    pub run_key: i64,
+    pub nodes: i64,
+    pub node_ids: String,
+}
+
+impl TaskRow {
+    /// The run as its sub-tasks need it, from the row of its own task.
+    pub fn head(&self) -> RunHead {
+        RunHead {
+            key: self.run_key,
+            run_id: self.run_id.clone(),
+            created_at: self.created_at.clone(),
+            timing: TaskTiming {
+                ttl_ms: self.ttl_ms,
+                poll_interval_ms: self.poll_interval_ms,
+            },
+            nodes: self.nodes,
+            node_ids: self.node_ids.clone(),
+            era: self.era.clone(),
+        }
+    }
 }
 
 /// How long tasks are kept and how often clients should poll them.
@@ -67,7 +89,12 @@ pub struct QuestionRow {
 }
 
 const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.created_at, \
-     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error, t.era, t.tool";
+     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error, t.era, t.tool, r.key, \
+     p.nodes, p.node_ids";
+
+/// The tables [`TASK_COLUMNS`] come from.
+const TASK_TABLES: &str =
+    "run_tasks t JOIN runs r ON r.key = t.run_key JOIN plans p ON p.key = r.plan_key";
 
 fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
     Ok(TaskRow {
@@ -83,6 +110,9 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
         error: r.get(9)?,
         era: r.get(10)?,
         tool: r.get(11)?,
+        run_key: r.get(12)?,
+        nodes: r.get(13)?,
+        node_ids: r.get(14)?,
     })
 }
 
@@ -247,10 +277,7 @@ impl Store {
     /// A run's own task, by its id (the run's).
     pub fn run_task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
         let conn = self.lock();
-        let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
-             WHERE r.id = ?1"
-        );
+        let sql = format!("SELECT {TASK_COLUMNS} FROM {TASK_TABLES} WHERE r.id = ?1");
         Ok(conn
             .prepare_cached(&sql)?
             .query_row([task_id], task_from_row)
@@ -287,7 +314,7 @@ impl Store {
     ) -> Result<Vec<TaskRow>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM run_tasks t JOIN runs r ON r.key = t.run_key
+            "SELECT {TASK_COLUMNS} FROM {TASK_TABLES}
              WHERE t.era = ?1
                AND (?2 IS NULL OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
              ORDER BY t.run_key DESC LIMIT ?3"

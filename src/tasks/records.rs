@@ -116,19 +116,26 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
 
 /// A stored row back as the unit state it was written from.
 pub(super) fn unit_state(row: &NodeRow) -> Result<(Option<usize>, UnitState), String> {
+    let mut state = unit_summary(row)?;
+    if let Some(text) = &row.output {
+        let output = serde_json::from_str(text)
+            .map_err(|e| format!("node `{}` output: {e}", row.node_id))?;
+        state.output = Some(output);
+    }
+    state.started_ms = row.started_at.as_deref().and_then(clock::ms_from_iso);
+    state.finished_ms = row.finished_at.as_deref().and_then(clock::ms_from_iso);
+    Ok((usize::try_from(row.instance).ok(), state))
+}
+
+/// A stored row's unit state without its output and its times, which a task's view does
+/// not show: parsing them was most of the cost of listing a run's sub-tasks.
+pub(super) fn unit_summary(row: &NodeRow) -> Result<UnitState, String> {
     let status = NodeStatus::parse(&row.status).ok_or_else(|| {
         format!(
             "node `{}` has an unknown status `{}`",
             row.node_id, row.status
         )
     })?;
-    let output = match &row.output {
-        Some(text) => Some(
-            serde_json::from_str(text)
-                .map_err(|e| format!("node `{}` output: {e}", row.node_id))?,
-        ),
-        None => None,
-    };
     let error = match &row.error {
         Some(text) => Some(
             NodeError::from_stored(text)
@@ -136,19 +143,17 @@ pub(super) fn unit_state(row: &NodeRow) -> Result<(Option<usize>, UnitState), St
         ),
         None => None,
     };
-    let instance = usize::try_from(row.instance).ok();
-    let state = UnitState {
+    Ok(UnitState {
         status,
         reason: row.reason.clone(),
         attempts: u32::try_from(row.attempts).unwrap_or(0),
         next_attempt_ms: row.next_attempt_ms,
         deadline_ms: row.deadline_ms,
         asking: row.asking.clone(),
-        output,
+        output: None,
         error,
         intent: row.intent.clone(),
-        started_ms: row.started_at.as_deref().and_then(clock::ms_from_iso),
-        finished_ms: row.finished_at.as_deref().and_then(clock::ms_from_iso),
-    };
-    Ok((instance, state))
+        started_ms: None,
+        finished_ms: None,
+    })
 }

@@ -149,6 +149,8 @@ impl Registry {
             poll_interval_ms: timing.poll_interval_ms,
             era: Some(label.0.to_owned()),
             tool: Some(label.1.to_owned()),
+            // Its run key is the journal's; the sub-tasks, if listed, read the run.
+            head: None,
         }
     }
 

@@ -42,11 +42,17 @@ pub struct TaskView {
     pub era: Option<String>,
     /// The tool whose call created the task; `None` for a sub-task.
     pub tool: Option<String>,
+    /// A run's own task carries its run as the sub-tasks need it, read with the task, so
+    /// that listing them reads the run no second time.
+    #[serde(skip)]
+    pub(crate) head: Option<Box<RunHead>>,
 }
 
 impl TaskView {
     fn from_row(row: TaskRow) -> TaskView {
+        let head = Some(Box::new(row.head()));
         TaskView {
+            head,
             task_id: row.run_id.clone(),
             parent_task_id: None,
             run_id: row.run_id,
@@ -77,9 +83,7 @@ fn sub_view(
     node_id: String,
     row: Option<&NodeRow>,
 ) -> TaskView {
-    let unit = row
-        .and_then(|row| records::unit_state(row).ok())
-        .map(|(_, unit)| unit);
+    let unit = row.and_then(|row| records::unit_summary(row).ok());
     let status = unit.as_ref().map_or(TaskStatus::Working, |unit| {
         TaskStatus::of_unit(unit.status, unit.asking.is_some())
     });
@@ -106,6 +110,7 @@ fn sub_view(
         poll_interval_ms: head.timing.poll_interval_ms,
         era: head.era.clone(),
         tool: None,
+        head: None,
     }
 }
 
@@ -167,9 +172,31 @@ impl Registry {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
-        let Some(head) = self.store().run_head(parent)? else {
-            return Ok(Vec::new());
-        };
+        match self.store().run_head(parent)? {
+            Some(head) => self.sub_tasks_under(&head, after, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The first sub-tasks of a run's own task, at most `limit`.
+    pub fn first_sub_tasks(
+        &self,
+        parent: &TaskView,
+        limit: usize,
+    ) -> Result<Vec<TaskView>, StoreError> {
+        match &parent.head {
+            Some(head) => self.sub_tasks_under(head, None, limit),
+            None => self.sub_tasks(&parent.task_id, None, limit),
+        }
+    }
+
+    fn sub_tasks_under(
+        &self,
+        head: &RunHead,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskView>, StoreError> {
+        let parent = head.run_id.as_str();
         let cursor = match after {
             None => None,
             Some(id) => match ids::unit_of(parent, id) {
@@ -177,7 +204,7 @@ impl Registry {
                 None => return Ok(Vec::new()),
             },
         };
-        let node_ids = node_ids(&head);
+        let node_ids = node_ids(head);
         let after_row = cursor.map(|(node, instance)| (node as i64, instance_number(instance)));
         let mut rows = self
             .store()
@@ -193,7 +220,7 @@ impl Registry {
             // The cursor's node was listed on an earlier page, itself or an instance of it.
             if cursor.is_none_or(|(node, _)| node != index) {
                 let row = rows.next_if(|r| r.node == index as i64 && r.instance < 0);
-                tasks.push(sub_view(&head, index, None, node_id.clone(), row.as_ref()));
+                tasks.push(sub_view(head, index, None, node_id.clone(), row.as_ref()));
             }
             while let Some(row) = rows.next_if(|r| r.node == index as i64) {
                 if tasks.len() >= limit {
@@ -201,7 +228,7 @@ impl Registry {
                 }
                 let instance = usize::try_from(row.instance).ok();
                 tasks.push(sub_view(
-                    &head,
+                    head,
                     index,
                     instance,
                     row.node_id.clone(),

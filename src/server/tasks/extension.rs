@@ -105,7 +105,7 @@ impl Server {
     pub(in crate::server) fn sub_task_list(&self, view: &TaskView) -> Result<Value, McpError> {
         let subs = self
             .registry()?
-            .sub_tasks(&view.task_id, None, SUB_TASKS_SHOWN)
+            .first_sub_tasks(view, SUB_TASKS_SHOWN)
             .map_err(internal)?;
         let list = subs
             .iter()
