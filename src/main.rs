@@ -1,5 +1,6 @@
 //! The `mcp-task-server` binary: command-line parsing and wiring, nothing else.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,10 +11,12 @@ use clap::{Args, Parser, Subcommand};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine::Engine;
 use mcp_task_server::server::Server;
+use mcp_task_server::server::http::{HttpOptions, Tokens};
 use mcp_task_server::store::{Durability, Store};
 use mcp_task_server::tasks::housekeeping::{self, Chores};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 // mimalloc rather than the system allocator: workflow loading and scheduling allocate many
@@ -21,9 +24,10 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// A task manager and DAG workflow engine, served over MCP on stdio.
+/// A task manager and DAG workflow engine, served over MCP on stdio or Streamable HTTP.
 ///
-/// With no subcommand, serves MCP on stdin/stdout: point an MCP client at this binary.
+/// With no subcommand, serves MCP on stdin/stdout: point an MCP client at this binary;
+/// with --http, serves it over Streamable HTTP instead.
 /// Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) for more detail.
 #[derive(Parser)]
 #[command(version, about, long_about)]
@@ -31,8 +35,50 @@ struct Cli {
     #[command(flatten)]
     common: Common,
 
+    #[command(flatten)]
+    http: HttpArgs,
+
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// How `serve` listens over HTTP; without `--http` it serves stdio.
+#[derive(Args)]
+struct HttpArgs {
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio. ADDR is
+    /// HOST:PORT or a port alone (on 127.0.0.1) [default: 127.0.0.1:8765]
+    #[arg(long, env = "TASKS_HTTP", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765", value_parser = http_addr, global = true)]
+    http: Option<SocketAddr>,
+
+    /// File of bearer tokens, one `name token` pair a line; then every HTTP request needs
+    /// one. Required to serve beyond loopback.
+    #[arg(
+        long,
+        env = "TASKS_HTTP_TOKENS_FILE",
+        value_name = "FILE",
+        global = true
+    )]
+    http_tokens: Option<PathBuf>,
+
+    /// A host name clients reach the HTTP server by, besides localhost and the bound
+    /// address (repeatable): requests with another `Host` or `Origin` are refused.
+    #[arg(
+        long = "http-host",
+        env = "TASKS_HTTP_HOSTS",
+        value_name = "NAME",
+        value_delimiter = ',',
+        global = true
+    )]
+    http_hosts: Vec<String>,
+}
+
+fn http_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        "expected HOST:PORT (an IP address and a port, e.g. 127.0.0.1:8765) or a port".to_owned()
+    })
 }
 
 #[derive(Args)]
@@ -97,7 +143,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (the default).
+    /// Serve MCP over stdio (the default), or over HTTP with --http.
     Serve,
     /// List, check, show and run workflows from the terminal.
     #[command(subcommand)]
@@ -271,6 +317,26 @@ async fn with_housekeeping<T>(
     out
 }
 
+/// Cancels `shutdown` at the first SIGTERM or Ctrl-C.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = terminate => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: shutting down"),
+    }
+    shutdown.cancel();
+}
+
 const TERMINAL: Chores = Chores {
     take_over: false,
     purge: false,
@@ -288,16 +354,47 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = workflows_dir(common);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            let http = match cli.http.http {
+                Some(addr) => {
+                    let tokens = cli
+                        .http
+                        .http_tokens
+                        .as_deref()
+                        .map(Tokens::load)
+                        .transpose()?;
+                    let options = HttpOptions {
+                        addr,
+                        tokens,
+                        hosts: cli.http.http_hosts.clone(),
+                    };
+                    options.check()?;
+                    Some(options)
+                }
+                None => None,
+            };
             let durable = durable(common)?;
             let catalog = cli::load_catalog(dir.as_deref());
-            tracing::info!(db = %common.db.display(), "serving MCP on stdio");
             let server = Server::new(durable.engine.clone(), catalog)
                 .with_registry(durable.registry.clone());
             let chores = Chores {
                 take_over: true,
                 purge: true,
             };
-            runtime.block_on(with_housekeeping(&durable, chores, server.serve_stdio()))?;
+            runtime.block_on(async {
+                match http {
+                    Some(options) => {
+                        tracing::info!(db = %common.db.display(), "serving MCP over HTTP");
+                        let shutdown = CancellationToken::new();
+                        tokio::spawn(cancel_on_signal(shutdown.clone()));
+                        let serving = server.serve_http(options, shutdown);
+                        with_housekeeping(&durable, chores, serving).await
+                    }
+                    None => {
+                        tracing::info!(db = %common.db.display(), "serving MCP on stdio");
+                        with_housekeeping(&durable, chores, server.serve_stdio()).await
+                    }
+                }
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Workflows(WorkflowsCommand::List) => {

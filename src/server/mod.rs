@@ -7,6 +7,7 @@
 mod calls;
 mod envelope;
 mod handler;
+pub mod http;
 mod idempotency;
 mod interaction;
 mod progress;

@@ -1,0 +1,238 @@
+//! MCP over Streamable HTTP: the same handler, registry and engine as stdio, served to
+//! many clients at `/mcp` by rmcp's HTTP service, behind a gate that checks tokens.
+//!
+//! Safe by default:
+//! - it binds loopback unless told otherwise, and a non-loopback address is refused
+//!   without a tokens file;
+//! - with a tokens file, every request but `GET /healthz` needs a bearer token from it,
+//!   loopback included;
+//! - `Host` and `Origin` are checked against the loopback names and the names the
+//!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
+//! - request bodies are capped by rmcp (4 MiB).
+//!
+//! Invariant: no token reaches a log line or a response.
+
+mod tokens;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use tokens::Tokens;
+
+use super::Server;
+
+/// The port served when `--http` names none.
+pub const DEFAULT_PORT: u16 = 8765;
+
+/// How long open connections get to finish once shutdown begins.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Where and for whom to serve.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// With tokens, every request needs one of them.
+    pub tokens: Option<Tokens>,
+    /// Host names besides the loopback ones that clients may reach the server by.
+    pub hosts: Vec<String>,
+}
+
+impl HttpOptions {
+    /// The options as given, or why they are refused.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !self.addr.ip().is_loopback() && self.tokens.is_none() {
+            anyhow::bail!(
+                "refusing to serve HTTP on {} without tokens: beyond loopback every request \
+                 must carry a bearer token; give --http-tokens FILE (or TASKS_HTTP_TOKENS_FILE), \
+                 or bind a loopback address such as 127.0.0.1:{DEFAULT_PORT}",
+                self.addr
+            );
+        }
+        Ok(())
+    }
+
+    /// The `Host` values accepted: loopback names, the bound address, and the names given.
+    fn allowed_hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
+        if !self.addr.ip().is_unspecified() {
+            hosts.push(self.addr.ip().to_string());
+        }
+        hosts.extend(self.hosts.iter().cloned());
+        hosts
+    }
+
+    /// The browser origins accepted: pages served from an accepted host, on any port.
+    fn allowed_origins(&self) -> Vec<String> {
+        self.allowed_hosts()
+            .iter()
+            .flat_map(|host| {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                [format!("http://{host}:*"), format!("https://{host}:*")]
+            })
+            .collect()
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// What every request passes before rmcp sees it.
+struct Gate {
+    tokens: Option<Tokens>,
+    mcp: StreamableHttpService<Server, LocalSessionManager>,
+}
+
+impl Gate {
+    async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+    ) -> Result<Response<Body>, Infallible> {
+        if request.uri().path() == "/healthz" {
+            return Ok(match *request.method() {
+                Method::GET | Method::HEAD => plain(StatusCode::OK, "ok\n"),
+                _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
+            });
+        }
+        if let Some(tokens) = &self.tokens {
+            let principal = bearer(&request).and_then(|token| tokens.principal(token));
+            let Some(principal) = principal else {
+                let mut reply = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
+                reply.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    "Bearer".parse().expect("a header value"),
+                );
+                return Ok(reply);
+            };
+            tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
+        }
+        if request.uri().path() != "/mcp" {
+            return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
+        }
+        let mut mcp = self.mcp.clone();
+        tower_service::Service::call(&mut mcp, request).await
+    }
+}
+
+/// The token of an `Authorization: Bearer …` header.
+fn bearer(request: &Request<Incoming>) -> Option<&[u8]> {
+    let value = request.headers().get(header::AUTHORIZATION)?.as_bytes();
+    let (scheme, token) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *reply.status_mut() = status;
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        "text/plain; charset=utf-8".parse().expect("a header value"),
+    );
+    reply
+}
+
+impl Server {
+    /// A clone for one HTTP session: the same engine and registry, its own table of the
+    /// runs its requests wait on (request ids are unique within a session only).
+    fn for_session(&self) -> Server {
+        Server {
+            runs: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Serves MCP over Streamable HTTP until `shutdown` is cancelled; then stops accepting,
+    /// ends the sessions, and gives open connections a few seconds to finish.
+    pub async fn serve_http(
+        self,
+        options: HttpOptions,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        options.check()?;
+        let listener = TcpListener::bind(options.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", options.addr))?;
+        let local = listener.local_addr()?;
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(options.allowed_hosts())
+            .with_allowed_origins(options.allowed_origins())
+            .enforce_origin_validation()
+            .with_cancellation_token(shutdown.child_token());
+        let server = self;
+        let mcp = StreamableHttpService::new(
+            move || Ok(server.for_session()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let gate = Arc::new(Gate {
+            tokens: options.tokens.clone(),
+            mcp,
+        });
+        tracing::info!(
+            address = %local,
+            tokens = options.tokens.is_some(),
+            "serving MCP over Streamable HTTP at http://{local}/mcp"
+        );
+        let mut connections = JoinSet::new();
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot accept a connection");
+                        continue;
+                    }
+                },
+            };
+            let gate = gate.clone();
+            let shutdown = shutdown.clone();
+            connections.spawn(async move {
+                let service =
+                    hyper::service::service_fn(move |request| gate.clone().handle(request));
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(connection);
+                let served = tokio::select! {
+                    served = connection.as_mut() => served,
+                    _ = shutdown.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
+                };
+                if let Err(error) = served {
+                    tracing::debug!(%peer, %error, "HTTP connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("HTTP shutdown: no new connections; finishing open ones");
+        let drained = tokio::time::timeout(DRAIN, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                open = connections.len(),
+                "HTTP connections still open after {DRAIN:?}; closing them"
+            );
+            connections.shutdown().await;
+        }
+        Ok(())
+    }
+}
