@@ -54,11 +54,12 @@ pub struct Server<H: ClientHandler = ()> {
 }
 
 /// A command for the server binary with a predictable environment: no inherited database
-/// path or log filter, and a working directory where a stray default `tasks.db` is harmless.
+/// path, HTTP address or log filter, and a working directory where a stray default `tasks.db` is harmless.
 pub fn server_command(cwd: &Path) -> Command {
     let mut command = Command::new(BIN);
     command
         .env_remove("TASKS_DB_PATH")
+        .env_remove("TASKS_HTTP")
         .env_remove("RUST_LOG")
         .current_dir(cwd);
     command

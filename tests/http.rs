@@ -1,0 +1,435 @@
+//! MCP over Streamable HTTP, end to end: the server binary with `--http`, spoken to with
+//! plain HTTP/1.1 requests, so that each test shows the exact status, headers and events a
+//! client gets.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+const ALICE: &str = "alice-0123456789abcdef";
+const BOB: &str = "bob-0123456789abcdef";
+
+/// The server serving HTTP on a loopback port of its own choosing.
+struct HttpServer {
+    child: Child,
+    addr: SocketAddr,
+    db: common::TempDb,
+}
+
+impl HttpServer {
+    fn start(extra: &[&str]) -> HttpServer {
+        let db = common::TempDb::new();
+        let tokens = db.dir.path().join("tokens");
+        std::fs::write(
+            &tokens,
+            format!("# test tokens\nalice {ALICE}\nbob {BOB}\n"),
+        )
+        .unwrap();
+        let mut command = Command::new(common::BIN);
+        command
+            .env_remove("TASKS_DB_PATH")
+            .env_remove("TASKS_HTTP")
+            .env_remove("TASKS_HTTP_TOKENS_FILE")
+            .env("RUST_LOG", "info")
+            .current_dir(db.dir.path())
+            .arg("--db")
+            .arg(&db.path)
+            .arg("--http")
+            .arg("127.0.0.1:0")
+            .args(
+                extra
+                    .iter()
+                    .map(|a| a.replace("{tokens}", tokens.to_str().unwrap())),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("start the server");
+        let addr = listening_address(child.stderr.take().unwrap());
+        HttpServer { child, addr, db }
+    }
+
+    /// One request on a connection of its own; returns the status, the headers (names in
+    /// lowercase) and the body.
+    fn send(&self, head: &str, body: &str) -> Reply {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let request = format!(
+            "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        Reply::parse(&raw)
+    }
+
+    /// A JSON-RPC message POSTed to `/mcp` with these extra header lines.
+    fn post(&self, headers: &[String], message: &Value) -> Reply {
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream",
+            self.addr.port()
+        );
+        for header in headers {
+            head.push_str("\r\n");
+            head.push_str(header);
+        }
+        self.send(&head, &message.to_string())
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the server's stderr until it says where it listens; keeps draining it after.
+fn listening_address(stderr: std::process::ChildStderr) -> SocketAddr {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && let Some(at) = line.split("http://").nth(1) {
+                let addr = at.split('/').next().unwrap().to_owned();
+                sent = sender.send(addr).is_ok();
+            }
+        }
+    });
+    let addr = receiver
+        .recv_timeout(DEADLINE)
+        .expect("the server logs the address it listens on");
+    addr.parse().unwrap()
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn parse(raw: &[u8]) -> Reply {
+        let text = String::from_utf8_lossy(raw);
+        let (head, rest) = text.split_once("\r\n\r\n").expect("a complete response");
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_owned()
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages of the reply: the body itself, or each SSE `data:` event.
+    fn messages(&self) -> Vec<Value> {
+        if let Ok(value) = serde_json::from_str(&self.body) {
+            return vec![value];
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+
+    /// The response to request `id`.
+    fn response(&self, id: u64) -> Value {
+        self.messages()
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no response {id} in {}: {}", self.status, self.body))
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+fn bearer(token: &str) -> String {
+    format!("Authorization: Bearer {token}")
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "http-test", "version": "1"}}})
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+/// A 2025-11-25 session opened with `token`: its `Mcp-Session-Id` and the headers every
+/// later request of it carries.
+fn open_session(server: &HttpServer, token: &str) -> Vec<String> {
+    let reply = server.post(&[bearer(token)], &initialize(1));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.response(1)["result"]["serverInfo"].is_object());
+    let session = reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let headers = vec![
+        bearer(token),
+        format!("Mcp-Session-Id: {session}"),
+        "MCP-Protocol-Version: 2025-11-25".to_owned(),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(server.post(&headers, &initialized).status, 202);
+    headers
+}
+
+#[test]
+fn health_answers_without_a_token_and_everything_else_needs_one() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let health = server.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1", "");
+    assert_eq!((health.status, health.body.as_str()), (200, "ok\n"));
+
+    for headers in [
+        vec![],
+        vec![bearer("wrong-0123456789abcdef")],
+        vec![format!("Authorization: Basic {ALICE}")],
+    ] {
+        let refused = server.post(&headers, &initialize(1));
+        assert_eq!(refused.status, 401, "{headers:?}");
+        assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+        assert!(!refused.body.contains("0123456789abcdef"));
+    }
+    let served = server.post(&[bearer(ALICE)], &initialize(1));
+    assert_eq!(served.status, 200, "{}", served.body);
+}
+
+#[test]
+fn sessions_of_different_principals_share_one_todo_list() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+
+    let added = server.post(
+        &alice,
+        &call(2, "add_task", json!({"title": "ship the HTTP transport"})),
+    );
+    let result = &added.response(2)["result"];
+    assert_eq!(result["structuredContent"]["ok"], json!(true), "{result}");
+
+    // Bob's session numbers its requests as Alice's does: ids are per session.
+    let listed = server.post(&bob, &call(2, "list_tasks", json!({})));
+    let data = &listed.response(2)["result"]["structuredContent"]["data"];
+    let titles: Vec<&str> = data
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of todos in {data}"))
+        .iter()
+        .map(|t| t["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["ship the HTTP transport"]);
+    assert_eq!(
+        common::task_titles(&server.db.path),
+        ["ship the HTTP transport"]
+    );
+}
+
+#[test]
+fn a_request_from_a_foreign_host_or_origin_is_refused() {
+    let server = HttpServer::start(&[]);
+    let port = server.addr.port();
+    let foreign_host = server.send(
+        "POST /mcp HTTP/1.1\r\nHost: rebound.example\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream",
+        &initialize(1).to_string(),
+    );
+    assert_eq!(foreign_host.status, 403, "{}", foreign_host.body);
+    let foreign_origin = server.post(
+        &["Origin: http://rebound.example".to_owned()],
+        &initialize(1),
+    );
+    assert_eq!(foreign_origin.status, 403, "{}", foreign_origin.body);
+    let local_page = server.post(
+        &[format!("Origin: http://localhost:{port}")],
+        &initialize(1),
+    );
+    assert_eq!(local_page.status, 200, "{}", local_page.body);
+}
+
+#[test]
+fn a_named_host_is_served_and_other_paths_are_not_found() {
+    let server = HttpServer::start(&["--http-host", "tasks.internal"]);
+    let named = server.send(
+        "POST /mcp HTTP/1.1\r\nHost: tasks.internal:8765\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream",
+        &initialize(1).to_string(),
+    );
+    assert_eq!(named.status, 200, "{}", named.body);
+    let elsewhere = server.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1", "");
+    assert_eq!(elsewhere.status, 404);
+}
+
+#[test]
+fn serving_beyond_loopback_without_tokens_is_refused_naming_the_option() {
+    let db = common::TempDb::new();
+    let output = Command::new(common::BIN)
+        .env_remove("TASKS_HTTP_TOKENS_FILE")
+        .arg("--db")
+        .arg(&db.path)
+        .args(["--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("without tokens") && stderr.contains("--http-tokens"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+    assert!(
+        !db.path.exists(),
+        "nothing is opened before the options are checked"
+    );
+}
+
+#[test]
+fn a_bad_tokens_file_is_refused_with_every_problem_by_line() {
+    let db = common::TempDb::new();
+    let tokens = db.dir.path().join("tokens");
+    std::fs::write(&tokens, "alice tiny-secret\nbob\n").unwrap();
+    let output = Command::new(common::BIN)
+        .arg("--db")
+        .arg(&db.path)
+        .args(["--http", "127.0.0.1:0", "--http-tokens"])
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 1:") && stderr.contains("line 2:"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("tiny-secret"),
+        "a token is never printed: {stderr}"
+    );
+}
+
+#[test]
+fn sigterm_ends_the_server_cleanly() {
+    let mut server = HttpServer::start(&[]);
+    let _session = server.post(&[], &initialize(1));
+    let pid = i32::try_from(server.child.id()).unwrap();
+    // SAFETY: `kill` with a child's pid and SIGTERM only sends a signal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < DEADLINE, "the server is still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(
+        TcpStream::connect(server.addr).is_err(),
+        "nothing listens any more"
+    );
+}
+
+/// The `_meta` a 2026-07-28 request carries, declaring the SEP-2663 task extension.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "http-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    })
+}
+
+#[test]
+fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_result() {
+    let server = HttpServer::start(&[]);
+    // 2026-07-28 names the method, and the tool or task, in headers too.
+    let headers = |method: &str, name: &str| {
+        [
+            "MCP-Protocol-Version: 2026-07-28".to_owned(),
+            format!("Mcp-Method: {method}"),
+            format!("Mcp-Name: {name}"),
+        ]
+    };
+    let start = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_workflow", "_meta": modern_meta(),
+        "arguments": {"definition": {"name": "hello", "nodes": {"hi": {"render": "hi over HTTP"}}}}}});
+    let created = server.post(&headers("tools/call", "run_workflow"), &start);
+    assert_eq!(
+        created.header("mcp-session-id"),
+        None,
+        "no session in 2026-07-28"
+    );
+    let created = created.response(1);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+
+    let started = std::time::Instant::now();
+    let done = loop {
+        let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+                         "params": {"taskId": task_id, "_meta": modern_meta()}});
+        let reply = server
+            .post(&headers("tasks/get", &task_id), &get)
+            .response(2);
+        if reply["result"]["status"] == "completed" {
+            break reply;
+        }
+        assert_eq!(reply["result"]["status"], "working", "{reply}");
+        assert!(started.elapsed() < DEADLINE, "the run never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let data = &done["result"]["result"]["structuredContent"]["data"];
+    assert_eq!(data["status"], "succeeded", "{done}");
+    assert_eq!(data["nodes"]["hi"]["output"], "hi over HTTP");
+}
