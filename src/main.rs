@@ -70,6 +70,11 @@ struct HttpArgs {
         global = true
     )]
     http_hosts: Vec<String>,
+
+    /// At most this many 2025-11-25 HTTP sessions open at once; a client that would open
+    /// one more gets 503 until one closes or idles out (after 5 minutes).
+    #[arg(long, env = "TASKS_HTTP_MAX_SESSIONS", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_sessions: u32,
 }
 
 fn http_addr(text: &str) -> Result<SocketAddr, String> {
@@ -366,6 +371,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         addr,
                         tokens,
                         hosts: cli.http.http_hosts.clone(),
+                        max_sessions: cli.http.http_max_sessions as usize,
                     };
                     options.check()?;
                     Some(options)

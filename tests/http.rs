@@ -433,3 +433,30 @@ fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_r
     assert_eq!(data["status"], "succeeded", "{done}");
     assert_eq!(data["nodes"]["hi"]["output"], "hi over HTTP");
 }
+
+#[test]
+fn a_session_beyond_the_cap_is_refused_until_one_closes() {
+    let server = HttpServer::start(&["--http-max-sessions", "2"]);
+    let first = server.post(&[], &initialize(1));
+    let second = server.post(&[], &initialize(1));
+    assert_eq!((first.status, second.status), (200, 200));
+    let third = server.post(&[], &initialize(1));
+    assert_eq!(third.status, 503, "{}", third.body);
+    assert_eq!(third.header("retry-after"), Some("5"));
+    assert!(
+        third.body.contains("too many open sessions"),
+        "{}",
+        third.body
+    );
+
+    let session = first.header("mcp-session-id").unwrap();
+    let closed = server.send(
+        &format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: {session}\r\n\
+             MCP-Protocol-Version: 2025-11-25"
+        ),
+        "",
+    );
+    assert!(closed.status < 300, "{} {}", closed.status, closed.body);
+    assert_eq!(server.post(&[], &initialize(1)).status, 200);
+}

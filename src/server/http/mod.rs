@@ -8,10 +8,11 @@
 //!   loopback included;
 //! - `Host` and `Origin` are checked against the loopback names and the names the
 //!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
-//! - request bodies are capped by rmcp (4 MiB).
+//! - request bodies are capped by rmcp (4 MiB), and open sessions by `max_sessions`.
 //!
 //! Invariant: no token reaches a log line or a response.
 
+mod sessions;
 mod tokens;
 
 use std::convert::Infallible;
@@ -27,6 +28,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use sessions::{Bounded, Sessions};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +51,8 @@ pub struct HttpOptions {
     pub tokens: Option<Tokens>,
     /// Host names besides the loopback ones that clients may reach the server by.
     pub hosts: Vec<String>,
+    /// At most this many 2025-11-25 sessions are open at once.
+    pub max_sessions: usize,
 }
 
 impl HttpOptions {
@@ -96,7 +100,8 @@ type Body = BoxBody<Bytes, Infallible>;
 /// What every request passes before rmcp sees it.
 struct Gate {
     tokens: Option<Tokens>,
-    mcp: StreamableHttpService<Server, LocalSessionManager>,
+    sessions: Arc<Sessions>,
+    mcp: StreamableHttpService<Server, Sessions>,
 }
 
 impl Gate {
@@ -125,9 +130,30 @@ impl Gate {
         if request.uri().path() != "/mcp" {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
         }
+        if opens_session(&request) && self.sessions.is_full().await {
+            let mut reply = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many open sessions; close one or retry later\n",
+            );
+            reply
+                .headers_mut()
+                .insert(header::RETRY_AFTER, "5".parse().expect("a header value"));
+            return Ok(reply);
+        }
         let mut mcp = self.mcp.clone();
         tower_service::Service::call(&mut mcp, request).await
     }
+}
+
+/// Whether the request may open a 2025-11-25 session: a POST outside any session, and not
+/// a 2026-07-28 request (which names its method in `Mcp-Method` and is served without one).
+fn opens_session(request: &Request<Incoming>) -> bool {
+    let headers = request.headers();
+    request.method() == Method::POST
+        && !headers.contains_key("mcp-session-id")
+        && headers
+            .get("mcp-method")
+            .is_none_or(|method| method == "initialize")
 }
 
 /// The token of an `Authorization: Bearer …` header.
@@ -175,13 +201,15 @@ impl Server {
             .enforce_origin_validation()
             .with_cancellation_token(shutdown.child_token());
         let server = self;
-        let mcp = StreamableHttpService::new(
-            move || Ok(server.for_session()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let sessions = Arc::new(Bounded::new(
+            LocalSessionManager::default(),
+            options.max_sessions,
+        ));
+        let mcp =
+            StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
         let gate = Arc::new(Gate {
             tokens: options.tokens.clone(),
+            sessions,
             mcp,
         });
         tracing::info!(
