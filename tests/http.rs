@@ -309,24 +309,30 @@ fn a_named_host_is_served_and_other_paths_are_not_found() {
     assert_eq!(elsewhere.status, 404);
 }
 
-#[test]
-fn serving_beyond_loopback_without_tokens_is_refused_naming_the_option() {
-    let db = common::TempDb::new();
+/// Starts the server with `args` on `db`, expects it to refuse them, and returns what it
+/// said on stderr.
+fn refused(db: &common::TempDb, args: &[&std::ffi::OsStr]) -> String {
     let output = Command::new(common::BIN)
         .env_remove("TASKS_HTTP_TOKENS_FILE")
         .arg("--db")
         .arg(&db.path)
-        .args(["--http", "0.0.0.0:0"])
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.stdout.is_empty());
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn serving_beyond_loopback_without_tokens_is_refused_naming_the_option() {
+    let db = common::TempDb::new();
+    let stderr = refused(&db, &["--http".as_ref(), "0.0.0.0:0".as_ref()]);
     assert!(
         stderr.contains("without tokens") && stderr.contains("--http-tokens"),
         "{stderr}"
     );
-    assert!(output.stdout.is_empty());
     assert!(
         !db.path.exists(),
         "nothing is opened before the options are checked"
@@ -338,16 +344,13 @@ fn a_bad_tokens_file_is_refused_with_every_problem_by_line() {
     let db = common::TempDb::new();
     let tokens = db.dir.path().join("tokens");
     std::fs::write(&tokens, "alice tiny-secret\nbob\n").unwrap();
-    let output = Command::new(common::BIN)
-        .arg("--db")
-        .arg(&db.path)
-        .args(["--http", "127.0.0.1:0", "--http-tokens"])
-        .arg(&tokens)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let args = [
+        "--http".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--http-tokens".as_ref(),
+        tokens.as_os_str(),
+    ];
+    let stderr = refused(&db, &args);
     assert!(
         stderr.contains("line 1:") && stderr.contains("line 2:"),
         "{stderr}"
