@@ -373,6 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         hosts: cli.http.http_hosts.clone(),
                         max_sessions: cli.http.http_max_sessions as usize,
                     };
+                    // `serve_http` checks too; here, before the database is opened.
                     options.check()?;
                     Some(options)
                 }

@@ -33,8 +33,8 @@ pub(super) enum BoundedError<E> {
 
 /// A session manager that opens at most `max` sessions.
 pub(super) struct Bounded<M> {
-    pub(super) inner: M,
-    pub(super) max: usize,
+    inner: M,
+    max: usize,
     /// Held from the count to the new session's insertion, so that the count is exact.
     creating: tokio::sync::Mutex<()>,
 }

@@ -82,15 +82,15 @@ impl Session {
                 self.pending.insert(request.id.clone(), Patch::ToolsList);
                 message
             }
-            ClientRequest::CallToolRequest(call) if self.tasks => {
-                if !mentions_task(text) {
+            ClientRequest::CallToolRequest(_) if self.tasks => {
+                // A SEP-2663 request's `task` is ignored, as that protocol says.
+                if declares_modern(&request.request) || !mentions_task(text) {
                     return message;
                 }
                 let Ok(mut raw) = serde_json::from_slice::<Value>(text) else {
                     return message;
                 };
-                // A SEP-2663 request's `task` is ignored, as that protocol says.
-                if !raw["params"]["task"].is_object() || is_modern(&raw) {
+                if !raw["params"]["task"].is_object() {
                     return message;
                 }
                 raw["method"] = json!(format!("{PREFIX}tools/call"));
@@ -175,13 +175,9 @@ fn mentions_task(text: &[u8]) -> bool {
     text.windows(6).any(|w| w == b"\"task\"")
 }
 
-/// Whether a raw request carries the per-request `_meta` of the 2026-07-28 protocol.
-fn is_modern(raw: &Value) -> bool {
-    raw["params"]["_meta"].get(PROTOCOL_VERSION_META).is_some()
-}
-
-/// [`is_modern`] of a parsed request. rmcp moves `_meta` out of the typed parameters into
-/// the request's extensions, where it is read here without parsing the text again.
+/// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol. rmcp
+/// moves `_meta` out of the typed parameters into the request's extensions, where it is
+/// read here without parsing the text again.
 fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
