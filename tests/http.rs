@@ -86,6 +86,23 @@ impl HttpServer {
     }
 }
 
+impl HttpServer {
+    /// Sends SIGTERM and waits for the server to exit.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: `kill` with a child's pid and SIGTERM only sends a signal.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < DEADLINE, "the server is still running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -365,17 +382,7 @@ fn a_bad_tokens_file_is_refused_with_every_problem_by_line() {
 fn sigterm_ends_the_server_cleanly() {
     let mut server = HttpServer::start(&[]);
     let _session = server.post(&[], &initialize(1));
-    let pid = i32::try_from(server.child.id()).unwrap();
-    // SAFETY: `kill` with a child's pid and SIGTERM only sends a signal.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < DEADLINE, "the server is still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = server.terminate();
     assert!(status.success(), "{status:?}");
     assert!(
         TcpStream::connect(server.addr).is_err(),
@@ -394,21 +401,22 @@ fn modern_meta() -> Value {
     })
 }
 
-#[test]
-fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_result() {
-    let server = HttpServer::start(&[]);
-    // 2026-07-28 names the method, and the tool or task, in headers too.
-    let headers = |method: &str, name: &str| {
-        [
-            "MCP-Protocol-Version: 2026-07-28".to_owned(),
-            format!("Mcp-Method: {method}"),
-            format!("Mcp-Name: {name}"),
-        ]
-    };
+/// The headers of a 2026-07-28 request, which names its method, and its tool or task,
+/// in headers too.
+fn modern_headers(method: &str, name: &str) -> [String; 3] {
+    [
+        "MCP-Protocol-Version: 2026-07-28".to_owned(),
+        format!("Mcp-Method: {method}"),
+        format!("Mcp-Name: {name}"),
+    ]
+}
+
+/// Starts an inline workflow as a SEP-2663 task, statelessly; returns the task's id.
+fn start_modern_task(server: &HttpServer, definition: Value) -> String {
     let start = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "run_workflow", "_meta": modern_meta(),
-        "arguments": {"definition": {"name": "hello", "nodes": {"hi": {"render": "hi over HTTP"}}}}}});
-    let created = server.post(&headers("tools/call", "run_workflow"), &start);
+        "arguments": {"definition": definition}}});
+    let created = server.post(&modern_headers("tools/call", "run_workflow"), &start);
     assert_eq!(
         created.header("mcp-session-id"),
         None,
@@ -416,15 +424,27 @@ fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_r
     );
     let created = created.response(1);
     assert_eq!(created["result"]["resultType"], "task", "{created}");
-    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// A SEP-2663 `tasks/get` of `task_id`: the task with its inlined result.
+fn get_modern_task(server: &HttpServer, task_id: &str) -> Value {
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+                     "params": {"taskId": task_id, "_meta": modern_meta()}});
+    server
+        .post(&modern_headers("tasks/get", task_id), &get)
+        .response(2)
+}
+
+#[test]
+fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_result() {
+    let server = HttpServer::start(&[]);
+    let definition = json!({"name": "hello", "nodes": {"hi": {"render": "hi over HTTP"}}});
+    let task_id = start_modern_task(&server, definition);
 
     let started = std::time::Instant::now();
     let done = loop {
-        let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
-                         "params": {"taskId": task_id, "_meta": modern_meta()}});
-        let reply = server
-            .post(&headers("tasks/get", &task_id), &get)
-            .response(2);
+        let reply = get_modern_task(&server, &task_id);
         if reply["result"]["status"] == "completed" {
             break reply;
         }
@@ -435,6 +455,34 @@ fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_r
     let data = &done["result"]["result"]["structuredContent"]["data"];
     assert_eq!(data["status"], "succeeded", "{done}");
     assert_eq!(data["nodes"]["hi"]["output"], "hi over HTTP");
+}
+
+#[test]
+fn sigterm_gives_up_the_runs_the_server_drives_for_another_process_to_take() {
+    let mut server = HttpServer::start(&[]);
+    let task_id = start_modern_task(&server, json!({"nodes": {"sleep": {"wait": "30s"}}}));
+    assert_eq!(
+        get_modern_task(&server, &task_id)["result"]["status"],
+        "working"
+    );
+    let store = common::read_only(&server.db.path);
+    let lease = || {
+        store
+            .lease_owner(&task_id)
+            .unwrap()
+            .expect("the run is recorded")
+    };
+    assert!(
+        lease().is_some(),
+        "the driving server holds the run's lease"
+    );
+
+    server.terminate();
+    assert_eq!(
+        lease(),
+        None,
+        "the lease is released at shutdown, not left to expire"
+    );
 }
 
 #[test]

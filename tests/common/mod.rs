@@ -291,7 +291,7 @@ pub fn audit_rows(db: &Path) -> Vec<AuditRow> {
 }
 
 /// The store at `db`, opened read-only (the server may still have it open).
-fn read_only(db: &Path) -> Store {
+pub fn read_only(db: &Path) -> Store {
     let uri = format!("file:{}?mode=ro", db.display());
     Store::open(&uri).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()))
 }
