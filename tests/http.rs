@@ -225,21 +225,25 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
 /// A 2025-11-25 session opened with `token`: its `Mcp-Session-Id` and the headers every
 /// later request of it carries.
 fn open_session(server: &HttpServer, token: &str) -> Vec<String> {
-    let reply = server.post(&[bearer(token)], &initialize(1));
+    open_session_as(server, vec![bearer(token)]).0
+}
+
+/// A 2025-11-25 session opened with these headers: the headers of its later requests,
+/// and the `initialize` result.
+fn open_session_as(server: &HttpServer, mut headers: Vec<String>) -> (Vec<String>, Value) {
+    let reply = server.post(&headers, &initialize(1));
     assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.response(1)["result"]["serverInfo"].is_object());
+    let result = reply.response(1)["result"].clone();
+    assert!(result["serverInfo"].is_object(), "{result}");
     let session = reply
         .header("mcp-session-id")
         .expect("a session id")
         .to_owned();
-    let headers = vec![
-        bearer(token),
-        format!("Mcp-Session-Id: {session}"),
-        "MCP-Protocol-Version: 2025-11-25".to_owned(),
-    ];
+    headers.push(format!("Mcp-Session-Id: {session}"));
+    headers.push("MCP-Protocol-Version: 2025-11-25".to_owned());
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(server.post(&headers, &initialized).status, 202);
-    headers
+    (headers, result)
 }
 
 #[test]
@@ -510,4 +514,92 @@ fn a_session_beyond_the_cap_is_refused_until_one_closes() {
     );
     assert!(closed.status < 300, "{} {}", closed.status, closed.body);
     assert_eq!(server.post(&[], &initialize(1)).status, 200);
+}
+
+fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[test]
+fn a_2025_11_25_session_gets_workflow_runs_as_tasks_in_that_protocols_shapes() {
+    let server = HttpServer::start(&[]);
+    let (session, init) = open_session_as(&server, vec![]);
+    let capabilities = &init["capabilities"];
+    assert_eq!(
+        capabilities["tasks"]["requests"],
+        json!({"tools": {"call": {}}}),
+        "{init}"
+    );
+    assert!(
+        capabilities["extensions"]["io.modelcontextprotocol/tasks"].is_null(),
+        "{init}"
+    );
+
+    let tools = server.post(&session, &request(2, "tools/list", json!({})));
+    let tools = tools.response(2)["result"]["tools"].clone();
+    let run_workflow = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "run_workflow")
+        .expect("run_workflow is listed");
+    assert_eq!(run_workflow["execution"]["taskSupport"], "optional");
+    assert!(
+        !tools.to_string().contains("x-mcp-task-server"),
+        "the handler's mark never reaches a client: {tools}"
+    );
+
+    let definition = json!({"nodes": {"hi": {"render": "hi from a legacy task"}}});
+    let params = json!({"name": "run_workflow", "arguments": {"definition": definition},
+                        "task": {"ttl": 60000}});
+    let created = server.post(&session, &request(3, "tools/call", params));
+    let task = created.response(3)["result"]["task"].clone();
+    let task_id = task["taskId"]
+        .as_str()
+        .expect("a task is created")
+        .to_owned();
+    assert!(task["ttl"].is_number(), "{task}");
+
+    let started = std::time::Instant::now();
+    loop {
+        let got = server.post(
+            &session,
+            &request(4, "tasks/get", json!({"taskId": task_id})),
+        );
+        let status = got.response(4)["result"]["status"].clone();
+        if status == "completed" {
+            break;
+        }
+        assert_eq!(status, "working", "{}", got.body);
+        assert!(started.elapsed() < DEADLINE, "the run never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let result = server.post(
+        &session,
+        &request(5, "tasks/result", json!({"taskId": task_id})),
+    );
+    let result = result.response(5)["result"].clone();
+    let data = &result["structuredContent"]["data"];
+    assert_eq!(
+        data["nodes"]["hi"]["output"], "hi from a legacy task",
+        "{result}"
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(task_id)
+    );
+}
+
+#[test]
+fn an_oversized_body_is_refused_and_the_server_goes_on_serving() {
+    let server = HttpServer::start(&[]);
+    let session = open_session_as(&server, vec![]).0;
+    let title = "x".repeat(5 * 1024 * 1024);
+    let refused = server.post(&session, &call(2, "add_task", json!({"title": title})));
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert!(refused.body.contains("exceeds"), "{}", refused.body);
+
+    let added = server.post(&session, &call(3, "add_task", json!({"title": "after"})));
+    let result = &added.response(3)["result"];
+    assert_eq!(result["structuredContent"]["ok"], json!(true), "{result}");
 }

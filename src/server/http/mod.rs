@@ -8,10 +8,14 @@
 //!   loopback included;
 //! - `Host` and `Origin` are checked against the loopback names and the names the
 //!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
-//! - request bodies are capped by rmcp (4 MiB), and open sessions by `max_sessions`.
+//! - request bodies are capped at 4 MiB, and open sessions by `max_sessions`.
+//!
+//! The 2025-11-25 task layer applies to bodies and responses here (`rewrite.rs`), as the
+//! stdio transport applies it to lines.
 //!
 //! Invariant: no token reaches a log line or a response.
 
+mod rewrite;
 mod sessions;
 mod tokens;
 
@@ -100,6 +104,8 @@ type Body = BoxBody<Bytes, Infallible>;
 /// What every request passes before rmcp sees it.
 struct Gate {
     tokens: Option<Tokens>,
+    /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
+    tasks: bool,
     sessions: Arc<Sessions>,
     mcp: StreamableHttpService<Server, Sessions>,
 }
@@ -141,7 +147,18 @@ impl Gate {
             return Ok(reply);
         }
         let mut mcp = self.mcp.clone();
-        tower_service::Service::call(&mut mcp, request).await
+        if request.method() != Method::POST {
+            return tower_service::Service::call(&mut mcp, request).await;
+        }
+        let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
+            Ok(rewritten) => rewritten,
+            Err(reply) => return Ok(reply),
+        };
+        let response = tower_service::Service::call(&mut mcp, request).await?;
+        Ok(match outbound {
+            Some(outbound) => rewrite::outbound(response, outbound),
+            None => response,
+        })
     }
 }
 
@@ -164,7 +181,15 @@ fn bearer(request: &Request<Incoming>) -> Option<&[u8]> {
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
-    let mut reply = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    plain_bytes(status, Bytes::from_static(text.as_bytes()))
+}
+
+fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
+    plain_bytes(status, Bytes::from(text))
+}
+
+fn plain_bytes(status: StatusCode, text: Bytes) -> Response<Body> {
+    let mut reply = Response::new(Full::new(text).boxed());
     *reply.status_mut() = status;
     reply.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -199,7 +224,9 @@ impl Server {
             .with_allowed_hosts(options.allowed_hosts())
             .with_allowed_origins(options.allowed_origins())
             .enforce_origin_validation()
+            .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
+        let tasks = self.registry.is_some();
         let server = self;
         let sessions = Arc::new(Bounded::new(
             LocalSessionManager::default(),
@@ -209,6 +236,7 @@ impl Server {
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
         let gate = Arc::new(Gate {
             tokens: options.tokens.clone(),
+            tasks,
             sessions,
             mcp,
         });

@@ -37,7 +37,7 @@ const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// Which responses are to be patched on their way out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Patch {
+pub(crate) enum Patch {
     Initialize,
     ToolsList,
 }
@@ -93,7 +93,7 @@ impl Session {
                 if !raw["params"]["task"].is_object() {
                     return message;
                 }
-                raw["method"] = json!(format!("{PREFIX}tools/call"));
+                rename_json(&mut raw);
                 custom(raw).unwrap_or(message)
             }
             ClientRequest::GetTaskRequest(_) | ClientRequest::CancelTaskRequest(_)
@@ -121,36 +121,79 @@ impl Session {
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
-        let result = &mut raw["result"];
-        match patch {
-            Patch::Initialize if self.tasks => {
-                let capabilities = &mut result["capabilities"];
-                capabilities["tasks"] = json!({
-                    "list": {},
-                    "cancel": {},
-                    "requests": { "tools": { "call": {} } }
-                });
-                // The extension is for 2026-07-28 requests; `server/discover` names it.
-                if let Some(extensions) = capabilities["extensions"].as_object_mut() {
-                    extensions.remove(TASKS_EXTENSION);
-                    if extensions.is_empty()
-                        && let Some(capabilities) = capabilities.as_object_mut()
-                    {
-                        capabilities.remove("extensions");
-                    }
-                }
-            }
-            Patch::Initialize => {}
-            Patch::ToolsList => {
-                let legacy = self.legacy;
-                if let Some(tools) = result["tools"].as_array_mut() {
-                    for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
-                        mark_task_support(tool, legacy);
-                    }
+        patch_result(patch, self.tasks, self.legacy, &mut raw["result"]);
+        Some(raw)
+    }
+}
+
+/// What a transport that sees a request's JSON text (HTTP) does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// It goes to rmcp as it is, and so does its reply.
+    Keep,
+    /// Its method is renamed under [`PREFIX`]; the handler answers it in legacy shapes.
+    Rename,
+    /// It goes as it is, and its result is patched on the way out.
+    Patch(Patch),
+}
+
+/// The route of one request given as JSON, by the same rules as [`Session::inbound`]:
+/// `tasks`, whether the server serves tasks; `legacy`, whether the request belongs to a
+/// session opened with `initialize`.
+pub(crate) fn route(raw: &Value, tasks: bool, legacy: bool) -> Route {
+    let Some(method) = raw["method"].as_str() else {
+        return Route::Keep;
+    };
+    let params = &raw["params"];
+    let modern = params["_meta"].get(PROTOCOL_VERSION_META).is_some();
+    match method {
+        "initialize" => Route::Patch(Patch::Initialize),
+        "tools/list" => Route::Patch(Patch::ToolsList),
+        "tools/call" if tasks && !modern && params["task"].is_object() => Route::Rename,
+        "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list"
+            if tasks && legacy && !modern =>
+        {
+            Route::Rename
+        }
+        _ => Route::Keep,
+    }
+}
+
+/// Renames a request routed [`Route::Rename`].
+pub(crate) fn rename_json(raw: &mut Value) {
+    if let Some(method) = raw["method"].as_str() {
+        raw["method"] = json!(format!("{PREFIX}{method}"));
+    }
+}
+
+/// Patches the `result` of a reply to `initialize` or `tools/list`.
+pub(crate) fn patch_result(patch: Patch, tasks: bool, legacy: bool, result: &mut Value) {
+    match patch {
+        Patch::Initialize if tasks => {
+            let capabilities = &mut result["capabilities"];
+            capabilities["tasks"] = json!({
+                "list": {},
+                "cancel": {},
+                "requests": { "tools": { "call": {} } }
+            });
+            // The extension is for 2026-07-28 requests; `server/discover` names it.
+            if let Some(extensions) = capabilities["extensions"].as_object_mut() {
+                extensions.remove(TASKS_EXTENSION);
+                if extensions.is_empty()
+                    && let Some(capabilities) = capabilities.as_object_mut()
+                {
+                    capabilities.remove("extensions");
                 }
             }
         }
-        Some(raw)
+        Patch::Initialize => {}
+        Patch::ToolsList => {
+            if let Some(tools) = result["tools"].as_array_mut() {
+                for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+                    mark_task_support(tool, legacy);
+                }
+            }
+        }
     }
 }
 
@@ -187,10 +230,7 @@ fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer>
     let Ok(mut raw) = serde_json::to_value(&message) else {
         return message;
     };
-    let Some(method) = raw["method"].as_str() else {
-        return message;
-    };
-    raw["method"] = json!(format!("{PREFIX}{method}"));
+    rename_json(&mut raw);
     custom(raw).unwrap_or(message)
 }
 
@@ -241,6 +281,29 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+
+    #[test]
+    fn requests_given_as_json_are_routed_as_the_typed_layer_routes_them() {
+        let modern = json!({PROTOCOL_VERSION_META: "2026-07-28"});
+        let requests = [
+            json!({"method": "tools/call", "params": {"name": "add_task", "arguments": {}}}),
+            json!({"method": "tools/call", "params": {"name": "w", "task": {"ttl": 1}}}),
+            json!({"method": "tools/call",
+                   "params": {"name": "w", "task": {}, "_meta": modern.clone()}}),
+            json!({"method": "tasks/get", "params": {"taskId": "t"}}),
+            json!({"method": "tasks/result", "params": {"taskId": "t"}}),
+            json!({"method": "tasks/list", "params": {}}),
+            json!({"method": "tasks/cancel", "params": {"taskId": "t", "_meta": modern}}),
+            json!({"method": "ping"}),
+        ];
+        for mut raw in requests {
+            raw["jsonrpc"] = json!("2.0");
+            raw["id"] = json!(1);
+            let renamed = method_after(raw.clone()).starts_with(PREFIX);
+            assert_eq!(route(&raw, true, true) == Route::Rename, renamed, "{raw}");
+            assert_eq!(route(&raw, false, true), Route::Keep, "{raw}");
+        }
     }
 
     #[test]

@@ -1,0 +1,268 @@
+//! The 2025-11-25 task layer over HTTP: the rewrite core of `wire/legacy.rs`, applied to
+//! request bodies and to the JSON or SSE responses that answer them.
+//!
+//! Why here and not in the handler: rmcp's HTTP service parses a body into a typed
+//! message before any hook runs, and the typed message has lost `params.task`. So a POST
+//! is read whole (under the same cap rmcp applies), routed from its JSON, renamed where
+//! the legacy protocol needs it, and handed on as bytes.
+//!
+//! Which protocol a request speaks follows rmcp's own routing: a request in a session
+//! (`Mcp-Session-Id`) or opening one (`initialize`) belongs to a session opened with
+//! `initialize`, whose task protocol is 2025-11-25; any other request is a stateless
+//! 2026-07-28 one.
+
+use std::convert::Infallible;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::Value;
+
+use super::{Body, plain_owned};
+use crate::server::wire::legacy::{self, Patch, Route};
+
+/// The largest request body read: rmcp's own default, which it is also told.
+pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// What the answer to a request needs on its way out.
+pub(super) struct Outbound {
+    id: Value,
+    patch: Patch,
+    tasks: bool,
+    legacy: bool,
+}
+
+/// Reads a POST's body and applies the legacy layer to it. `Err` is the reply to give
+/// instead (the body is too long or cannot be read).
+pub(super) async fn inbound(
+    request: Request<Incoming>,
+    tasks: bool,
+) -> Result<(Request<Full<Bytes>>, Option<Outbound>), Response<Body>> {
+    let (mut parts, body) = request.into_parts();
+    let body = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            let message = format!("Payload Too Large: request body exceeds {MAX_BODY} bytes");
+            return Err(plain_owned(StatusCode::PAYLOAD_TOO_LARGE, message));
+        }
+        Err(error) => {
+            let message = format!("the request body could not be read: {error}");
+            return Err(plain_owned(StatusCode::BAD_REQUEST, message));
+        }
+    };
+    // Most bodies (any `tools/call` of a todo tool) concern the layer not at all, and a
+    // scan for the names it routes on spares them a second parse.
+    let parsed = match may_route(&body) {
+        true => serde_json::from_slice::<Value>(&body).ok(),
+        false => None,
+    };
+    // Anything else, including what is not one JSON-RPC request, goes on for rmcp.
+    let Some(mut raw) = parsed else {
+        return Ok((Request::from_parts(parts, Full::new(body)), None));
+    };
+    let legacy = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
+    let (body, outbound) = match legacy::route(&raw, tasks, legacy) {
+        Route::Keep => (body, None),
+        Route::Patch(patch) => {
+            let id = raw["id"].clone();
+            let outbound = Outbound {
+                id,
+                patch,
+                tasks,
+                legacy,
+            };
+            (body, Some(outbound))
+        }
+        Route::Rename => {
+            legacy::rename_json(&mut raw);
+            if parts.headers.contains_key("mcp-method")
+                && let Some(method) = raw["method"].as_str()
+                && let Ok(value) = HeaderValue::from_str(method)
+            {
+                parts.headers.insert("mcp-method", value);
+            }
+            let text = serde_json::to_vec(&raw).expect("a JSON value serialises");
+            parts.headers.remove(header::CONTENT_LENGTH);
+            (Bytes::from(text), None)
+        }
+    };
+    Ok((Request::from_parts(parts, Full::new(body)), outbound))
+}
+
+/// Whether a body names anything the layer routes on: a method it patches or renames, or
+/// a `task` key.
+fn may_route(body: &[u8]) -> bool {
+    const NAMES: [&[u8]; 4] = [
+        b"\"initialize\"",
+        b"\"tools/list\"",
+        b"\"task\"",
+        b"\"tasks/",
+    ];
+    NAMES.iter().any(|name| find(body, name).is_some())
+}
+
+/// The response with the answer to the request patched, whether it comes as one JSON
+/// body or as an event on an SSE stream.
+pub(super) fn outbound(response: Response<Body>, outbound: Outbound) -> Response<Body> {
+    let sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+    let (mut parts, body) = response.into_parts();
+    if sse {
+        let mut events = Events::new(outbound);
+        let stream = body.into_data_stream().map(move |chunk| {
+            let Ok(chunk) = chunk;
+            Ok::<_, Infallible>(Frame::data(events.feed(chunk)))
+        });
+        return Response::from_parts(parts, BodyExt::boxed(StreamBody::new(stream)));
+    }
+    let json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    if !json {
+        return Response::from_parts(parts, body);
+    }
+    let body = async move {
+        let Ok(collected) = body.collect().await;
+        let text = collected.to_bytes();
+        Ok::<_, Infallible>(Frame::data(patched(&text, &outbound).unwrap_or(text)))
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(
+        parts,
+        BodyExt::boxed(StreamBody::new(futures::stream::once(body))),
+    )
+}
+
+/// The JSON text of a message patched, when it is the answer awaited.
+fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
+    let mut raw: Value = serde_json::from_slice(text).ok()?;
+    if raw["id"] != outbound.id || raw.get("result").is_none() {
+        return None;
+    }
+    legacy::patch_result(
+        outbound.patch,
+        outbound.tasks,
+        outbound.legacy,
+        &mut raw["result"],
+    );
+    Some(Bytes::from(serde_json::to_vec(&raw).ok()?))
+}
+
+/// An SSE stream read event by event until the awaited answer has passed; the rest
+/// streams through untouched.
+struct Events {
+    awaited: Option<Outbound>,
+    pending: BytesMut,
+}
+
+impl Events {
+    fn new(outbound: Outbound) -> Events {
+        Events {
+            awaited: Some(outbound),
+            pending: BytesMut::new(),
+        }
+    }
+
+    /// The bytes to send for a chunk received: whole events, the awaited one patched.
+    fn feed(&mut self, chunk: Bytes) -> Bytes {
+        let Some(outbound) = &self.awaited else {
+            return chunk;
+        };
+        self.pending.extend_from_slice(&chunk);
+        let mut out = BytesMut::new();
+        while let Some(end) = find(&self.pending, b"\n\n") {
+            let event = self.pending.split_to(end + 2);
+            match patched_event(&event, outbound) {
+                Some(event) => {
+                    out.extend_from_slice(&event);
+                    out.extend_from_slice(&self.pending);
+                    self.pending.clear();
+                    self.awaited = None;
+                    break;
+                }
+                None => out.extend_from_slice(&event),
+            }
+        }
+        out.freeze()
+    }
+}
+
+/// An event whose one `data:` line is the awaited answer, patched; its other fields
+/// (`id:`, `event:`) as they were.
+fn patched_event(event: &[u8], outbound: &Outbound) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(event).ok()?;
+    let mut data = text.lines().filter(|line| line.starts_with("data:"));
+    let line = data.next()?;
+    if data.next().is_some() {
+        return None;
+    }
+    let json = patched(line["data:".len()..].trim_start().as_bytes(), outbound)?;
+    let json = std::str::from_utf8(&json).ok()?;
+    Some(
+        text.replacen(line, &format!("data: {json}"), 1)
+            .into_bytes(),
+    )
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn awaiting(id: Value) -> Outbound {
+        Outbound {
+            id,
+            patch: Patch::Initialize,
+            tasks: true,
+            legacy: true,
+        }
+    }
+
+    #[test]
+    fn the_awaited_answer_is_patched_across_chunks_and_the_rest_passes_untouched() {
+        let answer = json!({"jsonrpc": "2.0", "id": 7, "result": {"capabilities": {}}});
+        let stream = format!(
+            "id: 0\nretry: 3000\ndata: \n\n\
+             data: {}\nid: 1\n\n\
+             data: {answer}\nid: 2\n\n\
+             data: {{\"later\":true}}\n\n",
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+        );
+        let mut events = Events::new(awaiting(json!(7)));
+        let mut out = Vec::new();
+        for chunk in stream.as_bytes().chunks(5) {
+            out.extend_from_slice(&events.feed(Bytes::copy_from_slice(chunk)));
+        }
+        let out = String::from_utf8(out).unwrap();
+        let patched_line = out
+            .lines()
+            .find(|line| line.contains("\"id\":7"))
+            .expect("the answer is sent");
+        let patched: Value = serde_json::from_str(&patched_line["data: ".len()..]).unwrap();
+        assert_eq!(
+            patched["result"]["capabilities"]["tasks"]["requests"],
+            json!({"tools": {"call": {}}})
+        );
+        // Every other byte is as it came, in order.
+        let unpatched = stream.replace(&answer.to_string(), &patched.to_string());
+        assert_eq!(out, unpatched);
+    }
+
+    #[test]
+    fn an_answer_to_another_request_is_not_patched() {
+        let other = json!({"jsonrpc": "2.0", "id": 8, "result": {"capabilities": {}}});
+        let mut events = Events::new(awaiting(json!(7)));
+        let text = format!("data: {other}\n\n");
+        let out = events.feed(Bytes::from(text.clone()));
+        assert_eq!(out, Bytes::from(text));
+    }
+}
