@@ -291,6 +291,7 @@ fn store_unfinished(
             idempotency: None,
             task_label: None,
             audit: None,
+            owner: &mcp_task_server::store::Owner::default(),
             created_ms: mcp_task_server::clock::now_ms(),
         })
         .expect("run recorded");

@@ -777,7 +777,9 @@ fn cancel_ends_an_orphaned_run_as_cancelled() {
         .unwrap();
     let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
     let id = loop {
-        let runs = store.list_runs(None, 1).unwrap();
+        let runs = store
+            .list_runs(None, mcp_task_server::store::Scope::Everyone, 1)
+            .unwrap();
         if let Some(run) = runs.first()
             && store
                 .nodes(&run.id)

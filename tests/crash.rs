@@ -196,7 +196,7 @@ fn is_terminal(status: &str) -> bool {
 
 fn run_id(store: &Store) -> Option<String> {
     store
-        .list_runs(None, 1)
+        .list_runs(None, mcp_task_server::store::Scope::Everyone, 1)
         .unwrap()
         .into_iter()
         .next()
@@ -205,7 +205,7 @@ fn run_id(store: &Store) -> Option<String> {
 
 fn run_status(store: &Store) -> Option<String> {
     store
-        .list_runs(None, 1)
+        .list_runs(None, mcp_task_server::store::Scope::Everyone, 1)
         .unwrap()
         .into_iter()
         .next()
@@ -550,7 +550,9 @@ fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_
     std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), longer).unwrap();
     let store = sandbox.store();
     let started = |workflow: &str| {
-        let runs = store.list_runs(None, 10).unwrap();
+        let runs = store
+            .list_runs(None, mcp_task_server::store::Scope::Everyone, 10)
+            .unwrap();
         let run = runs.into_iter().find(|r| r.workflow == workflow)?;
         let rows = store.nodes(&run.id).unwrap();
         rows.iter().any(|r| r.node_id == "pause").then_some(run.id)

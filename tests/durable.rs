@@ -714,7 +714,12 @@ async fn a_direct_tool_call_writes_no_run() {
         .await;
     assert!(result.unwrap().is_ok());
     let store = world.store();
-    assert!(store.list_runs(None, 10).unwrap().is_empty());
+    assert!(
+        store
+            .list_runs(None, mcp_task_server::store::Scope::Everyone, 10)
+            .unwrap()
+            .is_empty()
+    );
     let audit = store.audit_rows().unwrap();
     assert_eq!(audit.len(), 1);
     assert!(audit[0].run_id.is_some() && audit[0].node_id.as_deref() == Some("add_task"));

@@ -417,10 +417,17 @@ fn modern_headers(method: &str, name: &str) -> [String; 3] {
 
 /// Starts an inline workflow as a SEP-2663 task, statelessly; returns the task's id.
 fn start_modern_task(server: &HttpServer, definition: Value) -> String {
+    start_modern_task_as(server, &[], definition)
+}
+
+/// [`start_modern_task`] with these extra headers (a bearer token, say).
+fn start_modern_task_as(server: &HttpServer, extra: &[String], definition: Value) -> String {
     let start = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "run_workflow", "_meta": modern_meta(),
         "arguments": {"definition": definition}}});
-    let created = server.post(&modern_headers("tools/call", "run_workflow"), &start);
+    let mut headers = modern_headers("tools/call", "run_workflow").to_vec();
+    headers.extend_from_slice(extra);
+    let created = server.post(&headers, &start);
     assert_eq!(
         created.header("mcp-session-id"),
         None,
@@ -433,11 +440,15 @@ fn start_modern_task(server: &HttpServer, definition: Value) -> String {
 
 /// A SEP-2663 `tasks/get` of `task_id`: the task with its inlined result.
 fn get_modern_task(server: &HttpServer, task_id: &str) -> Value {
+    get_modern_task_as(server, &[], task_id)
+}
+
+fn get_modern_task_as(server: &HttpServer, extra: &[String], task_id: &str) -> Value {
     let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
                      "params": {"taskId": task_id, "_meta": modern_meta()}});
-    server
-        .post(&modern_headers("tasks/get", task_id), &get)
-        .response(2)
+    let mut headers = modern_headers("tasks/get", task_id).to_vec();
+    headers.extend_from_slice(extra);
+    server.post(&headers, &get).response(2)
 }
 
 #[test]
@@ -602,4 +613,141 @@ fn an_oversized_body_is_refused_and_the_server_goes_on_serving() {
     let added = server.post(&session, &call(3, "add_task", json!({"title": "after"})));
     let result = &added.response(3)["result"];
     assert_eq!(result["structuredContent"]["ok"], json!(true), "{result}");
+}
+
+/// Starts an inline workflow as a 2025-11-25 task in `session`; returns the task's id.
+fn start_legacy_task(server: &HttpServer, session: &[String], definition: Value) -> String {
+    let params = json!({"name": "run_workflow", "arguments": {"definition": definition},
+                        "task": {"ttl": 60000}});
+    let created = server.post(session, &request(3, "tools/call", params));
+    let created = created.response(3);
+    created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task in {created}"))
+        .to_owned()
+}
+
+/// The ids `tasks/list` gives `session`.
+fn listed_task_ids(server: &HttpServer, session: &[String]) -> Vec<String> {
+    let listed = server.post(session, &request(9, "tasks/list", json!({})));
+    let listed = listed.response(9);
+    listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of tasks in {listed}"))
+        .iter()
+        .map(|task| task["taskId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The run ids `list_runs` gives a caller with these headers.
+fn listed_run_ids(server: &HttpServer, headers: &[String]) -> Vec<String> {
+    let listed = server.post(headers, &call(8, "list_runs", json!({})));
+    let listed = listed.response(8);
+    let data = &listed["result"]["structuredContent"]["data"];
+    data.as_array()
+        .unwrap_or_else(|| panic!("a list of runs in {listed}"))
+        .iter()
+        .map(|run| run["runId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const WAIT: &str = "30s";
+
+#[test]
+fn with_tokens_each_principals_tasks_are_unknown_to_the_other_and_listings_do_not_leak() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    let legacy = start_legacy_task(&server, &alice, waiting.clone());
+    let modern = start_modern_task_as(&server, &[bearer(ALICE)], waiting);
+
+    // Bob asks for Alice's tasks by id, in both protocols: unknown, as for no such task.
+    let got = server.post(&bob, &request(4, "tasks/get", json!({"taskId": legacy})));
+    assert_eq!(got.response(4)["error"]["code"], -32602, "{}", got.body);
+    let cancel = server.post(&bob, &request(5, "tasks/cancel", json!({"taskId": legacy})));
+    assert_eq!(
+        cancel.response(5)["error"]["code"],
+        -32602,
+        "{}",
+        cancel.body
+    );
+    let got = get_modern_task_as(&server, &[bearer(BOB)], &modern);
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    let run = server.post(&bob, &call(6, "get_run", json!({"run_id": legacy})));
+    let run = &run.response(6)["result"]["structuredContent"];
+    assert_eq!(run["error"]["code"], "not_found", "{run}");
+
+    // Listings show each principal its own.
+    assert_eq!(listed_task_ids(&server, &bob), Vec::<String>::new());
+    // A run's task comes first, its sub-tasks after it.
+    assert_eq!(listed_task_ids(&server, &alice)[0], legacy);
+    assert_eq!(listed_run_ids(&server, &bob), Vec::<String>::new());
+    let mut alices = listed_run_ids(&server, &alice);
+    alices.sort();
+    let mut expected = vec![legacy.clone(), modern.clone()];
+    expected.sort();
+    assert_eq!(alices, expected);
+
+    // Alice still reaches her own, and the audit log names who did what.
+    let got = get_modern_task_as(&server, &[bearer(ALICE)], &modern);
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let rows = common::audit_rows(&server.db.path);
+    let started: Vec<_> = rows
+        .iter()
+        .filter(|row| row.tool == "run_workflow")
+        .map(|row| (row.run_id.clone().unwrap(), row.principal.as_deref()))
+        .collect();
+    assert!(
+        started.contains(&(legacy.clone(), Some("alice"))),
+        "{started:?}"
+    );
+    assert!(
+        started.contains(&(modern.clone(), Some("alice"))),
+        "{started:?}"
+    );
+    let bobs: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.principal.as_deref() == Some("bob"))
+        .map(|row| row.tool.as_str())
+        .collect();
+    assert_eq!(bobs, ["get_run", "list_runs"], "{rows:?}");
+}
+
+#[test]
+fn without_tokens_another_session_polls_a_task_by_its_id_but_does_not_see_it_listed() {
+    let server = HttpServer::start(&[]);
+    let first = open_session_as(&server, vec![]).0;
+    let second = open_session_as(&server, vec![]).0;
+    let task_id = start_legacy_task(&server, &first, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+
+    let got = server.post(
+        &second,
+        &request(4, "tasks/get", json!({"taskId": task_id})),
+    );
+    assert_eq!(
+        got.response(4)["result"]["taskId"],
+        json!(task_id),
+        "{}",
+        got.body
+    );
+    assert_eq!(listed_task_ids(&server, &second), Vec::<String>::new());
+    assert_eq!(listed_task_ids(&server, &first)[0], task_id);
+    assert_eq!(listed_run_ids(&server, &second), Vec::<String>::new());
+    // A stateless request belongs to no session, and lists what was started in none.
+    let stateless = start_modern_task(&server, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+    assert_eq!(listed_run_ids(&server, &first), [task_id]);
+    let listed = server.post(
+        &modern_headers("tools/call", "list_runs"),
+        &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+            "name": "list_runs", "arguments": {}, "_meta": modern_meta()}}),
+    );
+    let data = &listed.response(8)["result"]["structuredContent"]["data"];
+    let ids: Vec<&str> = data
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", listed.body))
+        .iter()
+        .map(|run| run["runId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [stateless.as_str()]);
 }

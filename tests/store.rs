@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use mcp_task_server::store::{
-    AuditEntry, AuditOutcome, NewTodo, Store, StoreError, Todo, TodoFilter, TodoStatus,
+    AuditEntry, AuditOutcome, NewTodo, Scope, Store, StoreError, Todo, TodoFilter, TodoStatus,
 };
 use rusqlite::Connection;
 use tempfile::TempDir;
@@ -42,6 +42,8 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         lease_expires_ms: i64::MAX,
         retry_of: None,
         idempotency: None,
+        principal: None,
+        session: None,
     }
 }
 
@@ -435,6 +437,7 @@ fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
             outcome,
             run_id: None,
             node_id: None,
+            principal: None,
         })
         .expect("audit append succeeds");
 }
@@ -501,7 +504,7 @@ fn audit_log_refuses_delete() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -590,8 +593,17 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
     let audit = store.audit_rows().unwrap();
     assert_eq!(audit.len(), 2);
     assert_eq!(audit[1].run_id.as_deref(), Some("r1"));
+    assert_eq!(
+        audit[1].principal, None,
+        "old rows were made for no principal"
+    );
     assert_eq!(insert(&store, "new", None, &[]).id, 3);
-    assert!(store.list_runs(None, 10).unwrap().is_empty());
+    assert!(
+        store
+            .list_runs(None, Scope::Everyone, 10)
+            .unwrap()
+            .is_empty()
+    );
     // The audit log keeps its ids, and goes on from the last of them.
     assert_eq!(audit.iter().map(|row| row.id).collect::<Vec<_>>(), [1, 2]);
     append(&store, "list_tasks", "{}", AuditOutcome::Ok);
@@ -750,20 +762,29 @@ fn tasks_of_one_protocol_page_newest_first_with_a_cursor_that_stays_valid() {
     let ids = |page: &[mcp_task_server::store::TaskRow]| -> Vec<String> {
         page.iter().map(|t| t.run_id.clone()).collect()
     };
-    let first = store.list_tasks_page("a", None, 2).unwrap();
+    let first = store
+        .list_tasks_page("a", Scope::Everyone, None, 2)
+        .unwrap();
     assert_eq!(ids(&first), ["t5", "t4"]);
     // A task that changes keeps its place.
     conn.execute("UPDATE run_tasks SET updated_ms = 99 WHERE run_key = 1", [])
         .unwrap();
-    let second = store.list_tasks_page("a", Some("t4"), 2).unwrap();
+    let second = store
+        .list_tasks_page("a", Scope::Everyone, Some("t4"), 2)
+        .unwrap();
     assert_eq!(ids(&second), ["t3", "t1"]);
     assert!(
         store
-            .list_tasks_page("a", Some("t1"), 2)
+            .list_tasks_page("a", Scope::Everyone, Some("t1"), 2)
             .unwrap()
             .is_empty()
     );
-    assert_eq!(ids(&store.list_tasks_page("b", None, 9).unwrap()), ["t2"]);
+    assert_eq!(
+        ids(&store
+            .list_tasks_page("b", Scope::Everyone, None, 9)
+            .unwrap()),
+        ["t2"]
+    );
 }
 
 #[test]
@@ -896,4 +917,46 @@ fn a_store_opened_for_full_durability_commits_with_synchronous_full() {
     assert_eq!(full.durability().unwrap(), Durability::Full);
     let normal = Store::open(&path).unwrap();
     assert_eq!(normal.durability().unwrap(), Durability::Normal);
+}
+
+#[test]
+fn runs_are_listed_by_whom_they_belong_to() {
+    let db = temp_db();
+    let owners = [
+        ("local", None, None),
+        ("alice-1", Some("alice"), Some("s1")),
+        ("alice-2", Some("alice"), Some("s2")),
+        ("bob", Some("bob"), Some("s3")),
+        ("session-only", None, Some("s1")),
+    ];
+    db.store
+        .try_transaction(|tx| {
+            for (id, principal, session) in owners {
+                let mut run = run_held_by_me(id);
+                run.principal = principal;
+                run.session = session;
+                tx.insert_run(&run)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let listed = |scope| -> Vec<String> {
+        let mut ids: Vec<String> = db
+            .store
+            .list_runs(None, scope, 10)
+            .unwrap()
+            .into_iter()
+            .map(|run| run.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(listed(Scope::Everyone).len(), owners.len());
+    assert_eq!(listed(Scope::Principal("alice")), ["alice-1", "alice-2"]);
+    assert_eq!(listed(Scope::Principal("carol")), Vec::<String>::new());
+    assert_eq!(listed(Scope::Session("s1")), ["alice-1", "session-only"]);
+    assert_eq!(listed(Scope::Nobody), ["local"]);
+    let owner = db.store.run_owner("bob").unwrap().unwrap();
+    assert_eq!(owner.principal.as_deref(), Some("bob"));
+    assert_eq!(db.store.run_owner("nobody-knows").unwrap(), None);
 }

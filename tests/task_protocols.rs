@@ -7,6 +7,7 @@ mod wire;
 
 use std::time::Duration;
 
+use mcp_task_server::store::Scope;
 use mcp_task_server::tasks::RegistryConfig;
 use serde_json::{Value, json};
 use wire::Wire;
@@ -714,7 +715,7 @@ async fn a_call_without_tasks_asks_in_rounds_and_each_retry_continues_the_same_r
     assert_eq!(result["resultType"], "complete");
     let report = &result["structuredContent"]["data"];
     assert_eq!(report["output"], json!({ "said": "Ada likes teal" }));
-    let runs = wire.registry.runs(None, 10).unwrap();
+    let runs = wire.registry.runs(None, Scope::Everyone, 10).unwrap();
     assert_eq!(runs.len(), 1, "every round continued the one run");
 }
 
@@ -772,7 +773,9 @@ async fn a_round_left_unanswered_past_its_timeout_cancels_its_run() {
     mcp_task_server::tasks::housekeeping::round(&wire.engine, &wire.registry, chores);
     let mut status = String::new();
     for _ in 0..200 {
-        status = wire.registry.runs(None, 1).unwrap()[0].status.clone();
+        status = wire.registry.runs(None, Scope::Everyone, 1).unwrap()[0]
+            .status
+            .clone();
         if status == "cancelled" {
             break;
         }
@@ -861,7 +864,10 @@ async fn a_retried_start_with_the_same_key_and_arguments_gets_the_same_run() {
             .contains("other arguments"),
         "{other}"
     );
-    assert_eq!(wire.registry.runs(None, 10).unwrap().len(), 1);
+    assert_eq!(
+        wire.registry.runs(None, Scope::Everyone, 10).unwrap().len(),
+        1
+    );
 
     // A synchronous call with a key of its own runs once, and its retry gets its report.
     let flow = json!({ "name": "run_workflow", "arguments": { "idempotency_key": "k-2",

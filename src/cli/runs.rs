@@ -14,7 +14,7 @@ use crate::tasks::Registry;
 
 /// `workflows runs`: a table of runs, newest first.
 pub fn list_runs(registry: &Registry, status: Option<&str>, limit: usize) -> ExitCode {
-    let runs = match registry.runs(status, limit) {
+    let runs = match registry.runs(status, crate::store::Scope::Everyone, limit) {
         Ok(runs) => runs,
         Err(error) => return fail(&format!("cannot read the runs: {error}")),
     };

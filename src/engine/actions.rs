@@ -38,6 +38,8 @@ pub struct ActionEnv {
     /// `write_file` paths are relative to this directory and may not leave it.
     pub workspace: PathBuf,
     pub interaction: Option<Arc<dyn Interaction>>,
+    /// The principal the run acts for, named in the audit rows of its calls.
+    pub principal: Option<Arc<str>>,
 }
 
 /// An action with its templates expanded, ready to perform (and to retry as it is).

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::actions::BoxFuture;
 use super::plan::Plan;
 use super::report::{NodeError, NodeStatus, RunStatus};
+use crate::store::Owner;
 use crate::tools::{Origin, ToolResult};
 
 /// Who started a run. `serve` takes over unfinished `mcp` runs by itself; `cli` runs
@@ -174,6 +175,8 @@ pub struct RunStart<'a> {
     pub task_label: Option<(&'a str, &'a str)>,
     /// The tool call that started the run, audited in the run's own transaction.
     pub audit: Option<(&'a str, &'a Map<String, Value>)>,
+    /// Who the run belongs to.
+    pub owner: &'a Owner,
     /// When the run is recorded (ms since the Unix epoch): its task's creation time, which
     /// the starter can then report without reading the record back.
     pub created_ms: i64,
@@ -202,6 +205,7 @@ pub struct StoredRun {
     /// `None` while the run is unfinished.
     pub finished: Option<RunStatus>,
     pub units: Vec<(String, Option<usize>, UnitState)>,
+    pub owner: Owner,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

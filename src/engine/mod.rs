@@ -38,6 +38,7 @@ use plan::Plan;
 use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
+use crate::store::Owner;
 use crate::tools::{ToolError, ToolResult, Tools};
 
 /// Per-run settings.
@@ -65,6 +66,9 @@ pub struct RunOptions {
     /// The tool call that starts the run (its name and arguments), audited `ok` in the
     /// transaction that records the run.
     pub audit: Option<(String, Map<String, Value>)>,
+    /// Who the run belongs to, where the server tells callers apart: recorded with it, and
+    /// its principal named in the audit rows of the calls it makes.
+    pub owner: Owner,
 }
 
 /// A run started in the background.
@@ -117,6 +121,7 @@ impl Engine {
                 tools,
                 workspace: workspace.to_path_buf(),
                 interaction: None,
+                principal: None,
             }),
             single: Arc::new(single),
             journal: None,
@@ -138,14 +143,15 @@ impl Engine {
         &self.env.workspace
     }
 
-    fn env_for(&self, options: &RunOptions) -> Arc<ActionEnv> {
-        match &options.interaction {
-            None => Arc::clone(&self.env),
-            Some(interaction) => Arc::new(ActionEnv {
-                interaction: Some(Arc::clone(interaction)),
-                ..(*self.env).clone()
-            }),
+    fn env_for(&self, options: &RunOptions, principal: Option<&str>) -> Arc<ActionEnv> {
+        if options.interaction.is_none() && principal.is_none() {
+            return Arc::clone(&self.env);
         }
+        Arc::new(ActionEnv {
+            interaction: options.interaction.clone(),
+            principal: principal.map(Arc::from),
+            ..(*self.env).clone()
+        })
     }
 
     /// Runs `plan` to the end on the current task. `inputs` must have passed
@@ -198,7 +204,7 @@ impl Engine {
         restored: Vec<(String, Option<usize>, UnitState)>,
         retry_of: Option<&str>,
     ) -> RunSetup {
-        let env = self.env_for(&options);
+        let env = self.env_for(&options, options.owner.principal.as_deref());
         let answers = match (options.park_questions, &options.interaction) {
             (true, _) => Answers::Parked,
             (false, Some(_)) => Answers::Caller,
@@ -228,6 +234,7 @@ impl Engine {
                     .as_ref()
                     .map(|(era, tool)| (era.as_str(), tool.as_str())),
                 audit: options.audit.as_ref().map(|(tool, args)| (tool.as_str(), args)),
+                owner: &options.owner,
                 created_ms,
             };
             match journal.create(&start) {
@@ -343,7 +350,7 @@ impl Engine {
         // whoever takes the run over after it.
         let parked = options.park_questions.then_some(Answers::Parked);
         journal.claim(run_id, parked)?;
-        let env = self.env_for(&options);
+        let env = self.env_for(&options, stored.owner.principal.as_deref());
         let mut setup = RunSetup::from_stored(stored, env);
         if let Some(answers) = parked {
             setup.answers = answers;
@@ -400,8 +407,22 @@ impl Engine {
 
     /// A direct call of a task-manager tool, as a one-node workflow. `None` if no such tool.
     pub async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Option<ToolResult> {
+        self.call_tool_for(name, args, Owner::default()).await
+    }
+
+    /// [`Engine::call_tool`] for a caller the server tells apart, named in its audit row.
+    pub async fn call_tool_for(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        owner: Owner,
+    ) -> Option<ToolResult> {
         let plan = Arc::clone(self.single.get(name)?);
-        let report = self.run(plan, args, RunOptions::default()).await;
+        let options = RunOptions {
+            owner,
+            ..RunOptions::default()
+        };
+        let report = self.run(plan, args, options).await;
         let (_, node) = report
             .nodes
             .into_iter()

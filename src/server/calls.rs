@@ -20,7 +20,8 @@ impl Server {
         mut args: serde_json::Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResult {
-        let retryable = match self.take_idempotency_key(name, &mut args) {
+        let caller = super::caller::Caller::of(context);
+        let retryable = match self.take_idempotency_key(name, &mut args, caller.principal()) {
             Ok(retryable) => retryable,
             Err(rejected) => return results::reply(rejected),
         };
@@ -28,6 +29,7 @@ impl Server {
         let mut options = RunOptions {
             origin: RunOrigin::Mcp,
             interaction: super::interaction::for_call(context),
+            owner: caller.owner().clone(),
             ..RunOptions::default()
         };
         self.lock_runs()
@@ -72,8 +74,14 @@ impl Server {
                 }
                 Ok(None) => {}
             }
-            let request = match workflow_tools::prepare_run(&self.engine, &self.catalog, name, args)
-            {
+            let principal = retryable.principal.as_deref();
+            let request = match workflow_tools::prepare_run(
+                &self.engine,
+                &self.catalog,
+                name,
+                args,
+                principal,
+            ) {
                 Ok(request) => request,
                 Err(rejected) => return rejected,
             };
@@ -105,6 +113,7 @@ impl Server {
         let origin = crate::tools::Origin {
             run_id: Some(&report.run_id),
             node_id: None,
+            principal: retryable.principal.as_deref(),
         };
         self.engine.tools().audit(name, args, outcome, origin);
         workflow_tools::run_reply(&report, self.engine.workspace())

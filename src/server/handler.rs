@@ -9,6 +9,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use super::caller::Caller;
 use super::run_tools::{self, GET_RUN, LIST_RUNS};
 use super::tasks::questions;
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
@@ -205,6 +206,7 @@ impl Server {
         } = request;
         let args = arguments.unwrap_or_default();
         let name = name.as_ref();
+        let caller = Caller::of(&context);
         // The extension is a 2026-07-28 one: a request of that protocol that declares it in
         // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
         // 2025-11-25 task protocol (`params.task`), which the wire layer routes.
@@ -219,7 +221,7 @@ impl Server {
             // Under the extension the server decides: a workflow runs as a task, a quick
             // todo call answers at once.
             if declared_tasks {
-                return self.create_extension_task(name, args);
+                return self.create_extension_task(name, args, &caller);
             }
             // A 2026-07-28 call without tasks has no server requests: its questions go
             // back as rounds of `input_required` results.
@@ -230,28 +232,33 @@ impl Server {
                     input_responses,
                     request_state,
                     questions::samples_by_person(&context),
+                    &caller,
                 )
                 .await;
         }
         let reply = match route {
             None => return Err(results::unknown_tool(name)),
             Some(Route::Todo) => {
-                let result = self.engine.call_tool(name, args).await;
+                let owner = caller.owner().clone();
+                let result = self.engine.call_tool_for(name, args, owner).await;
                 results::tool_result(&result.expect("the engine runs every registered tool"))
             }
             Some(Route::ListWorkflows) => results::reply(workflow_tools::list_workflows(
                 &self.catalog,
                 self.engine.tools(),
                 &args,
+                caller.principal(),
             )),
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
             Some(Route::ListRuns) => {
                 let registry = self.registry()?;
-                results::reply(run_tools::list_runs(registry, self.engine.tools(), &args))
+                let tools = self.engine.tools();
+                results::reply(run_tools::list_runs(registry, tools, &args, &caller))
             }
             Some(Route::GetRun) => {
                 let registry = self.registry()?;
-                results::reply(run_tools::get_run(registry, self.engine.tools(), &args))
+                let tools = self.engine.tools();
+                results::reply(run_tools::get_run(registry, tools, &args, &caller))
             }
         };
         Ok(reply.into())
@@ -301,23 +308,25 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         let by_person = questions::samples_by_person(&context);
-        self.get_extension_task(&request.task_id, by_person)
+        self.get_extension_task(&request.task_id, by_person, &Caller::of(&context))
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.update_extension_task(&request.task_id, &request.input_responses)
+        let caller = Caller::of(&context);
+        self.update_extension_task(&request.task_id, &request.input_responses, &caller)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.cancel_extension_task(&request.task_id).await
+        let caller = Caller::of(&context);
+        self.cancel_extension_task(&request.task_id, &caller).await
     }
 
     /// The 2025-11-25 task requests, renamed by the wire layer. Any other custom method,

@@ -22,6 +22,9 @@ const MAX_KEY: usize = 200;
 pub(super) struct Retryable {
     pub key: String,
     pub call: String,
+    /// The principal the call is made for: part of the call, so that one principal's key
+    /// never finds another's run.
+    pub principal: Option<String>,
 }
 
 /// `value` with every object's keys in sorted order: the same arguments, however ordered,
@@ -58,6 +61,7 @@ impl Server {
         &self,
         tool: &str,
         args: &mut Map<String, Value>,
+        principal: Option<&str>,
     ) -> Result<Option<Retryable>, Envelope> {
         let Some(value) = args.get(IDEMPOTENCY_KEY) else {
             return Ok(None);
@@ -70,13 +74,18 @@ impl Server {
             let error = ToolError::invalid_input(format!(
                 "{IDEMPOTENCY_KEY}: must be a string of 1 to {MAX_KEY} characters"
             ));
-            return Err(self.reject(tool, args, &error));
+            return Err(self.reject(tool, args, &error, principal));
         };
         args.remove(IDEMPOTENCY_KEY);
-        let call = json!({ "tool": tool, "arguments": canonical(&Value::Object(args.clone())) });
+        let mut call =
+            json!({ "tool": tool, "arguments": canonical(&Value::Object(args.clone())) });
+        if let Some(principal) = principal {
+            call["principal"] = json!(principal);
+        }
         Ok(Some(Retryable {
             key,
             call: call.to_string(),
+            principal: principal.map(str::to_owned),
         }))
     }
 
@@ -101,6 +110,7 @@ impl Server {
                 let origin = Origin {
                     run_id: Some(&run_id),
                     node_id: None,
+                    principal: retryable.principal.as_deref(),
                 };
                 self.engine
                     .tools()
@@ -111,15 +121,21 @@ impl Server {
                 let error = ToolError::invalid_input(format!(
                     "{IDEMPOTENCY_KEY}: this key was used for a call with other arguments"
                 ));
-                Err(self.reject(tool, args, &error))
+                Err(self.reject(tool, args, &error, retryable.principal.as_deref()))
             }
         }
     }
 
-    fn reject(&self, tool: &str, args: &Map<String, Value>, error: &ToolError) -> Envelope {
+    fn reject(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        error: &ToolError,
+        principal: Option<&str>,
+    ) -> Envelope {
         self.engine
             .tools()
-            .audit(tool, args, AuditOutcome::Rejected, Origin::default());
+            .audit(tool, args, AuditOutcome::Rejected, Origin::of(principal));
         envelope::failed(error.code.as_str(), &error.message, None)
     }
 }

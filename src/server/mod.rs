@@ -4,6 +4,7 @@
 //! `#[tool]` macros, no typed parameters) so that the raw wire arguments reach our own
 //! validator untouched, and rejected calls are audited like any other.
 
+mod caller;
 mod calls;
 mod envelope;
 mod handler;

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::caller::Caller;
 use super::envelope::{self, Envelope};
 use crate::store::AuditOutcome;
 use crate::tasks::Registry;
@@ -65,6 +66,7 @@ fn finish(
     name: &str,
     args: &Map<String, Value>,
     result: Result<Value, ToolError>,
+    caller: &Caller,
 ) -> Envelope {
     let outcome = match &result {
         Ok(_) => AuditOutcome::Ok,
@@ -72,11 +74,16 @@ fn finish(
         Err(error) if error.code == crate::tools::ErrorCode::InternalError => AuditOutcome::Error,
         Err(_) => AuditOutcome::Rejected,
     };
-    tools.audit(name, args, outcome, Origin::default());
+    tools.audit(name, args, outcome, Origin::of(caller.principal()));
     envelope::of_result(&result)
 }
 
-pub(super) fn list_runs(registry: &Registry, tools: &Tools, args: &Map<String, Value>) -> Envelope {
+pub(super) fn list_runs(
+    registry: &Registry,
+    tools: &Tools,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> Envelope {
     let mut check = Checker::new();
     check.known_keys(args, "", &["status", "limit"]);
     let status = args
@@ -95,7 +102,7 @@ pub(super) fn list_runs(registry: &Registry, tools: &Tools, args: &Map<String, V
     let result = check.finish().and_then(|()| {
         let limit = limit.unwrap_or(20) as usize;
         let runs = registry
-            .runs(status, limit)
+            .runs(status, caller.listing(), limit)
             .map_err(|_| ToolError::internal())?;
         let list: Vec<Value> = runs
             .into_iter()
@@ -113,10 +120,15 @@ pub(super) fn list_runs(registry: &Registry, tools: &Tools, args: &Map<String, V
             .collect();
         Ok(Value::Array(list))
     });
-    finish(tools, LIST_RUNS, args, result)
+    finish(tools, LIST_RUNS, args, result, caller)
 }
 
-pub(super) fn get_run(registry: &Registry, tools: &Tools, args: &Map<String, Value>) -> Envelope {
+pub(super) fn get_run(
+    registry: &Registry,
+    tools: &Tools,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> Envelope {
     let mut check = Checker::new();
     check.known_keys(args, "", &["run_id"]);
     let run_id = match args.get("run_id") {
@@ -128,11 +140,18 @@ pub(super) fn get_run(registry: &Registry, tools: &Tools, args: &Map<String, Val
     };
     let result = check.finish().and_then(|()| {
         let run_id = run_id.unwrap_or_default();
+        let not_found = || ToolError::not_found(format!("no run with id {run_id}"));
+        // Another principal's run is as unknown as a run that never was.
+        match registry.run_owner(&run_id) {
+            Ok(Some(owner)) if caller.may_see(&owner) => {}
+            Ok(_) => return Err(not_found()),
+            Err(_) => return Err(ToolError::internal()),
+        }
         match registry.run_view(&run_id) {
             Ok(Some(view)) => Ok(view),
-            Ok(None) => Err(ToolError::not_found(format!("no run with id {run_id}"))),
+            Ok(None) => Err(not_found()),
             Err(_) => Err(ToolError::internal()),
         }
     });
-    finish(tools, GET_RUN, args, result)
+    finish(tools, GET_RUN, args, result, caller)
 }

@@ -57,16 +57,13 @@ pub(super) fn list_workflows(
     catalog: &Catalog,
     tools: &Tools,
     args: &Map<String, Value>,
+    principal: Option<&str>,
 ) -> Envelope {
     let mut check = Checker::new();
     check.known_keys(args, "", &[]);
     if let Err(error) = check.finish() {
-        tools.audit(
-            LIST_WORKFLOWS,
-            args,
-            AuditOutcome::Rejected,
-            Origin::default(),
-        );
+        let origin = Origin::of(principal);
+        tools.audit(LIST_WORKFLOWS, args, AuditOutcome::Rejected, origin);
         return failure(&error);
     }
     let list: Vec<Value> = catalog
@@ -81,7 +78,12 @@ pub(super) fn list_workflows(
             })
         })
         .collect();
-    tools.audit(LIST_WORKFLOWS, args, AuditOutcome::Ok, Origin::default());
+    tools.audit(
+        LIST_WORKFLOWS,
+        args,
+        AuditOutcome::Ok,
+        Origin::of(principal),
+    );
     envelope::ok(Value::Array(list))
 }
 
@@ -157,6 +159,7 @@ pub(super) fn prepare_run(
     catalog: &Catalog,
     tool_name: &str,
     args: &Map<String, Value>,
+    principal: Option<&str>,
 ) -> Result<Request, Envelope> {
     let request = if tool_name == RUN_WORKFLOW {
         parse_run_request(catalog, args)
@@ -173,7 +176,7 @@ pub(super) fn prepare_run(
         };
         engine
             .tools()
-            .audit(tool_name, args, outcome, Origin::default());
+            .audit(tool_name, args, outcome, Origin::of(principal));
         failure(&error)
     })
 }
@@ -186,7 +189,8 @@ pub(super) async fn run_workflow(
     args: &Map<String, Value>,
     options: RunOptions,
 ) -> Envelope {
-    let request = match prepare_run(engine, catalog, tool_name, args) {
+    let principal = options.owner.principal.clone();
+    let request = match prepare_run(engine, catalog, tool_name, args, principal.as_deref()) {
         Ok(request) => request,
         Err(rejected) => return rejected,
     };
@@ -199,6 +203,7 @@ pub(super) async fn run_workflow(
     let origin = Origin {
         run_id: Some(&report.run_id),
         node_id: None,
+        principal: principal.as_deref(),
     };
     engine.tools().audit(tool_name, args, outcome, origin);
     run_reply(&report, engine.workspace())

@@ -36,6 +36,8 @@ pub struct AuditEntry<'a> {
     pub outcome: AuditOutcome,
     pub run_id: Option<&'a str>,
     pub node_id: Option<&'a str>,
+    /// The principal the call was made for, when the server tells callers apart.
+    pub principal: Option<&'a str>,
 }
 
 /// A row read back from the log.
@@ -48,6 +50,7 @@ pub struct AuditRow {
     pub outcome: String,
     pub run_id: Option<String>,
     pub node_id: Option<String>,
+    pub principal: Option<String>,
 }
 
 /// Cuts `args` to at most [`AUDIT_ARGS_CAP`] bytes (on a character boundary) and marks the cut.
@@ -66,8 +69,8 @@ impl Tx<'_> {
     pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
         self.conn
             .prepare_cached(
-                "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id, principal)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 clock::now_iso(),
@@ -75,7 +78,8 @@ impl Tx<'_> {
                 cap_args(entry.args),
                 entry.outcome.as_str(),
                 entry.run_id,
-                entry.node_id
+                entry.node_id,
+                entry.principal
             ])?;
         Ok(())
     }
@@ -90,7 +94,8 @@ impl Store {
     pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, at, tool, args, outcome, run_id, node_id FROM audit_log ORDER BY id",
+            "SELECT id, at, tool, args, outcome, run_id, node_id, principal FROM audit_log
+             ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(AuditRow {
@@ -101,6 +106,7 @@ impl Store {
                 outcome: r.get(4)?,
                 run_id: r.get(5)?,
                 node_id: r.get(6)?,
+                principal: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -209,6 +209,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
     BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
     "#,
+    // 6: who a call and a run belong to, when a server has callers to tell apart: the
+    // principal named by the caller's token (null without tokens), and the session that
+    // started a run (null outside one). Adding a column rewrites no row, so the audit
+    // log's triggers hold.
+    r#"
+    ALTER TABLE audit_log ADD COLUMN principal TEXT;
+    ALTER TABLE runs ADD COLUMN principal TEXT;
+    ALTER TABLE runs ADD COLUMN session TEXT;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -25,7 +25,7 @@ pub use audit::{AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{Batch, Write};
 pub use nodes::NodeRow;
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
-pub use runs::{NewRun, RunEnd, RunEndRow, RunRow, RunSummary};
+pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 
 /// Process-wide SQLite settings, made once, before the first connection opens.

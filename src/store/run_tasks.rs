@@ -8,7 +8,7 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Store, StoreError, Tx};
+use super::{Owner, Scope, Store, StoreError, Tx};
 use crate::clock;
 
 /// A run's own task as stored; its task id is `run_id`.
@@ -32,6 +32,7 @@ pub struct TaskRow {
     pub run_key: i64,
     pub nodes: i64,
     pub node_ids: String,
+    pub owner: Owner,
 }
 
 impl TaskRow {
@@ -48,6 +49,7 @@ impl TaskRow {
             nodes: self.nodes,
             node_ids: self.node_ids.clone(),
             era: self.era.clone(),
+            owner: self.owner.clone(),
         }
     }
 }
@@ -72,6 +74,7 @@ pub struct RunHead {
     pub node_ids: String,
     /// The task protocol the run's task was created under, if any.
     pub era: Option<String>,
+    pub owner: Owner,
 }
 
 /// A question a unit's task asks, with its answer once given.
@@ -90,7 +93,7 @@ pub struct QuestionRow {
 
 const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.created_at, \
      t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error, t.era, t.tool, r.key, \
-     p.nodes, p.node_ids";
+     p.nodes, p.node_ids, r.principal, r.session";
 
 /// The tables [`TASK_COLUMNS`] come from.
 const TASK_TABLES: &str =
@@ -113,11 +116,15 @@ fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
         run_key: r.get(12)?,
         nodes: r.get(13)?,
         node_ids: r.get(14)?,
+        owner: Owner {
+            principal: r.get(15)?,
+            session: r.get(16)?,
+        },
     })
 }
 
 const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_interval_ms, \
-     p.nodes, t.era, p.node_ids \
+     p.nodes, t.era, p.node_ids, r.principal, r.session \
      FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
 
 fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
@@ -132,6 +139,10 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
         nodes: r.get(5)?,
         era: r.get(6)?,
         node_ids: r.get(7)?,
+        owner: Owner {
+            principal: r.get(8)?,
+            session: r.get(9)?,
+        },
     })
 }
 
@@ -309,19 +320,22 @@ impl Store {
     pub fn list_tasks_page(
         &self,
         era: &str,
+        scope: Scope<'_>,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskRow>, StoreError> {
         let conn = self.lock();
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM {TASK_TABLES}
-             WHERE t.era = ?1
+             WHERE t.era = ?1 AND {}
                AND (?2 IS NULL OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
-             ORDER BY t.run_key DESC LIMIT ?3"
+             ORDER BY t.run_key DESC LIMIT ?3",
+            super::runs::scope_clause(4, 5)
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![era, after, limit], task_from_row)?;
+        let (kind, name) = scope.params();
+        let rows = stmt.query_map(params![era, after, limit, kind, name], task_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

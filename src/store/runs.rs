@@ -28,6 +28,48 @@ pub struct RunRow {
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
+    pub owner: Owner,
+}
+
+/// Who a run belongs to, where the server tells callers apart: the principal whose token
+/// started it, and the session it was started in. Both `None` for a run started over
+/// stdio or from the terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub principal: Option<String>,
+    pub session: Option<String>,
+}
+
+/// Whose runs a listing shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    Everyone,
+    /// The runs started under this principal's token.
+    Principal(&'a str),
+    /// The runs started in this session.
+    Session(&'a str),
+    /// The runs started for no principal and in no session.
+    Nobody,
+}
+
+impl<'a> Scope<'a> {
+    /// The scope as the two parameters of [`scope_clause`]: its kind and its name.
+    pub(super) fn params(self) -> (i64, Option<&'a str>) {
+        match self {
+            Scope::Everyone => (0, None),
+            Scope::Principal(name) => (1, Some(name)),
+            Scope::Session(id) => (2, Some(id)),
+            Scope::Nobody => (3, None),
+        }
+    }
+}
+
+/// The condition that a run `r` is in a scope given as parameters `?kind` and `?name`.
+pub(super) fn scope_clause(kind: usize, name: usize) -> String {
+    format!(
+        "CASE ?{kind} WHEN 0 THEN 1 WHEN 1 THEN r.principal = ?{name} \
+         WHEN 2 THEN r.session = ?{name} ELSE r.principal IS NULL AND r.session IS NULL END"
+    )
 }
 
 /// How a run ended, as its report needs it.
@@ -74,6 +116,8 @@ pub struct NewRun<'a> {
     pub retry_of: Option<&'a str>,
     /// The key a client may retry the starting call under, and that call.
     pub idempotency: Option<(&'a str, &'a str)>,
+    pub principal: Option<&'a str>,
+    pub session: Option<&'a str>,
 }
 
 /// Who holds an unfinished run: (run id, lease owner, lease expiry in ms).
@@ -89,7 +133,7 @@ pub struct RunEnd {
 
 const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.error, r.output, \
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
-     r.retry_of, r.created_at, r.updated_at, r.finished_at";
+     r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session";
 
 fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -110,6 +154,10 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         created_at: r.get(14)?,
         updated_at: r.get(15)?,
         finished_at: r.get(16)?,
+        owner: Owner {
+            principal: r.get(17)?,
+            session: r.get(18)?,
+        },
     })
 }
 
@@ -123,8 +171,9 @@ impl Tx<'_> {
             .prepare_cached(
                 "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
                      lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
-                     idempotency_key, idempotency_request)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
+                     idempotency_key, idempotency_request, principal, session)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12,
+                         ?13, ?14)",
             )?
             .execute(params![
                 run.id,
@@ -138,7 +187,9 @@ impl Tx<'_> {
                 run.retry_of,
                 now,
                 run.idempotency.map(|(key, _)| key),
-                run.idempotency.map(|(_, request)| request)
+                run.idempotency.map(|(_, request)| request),
+                run.principal,
+                run.session
             ])
             .map(|_| self.conn.last_insert_rowid())?;
         self.conn
@@ -274,18 +325,22 @@ impl Store {
     pub fn list_runs(
         &self,
         status: Option<&str>,
+        scope: Scope<'_>,
         limit: usize,
     ) -> Result<Vec<RunSummary>, StoreError> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
+        let sql = format!(
             "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
                     r.origin, r.created_at, COALESCE(t.updated_ms, 0)
              FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key
-             WHERE ?1 IS NULL OR r.status = ?1
+             WHERE (?1 IS NULL OR r.status = ?1) AND {}
              ORDER BY r.created_at DESC, r.key DESC LIMIT ?2",
-        )?;
+            scope_clause(3, 4)
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt.query_map(params![status, limit], |r| {
+        let (kind, name) = scope.params();
+        let rows = stmt.query_map(params![status, limit, kind, name], |r| {
             Ok(RunSummary {
                 id: r.get(0)?,
                 workflow: r.get(1)?,
@@ -298,6 +353,21 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Who owns run `run_id`; `None` if there is no such run.
+    pub fn run_owner(&self, run_id: &str) -> Result<Option<Owner>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached("SELECT principal, session FROM runs WHERE id = ?1")?;
+        let owner = stmt
+            .query_row([run_id], |r| {
+                Ok(Owner {
+                    principal: r.get(0)?,
+                    session: r.get(1)?,
+                })
+            })
+            .optional()?;
+        Ok(owner)
     }
 
     /// Hands the run's lease to `owner` if the run is unfinished and its lease is free,

@@ -189,9 +189,12 @@ impl Registry {
         outcome: AuditOutcome,
     ) {
         let args = reply_record(question, reply);
+        // Only the run's owner reaches its questions where callers are told apart.
+        let owner = self.store().run_owner(run_id).ok().flatten();
         let origin = Origin {
             run_id: Some(run_id),
             node_id: Some(&question.node_id),
+            principal: owner.as_ref().and_then(|o| o.principal.as_deref()),
         };
         self.tools().audit(ANSWER_AUDIT, &args, outcome, origin);
     }

@@ -131,6 +131,7 @@ impl Registry {
         created_ms: i64,
         steps: usize,
         label: (&str, &str),
+        owner: &crate::store::Owner,
     ) -> crate::tasks::TaskView {
         let at = clock::iso_from_ms(created_ms);
         let timing = self.timing();
@@ -151,6 +152,7 @@ impl Registry {
             tool: Some(label.1.to_owned()),
             // Its run key is the journal's; the sub-tasks, if listed, read the run.
             head: None,
+            owner: owner.clone(),
         }
     }
 
@@ -201,6 +203,8 @@ impl Journal for Registry {
             lease_expires_ms: self.lease_until(),
             retry_of: start.retry_of,
             idempotency: start.idempotency,
+            principal: start.owner.principal.as_deref(),
+            session: start.owner.session.as_deref(),
         };
         self.store
             .try_transaction(|tx| {
@@ -216,6 +220,7 @@ impl Journal for Registry {
                     let origin = crate::tools::Origin {
                         run_id: Some(start.run_id),
                         node_id: None,
+                        principal: start.owner.principal.as_deref(),
                     };
                     let ok = crate::tools::AuditOutcome::Ok;
                     self.tools.audit_in(tx, tool, args, ok, origin);
@@ -289,6 +294,7 @@ impl Journal for Registry {
             deadline_ms: run.deadline_ms,
             finished: RunStatus::parse(&run.status),
             units,
+            owner: run.owner,
         })
     }
 

@@ -8,7 +8,7 @@ use super::Registry;
 use super::ids;
 use super::records::{self, instance_number};
 use super::status::{TaskStatus, unit_message};
-use crate::store::{NodeRow, RunHead, StoreError, TaskRow};
+use crate::store::{NodeRow, Owner, RunHead, Scope, StoreError, TaskRow};
 
 /// A run as `workflows runs` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -46,6 +46,9 @@ pub struct TaskView {
     /// that listing them reads the run no second time.
     #[serde(skip)]
     pub(crate) head: Option<Box<RunHead>>,
+    /// Who owns the task's run.
+    #[serde(skip)]
+    pub(crate) owner: Owner,
 }
 
 impl TaskView {
@@ -53,6 +56,7 @@ impl TaskView {
         let head = Some(Box::new(row.head()));
         TaskView {
             head,
+            owner: row.owner,
             task_id: row.run_id.clone(),
             parent_task_id: None,
             run_id: row.run_id,
@@ -93,6 +97,7 @@ fn sub_view(
         _ => head.created_at.clone(),
     };
     TaskView {
+        owner: head.owner.clone(),
         task_id: ids::sub_task_id(&head.run_id, index, instance).unwrap_or_default(),
         parent_task_id: Some(head.run_id.clone()),
         run_id: head.run_id.clone(),
@@ -244,16 +249,27 @@ impl Registry {
     pub fn tasks_page(
         &self,
         era: &str,
+        scope: Scope<'_>,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
-        let rows = self.store().list_tasks_page(era, after, limit)?;
+        let rows = self.store().list_tasks_page(era, scope, after, limit)?;
         Ok(rows.into_iter().map(TaskView::from_row).collect())
     }
 
-    /// Runs, newest first, optionally of one status.
-    pub fn runs(&self, status: Option<&str>, limit: usize) -> Result<Vec<RunListing>, StoreError> {
-        let runs = self.store().list_runs(status, limit)?;
+    /// Who owns run `run_id`; `None` if there is no such run.
+    pub fn run_owner(&self, run_id: &str) -> Result<Option<Owner>, StoreError> {
+        self.store().run_owner(run_id)
+    }
+
+    /// Runs in `scope`, newest first, optionally of one status.
+    pub fn runs(
+        &self,
+        status: Option<&str>,
+        scope: Scope<'_>,
+        limit: usize,
+    ) -> Result<Vec<RunListing>, StoreError> {
+        let runs = self.store().list_runs(status, scope, limit)?;
         Ok(runs
             .into_iter()
             .map(|r| RunListing {

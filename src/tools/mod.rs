@@ -122,11 +122,23 @@ type Handler = fn(&Tx<'_>, &Map<String, Value>) -> ToolResult;
 /// A registered tool: its name, its published definition, and what runs it.
 type Registration = (&'static str, fn() -> ToolSpec, Handler);
 
-/// Where a call comes from: the run and node of the workflow that made it, if any.
+/// Where a call comes from: the run and node of the workflow that made it, if any, and
+/// the principal it was made for, when the server tells callers apart.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Origin<'a> {
     pub run_id: Option<&'a str>,
     pub node_id: Option<&'a str>,
+    pub principal: Option<&'a str>,
+}
+
+impl<'a> Origin<'a> {
+    /// A call made outside any run, for `principal`.
+    pub fn of(principal: Option<&'a str>) -> Origin<'a> {
+        Origin {
+            principal,
+            ..Origin::default()
+        }
+    }
 }
 
 /// The registry: looks tools up by name and runs them on the one validated, audited path.
@@ -255,6 +267,7 @@ fn append_audit(
         outcome,
         run_id: origin.run_id,
         node_id: origin.node_id,
+        principal: origin.principal,
     };
     if let Err(error) = tx.append_audit(&entry) {
         tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");

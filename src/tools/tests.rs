@@ -821,6 +821,7 @@ fn audit_row_records_the_origin_of_a_call() {
     let origin = Origin {
         run_id: Some("run-7"),
         node_id: Some("node-b"),
+        principal: Some("alice"),
     };
     tools
         .invoke("list_tasks", &Map::new(), origin)
@@ -830,6 +831,7 @@ fn audit_row_records_the_origin_of_a_call() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].run_id.as_deref(), Some("run-7"));
     assert_eq!(rows[0].node_id.as_deref(), Some("node-b"));
+    assert_eq!(rows[0].principal.as_deref(), Some("alice"));
 }
 
 #[test]

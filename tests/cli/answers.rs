@@ -36,7 +36,7 @@ fn spawn_quiet(sandbox: &Sandbox, args: &[&str]) -> std::process::Child {
 /// The id of the newest run in `store`.
 fn latest_run(store: &Store) -> Option<String> {
     store
-        .list_runs(None, 1)
+        .list_runs(None, mcp_task_server::store::Scope::Everyone, 1)
         .unwrap()
         .first()
         .map(|r| r.id.clone())
@@ -175,7 +175,10 @@ fn a_bad_answers_file_is_refused_before_the_run_naming_every_problem() {
     if sandbox.db.exists() {
         let store = Store::open(&sandbox.db).unwrap();
         assert!(
-            store.list_runs(None, 10).unwrap().is_empty(),
+            store
+                .list_runs(None, mcp_task_server::store::Scope::Everyone, 10)
+                .unwrap()
+                .is_empty(),
             "no run started"
         );
     }

@@ -243,6 +243,7 @@ impl Run {
         let origin = Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&planned.id),
+            principal: self.env.principal.as_deref(),
         };
         let Some(journal) = self.journal.clone() else {
             let result = match self.env.tools.invoke(name, args, origin) {

@@ -156,6 +156,7 @@ impl Run {
         let origin = Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&self.plan.nodes[node].id),
+            principal: self.env.principal.as_deref(),
         };
         let audit = crate::engine::journal::ANSWER_AUDIT;
         self.env.tools.audit(audit, &args, outcome, origin);

@@ -37,6 +37,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
 use super::Server;
@@ -113,7 +114,7 @@ struct Gate {
 impl Gate {
     async fn handle(
         self: Arc<Self>,
-        request: Request<Incoming>,
+        mut request: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
         if request.uri().path() == "/healthz" {
             return Ok(match *request.method() {
@@ -132,6 +133,9 @@ impl Gate {
                 return Ok(reply);
             };
             tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
+            // rmcp hands the request's parts to the handler, which tells callers apart.
+            let principal = principal.clone();
+            request.extensions_mut().insert(principal);
         }
         if request.uri().path() != "/mcp" {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, internal, questions};
 use crate::server::Server;
+use crate::server::caller::Caller;
 use crate::server::results;
 use crate::tasks::{TaskStatus, TaskView};
 
@@ -54,8 +55,9 @@ impl Server {
         &self,
         name: &str,
         args: Map<String, Value>,
+        caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
-        match self.start_task(name, args, Era::Extension) {
+        match self.start_task(name, args, Era::Extension, caller) {
             Ok(view) => Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
                 &view,
             )))),
@@ -69,8 +71,9 @@ impl Server {
         &self,
         task_id: &str,
         samples_by_person: bool,
+        caller: &Caller,
     ) -> Result<GetTaskResult, McpError> {
-        let view = self.task_of(task_id, Era::Extension)?;
+        let view = self.task_of(task_id, Era::Extension, caller)?;
         let payload = match view.status() {
             TaskStatus::Working => TaskPayload::Working,
             TaskStatus::Cancelled => TaskPayload::Cancelled,
@@ -132,8 +135,9 @@ impl Server {
         &self,
         task_id: &str,
         responses: &std::collections::BTreeMap<String, Value>,
+        caller: &Caller,
     ) -> Result<(), McpError> {
-        let view = self.task_of(task_id, Era::Extension)?;
+        let view = self.task_of(task_id, Era::Extension, caller)?;
         questions::take_responses(self.registry()?, &view, responses).map_err(internal)
     }
 
@@ -141,8 +145,9 @@ impl Server {
     pub(in crate::server) async fn cancel_extension_task(
         &self,
         task_id: &str,
+        caller: &Caller,
     ) -> Result<(), McpError> {
-        let view = self.task_of(task_id, Era::Extension)?;
+        let view = self.task_of(task_id, Era::Extension, caller)?;
         self.cancel_task(&view).await?;
         Ok(())
     }

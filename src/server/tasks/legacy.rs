@@ -12,6 +12,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
+use crate::server::caller::Caller;
 use crate::server::tasks::extension::SUB_TASKS_META;
 use crate::server::{Server, results};
 use crate::tasks::{OpenQuestion, TaskView};
@@ -65,18 +66,19 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Result<Value, McpError> {
         let params = params_of(&request);
+        let caller = Caller::of(&context);
         match method {
-            "tools/call" => self.legacy_call(params, &context),
+            "tools/call" => self.legacy_call(params, &context, &caller),
             "tasks/get" => {
-                let view = self.task_of(task_id_of(&params)?, Era::Legacy)?;
+                let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
                 self.legacy_task_with_subs(&view)
             }
             "tasks/result" => {
-                let view = self.task_of(task_id_of(&params)?, Era::Legacy)?;
-                self.legacy_result(view, &context.peer).await
+                let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
+                self.legacy_result(view, &context.peer, &caller).await
             }
-            "tasks/list" => self.legacy_list(params.get("cursor")),
-            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?).await,
+            "tasks/list" => self.legacy_list(params.get("cursor"), &caller),
+            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?, &caller).await,
             _ => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -89,6 +91,7 @@ impl Server {
         &self,
         params: Map<String, Value>,
         context: &RequestContext<RoleServer>,
+        caller: &Caller,
     ) -> Result<Value, McpError> {
         let name = params
             .get("name")
@@ -107,7 +110,7 @@ impl Server {
         if self.route(name).is_none() {
             return Err(crate::server::results::unknown_tool(name));
         }
-        let view = match self.start_task(name, args, Era::Legacy) {
+        let view = match self.start_task(name, args, Era::Legacy, caller) {
             Ok(view) => view,
             Err(NotStarted::Rejected(envelope)) => {
                 let message = envelope.body["error"]["message"]
@@ -119,7 +122,8 @@ impl Server {
             Err(NotStarted::Fault(error)) => return Err(error),
         };
         let token = context.meta.get_progress_token();
-        self.watch_legacy_task(view.task_id.clone(), context.peer.clone(), token);
+        let watched = (view.task_id.clone(), caller.clone());
+        self.watch_legacy_task(watched, context.peer.clone(), token);
         Ok(json!({ "task": wire_task(&view) }))
     }
 
@@ -138,9 +142,10 @@ impl Server {
         &self,
         view: TaskView,
         peer: &Peer<RoleServer>,
+        caller: &Caller,
     ) -> Result<Value, McpError> {
         loop {
-            match self.settle(&view.task_id, Era::Legacy).await? {
+            match self.settle(&view.task_id, Era::Legacy, caller).await? {
                 Settled::Finished(result) => {
                     let mut result = results::task_result(result)?;
                     let related = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
@@ -201,7 +206,7 @@ impl Server {
 
     /// `tasks/list`: runs' tasks newest first, each followed by its sub-tasks, which name
     /// their parent. The cursor is the last task listed.
-    fn legacy_list(&self, cursor: Option<&Value>) -> Result<Value, McpError> {
+    fn legacy_list(&self, cursor: Option<&Value>, caller: &Caller) -> Result<Value, McpError> {
         let registry = self.registry()?;
         let bad_cursor = || McpError::invalid_params("invalid cursor", None);
         let (mut after_run, mut after_sub) = match cursor {
@@ -210,6 +215,7 @@ impl Server {
                 let view = registry
                     .task(text)
                     .map_err(internal)?
+                    .filter(|view| caller.may_see(&view.owner))
                     .ok_or_else(bad_cursor)?;
                 match view.parent_task_id {
                     Some(parent) => (Some(parent), Some(view.task_id)),
@@ -226,7 +232,12 @@ impl Server {
         }
         while tasks.len() < PAGE {
             let runs = registry
-                .tasks_page(Era::Legacy.as_str(), after_run.as_deref(), PAGE)
+                .tasks_page(
+                    Era::Legacy.as_str(),
+                    caller.listing(),
+                    after_run.as_deref(),
+                    PAGE,
+                )
                 .map_err(internal)?;
             if runs.is_empty() {
                 last = None;
@@ -275,8 +286,8 @@ impl Server {
 
     /// `tasks/cancel`: the task is `cancelled` before the reply, for good; a finished one
     /// gives `-32602`.
-    async fn legacy_cancel(&self, task_id: &str) -> Result<Value, McpError> {
-        let view = self.task_of(task_id, Era::Legacy)?;
+    async fn legacy_cancel(&self, task_id: &str, caller: &Caller) -> Result<Value, McpError> {
+        let view = self.task_of(task_id, Era::Legacy, caller)?;
         if view.status().is_terminal() || !self.cancel_task(&view).await? {
             return Err(McpError::invalid_params(
                 format!(
@@ -286,7 +297,7 @@ impl Server {
                 None,
             ));
         }
-        let view = self.task_of(task_id, Era::Legacy)?;
+        let view = self.task_of(task_id, Era::Legacy, caller)?;
         Ok(wire_task(&view))
     }
 
@@ -294,7 +305,7 @@ impl Server {
     /// of its status, until it finishes or the client goes away.
     fn watch_legacy_task(
         &self,
-        task_id: String,
+        (task_id, caller): (String, Caller),
         peer: Peer<RoleServer>,
         token: Option<rmcp::model::ProgressToken>,
     ) {
@@ -302,7 +313,7 @@ impl Server {
         tokio::spawn(async move {
             let mut seen: Option<(String, i64)> = None;
             loop {
-                let Ok(view) = server.task_of(&task_id, Era::Legacy) else {
+                let Ok(view) = server.task_of(&task_id, Era::Legacy, &caller) else {
                     return;
                 };
                 let now = (view.status.clone(), view.progress);

@@ -17,6 +17,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
+use super::caller::Caller;
 use super::envelope::{self, Envelope};
 use super::handler::Route;
 use super::{Server, results, workflow_tools};
@@ -95,6 +96,7 @@ impl Server {
         name: &str,
         args: Map<String, Value>,
         era: Era,
+        caller: &Caller,
     ) -> Result<TaskView, NotStarted> {
         let registry = self.registry().map_err(NotStarted::Fault)?;
         let mut options = RunOptions {
@@ -102,6 +104,7 @@ impl Server {
             park_questions: true,
             record: true,
             task_label: Some((era.as_str().to_owned(), name.to_owned())),
+            owner: caller.owner().clone(),
             ..RunOptions::default()
         };
         let route = self.route(name);
@@ -110,10 +113,10 @@ impl Server {
         let mut retryable = None;
         if route == Some(Route::RunWorkflow) {
             retryable = self
-                .take_idempotency_key(name, &mut args)
+                .take_idempotency_key(name, &mut args, caller.principal())
                 .map_err(NotStarted::Rejected)?;
             _starting = self.lock_starting();
-            if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
+            if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era, caller)? {
                 return Ok(view);
             }
             options.idempotency = retryable.clone().map(|r| (r.key, r.call));
@@ -127,8 +130,15 @@ impl Server {
                 1,
             ),
             Some(Route::RunWorkflow) => {
-                let request = workflow_tools::prepare_run(&self.engine, &self.catalog, name, &args)
-                    .map_err(NotStarted::Rejected)?;
+                let principal = caller.principal();
+                let request = workflow_tools::prepare_run(
+                    &self.engine,
+                    &self.catalog,
+                    name,
+                    &args,
+                    principal,
+                )
+                .map_err(NotStarted::Rejected)?;
                 // The call's audit row commits with the run it starts.
                 options.audit = Some((name.to_owned(), args.clone()));
                 let nodes = request.plan.steps();
@@ -154,17 +164,24 @@ impl Server {
         // The reply is the task as its run's first transaction wrote it: reading it back
         // would wait behind the run's own commits, which start at once on another worker.
         if let Some(created_ms) = recorded_ms {
-            return Ok(registry.created_task(&run_id, created_ms, nodes, (era.as_str(), name)));
+            let label = (era.as_str(), name);
+            let owner = caller.owner();
+            return Ok(registry.created_task(&run_id, created_ms, nodes, label, owner));
         }
         self.engine.cancel_local(&run_id);
         // A todo call audits itself when its node runs; a workflow call's row was to commit
         // with its run.
         if route == Some(Route::RunWorkflow) {
             let tools = self.engine.tools();
-            tools.audit(name, &args, AuditOutcome::Error, Origin::default());
+            tools.audit(
+                name,
+                &args,
+                AuditOutcome::Error,
+                Origin::of(caller.principal()),
+            );
         }
         // Another process may have started a run under the same key first.
-        if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era)? {
+        if let Some(view) = self.earlier_task(name, &args, retryable.as_ref(), era, caller)? {
             return Ok(view);
         }
         Err(NotStarted::Fault(McpError::internal_error(
@@ -180,6 +197,7 @@ impl Server {
         args: &Map<String, Value>,
         retryable: Option<&super::idempotency::Retryable>,
         era: Era,
+        caller: &Caller,
     ) -> Result<Option<TaskView>, NotStarted> {
         let Some(retryable) = retryable else {
             return Ok(None);
@@ -190,7 +208,7 @@ impl Server {
         let Some(run_id) = earlier else {
             return Ok(None);
         };
-        self.task_of(&run_id, era).map(Some).map_err(|_| {
+        self.task_of(&run_id, era, caller).map(Some).map_err(|_| {
             NotStarted::Fault(McpError::invalid_params(
                 "this idempotency key was used by a call of another task protocol",
                 None,
@@ -198,11 +216,21 @@ impl Server {
         })
     }
 
-    /// The task `task_id` if a request of `era` may see it.
-    pub(super) fn task_of(&self, task_id: &str, era: Era) -> Result<TaskView, McpError> {
+    /// The task `task_id` if a request of `era` from `caller` may see it. Another
+    /// principal's task is as unknown as one that never was.
+    pub(super) fn task_of(
+        &self,
+        task_id: &str,
+        era: Era,
+        caller: &Caller,
+    ) -> Result<TaskView, McpError> {
         let view = self.registry()?.task(task_id).map_err(internal)?;
         match view {
-            Some(view) if view.era.as_deref() == Some(era.as_str()) => Ok(view),
+            Some(view)
+                if view.era.as_deref() == Some(era.as_str()) && caller.may_see(&view.owner) =>
+            {
+                Ok(view)
+            }
             _ => Err(unknown_task(task_id)),
         }
     }
@@ -261,9 +289,14 @@ impl Server {
     }
 
     /// Waits until the task has finished or waits for answers.
-    pub(super) async fn settle(&self, task_id: &str, era: Era) -> Result<Settled, McpError> {
+    pub(super) async fn settle(
+        &self,
+        task_id: &str,
+        era: Era,
+        caller: &Caller,
+    ) -> Result<Settled, McpError> {
         loop {
-            let view = self.task_of(task_id, era)?;
+            let view = self.task_of(task_id, era, caller)?;
             if let Some(result) = self.final_result(&view)? {
                 return Ok(Settled::Finished(result));
             }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Era, NotStarted, Settled, internal, questions};
+use crate::server::caller::Caller;
 use crate::server::{Server, results};
 
 /// What a `requestState` says: which run, at which round.
@@ -43,10 +44,11 @@ impl Server {
         responses: Option<InputResponses>,
         state: Option<String>,
         samples_by_person: bool,
+        caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
         let codec = self.state_codec()?;
         let run_id = match state {
-            None => match self.start_task(name, args, Era::Rounds) {
+            None => match self.start_task(name, args, Era::Rounds, caller) {
                 Ok(view) => view.run_id,
                 Err(NotStarted::Rejected(envelope)) => return Ok(results::reply(envelope).into()),
                 Err(NotStarted::Fault(error)) => return Err(error),
@@ -55,11 +57,11 @@ impl Server {
                 let opened: RoundState = codec
                     .open_json_with(&state, name.as_bytes())
                     .map_err(invalid_state)?;
-                self.take_answers(&opened, responses.unwrap_or_default())?;
+                self.take_answers(&opened, responses.unwrap_or_default(), caller)?;
                 opened.run
             }
         };
-        match self.settle(&run_id, Era::Rounds).await? {
+        match self.settle(&run_id, Era::Rounds, caller).await? {
             Settled::Finished(result) => Ok(result.into()),
             Settled::Asking(_, open) => {
                 let round = self
@@ -83,7 +85,13 @@ impl Server {
 
     /// Records the answers of the latest round. Answers to questions already answered (a
     /// repeated round) change nothing.
-    fn take_answers(&self, state: &RoundState, responses: InputResponses) -> Result<(), McpError> {
+    fn take_answers(
+        &self,
+        state: &RoundState,
+        responses: InputResponses,
+        caller: &Caller,
+    ) -> Result<(), McpError> {
+        let view = self.task_of(&state.run, Era::Rounds, caller)?;
         let registry = self.registry()?;
         let latest = registry
             .round(&state.run)
@@ -96,7 +104,6 @@ impl Server {
             )));
         }
         registry.answered_round(&state.run).map_err(internal)?;
-        let view = self.task_of(&state.run, Era::Rounds)?;
         questions::take_responses(registry, &view, &responses).map_err(internal)
     }
 }
