@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -52,7 +51,7 @@ impl HttpServer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().expect("start the server");
-        let addr = listening_address(child.stderr.take().unwrap());
+        let addr = common::listening_address(child.stderr.take().unwrap());
         HttpServer { child, addr, db }
     }
 
@@ -108,24 +107,6 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Reads the server's stderr until it says where it listens; keeps draining it after.
-fn listening_address(stderr: std::process::ChildStderr) -> SocketAddr {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent && let Some(at) = line.split("http://").nth(1) {
-                let addr = at.split('/').next().unwrap().to_owned();
-                sent = sender.send(addr).is_ok();
-            }
-        }
-    });
-    let addr = receiver
-        .recv_timeout(DEADLINE)
-        .expect("the server logs the address it listens on");
-    addr.parse().unwrap()
 }
 
 struct Reply {

@@ -10,6 +10,8 @@
 //! returns; with `TASKS_REAL_CLIENTS=required` (as `.ci/run` sets) it fails instead.
 
 mod common;
+#[path = "real_clients/http.rs"]
+mod http;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -362,7 +364,11 @@ async fn ts_sdk_call_tool_stream_runs_ask_as_a_task_answers_its_elicitation_and_
     let ran = script(&node, "ts_sdk.mjs", "task-stream", &sandbox)
         .await
         .succeeded();
+    assert_streamed_ask_task(&ran);
+}
 
+/// What the TypeScript SDK's `task-stream` scenario must have seen, over any transport.
+fn assert_streamed_ask_task(ran: &Ran) {
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     let tools = ran.event("tools");
     assert_eq!(
@@ -455,7 +461,11 @@ async fn ts_sdk_cancels_a_waiting_task_and_a_second_cancel_is_invalid_params() {
     let ran = script(&node, "ts_sdk.mjs", "task-cancel", &sandbox)
         .await
         .succeeded();
+    assert_cancelled_ask_task(&ran);
+}
 
+/// What the TypeScript SDK's `task-cancel` scenario must have seen, over any transport.
+fn assert_cancelled_ask_task(ran: &Ran) {
     let task_id = ran.event("taskCreated")["task"]["taskId"].clone();
     let cancelled = &ran.event("cancelled")["task"];
     assert_eq!(cancelled["taskId"], task_id);
@@ -493,7 +503,11 @@ async fn ts_sdk_plain_call_tool_of_ask_is_answered_by_direct_elicitation() {
     let ran = script(&node, "ts_sdk.mjs", "direct-elicit", &sandbox)
         .await
         .succeeded();
+    assert_directly_asked_ask(&ran);
+}
 
+/// What the TypeScript SDK's `direct-elicit` scenario must have seen, over any transport.
+fn assert_directly_asked_ask(ran: &Ran) {
     let elicitation = ran.event("elicitation");
     assert_eq!(elicitation["message"], "Approve direct?");
     assert_eq!(

@@ -1,12 +1,15 @@
 // Drives the server with the official TypeScript SDK (1.x, protocol 2025-11-25).
 //
-//   node ts_sdk.mjs <scenario> -- <server command...>
+//   node ts_sdk.mjs <scenario> -- <server command...>     (stdio)
+//   node ts_sdk.mjs <scenario> --url <http://.../mcp>     (Streamable HTTP; a bearer token
+//                                                          from TASKS_TEST_TOKEN, if set)
 //
 // Scenarios:
 //   task-stream    callToolStream of `ask` as a task, its question answered by the
 //                  client's elicitation handler; then listTasks and getTask
 //   task-cancel    a task of `ask` cancelled while it waits; a second cancel refused
 //   direct-elicit  a plain callTool of `ask`, asked by elicitation during the call
+//   todos          plain callTool of add_task, then list_tasks
 //   stream:<workflow>  callToolStream of a built-in workflow as a task, with the arguments
 //                  of tests/clients/scenarios.json: the client's sampling handler replies
 //                  with the drafts listed there, its elicitation handler answers each form
@@ -21,6 +24,7 @@ import { readFileSync } from "node:fs";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -31,8 +35,8 @@ const emit = (event, fields = {}) =>
   process.stdout.write(JSON.stringify({ event, ...fields }) + "\n");
 
 const [scenario, dashes, command, ...args] = process.argv.slice(2);
-if (dashes !== "--" || !command) {
-  console.error("usage: node ts_sdk.mjs <scenario> -- <server command...>");
+if (!["--", "--url"].includes(dashes) || !command) {
+  console.error("usage: node ts_sdk.mjs <scenario> (-- <server command...> | --url <url>)");
   process.exit(2);
 }
 
@@ -218,6 +222,13 @@ async function directElicit() {
   emit("result", { result });
 }
 
+async function todos() {
+  const added = await client.callTool({ name: "add_task", arguments: { title: "over HTTP" } });
+  emit("added", { result: added });
+  const listed = await client.callTool({ name: "list_tasks", arguments: {} });
+  emit("listed", { result: listed });
+}
+
 async function workflowStream() {
   const tools = await client.listTools();
   const tool = tools.tools.find((t) => t.name === flow);
@@ -255,6 +266,7 @@ const scenarios = {
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,
+  todos,
   stream: workflowStream,
   direct: workflowDirect,
 };
@@ -265,11 +277,21 @@ if (!run) {
   process.exit(2);
 }
 
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
-// The client hands the negotiated version to a transport that takes it; stdio keeps none.
+function httpTransport(url) {
+  const token = process.env.TASKS_TEST_TOKEN;
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+}
+
+const transport = dashes === "--url"
+  ? httpTransport(command)
+  : new StdioClientTransport({ command, args, stderr: "inherit" });
+// The client hands the negotiated version to the transport, which keeps it for HTTP.
 let protocolVersion = null;
+const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
 transport.setProtocolVersion = (version) => {
   protocolVersion = version;
+  setProtocolVersion?.(version);
 };
 try {
   await client.connect(transport);

@@ -376,3 +376,21 @@ impl Drop for RawServer {
         self.gone.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// The address a server started with `--http` listens on, from what it logs on stderr.
+pub fn listening_address(stderr: std::process::ChildStderr) -> std::net::SocketAddr {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if !sent && let Some(at) = line.split("http://").nth(1) {
+                let addr = at.split('/').next().unwrap().to_owned();
+                sent = sender.send(addr).is_ok();
+            }
+        }
+    });
+    let addr = receiver
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the server logs the address it listens on");
+    addr.parse().unwrap()
+}

@@ -1,0 +1,189 @@
+//! The same real clients over Streamable HTTP: the TypeScript SDK's
+//! `StreamableHTTPClientTransport` in a 2025-11-25 session (plain calls, a task whose
+//! question rides an SSE stream, a cancelled task), and rmcp's HTTP client in 2026-07-28
+//! discover mode with a SEP-2663 task.
+
+use rmcp::transport::StreamableHttpClientTransport;
+
+use super::*;
+
+const TOKEN: &str = "ts-client-0123456789abcdef";
+
+/// The sandbox's server serving HTTP on a loopback port of its own choosing.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(sandbox: &Sandbox, extra: &[&OsStr]) -> HttpServer {
+        let line = sandbox.server();
+        let mut command = std_command(&line[0], sandbox);
+        command
+            .args(&line[1..])
+            .args(["--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("start the server");
+        let addr = common::listening_address(child.stderr.take().unwrap());
+        HttpServer {
+            child,
+            url: format!("http://{addr}/mcp"),
+        }
+    }
+
+    /// With a tokens file naming one principal, whose token is [`TOKEN`].
+    fn with_token(sandbox: &Sandbox) -> HttpServer {
+        let tokens = sandbox.path("tokens");
+        std::fs::write(&tokens, format!("ts {TOKEN}\n")).unwrap();
+        HttpServer::start(sandbox, &["--http-tokens".as_ref(), tokens.as_os_str()])
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs scenario `scenario` of `ts_sdk.mjs` against `server`, with `token` as its bearer.
+async fn ts_sdk_over_http(
+    node: &Path,
+    scenario: &str,
+    server: &HttpServer,
+    sandbox: &Sandbox,
+    token: Option<&str>,
+) -> Ran {
+    let mut command = command(node, sandbox);
+    command
+        .arg(clients_dir().join("ts_sdk.mjs"))
+        .arg(scenario)
+        .arg("--url")
+        .arg(&server.url);
+    match token {
+        Some(token) => command.env("TASKS_TEST_TOKEN", token),
+        None => command.env_remove("TASKS_TEST_TOKEN"),
+    };
+    run(command).await
+}
+
+#[tokio::test]
+async fn ts_sdk_over_http_adds_and_lists_todos_with_its_bearer_token() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::with_token(&sandbox);
+    let ran = ts_sdk_over_http(&node, "todos", &server, &sandbox, Some(TOKEN))
+        .await
+        .succeeded();
+    assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
+    let added = &ran.event("added")["result"]["structuredContent"];
+    assert_eq!(added["data"]["title"], "over HTTP", "{added}");
+    let listed = &ran.event("listed")["result"]["structuredContent"]["data"];
+    assert_eq!(listed[0]["title"], "over HTTP", "{listed}");
+    let audit = common::audit_rows(&sandbox.path("tasks.db"));
+    let principals: Vec<_> = audit.iter().map(|row| row.principal.as_deref()).collect();
+    assert_eq!(principals, [Some("ts"), Some("ts")], "{audit:?}");
+
+    let refused = ts_sdk_over_http(&node, "todos", &server, &sandbox, None).await;
+    assert!(!refused.success, "a client without the token is refused");
+    let fatal = refused.event("fatal");
+    let message = fatal["message"].as_str().unwrap();
+    assert!(message.contains("a bearer token is required"), "{fatal}");
+}
+
+#[tokio::test]
+async fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let ran = ts_sdk_over_http(&node, "task-stream", &server, &sandbox, None)
+        .await
+        .succeeded();
+    super::assert_streamed_ask_task(&ran);
+}
+
+#[tokio::test]
+async fn ts_sdk_over_http_cancels_a_waiting_task_and_a_second_cancel_is_invalid_params() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let ran = ts_sdk_over_http(&node, "task-cancel", &server, &sandbox, None)
+        .await
+        .succeeded();
+    super::assert_cancelled_ask_task(&ran);
+}
+
+#[tokio::test]
+async fn ts_sdk_over_http_plain_call_is_asked_by_elicitation_on_its_own_stream() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let ran = ts_sdk_over_http(&node, "direct-elicit", &server, &sandbox, None)
+        .await
+        .succeeded();
+    super::assert_directly_asked_ask(&ran);
+}
+
+#[tokio::test]
+async fn rmcp_http_client_in_2026_07_28_mode_answers_a_sep_2663_task_by_update() {
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let capabilities = ClientCapabilities::builder()
+        .enable_elicitation()
+        .enable_tasks()
+        .build();
+    let info = ClientConfig::new(
+        capabilities,
+        Implementation::new("rmcp-http-client", env!("CARGO_PKG_VERSION")),
+    );
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let transport = StreamableHttpClientTransport::from_uri(server.url.as_str());
+    let client = tokio::time::timeout(DEADLINE, info.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .expect("the server answers server/discover in time")
+        .expect("discover succeeds");
+    let peer = client.peer_info().expect("discovered");
+    assert_eq!(peer.protocol_version, ProtocolVersion::V_2026_07_28);
+    assert!(
+        peer.capabilities.supports_tasks(),
+        "{:?}",
+        peer.capabilities
+    );
+
+    let task_id = call_ask(&client, "http").await;
+    let asking = poll_until(&client, &task_id, TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &asking.task.payload else {
+        panic!("an input_required task inlines its requests: {asking:?}");
+    };
+    let key = input_requests.keys().next().expect("one question").clone();
+    let answers = BTreeMap::from([(key, json!({"action": "accept", "content": {"ok": true}}))]);
+    client
+        .update_task(UpdateTaskParams::new(&task_id, answers))
+        .await
+        .expect("tasks/update is acknowledged");
+    let done = poll_until(&client, &task_id, TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("a completed task inlines its result: {done:?}");
+    };
+    let result = Value::Object(result.clone());
+    let report = report(&result);
+    assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved http");
+
+    tokio::time::timeout(DEADLINE, client.cancel())
+        .await
+        .expect("the client shuts down in time")
+        .expect("the client task ends cleanly");
+}
