@@ -115,6 +115,16 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
             overwrite: *overwrite,
         },
         ActionDef::Wait { duration } => Resolved::Wait(*duration),
+        ActionDef::WaitFor { duration } => {
+            let text = render("wait", duration, ctx)?;
+            let duration = crate::engine::duration::parse_duration(text.trim()).map_err(|e| {
+                NodeError::new(
+                    NodeErrorKind::Template,
+                    format!("wait: `{text}` is not a duration: {e}"),
+                )
+            })?;
+            Resolved::Wait(duration)
+        }
         ActionDef::Input {
             message,
             schema,

@@ -149,6 +149,54 @@ impl Trigger {
     }
 }
 
+/// Whether a workflow's tool runs as an MCP task: as the client asks (`optional`), always
+/// (`required`), or never (`forbidden`, for a quick call answered at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum TaskSupport {
+    Forbidden,
+    #[default]
+    Optional,
+    Required,
+}
+
+impl TaskSupport {
+    pub const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
+
+    pub fn parse(name: &str) -> Option<TaskSupport> {
+        Some(match name {
+            "forbidden" => TaskSupport::Forbidden,
+            "optional" => TaskSupport::Optional,
+            "required" => TaskSupport::Required,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// What a workflow's tool answers: the `{ok, data}` envelope with the run's report
+/// (`envelope`), or the one value of its `output` as plain text (`text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ResultForm {
+    #[default]
+    Envelope,
+    Text,
+}
+
+impl ResultForm {
+    pub const NAMES: &'static [&'static str] = &["envelope", "text"];
+
+    pub fn parse(name: &str) -> Option<ResultForm> {
+        Some(match name {
+            "envelope" => ResultForm::Envelope,
+            "text" => ResultForm::Text,
+            _ => return None,
+        })
+    }
+}
+
 /// What a node's failure does to its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum OnFailure {
@@ -208,6 +256,9 @@ pub enum ActionDef {
     },
     /// Sleep.
     Wait { duration: Duration },
+    /// Sleep for as long as a template says (`"{{ inputs.seconds }}s"`), read when the
+    /// node runs.
+    WaitFor { duration: String },
     /// Ask the user, with a flat JSON Schema form.
     Input {
         message: String,
@@ -246,7 +297,7 @@ impl ActionDef {
             ActionDef::Tool { .. } => "tool",
             ActionDef::Render { .. } => "render",
             ActionDef::WriteFile { .. } => "write_file",
-            ActionDef::Wait { .. } => "wait",
+            ActionDef::Wait { .. } | ActionDef::WaitFor { .. } => "wait",
             ActionDef::Input { .. } => "input",
             ActionDef::Sample { .. } => "sample",
             ActionDef::Value { .. } => "value",
@@ -283,6 +334,10 @@ pub struct WorkflowDef {
     pub name: String,
     pub description: String,
     pub expose_as_tool: bool,
+    /// Whether its tool runs as an MCP task.
+    pub task_support: TaskSupport,
+    /// What its tool answers.
+    pub result: ResultForm,
     pub max_parallel: usize,
     pub timeout: Option<Duration>,
     pub inputs: IndexMap<String, InputDef>,

@@ -131,6 +131,7 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
             refs.extend(template::expression_references(expr).unwrap_or_default())
         }
         ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => add_template(path),
+        ActionDef::WaitFor { duration } => add_template(duration),
         ActionDef::Wait { .. } => {}
     }
     for expr in node.when.iter().chain(node.for_each.iter()) {
@@ -298,6 +299,7 @@ fn needs_context(node: &NodeDef) -> bool {
         ActionDef::Render { template } => template::is_template(template),
         ActionDef::Tool { args, .. } => template::has_template(args),
         ActionDef::Wait { .. } => false,
+        ActionDef::WaitFor { .. } => true,
         ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => {
             template::is_template(path)
         }

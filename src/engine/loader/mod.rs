@@ -24,7 +24,7 @@ use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::definition::{
     ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, NodeDef, OnFailure, Problem,
-    Problems, RetryPolicy, Trigger, ValueType, WorkflowDef,
+    Problems, ResultForm, RetryPolicy, TaskSupport, Trigger, ValueType, WorkflowDef,
 };
 use super::duration::{format_duration, parse_duration};
 
@@ -32,6 +32,8 @@ const TOP_KEYS: &[&str] = &[
     "name",
     "description",
     "expose_as_tool",
+    "task_support",
+    "result",
     "max_parallel",
     "timeout",
     "inputs",

@@ -27,6 +27,16 @@ impl Decoder {
             expose_as_tool: self
                 .opt(map, "", "expose_as_tool", Self::boolean)
                 .unwrap_or(false),
+            task_support: self
+                .opt(map, "", "task_support", |d, p, v| {
+                    d.choice(p, v, TaskSupport::NAMES, TaskSupport::parse)
+                })
+                .unwrap_or_default(),
+            result: self
+                .opt(map, "", "result", |d, p, v| {
+                    d.choice(p, v, ResultForm::NAMES, ResultForm::parse)
+                })
+                .unwrap_or_default(),
             max_parallel: max_parallel.map_or(DEFAULT_MAX_PARALLEL, |n| n as usize),
             timeout: self.opt(map, "", "timeout", Self::timeout),
             inputs: self.inputs(map.get("inputs")),
@@ -309,9 +319,16 @@ impl Decoder {
                 .string(&at, value)
                 .map(|template| ActionDef::Render { template }),
             "write_file" => self.write_file(&at, value),
-            "wait" => self
-                .duration(&at, value)
-                .map(|duration| ActionDef::Wait { duration }),
+            "wait" => match value.as_str() {
+                Some(text) if crate::engine::template::is_template(text) => {
+                    Some(ActionDef::WaitFor {
+                        duration: text.to_owned(),
+                    })
+                }
+                _ => self
+                    .duration(&at, value)
+                    .map(|duration| ActionDef::Wait { duration }),
+            },
             "input" => self.input_action(&at, value),
             "sample" => self.sample(&at, value),
             "value" => self.value_action(&at, value),

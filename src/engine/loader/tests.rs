@@ -260,7 +260,7 @@ fn columns_count_characters_not_bytes() {
         found,
         [
             "wf/x.toml:2:9: bogus: unknown key `bogus`; allowed keys: name, description, \
-             expose_as_tool, max_parallel, timeout, inputs, nodes, output",
+             expose_as_tool, task_support, result, max_parallel, timeout, inputs, nodes, output",
             "wf/x.toml:5:23: nodes.a.args.u: datetimes are not allowed; quote the value to \
              make it a string",
         ]
@@ -715,5 +715,47 @@ fn inline_json_problems_carry_the_dotted_path() {
     assert_eq!(
         error.to_string(),
         "inline: expected an object, found an array"
+    );
+}
+
+#[test]
+fn a_workflow_says_how_its_tool_runs_and_answers() {
+    let text = r#"
+task_support = "forbidden"
+result = "text"
+[nodes.hi]
+render = "Hello, {{ inputs.name }}!"
+[inputs.name]
+type = "string"
+[output]
+text = "nodes.hi.output"
+"#;
+    let def = parse_toml("wf/greet.toml", "greet", text).unwrap();
+    assert_eq!(def.task_support, TaskSupport::Forbidden);
+    assert_eq!(def.result, ResultForm::Text);
+    let plain = parse_toml("t.toml", "t", "[nodes.a]\nrender = 'hi'\n").unwrap();
+    assert_eq!(
+        (plain.task_support, plain.result),
+        (TaskSupport::Optional, ResultForm::Envelope)
+    );
+
+    let found =
+        problems("task_support = \"sometimes\"\nresult = \"xml\"\n[nodes.a]\nrender = 'x'\n");
+    assert_reported(
+        &found,
+        "task_support: unknown value `sometimes`; expected one of",
+    );
+    assert_reported(&found, "result: unknown value `xml`; expected one of");
+}
+
+#[test]
+fn a_wait_given_by_a_template_is_read_when_its_node_runs() {
+    let text = "[inputs.seconds]\ntype = \"number\"\n[nodes.a]\nwait = \"{{ inputs.seconds }}s\"\n";
+    let def = parse_toml("wf/slow.toml", "slow", text).unwrap();
+    assert_eq!(
+        def.nodes["a"].action,
+        ActionDef::WaitFor {
+            duration: "{{ inputs.seconds }}s".into()
+        }
     );
 }

@@ -293,6 +293,16 @@ impl<'d> Checker<'d> {
         for (name, expr) in &self.def.output {
             self.text(&format!("output.{name}"), expr, Syntax::Expression, scope);
         }
+        let text = self.def.result == crate::engine::definition::ResultForm::Text;
+        if text && self.def.output.len() != 1 {
+            self.report(
+                "result",
+                format!(
+                    "`result = \"text\"` answers with the one value of `output`, which has {}",
+                    self.def.output.len()
+                ),
+            );
+        }
     }
 
     /// Every template string inside a JSON value (tool `args`, an `input` schema).
@@ -486,6 +496,7 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
         }
         ActionDef::ListDir { path } => vec![("list_dir", path)],
         ActionDef::ReadFile { path, .. } => vec![("read_file.path", path)],
+        ActionDef::WaitFor { duration } => vec![("wait", duration)],
         ActionDef::Tool { .. } | ActionDef::Wait { .. } | ActionDef::Value { .. } => vec![],
     }
 }

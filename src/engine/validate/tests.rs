@@ -349,3 +349,21 @@ fn absent_optional_inputs_are_null_and_given_null_counts_as_absent() {
         "inline: inputs.x: unknown input `x`; declared inputs: note, must"
     );
 }
+
+#[test]
+fn a_text_result_needs_exactly_one_output() {
+    let found = problems("result = \"text\"\n[nodes.a]\nrender = 'x'\n");
+    assert_reported(
+        &found,
+        "answers with the one value of `output`, which has 0",
+    );
+    let one =
+        def("result = \"text\"\n[nodes.a]\nrender = 'x'\n[output]\ntext = 'nodes.a.output'\n");
+    assert!(validate(&one, &known, Limits::FILE).is_ok());
+}
+
+#[test]
+fn a_wait_template_is_checked_like_any_other() {
+    let found = problems("[nodes.a]\nwait = \"{{ nodes.zz.output }}s\"\n");
+    assert_reported(&found, "nodes.a.wait");
+}
