@@ -36,7 +36,8 @@ impl Server {
             .insert(request.clone(), options.cancel.clone());
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
-            let (observer, task) = progress::reporter(context.peer.clone(), token);
+            let stop = tokio_util::sync::CancellationToken::new();
+            let (observer, task) = progress::reporter(context.peer.clone(), token, stop);
             options.observer = Some(observer);
             forwarder = Some(task);
         }
@@ -52,7 +53,7 @@ impl Server {
             // The run and its observer are gone; wait for the last notifications.
             let _ = task.await;
         }
-        results::reply(reply)
+        results::reply_as(reply, self.result_form(name))
     }
 
     /// A synchronous call that carries an idempotency key: the run an earlier call with

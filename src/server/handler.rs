@@ -14,6 +14,7 @@ use super::run_tools::{self, GET_RUN, LIST_RUNS};
 use super::tasks::questions;
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, envelope, results, wire};
+use crate::engine::definition::{ResultForm, TaskSupport};
 use crate::tools::{Effects, Tools};
 
 const INSTRUCTIONS: &str = "A task manager and workflow engine. add_task creates todos; \
@@ -27,10 +28,11 @@ struct Published<'a> {
     title: &'a str,
     description: &'a str,
     input_schema: Value,
-    output_schema: Value,
+    /// `None` for a tool that answers in plain text.
+    output_schema: Option<Value>,
     effects: Effects,
-    /// Whether a call may run as a task.
-    tasks: bool,
+    /// Whether a call may run as a task; `None` where tasks are not served.
+    tasks: Option<TaskSupport>,
 }
 
 /// A workflow tool's input schema, with the idempotency key beside its inputs. The name
@@ -52,7 +54,6 @@ fn published_tool(p: Published<'_>) -> Tool {
         "title": p.title,
         "description": p.description,
         "inputSchema": p.input_schema,
-        "outputSchema": p.output_schema,
         "annotations": {
             "title": p.title,
             "readOnlyHint": p.effects.read_only,
@@ -61,9 +62,12 @@ fn published_tool(p: Published<'_>) -> Tool {
             "openWorldHint": false
         }
     });
-    if p.tasks {
+    if let Some(schema) = p.output_schema {
+        tool["outputSchema"] = schema;
+    }
+    if let Some(support) = p.tasks.filter(|s| *s != TaskSupport::Forbidden) {
         // The wire layer turns this into `execution.taskSupport` for 2025-11-25 clients.
-        tool["_meta"] = json!({ wire::legacy::TASK_SUPPORT_META: "optional" });
+        tool["_meta"] = json!({ wire::legacy::TASK_SUPPORT_META: support.as_str() });
     }
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
 }
@@ -86,6 +90,7 @@ impl Server {
     /// same for one name without building schemas; a test holds the two together.
     fn published(&self) -> Vec<(Route, Tool)> {
         let tasks = self.registry.is_some();
+        let support = |support| tasks.then_some(support);
         let mut tools: Vec<(Route, Tool)> = Tools::specs()
             .iter()
             .map(|spec| {
@@ -94,9 +99,9 @@ impl Server {
                     title: spec.title,
                     description: spec.description,
                     input_schema: spec.input_schema.clone(),
-                    output_schema: envelope::schema(&spec.data_schema, envelope::TOOL_CODES),
+                    output_schema: Some(envelope::schema(&spec.data_schema, envelope::TOOL_CODES)),
                     effects: spec.effects,
-                    tasks,
+                    tasks: support(TaskSupport::Optional),
                 });
                 (Route::Todo, tool)
             })
@@ -115,12 +120,15 @@ impl Server {
                 title,
                 description,
                 input_schema,
-                output_schema: match route {
+                output_schema: Some(match route {
                     Route::RunWorkflow => envelope::schema(&json!({}), envelope::RUN_CODES),
                     _ => envelope::schema(&json!({ "type": "array" }), envelope::TOOL_CODES),
-                },
+                }),
                 effects,
-                tasks: tasks && route == Route::RunWorkflow,
+                tasks: support(match route {
+                    Route::RunWorkflow => TaskSupport::Optional,
+                    _ => TaskSupport::Forbidden,
+                }),
             });
             tools.push((route, tool));
         }
@@ -137,9 +145,9 @@ impl Server {
                 title,
                 description,
                 input_schema,
-                output_schema: envelope::schema(&json!({}), envelope::TOOL_CODES),
+                output_schema: Some(envelope::schema(&json!({}), envelope::TOOL_CODES)),
                 effects,
-                tasks: false,
+                tasks: support(TaskSupport::Forbidden),
             });
             tools.push((route, tool));
         }
@@ -153,9 +161,12 @@ impl Server {
                 title: &entry.def.name,
                 description: &description,
                 input_schema: with_idempotency_key(workflow_tools::inputs_schema(&entry.def)),
-                output_schema: envelope::schema(&json!({}), envelope::RUN_CODES),
+                output_schema: match entry.def.result {
+                    ResultForm::Envelope => Some(envelope::schema(&json!({}), envelope::RUN_CODES)),
+                    ResultForm::Text => None,
+                },
                 effects: workflow_tools::RUN_EFFECTS,
-                tasks,
+                tasks: support(entry.def.task_support),
             });
             tools.push((Route::RunWorkflow, tool));
         }
@@ -177,6 +188,25 @@ impl Server {
                 .any(|entry| entry.def.name == name)
                 .then_some(Route::RunWorkflow),
         }
+    }
+
+    /// Whether a call of tool `name` may, must or must not run as a task.
+    pub(super) fn task_support(&self, name: &str) -> TaskSupport {
+        match self.route(name) {
+            Some(Route::Todo) => TaskSupport::Optional,
+            Some(Route::RunWorkflow) => self
+                .exposed()
+                .find(|entry| entry.def.name == name)
+                .map_or(TaskSupport::Optional, |entry| entry.def.task_support),
+            _ => TaskSupport::Forbidden,
+        }
+    }
+
+    /// What tool `name` answers: the envelope, or for a workflow that says so, plain text.
+    pub(super) fn result_form(&self, name: &str) -> ResultForm {
+        self.exposed()
+            .find(|entry| entry.def.name == name)
+            .map_or(ResultForm::Envelope, |entry| entry.def.result)
     }
 
     /// Workflows published as tools of their own (never shadowing a fixed tool).
@@ -211,6 +241,7 @@ impl Server {
         // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
         // 2025-11-25 task protocol (`params.task`), which the wire layer routes.
         let route = self.route(name);
+        let support = self.task_support(name);
         if route == Some(Route::RunWorkflow)
             && self.registry.is_some()
             && super::is_stateless(&context)
@@ -218,10 +249,14 @@ impl Server {
             let declared_tasks = context
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
-            // Under the extension the server decides: a workflow runs as a task, a quick
-            // todo call answers at once.
-            if declared_tasks {
-                return self.create_extension_task(name, args, &caller);
+            // Under the extension the server decides: a workflow runs as a task unless it
+            // says it never does, and a quick todo call answers at once.
+            match (declared_tasks, support) {
+                (true, TaskSupport::Optional | TaskSupport::Required) => {
+                    return self.create_extension_task(name, args, &caller);
+                }
+                (false, TaskSupport::Required) => return Err(results::task_required(name)),
+                _ => {}
             }
             // A 2026-07-28 call without tasks has no server requests: its questions go
             // back as rounds of `input_required` results.
@@ -231,7 +266,7 @@ impl Server {
                     args,
                     input_responses,
                     request_state,
-                    questions::samples_by_person(&context),
+                    &context,
                     &caller,
                 )
                 .await;
@@ -249,6 +284,11 @@ impl Server {
                 &args,
                 caller.principal(),
             )),
+            Some(Route::RunWorkflow)
+                if support == TaskSupport::Required && self.registry.is_some() =>
+            {
+                return Err(results::legacy_task_required(name));
+            }
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
             Some(Route::ListRuns) => {
                 let registry = self.registry()?;

@@ -9,6 +9,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::engine::observer::{Event, Observer};
 
@@ -46,22 +47,35 @@ impl Observer for Forward {
 }
 
 /// An observer that reports progress to `peer` under `token`, and the task forwarding it.
-/// The task ends once the observer is dropped and everything queued is sent: await it
-/// before answering the request, so that no notification follows the response.
+/// The task ends once the observer is dropped and everything queued is sent, or once
+/// `stop` is cancelled and what was queued by then is sent (for a call answered while its
+/// run goes on). Await it before answering the request, so that no notification follows
+/// the response.
 pub(super) fn reporter(
     peer: Peer<RoleServer>,
     token: ProgressToken,
+    stop: CancellationToken,
 ) -> (Arc<dyn Observer>, JoinHandle<()>) {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Update>();
     let forwarder = tokio::spawn(async move {
-        while let Some(mut update) = receiver.recv().await {
+        loop {
+            let mut update = tokio::select! {
+                update = receiver.recv() => match update {
+                    Some(update) => update,
+                    None => break,
+                },
+                _ = stop.cancelled() => match receiver.try_recv() {
+                    Ok(update) => update,
+                    Err(_) => break,
+                },
+            };
             while let Ok(newer) = receiver.try_recv() {
                 update = newer;
             }
             let param = ProgressNotificationParam::new(token.clone(), update.done as f64)
                 .with_total(update.total as f64)
                 .with_message(update.message);
-            if peer.notify_progress(param).await.is_err() {
+            if peer.notify_progress(param).await.is_err() || stop.is_cancelled() {
                 break;
             }
         }

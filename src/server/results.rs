@@ -8,6 +8,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::{Map, Value};
 
 use super::envelope::{self, Envelope};
+use crate::engine::definition::ResultForm;
 use crate::tools::ToolResult;
 
 /// The envelope, both as `structuredContent` and as JSON text, `isError` on failure.
@@ -34,6 +35,60 @@ fn file_uri(path: &std::path::Path) -> String {
 /// `-32602`, as the MCP specification prescribes for an unknown tool.
 pub(super) fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
+}
+
+/// `-32021` for a 2026-07-28 call of a tool that runs only as a task, from a client that
+/// did not declare the task extension.
+pub(super) fn task_required(name: &str) -> McpError {
+    let tasks = serde_json::json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let required = serde_json::from_value(tasks).expect("client capabilities");
+    let mut error = McpError::missing_required_client_capability(required);
+    error.message = format!(
+        "tool `{name}` runs only as a task; declare the io.modelcontextprotocol/tasks extension"
+    )
+    .into();
+    error
+}
+
+/// `-32601` for a 2025-11-25 call of a tool that runs only as a task, made without
+/// `params.task`, as that protocol prescribes.
+pub(super) fn legacy_task_required(name: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("tool `{name}` runs only as a task: call it with `params.task`"),
+        None,
+    )
+}
+
+/// `-32601` for a 2025-11-25 task requested of a tool that never runs as one.
+pub(super) fn task_forbidden(name: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("tool `{name}` does not run as a task: call it without `params.task`"),
+        None,
+    )
+}
+
+/// An envelope as its tool answers it: as [`reply`] does, or, for a workflow whose
+/// `result` is `text`, the one value of the run's output as text (a string as it is,
+/// anything else as JSON); a failure is its message, `isError`.
+pub(super) fn reply_as(envelope: Envelope, form: ResultForm) -> CallToolResult {
+    if form == ResultForm::Envelope {
+        return reply(envelope);
+    }
+    if !envelope.ok {
+        let message = envelope.body["error"]["message"]
+            .as_str()
+            .unwrap_or("the run failed");
+        return CallToolResult::error(vec![ContentBlock::text(message.to_owned())]);
+    }
+    let output = envelope.body["data"]["output"].as_object();
+    let text = match output.and_then(|output| output.values().next()) {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 /// An envelope as structured and text content, `isError` unless ok, and a

@@ -57,11 +57,13 @@ impl Server {
         args: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
-        match self.start_task(name, args, Era::Extension, caller) {
+        match self.start_task(name, args, Era::Extension, caller, None) {
             Ok(view) => Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
                 &view,
             )))),
-            Err(NotStarted::Rejected(envelope)) => Ok(results::reply(envelope).into()),
+            Err(NotStarted::Rejected(envelope)) => {
+                Ok(results::reply_as(envelope, self.result_form(name)).into())
+            }
             Err(NotStarted::Fault(error)) => Err(error),
         }
     }

@@ -110,7 +110,10 @@ impl Server {
         if self.route(name).is_none() {
             return Err(crate::server::results::unknown_tool(name));
         }
-        let view = match self.start_task(name, args, Era::Legacy, caller) {
+        if self.task_support(name) == crate::engine::definition::TaskSupport::Forbidden {
+            return Err(crate::server::results::task_forbidden(name));
+        }
+        let view = match self.start_task(name, args, Era::Legacy, caller, None) {
             Ok(view) => view,
             Err(NotStarted::Rejected(envelope)) => {
                 let message = envelope.body["error"]["message"]

@@ -97,9 +97,11 @@ impl Server {
         args: Map<String, Value>,
         era: Era,
         caller: &Caller,
+        observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
     ) -> Result<TaskView, NotStarted> {
         let registry = self.registry().map_err(NotStarted::Fault)?;
         let mut options = RunOptions {
+            observer,
             origin: RunOrigin::Mcp,
             park_questions: true,
             record: true,
@@ -271,10 +273,9 @@ impl Server {
             .as_deref()
             .is_some_and(|tool| self.route(tool) == Some(Route::Todo));
         if !todo {
-            return Ok(Some(results::reply(workflow_tools::run_reply(
-                &report,
-                self.engine.workspace(),
-            ))));
+            let reply = workflow_tools::run_reply(&report, self.engine.workspace());
+            let form = self.result_form(view.tool.as_deref().unwrap_or_default());
+            return Ok(Some(results::reply_as(reply, form)));
         }
         let node = report.nodes.into_values().next().unwrap_or_default();
         let result = match (node.status, node.output, node.error) {

@@ -14,8 +14,13 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use tokio_util::sync::CancellationToken;
+
 use super::{Era, NotStarted, Settled, internal, questions};
 use crate::server::caller::Caller;
+use crate::server::progress;
 use crate::server::{Server, results};
 
 /// What a `requestState` says: which run, at which round.
@@ -43,17 +48,53 @@ impl Server {
         args: Map<String, Value>,
         responses: Option<InputResponses>,
         state: Option<String>,
-        samples_by_person: bool,
+        context: &RequestContext<RoleServer>,
         caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
+        let samples_by_person = questions::samples_by_person(context);
+        // The first round starts the run here, and reports its progress until it answers.
+        let stop = CancellationToken::new();
+        let mut forwarder = None;
+        let mut observer = None;
+        if state.is_none()
+            && let Some(token) = context.meta.get_progress_token()
+        {
+            let (reporter, task) = progress::reporter(context.peer.clone(), token, stop.clone());
+            observer = Some(reporter);
+            forwarder = Some(task);
+        }
+        let retry = state.map(|state| (state, responses));
+        let answered = self
+            .round(name, args, retry, samples_by_person, caller, observer)
+            .await;
+        stop.cancel();
+        if let Some(task) = forwarder {
+            let _ = task.await;
+        }
+        answered
+    }
+
+    /// One round of [`Server::call_in_rounds`]; `retry` is the state and the answers a
+    /// retried call brings.
+    async fn round(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        retry: Option<(String, Option<InputResponses>)>,
+        samples_by_person: bool,
+        caller: &Caller,
+        observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
+    ) -> Result<CallToolResponse, McpError> {
         let codec = self.state_codec()?;
-        let run_id = match state {
-            None => match self.start_task(name, args, Era::Rounds, caller) {
+        let run_id = match retry {
+            None => match self.start_task(name, args, Era::Rounds, caller, observer) {
                 Ok(view) => view.run_id,
-                Err(NotStarted::Rejected(envelope)) => return Ok(results::reply(envelope).into()),
+                Err(NotStarted::Rejected(envelope)) => {
+                    return Ok(results::reply_as(envelope, self.result_form(name)).into());
+                }
                 Err(NotStarted::Fault(error)) => return Err(error),
             },
-            Some(state) => {
+            Some((state, responses)) => {
                 let opened: RoundState = codec
                     .open_json_with(&state, name.as_bytes())
                     .map_err(invalid_state)?;
