@@ -10,6 +10,8 @@
 //! returns; with `TASKS_REAL_CLIENTS=required` (as `.ci/run` sets) it fails instead.
 
 mod common;
+#[path = "real_clients/conformance.rs"]
+mod conformance;
 #[path = "real_clients/http.rs"]
 mod http;
 

@@ -68,6 +68,36 @@ expose_as_tool = true
 sample = { prompt = "Write one line about queues." }
 "#;
 
+/// A quick workflow that never runs as a task and answers in plain text.
+const GREET: &str = r#"
+name = "greet"
+description = "Says hello."
+expose_as_tool = true
+task_support = "forbidden"
+result = "text"
+
+[inputs.name]
+type = "string"
+default = "World"
+
+[nodes.hello]
+render = "Hello, {{ inputs.name }}!"
+
+[output]
+text = "nodes.hello.output"
+"#;
+
+/// A workflow that runs only as a task.
+const BACKGROUND: &str = r#"
+name = "background"
+description = "Runs only as a task."
+expose_as_tool = true
+task_support = "required"
+
+[nodes.work]
+render = "worked"
+"#;
+
 fn start() -> Wire {
     start_with(RegistryConfig::default())
 }
@@ -78,6 +108,8 @@ fn start_with(config: RegistryConfig) -> Wire {
         ("twice.toml", TWICE),
         ("branches.toml", BRANCHES),
         ("draft.toml", DRAFT),
+        ("greet.toml", GREET),
+        ("background.toml", BACKGROUND),
     ];
     Wire::start_in(config, &flows)
 }
@@ -140,15 +172,13 @@ async fn a_2025_client_is_told_of_task_support_in_initialize_and_on_each_task_ca
             )
         })
         .collect();
-    let optional = json!({ "taskSupport": "optional" });
     for (name, execution) in &support {
-        let not_tasks = ["list_workflows", "list_runs", "get_run"];
-        let expected = if not_tasks.contains(&name.as_str()) {
-            &Value::Null
-        } else {
-            &optional
+        let expected = match name.as_str() {
+            "list_workflows" | "list_runs" | "get_run" | "greet" => Value::Null,
+            "background" => json!({ "taskSupport": "required" }),
+            _ => json!({ "taskSupport": "optional" }),
         };
-        assert_eq!(execution, expected, "{name}");
+        assert_eq!(execution, &expected, "{name}");
     }
     assert!(support.iter().any(|(name, _)| name == "ask"));
     assert!(
@@ -382,9 +412,10 @@ async fn a_todo_tool_is_a_task_only_when_asked_and_its_error_makes_the_task_fail
         "invalid_input"
     );
 
+    // A tool that never runs as a task is asked for one: -32601, as 2025-11-25 says.
     let forbidden = json!({ "name": "list_workflows", "arguments": {}, "task": {} });
     let reply = wire.request(5, "tools/call", forbidden).await;
-    assert_eq!(code_of(&reply), error(5, -32602));
+    assert_eq!(code_of(&reply), error(5, -32601));
 }
 
 #[tokio::test]
@@ -1190,4 +1221,75 @@ async fn a_client_without_a_model_gets_a_sample_question_as_a_form_for_its_perso
         json!({ "text": "Queues buffer.", "model": "person" }),
         "{finished}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// What a workflow file says of its tool: task support and a plain-text result
+
+#[tokio::test]
+async fn a_workflow_says_whether_its_tool_runs_as_a_task_and_answers_in_text() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let tools = wire.request(1, "tools/list", json!({})).await;
+    let tool = |name: &str| {
+        tools["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is listed"))
+    };
+    let greet = tool("greet");
+    assert_eq!(greet.get("execution"), None, "{greet}");
+    assert_eq!(
+        greet.get("outputSchema"),
+        None,
+        "a text result has no schema"
+    );
+    assert_eq!(tool("background")["execution"]["taskSupport"], "required");
+
+    let hello = json!({ "name": "greet", "arguments": { "name": "Ada" } });
+    let reply = wire.request(2, "tools/call", hello.clone()).await;
+    assert_eq!(
+        reply["result"]["content"],
+        json!([{ "type": "text", "text": "Hello, Ada!" }])
+    );
+    assert_eq!(reply["result"]["isError"], false);
+    assert_eq!(reply["result"].get("structuredContent"), None);
+    let mut as_task = hello.clone();
+    as_task["task"] = json!({});
+    let reply = wire.request(3, "tools/call", as_task).await;
+    assert_eq!(code_of(&reply), error(3, -32601));
+    let reply = wire
+        .request(
+            4,
+            "tools/call",
+            json!({ "name": "background", "arguments": {} }),
+        )
+        .await;
+    assert_eq!(
+        code_of(&reply),
+        error(4, -32601),
+        "required needs params.task"
+    );
+
+    // Under the extension, a forbidden tool answers at once, and a required one is
+    // refused to a call that did not declare the extension.
+    let reply = wire.request(5, "tools/call", with_meta(hello, true)).await;
+    assert_eq!(reply["result"]["resultType"], "complete");
+    assert_eq!(reply["result"]["content"][0]["text"], "Hello, Ada!");
+    let background = json!({ "name": "background", "arguments": {} });
+    let reply = wire
+        .request(6, "tools/call", with_meta(background.clone(), false))
+        .await;
+    assert_eq!(code_of(&reply), error(6, -32021));
+    assert_eq!(
+        reply["error"]["data"]["requiredCapabilities"]["extensions"],
+        json!({ "io.modelcontextprotocol/tasks": {} })
+    );
+    let reply = wire
+        .request(7, "tools/call", with_meta(background, true))
+        .await;
+    assert_eq!(reply["result"]["resultType"], "task");
 }

@@ -10,14 +10,22 @@ use super::*;
 const TOKEN: &str = "ts-client-0123456789abcdef";
 
 /// The sandbox's server serving HTTP on a loopback port of its own choosing.
-struct HttpServer {
+pub(super) struct HttpServer {
     child: std::process::Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl HttpServer {
     fn start(sandbox: &Sandbox, extra: &[&OsStr]) -> HttpServer {
-        let line = sandbox.server();
+        HttpServer::start_line(sandbox, sandbox.server(), extra)
+    }
+
+    /// Runs server command line `line` (the binary, then its arguments) with `--http`.
+    pub(super) fn start_line(
+        sandbox: &Sandbox,
+        line: Vec<OsString>,
+        extra: &[&OsStr],
+    ) -> HttpServer {
         let mut command = std_command(&line[0], sandbox);
         command
             .args(&line[1..])
