@@ -75,6 +75,16 @@ struct HttpArgs {
     /// one more gets 503 until one closes or idles out (after 5 minutes).
     #[arg(long, env = "TASKS_HTTP_MAX_SESSIONS", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     http_max_sessions: u32,
+
+    /// At most this many SSE streams open at once (each session's GET stream, and each
+    /// request answered as a stream while it lasts); beyond that, 503.
+    #[arg(long, env = "TASKS_HTTP_MAX_STREAMS", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_streams: u32,
+
+    /// At most this many unfinished runs per principal of the tokens file; a call that
+    /// would start one more is refused with `too_many_runs`.
+    #[arg(long, env = "TASKS_HTTP_MAX_RUNS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_runs: u32,
 }
 
 fn http_addr(text: &str) -> Result<SocketAddr, String> {
@@ -372,6 +382,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         tokens,
                         hosts: cli.http.http_hosts.clone(),
                         max_sessions: cli.http.http_max_sessions as usize,
+                        max_streams: cli.http.http_max_streams as usize,
+                        max_runs: u64::from(cli.http.http_max_runs),
                     };
                     // `serve_http` checks too; here, before the database is opened.
                     options.check()?;

@@ -732,3 +732,98 @@ fn without_tokens_another_session_polls_a_task_by_its_id_but_does_not_see_it_lis
         .collect();
     assert_eq!(ids, [stateless.as_str()]);
 }
+
+#[test]
+fn a_stream_beyond_the_cap_is_refused_until_one_closes() {
+    let server = HttpServer::start(&["--http-max-streams", "1"]);
+    let session = open_session_as(&server, vec![]).0;
+    // The session's standalone stream, held open.
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream",
+        server.addr.port()
+    );
+    for header in &session {
+        head.push_str("\r\n");
+        head.push_str(header);
+    }
+    stream
+        .write_all(format!("{head}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        seen.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&seen);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+
+    let refused = server.post(&session, &request(2, "tools/list", json!({})));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(
+        refused.body.contains("too many open streams"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.header("retry-after"), Some("5"));
+
+    drop(stream);
+    let started = std::time::Instant::now();
+    loop {
+        let listed = server.post(&session, &request(3, "tools/list", json!({})));
+        if listed.status == 200 {
+            assert!(listed.response(3)["result"]["tools"].is_array());
+            break;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "the closed stream's permit never came back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_principal_with_as_many_runs_as_allowed_is_refused_another_and_others_are_not() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--http-max-runs", "1"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    start_legacy_task(&server, &alice, waiting.clone());
+
+    let params = json!({"name": "run_workflow", "arguments": {"definition": waiting.clone()},
+                        "task": {"ttl": 60000}});
+    let refused = server.post(&alice, &request(4, "tools/call", params));
+    let refused = refused.response(4);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["error"]["code"], "too_many_runs",
+        "{refused}"
+    );
+    let sync = call(5, "run_workflow", json!({"definition": waiting.clone()}));
+    let sync = server.post(&alice, &sync).response(5);
+    assert_eq!(sync["result"]["isError"], true, "{sync}");
+    assert_eq!(
+        sync["result"]["structuredContent"]["error"]["code"],
+        "too_many_runs"
+    );
+    // Todo calls are not runs, and another principal has a quota of its own.
+    let added = server.post(&alice, &call(6, "add_task", json!({"title": "still fine"})));
+    assert_eq!(added.response(6)["result"]["isError"], false);
+    start_legacy_task(&server, &bob, waiting);
+    let rejected = common::audit_rows(&server.db.path)
+        .into_iter()
+        .filter(|row| row.outcome == "rejected")
+        .map(|row| (row.tool, row.principal))
+        .collect::<Vec<_>>();
+    let alice = Some("alice".to_owned());
+    assert_eq!(
+        rejected,
+        [
+            ("run_workflow".to_owned(), alice.clone()),
+            ("run_workflow".to_owned(), alice)
+        ]
+    );
+}

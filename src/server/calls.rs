@@ -21,6 +21,9 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResult {
         let caller = super::caller::Caller::of(context);
+        if let Err(refused) = self.run_quota(&caller, name, &args) {
+            return results::reply_as(refused, self.result_form(name));
+        }
         let retryable = match self.take_idempotency_key(name, &mut args, caller.principal()) {
             Ok(retryable) => retryable,
             Err(rejected) => return results::reply(rejected),

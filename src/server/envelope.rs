@@ -54,6 +54,7 @@ pub(super) const RUN_CODES: &[&str] = &[
     "internal_error",
     "run_failed",
     "run_cancelled",
+    "too_many_runs",
 ];
 
 /// The published output schema of a tool whose `data` fits `data` and whose errors carry

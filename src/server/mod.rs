@@ -48,6 +48,8 @@ pub struct Server {
     /// Held from the lookup of an idempotency key to the start of the run it names, so
     /// that two calls with one key start one run.
     starting: Arc<std::sync::Mutex<()>>,
+    /// At most this many unfinished runs per principal (served over HTTP with tokens).
+    max_runs: Option<u64>,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -67,6 +69,7 @@ impl Server {
             registry: None,
             finished: Arc::default(),
             starting: Arc::default(),
+            max_runs: None,
         }
     }
 

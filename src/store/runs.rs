@@ -355,6 +355,15 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// How many of `principal`'s runs are unfinished.
+    pub fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT COUNT(*) FROM runs WHERE principal = ?1 AND status = 'running'",
+        )?;
+        Ok(stmt.query_row([principal], |r| r.get(0))?)
+    }
+
     /// Who owns run `run_id`; `None` if there is no such run.
     pub fn run_owner(&self, run_id: &str) -> Result<Option<Owner>, StoreError> {
         let conn = self.lock();

@@ -257,6 +257,11 @@ impl Registry {
         Ok(rows.into_iter().map(TaskView::from_row).collect())
     }
 
+    /// How many of `principal`'s runs are unfinished.
+    pub fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
+        self.store().running_runs_of(principal)
+    }
+
     /// Who owns run `run_id`; `None` if there is no such run.
     pub fn run_owner(&self, run_id: &str) -> Result<Option<Owner>, StoreError> {
         self.store().run_owner(run_id)

@@ -8,7 +8,8 @@
 //!   loopback included;
 //! - `Host` and `Origin` are checked against the loopback names and the names the
 //!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
-//! - request bodies are capped at 4 MiB, and open sessions by `max_sessions`.
+//! - request bodies are capped at 4 MiB, open sessions by `max_sessions`, open SSE
+//!   streams by `max_streams`, and each principal's unfinished runs by `max_runs`.
 //!
 //! The 2025-11-25 task layer applies to bodies and responses here (`rewrite.rs`), as the
 //! stdio transport applies it to lines.
@@ -34,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sessions::{Bounded, Sessions};
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -58,6 +60,10 @@ pub struct HttpOptions {
     pub hosts: Vec<String>,
     /// At most this many 2025-11-25 sessions are open at once.
     pub max_sessions: usize,
+    /// At most this many SSE streams are open at once.
+    pub max_streams: usize,
+    /// At most this many unfinished runs per principal (with tokens).
+    pub max_runs: u64,
 }
 
 impl HttpOptions {
@@ -108,6 +114,9 @@ struct Gate {
     /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
     tasks: bool,
     sessions: Arc<Sessions>,
+    /// A permit for each SSE stream open, and for each request until its response shows
+    /// whether it is one.
+    streams: Arc<Semaphore>,
     mcp: StreamableHttpService<Server, Sessions>,
 }
 
@@ -141,29 +150,57 @@ impl Gate {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
         }
         if opens_session(&request) && self.sessions.is_full().await {
-            let mut reply = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many open sessions; close one or retry later\n",
-            );
-            reply
-                .headers_mut()
-                .insert(header::RETRY_AFTER, "5".parse().expect("a header value"));
-            return Ok(reply);
+            return Ok(busy("too many open sessions; close one or retry later\n"));
         }
-        let mut mcp = self.mcp.clone();
-        if request.method() != Method::POST {
-            return tower_service::Service::call(&mut mcp, request).await;
-        }
-        let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
-            Ok(rewritten) => rewritten,
-            Err(reply) => return Ok(reply),
+        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            return Ok(busy("too many open streams; close one or retry later\n"));
         };
-        let response = tower_service::Service::call(&mut mcp, request).await?;
-        Ok(match outbound {
-            Some(outbound) => rewrite::outbound(response, outbound),
-            None => response,
-        })
+        let mut mcp = self.mcp.clone();
+        let response = if request.method() != Method::POST {
+            tower_service::Service::call(&mut mcp, request).await?
+        } else {
+            let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
+                Ok(rewritten) => rewritten,
+                Err(reply) => return Ok(reply),
+            };
+            let response = tower_service::Service::call(&mut mcp, request).await?;
+            match outbound {
+                Some(outbound) => rewrite::outbound(response, outbound),
+                None => response,
+            }
+        };
+        Ok(holding_while_streaming(response, permit))
     }
+}
+
+/// 503 with `Retry-After`, for a limit reached.
+fn busy(text: &'static str) -> Response<Body> {
+    let mut reply = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+    reply
+        .headers_mut()
+        .insert(header::RETRY_AFTER, "5".parse().expect("a header value"));
+    reply
+}
+
+/// The response, holding `permit` until its body ends if it is an SSE stream.
+fn holding_while_streaming(
+    response: Response<Body>,
+    permit: OwnedSemaphorePermit,
+) -> Response<Body> {
+    let streams = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+    if !streams {
+        return response;
+    }
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            let _held = &permit;
+            frame
+        })
+        .boxed()
+    })
 }
 
 /// Whether the request may open a 2025-11-25 session: a POST outside any session, and not
@@ -231,7 +268,10 @@ impl Server {
             .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
         let tasks = self.registry.is_some();
-        let server = self;
+        let server = Server {
+            max_runs: Some(options.max_runs),
+            ..self
+        };
         let sessions = Arc::new(Bounded::new(
             LocalSessionManager::default(),
             options.max_sessions,
@@ -242,6 +282,7 @@ impl Server {
             tokens: options.tokens.clone(),
             tasks,
             sessions,
+            streams: Arc::new(Semaphore::new(options.max_streams)),
             mcp,
         });
         tracing::info!(

@@ -89,6 +89,33 @@ impl Server {
             .ok_or_else(|| McpError::internal_error("this server keeps no tasks", None))
     }
 
+    /// Refuses a run to a principal that has as many unfinished runs as the server allows
+    /// each one (the refusal audited, as every call is).
+    pub(super) fn run_quota(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(), Envelope> {
+        let (Some(limit), Some(principal), Some(registry)) =
+            (self.max_runs, caller.principal(), self.registry.as_deref())
+        else {
+            return Ok(());
+        };
+        let running = registry.running_runs_of(principal).unwrap_or(0);
+        if running < limit {
+            return Ok(());
+        }
+        let origin = Origin::of(Some(principal));
+        let tools = self.engine.tools();
+        tools.audit(name, args, AuditOutcome::Rejected, origin);
+        let message = format!(
+            "{principal} has {running} runs in progress, as many as this server allows each \
+             caller (--http-max-runs); wait for one to finish, or cancel one"
+        );
+        Err(envelope::failed("too_many_runs", &message, None))
+    }
+
     /// Starts the call of tool `name` as a run in the background, recorded as a task of
     /// `era`, and returns the task as it stands.
     pub(super) fn start_task(
@@ -100,6 +127,8 @@ impl Server {
         observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
     ) -> Result<TaskView, NotStarted> {
         let registry = self.registry().map_err(NotStarted::Fault)?;
+        self.run_quota(caller, name, &args)
+            .map_err(NotStarted::Rejected)?;
         let mut options = RunOptions {
             observer,
             origin: RunOrigin::Mcp,
