@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 const WARMUP: usize = 200;
 const RUN_WARMUP: usize = 100;
 /// Requests in flight in the throughput rows.
-const DEPTHS: [usize; 2] = [1, 8];
+const DEPTHS: [usize; 3] = [1, 8, 64];
 
 struct Peer {
     child: Child,

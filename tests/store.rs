@@ -1,6 +1,7 @@
 //! The public `Store` API on a database file: filters, search, audit log, schema versions.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mcp_task_server::store::{
     AuditEntry, AuditOutcome, NewTodo, Scope, Store, StoreError, Todo, TodoFilter, TodoStatus,
@@ -959,4 +960,76 @@ fn runs_are_listed_by_whom_they_belong_to() {
     let owner = db.store.run_owner("bob").unwrap().unwrap();
     assert_eq!(owner.principal.as_deref(), Some("bob"));
     assert_eq!(db.store.run_owner("nobody-knows").unwrap(), None);
+}
+
+fn new_todo(title: &str) -> NewTodo {
+    NewTodo {
+        title: title.to_owned(),
+        due: None,
+        tags: Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_calls_made_while_the_connection_is_busy_all_commit_once_it_is_free() {
+    let db = temp_db();
+    let store = db.store.clone();
+    // Another writer holds the connection (a run's commit, say) while the calls arrive.
+    let (held, release) = std::sync::mpsc::channel::<()>();
+    let (holding, holder_ready) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.transaction(|_| {
+                holding.send(()).unwrap();
+                release.recv().unwrap();
+            })
+        })
+    };
+    holder_ready.recv().unwrap();
+    let calls: Vec<_> = (0..20)
+        .map(|i| {
+            let call = store.grouped(move |tx| tx.insert_todo(&new_todo(&format!("t{i}"))));
+            tokio::spawn(call)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        calls.iter().all(|call| !call.is_finished()),
+        "no call is answered before its commit"
+    );
+    held.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    for call in calls {
+        let answered = tokio::time::timeout(Duration::from_secs(5), call).await;
+        let todo = answered
+            .expect("no call is stranded")
+            .unwrap()
+            .expect("committed")
+            .expect("inserted");
+        assert!(
+            db.store.get_todo(todo.id).unwrap().is_some(),
+            "visible once answered"
+        );
+    }
+    assert_eq!(listed(&db.store, TodoFilter::default()).len(), 20);
+}
+
+#[tokio::test]
+async fn a_grouped_call_whose_drainer_was_dropped_unpolled_still_commits() {
+    let db = temp_db();
+    let first = db.store.grouped(|tx| tx.insert_todo(&new_todo("first")));
+    let second = db.store.grouped(|tx| tx.insert_todo(&new_todo("second")));
+    // The first caller was to drain; its request is dropped before it ran.
+    drop(first);
+    let todo = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .expect("the queued call is not stranded")
+        .expect("committed")
+        .expect("inserted");
+    assert_eq!(todo.title, "second");
+    assert_eq!(
+        listed(&db.store, TodoFilter::default()),
+        ["first", "second"]
+    );
 }

@@ -5,6 +5,7 @@
 
 mod audit;
 mod commit;
+mod grouped;
 mod migrations;
 mod nodes;
 mod rounds;
@@ -121,6 +122,7 @@ pub struct Tx<'c> {
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     queue: Arc<commit::GroupQueue>,
+    calls: Arc<grouped::CallQueue>,
 }
 
 impl Store {
@@ -194,6 +196,7 @@ impl Store {
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             queue: Arc::default(),
+            calls: Arc::default(),
         })
     }
 

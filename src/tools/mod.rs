@@ -131,6 +131,24 @@ pub struct Origin<'a> {
     pub principal: Option<&'a str>,
 }
 
+/// An [`Origin`] that owns its names, for a call that waits for a shared transaction.
+#[derive(Debug, Clone, Default)]
+pub struct OwnedOrigin {
+    pub run_id: Option<String>,
+    pub node_id: Option<String>,
+    pub principal: Option<String>,
+}
+
+impl OwnedOrigin {
+    pub fn borrowed(&self) -> Origin<'_> {
+        Origin {
+            run_id: self.run_id.as_deref(),
+            node_id: self.node_id.as_deref(),
+            principal: self.principal.as_deref(),
+        }
+    }
+}
+
 impl<'a> Origin<'a> {
     /// A call made outside any run, for `principal`.
     pub fn of(principal: Option<&'a str>) -> Origin<'a> {
@@ -190,6 +208,27 @@ impl Tools {
             tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
             Err(ToolError::internal())
         }))
+    }
+
+    /// [`Tools::invoke`], its effect and audit row committed in a transaction shared with
+    /// the calls that arrive meanwhile (group commit); it resolves once that transaction
+    /// has committed. `None` when no such tool exists.
+    pub fn invoke_grouped(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        origin: OwnedOrigin,
+    ) -> Option<impl Future<Output = ToolResult> + Send + use<>> {
+        let &(name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
+        let committed = self
+            .store
+            .grouped(move |tx| run_audited(tx, name, handler, &args, origin.borrowed()));
+        Some(async move {
+            committed.await.unwrap_or_else(|error| {
+                tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
+                Err(ToolError::internal())
+            })
+        })
     }
 
     /// Runs tool `name` inside the caller's transaction: its effect and its audit row then

@@ -14,7 +14,7 @@ use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
 use crate::engine::definition::RetryPolicy;
 use crate::engine::journal::{Answers, ToolCall, UnitState};
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
-use crate::tools::Origin;
+use crate::tools::{Origin, OwnedOrigin};
 
 /// A waiting unit woke: its attempt ended, or its retry is due.
 pub(super) enum Woken {
@@ -210,6 +210,9 @@ impl Run {
     ) -> Option<BoxFuture<Woken>> {
         let number = self.state.unit(node, instance).attempts + 1;
         let retry = match &action {
+            Resolved::Tool { .. } if self.journal.is_none() => {
+                return Some(self.grouped_call(node, instance, action));
+            }
             Resolved::Tool { name, args } => self.call_tool(node, instance, number, name, args)?,
             Resolved::WriteFile {
                 path,
@@ -226,6 +229,45 @@ impl Run {
             _ => unreachable!("only synchronous actions are attempted now"),
         };
         retry.map(|delay| self.due_after(node, instance, action, delay))
+    }
+
+    /// A tool call of a run without a journal (a direct call of a todo tool): its effect
+    /// and audit row commit in a transaction shared with the calls made meanwhile (group
+    /// commit), and the unit settles once it has.
+    fn grouped_call(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: Resolved,
+    ) -> BoxFuture<Woken> {
+        let Resolved::Tool { name, args } = &action else {
+            unreachable!("only tool calls are grouped")
+        };
+        let origin = OwnedOrigin {
+            run_id: Some(self.run_id.to_string()),
+            node_id: Some(self.plan.nodes[node].id.to_string()),
+            principal: self.env.principal.as_deref().map(str::to_owned),
+        };
+        let call = match self.env.tools.invoke_grouped(name, args.clone(), origin) {
+            Some(call) => Ok(call),
+            None => Err(unknown_tool(name)),
+        };
+        Box::pin(async move {
+            let outcome = match call {
+                Ok(call) => match call.await {
+                    Ok(value) => Outcome::Succeeded(value),
+                    Err(error) => Outcome::Failed(NodeError::from(error)),
+                },
+                Err(unknown) => Outcome::Failed(unknown),
+            };
+            Woken::Unit(UnitWake {
+                node,
+                instance,
+                outcome,
+                attempted: true,
+                action: Some(action),
+            })
+        })
     }
 
     /// A tool call. With a journal, the call's effect, its audit row and the unit's new
@@ -246,11 +288,7 @@ impl Run {
             principal: self.env.principal.as_deref(),
         };
         let Some(journal) = self.journal.clone() else {
-            let result = match self.env.tools.invoke(name, args, origin) {
-                Some(result) => result.map_err(NodeError::from),
-                None => Err(unknown_tool(name)),
-            };
-            return Some(self.settle_here(node, instance, number, result));
+            unreachable!("a run without a journal groups its tool calls")
         };
         let policy = planned.retry;
         let seed = || jitter_seed(&self.run_id, &planned.id, instance);

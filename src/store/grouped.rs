@@ -1,0 +1,188 @@
+//! Group commit of concurrent tool calls: calls that arrive while the connection is busy
+//! share the next transaction, so that many calls pay for one `COMMIT` (its locks and its
+//! WAL writes, most of a small call's cost) instead of one each.
+//!
+//! There is no committer thread. The first caller to queue a call while no one drains
+//! becomes the drainer: it yields once, so that the calls already ready on the runtime
+//! (the rest of a burst of requests) queue theirs behind it, then runs every call queued
+//! in one transaction on its own thread, and goes on while more arrive. One call alone
+//! pays one yield and no hand-off. A caller that finds a drainer only queues its call and
+//! awaits the result. When the connection is held by other work (a run's commit, a read),
+//! a blocking-pool thread waits for it, so that no async worker blocks.
+//!
+//! Invariant: a call's result is delivered only after the transaction holding its writes
+//! has committed; if the commit fails, every call of the group fails and none of their
+//! writes is kept.
+
+use std::future::Future;
+use std::sync::{Mutex, TryLockError};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::write_tx::WriteTx;
+use super::{Store, StoreError, Tx};
+
+/// A call waiting for a transaction: run inside it, then told whether it committed.
+trait Call: Send {
+    fn run(&mut self, tx: &Tx<'_>);
+    fn finish(self: Box<Self>, committed: Result<(), StoreError>);
+}
+
+struct Pending<T, F> {
+    work: Option<F>,
+    out: Option<T>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Call for Pending<T, F>
+where
+    T: Send,
+    F: FnOnce(&Tx<'_>) -> T + Send,
+{
+    fn run(&mut self, tx: &Tx<'_>) {
+        if let Some(work) = self.work.take() {
+            self.out = Some(work(tx));
+        }
+    }
+
+    fn finish(self: Box<Self>, committed: Result<(), StoreError>) {
+        let Pending { out, reply, .. } = *self;
+        let result = committed
+            .and_then(|()| out.ok_or_else(|| StoreError::Commit("the call did not run".into())));
+        // The caller may have gone (its request was dropped); its writes stand.
+        let _ = reply.send(result);
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Calls {
+    queued: Vec<Box<dyn Call>>,
+    /// Whether a drainer holds (or waits for) the connection and will see what is queued.
+    draining: bool,
+}
+
+pub(super) type CallQueue = Mutex<Calls>;
+
+fn lock_calls(calls: &CallQueue) -> std::sync::MutexGuard<'_, Calls> {
+    calls
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Store {
+    /// Runs `work` in a write transaction shared with the calls that arrive meanwhile, and
+    /// resolves once that transaction has committed. An `Err` is the commit's: then
+    /// nothing `work` wrote is kept.
+    pub fn grouped<T, F>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> T + Send + 'static,
+    {
+        let (reply, result) = oneshot::channel();
+        let drains = self.enqueue(Box::new(Pending {
+            work: Some(work),
+            out: None,
+            reply,
+        }));
+        let mut drainer = Drainer(drains.then(|| self.clone()));
+        async move {
+            if drainer.0.is_some() {
+                tokio::task::yield_now().await;
+                if let Some(store) = drainer.0.take() {
+                    store.drain_soon();
+                }
+            }
+            result
+                .await
+                .unwrap_or_else(|_| Err(StoreError::Commit("the commit was abandoned".into())))
+        }
+    }
+
+    /// Queues `call`; true if the caller is to drain the queue.
+    fn enqueue(&self, call: Box<dyn Call>) -> bool {
+        let mut calls = lock_calls(&self.calls);
+        calls.queued.push(call);
+        !std::mem::replace(&mut calls.draining, true)
+    }
+
+    /// Drains the queue on this thread if the connection is free, else on a blocking
+    /// thread once it is.
+    fn drain_soon(&self) {
+        match self.conn.try_lock() {
+            Ok(conn) => self.drain(&conn),
+            Err(TryLockError::Poisoned(poisoned)) => self.drain(&poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let store = self.clone();
+                    runtime.spawn_blocking(move || store.drain(&store.lock()));
+                }
+                Err(_) => self.drain(&self.lock()),
+            },
+        }
+    }
+
+    /// Commits what is queued, group after group, until nothing is.
+    fn drain(&self, conn: &Connection) {
+        loop {
+            let group = {
+                let mut calls = lock_calls(&self.calls);
+                if calls.queued.is_empty() {
+                    calls.draining = false;
+                    return;
+                }
+                std::mem::take(&mut calls.queued)
+            };
+            commit_calls(conn, group);
+        }
+    }
+}
+
+/// The duty to drain, which a drainer dropped before it drained (its request cancelled)
+/// still carries out: otherwise the calls queued behind it would wait forever.
+struct Drainer(Option<Store>);
+
+impl Drop for Drainer {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.take() {
+            store.drain_soon();
+        }
+    }
+}
+
+/// One transaction for the group. On a read-only database no write transaction can
+/// start: the calls run as they come (their reads succeed, their writes fail).
+fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
+    let tx = match WriteTx::begin(conn) {
+        Ok(tx) => tx,
+        Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {
+            for mut call in group {
+                call.run(&Tx { conn });
+                call.finish(Ok(()));
+            }
+            return;
+        }
+        Err(error) => {
+            let message = error.to_string();
+            for call in group {
+                call.finish(Err(StoreError::Commit(message.clone())));
+            }
+            return;
+        }
+    };
+    for call in &mut group {
+        call.run(&Tx { conn: &tx });
+    }
+    match tx.commit() {
+        Ok(()) => group.into_iter().for_each(|call| call.finish(Ok(()))),
+        Err(error) => {
+            let message = error.to_string();
+            for call in group {
+                call.finish(Err(StoreError::Commit(message.clone())));
+            }
+        }
+    }
+}
