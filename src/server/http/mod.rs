@@ -302,6 +302,12 @@ impl Server {
                     }
                 },
             };
+            // Responses go out in pieces (the head, then each SSE event): without this,
+            // Nagle's algorithm holds each piece back until the client acknowledges the
+            // one before, which a client delaying its acknowledgements makes 40 ms.
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+            }
             let gate = gate.clone();
             let shutdown = shutdown.clone();
             connections.spawn(async move {

@@ -1,0 +1,340 @@
+//! MCP over Streamable HTTP through the real binary, beside a plain HTTP echo server
+//! measured in the same run with the same client:
+//!
+//! - the latency of one `add_task` call at a time in a 2025-11-25 session, each call
+//!   beside an echo round trip of the same body on a connection of its own;
+//! - `add_task` throughput with `BENCH_SESSIONS` sessions (default 32) calling at once,
+//!   each on its own keep-alive connection, beside the echo's with as many connections.
+//!
+//! Run: `cargo bench --bench http_roundtrip`. `BENCH_N` sets the calls of the latency
+//! row (default 5000), `BENCH_SECONDS` the length of each throughput round (default 5),
+//! and `BENCH_SERVER` the server binary (default: this build's).
+//!
+//! The client is a small blocking HTTP/1.1 one, so that both servers see the same client
+//! costs: it writes a request whole and reads the response to its end (`Content-Length`,
+//! or the chunks of an SSE response, which rmcp sends for a session's requests).
+#![allow(clippy::print_stdout)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const WARMUP: usize = 200;
+
+/// One keep-alive HTTP/1.1 connection.
+struct Connection {
+    read: BufReader<TcpStream>,
+    write: TcpStream,
+    host: String,
+}
+
+impl Connection {
+    fn open(addr: SocketAddr) -> Connection {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        Connection {
+            read: BufReader::new(stream.try_clone().unwrap()),
+            write: stream,
+            host: addr.to_string(),
+        }
+    }
+
+    /// POSTs `body` with `headers`; returns the response's headers and body.
+    fn post(&mut self, path: &str, headers: &[String], body: &str) -> (Vec<String>, String) {
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.host,
+            body.len()
+        );
+        for header in headers {
+            request.push_str(header);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.write.write_all(request.as_bytes()).unwrap();
+        self.response()
+    }
+
+    fn response(&mut self) -> (Vec<String>, String) {
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            self.read.read_line(&mut line).unwrap();
+            let line = line.trim_end().to_owned();
+            if line.is_empty() {
+                break;
+            }
+            head.push(line);
+        }
+        assert!(
+            head[0].contains(" 200 ") || head[0].contains(" 202 "),
+            "{head:?}"
+        );
+        let header = |name: &str| {
+            head.iter().find_map(|h| {
+                let (k, v) = h.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+        };
+        let mut body = Vec::new();
+        if let Some(length) = header("content-length") {
+            body.resize(length.parse().unwrap(), 0);
+            self.read.read_exact(&mut body).unwrap();
+        } else {
+            loop {
+                let mut size = String::new();
+                self.read.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                let mut chunk = vec![0; size + 2];
+                self.read.read_exact(&mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        }
+        (head, String::from_utf8(body).unwrap())
+    }
+}
+
+/// An HTTP/1.1 server that answers every POST with its body, a thread per connection.
+fn echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let stream = stream.unwrap();
+            stream.set_nodelay(true).unwrap();
+            std::thread::spawn(move || echo(stream));
+        }
+    });
+    addr
+}
+
+fn echo(stream: TcpStream) {
+    let mut read = BufReader::new(stream.try_clone().unwrap());
+    let mut write = stream;
+    loop {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if read.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        read.read_exact(&mut body).unwrap();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+        );
+        let mut reply = head.into_bytes();
+        reply.extend_from_slice(&body);
+        if write.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// The server binary serving HTTP on loopback, on a database of its own.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = std::env::var_os("BENCH_SERVER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-task-server").into());
+        let mut child = Command::new(binary)
+            .arg("--db")
+            .arg(dir.path().join("bench.db"))
+            .args(["--http", "127.0.0.1:0", "--http-max-sessions", "1024"])
+            .arg("serve")
+            .env("RUST_LOG", "info")
+            .env_remove("TASKS_HTTP")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in stderr.lines().map_while(Result::ok) {
+                if !sent && let Some(at) = line.split("http://").nth(1) {
+                    sent = sender
+                        .send(at.split('/').next().unwrap().to_owned())
+                        .is_ok();
+                }
+            }
+        });
+        let addr = receiver
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the server says where it listens")
+            .parse()
+            .unwrap();
+        Server {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    /// A 2025-11-25 session on a connection of its own: the connection and its headers.
+    fn session(&self) -> (Connection, Vec<String>) {
+        let mut connection = Connection::open(self.addr);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}});
+        let (head, _) = connection.post("/mcp", &[], &init.to_string());
+        let session = head
+            .iter()
+            .find_map(|h| h.strip_prefix("mcp-session-id: "))
+            .expect("a session id")
+            .to_owned();
+        let headers = vec![
+            format!("Mcp-Session-Id: {session}"),
+            "MCP-Protocol-Version: 2025-11-25".to_owned(),
+        ];
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        connection.post("/mcp", &headers, &initialized.to_string());
+        (connection, headers)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn add_task(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "add_task", "arguments": {"title": format!("bench {id}")}}})
+    .to_string()
+}
+
+/// Checks that an SSE body answers call `id` with a todo.
+fn check_added(id: u64, body: &str) {
+    let reply: Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .find(|m: &Value| m["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no reply to {id} in {body}"));
+    assert_eq!(reply["result"]["structuredContent"]["ok"], true, "{reply}");
+}
+
+/// p50 and p99, in microseconds.
+fn percentiles(samples: &mut [Duration]) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.50).as_secs_f64() * 1e6, at(0.99).as_secs_f64() * 1e6)
+}
+
+fn latency(server: &Server, echo: SocketAddr, n: usize) -> ((f64, f64), (f64, f64)) {
+    let (mut mcp, headers) = server.session();
+    let mut floor = Connection::open(echo);
+    let (mut calls, mut echoes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for id in 1..=(WARMUP + n) as u64 {
+        let body = add_task(id);
+        let sent = Instant::now();
+        floor.post("/echo", &[], &body);
+        let echoed = sent.elapsed();
+        let sent = Instant::now();
+        let (_, reply) = mcp.post("/mcp", &headers, &body);
+        let called = sent.elapsed();
+        check_added(id, &reply);
+        if id > WARMUP as u64 {
+            calls.push(called);
+            echoes.push(echoed);
+        }
+    }
+    (percentiles(&mut calls), percentiles(&mut echoes))
+}
+
+/// Calls per second of `sessions` clients calling at once for `seconds`, against the MCP
+/// server (`mcp`) or the echo.
+fn throughput(server: &Server, echo: SocketAddr, sessions: usize, seconds: u64, mcp: bool) -> f64 {
+    let start = Arc::new(Barrier::new(sessions + 1));
+    let clients: Vec<_> = (0..sessions)
+        .map(|_| {
+            let start = start.clone();
+            let (mut connection, headers) = match mcp {
+                true => server.session(),
+                false => (Connection::open(echo), Vec::new()),
+            };
+            std::thread::spawn(move || {
+                start.wait();
+                let began = Instant::now();
+                let mut calls = 0u64;
+                while began.elapsed() < Duration::from_secs(seconds) {
+                    calls += 1;
+                    let body = add_task(calls);
+                    let path = if mcp { "/mcp" } else { "/echo" };
+                    let (_, reply) = connection.post(path, &headers, &body);
+                    if mcp {
+                        check_added(calls, &reply);
+                    }
+                }
+                (calls, began.elapsed())
+            })
+        })
+        .collect();
+    start.wait();
+    let done: Vec<(u64, Duration)> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let calls: u64 = done.iter().map(|(c, _)| c).sum();
+    let elapsed = done.iter().map(|(_, e)| *e).max().unwrap();
+    calls as f64 / elapsed.as_secs_f64()
+}
+
+fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name).map_or(default, |v| v.parse().expect(name))
+}
+
+fn main() {
+    let n = env_count("BENCH_N", 5000) as usize;
+    let sessions = env_count("BENCH_SESSIONS", 32) as usize;
+    let seconds = env_count("BENCH_SECONDS", 5);
+    let server = Server::start();
+    let echo = echo_server();
+
+    let ((p50, p99), (echo_p50, echo_p99)) = latency(&server, echo, n);
+    println!("{n} add_task calls one at a time, each beside an echo of the same body\n");
+    println!("| | p50 µs | p99 µs |");
+    println!("|---|---:|---:|");
+    println!("| add_task over HTTP | {p50:.1} | {p99:.1} |");
+    println!("| plain HTTP echo | {echo_p50:.1} | {echo_p99:.1} |");
+    println!(
+        "| difference (server time) | {:.1} | {:.1} |\n",
+        p50 - echo_p50,
+        p99 - echo_p99
+    );
+
+    let echoed = throughput(&server, echo, sessions, seconds, false);
+    let called = throughput(&server, echo, sessions, seconds, true);
+    println!("{sessions} clients at once for {seconds} s each, one keep-alive connection each\n");
+    println!("| | calls/s |");
+    println!("|---|---:|");
+    println!("| add_task over HTTP, {sessions} sessions | {called:.0} |");
+    println!("| plain HTTP echo, {sessions} connections | {echoed:.0} |");
+}

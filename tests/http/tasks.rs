@@ -1,0 +1,270 @@
+//! Runs as tasks over HTTP in both task protocols, and who owns them: one shared todo
+//! list, runs and tasks by principal (with tokens) or by session (without).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn sessions_of_different_principals_share_one_todo_list() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+
+    let added = server.post(
+        &alice,
+        &call(2, "add_task", json!({"title": "ship the HTTP transport"})),
+    );
+    let result = &added.response(2)["result"];
+    assert_eq!(result["structuredContent"]["ok"], json!(true), "{result}");
+
+    // Bob's session numbers its requests as Alice's does: ids are per session.
+    let listed = server.post(&bob, &call(2, "list_tasks", json!({})));
+    let data = &listed.response(2)["result"]["structuredContent"]["data"];
+    let titles: Vec<&str> = data
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of todos in {data}"))
+        .iter()
+        .map(|t| t["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["ship the HTTP transport"]);
+    assert_eq!(
+        common::task_titles(&server.db.path),
+        ["ship the HTTP transport"]
+    );
+}
+
+#[test]
+fn a_stateless_2026_07_28_client_runs_a_workflow_as_a_task_and_polls_it_to_its_result() {
+    let server = HttpServer::start(&[]);
+    let definition = json!({"name": "hello", "nodes": {"hi": {"render": "hi over HTTP"}}});
+    let task_id = start_modern_task(&server, definition);
+
+    let started = std::time::Instant::now();
+    let done = loop {
+        let reply = get_modern_task(&server, &task_id);
+        if reply["result"]["status"] == "completed" {
+            break reply;
+        }
+        assert_eq!(reply["result"]["status"], "working", "{reply}");
+        assert!(started.elapsed() < DEADLINE, "the run never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let data = &done["result"]["result"]["structuredContent"]["data"];
+    assert_eq!(data["status"], "succeeded", "{done}");
+    assert_eq!(data["nodes"]["hi"]["output"], "hi over HTTP");
+}
+
+#[test]
+fn a_2025_11_25_session_gets_workflow_runs_as_tasks_in_that_protocols_shapes() {
+    let server = HttpServer::start(&[]);
+    let (session, init) = open_session_as(&server, vec![]);
+    let capabilities = &init["capabilities"];
+    assert_eq!(
+        capabilities["tasks"]["requests"],
+        json!({"tools": {"call": {}}}),
+        "{init}"
+    );
+    assert!(
+        capabilities["extensions"]["io.modelcontextprotocol/tasks"].is_null(),
+        "{init}"
+    );
+
+    let tools = server.post(&session, &request(2, "tools/list", json!({})));
+    let tools = tools.response(2)["result"]["tools"].clone();
+    let run_workflow = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "run_workflow")
+        .expect("run_workflow is listed");
+    assert_eq!(run_workflow["execution"]["taskSupport"], "optional");
+    assert!(
+        !tools.to_string().contains("x-mcp-task-server"),
+        "the handler's mark never reaches a client: {tools}"
+    );
+
+    let definition = json!({"nodes": {"hi": {"render": "hi from a legacy task"}}});
+    let params = json!({"name": "run_workflow", "arguments": {"definition": definition},
+                        "task": {"ttl": 60000}});
+    let created = server.post(&session, &request(3, "tools/call", params));
+    let task = created.response(3)["result"]["task"].clone();
+    let task_id = task["taskId"]
+        .as_str()
+        .expect("a task is created")
+        .to_owned();
+    assert!(task["ttl"].is_number(), "{task}");
+
+    let started = std::time::Instant::now();
+    loop {
+        let got = server.post(
+            &session,
+            &request(4, "tasks/get", json!({"taskId": task_id})),
+        );
+        let status = got.response(4)["result"]["status"].clone();
+        if status == "completed" {
+            break;
+        }
+        assert_eq!(status, "working", "{}", got.body);
+        assert!(started.elapsed() < DEADLINE, "the run never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let result = server.post(
+        &session,
+        &request(5, "tasks/result", json!({"taskId": task_id})),
+    );
+    let result = result.response(5)["result"].clone();
+    let data = &result["structuredContent"]["data"];
+    assert_eq!(
+        data["nodes"]["hi"]["output"], "hi from a legacy task",
+        "{result}"
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(task_id)
+    );
+}
+
+#[test]
+fn with_tokens_each_principals_tasks_are_unknown_to_the_other_and_listings_do_not_leak() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    let legacy = start_legacy_task(&server, &alice, waiting.clone());
+    let modern = start_modern_task_as(&server, &[bearer(ALICE)], waiting);
+
+    // Bob asks for Alice's tasks by id, in both protocols: unknown, as for no such task.
+    let got = server.post(&bob, &request(4, "tasks/get", json!({"taskId": legacy})));
+    assert_eq!(got.response(4)["error"]["code"], -32602, "{}", got.body);
+    let cancel = server.post(&bob, &request(5, "tasks/cancel", json!({"taskId": legacy})));
+    assert_eq!(
+        cancel.response(5)["error"]["code"],
+        -32602,
+        "{}",
+        cancel.body
+    );
+    let got = get_modern_task_as(&server, &[bearer(BOB)], &modern);
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    let run = server.post(&bob, &call(6, "get_run", json!({"run_id": legacy})));
+    let run = &run.response(6)["result"]["structuredContent"];
+    assert_eq!(run["error"]["code"], "not_found", "{run}");
+
+    // Listings show each principal its own.
+    assert_eq!(listed_task_ids(&server, &bob), Vec::<String>::new());
+    // A run's task comes first, its sub-tasks after it.
+    assert_eq!(listed_task_ids(&server, &alice)[0], legacy);
+    assert_eq!(listed_run_ids(&server, &bob), Vec::<String>::new());
+    let mut alices = listed_run_ids(&server, &alice);
+    alices.sort();
+    let mut expected = vec![legacy.clone(), modern.clone()];
+    expected.sort();
+    assert_eq!(alices, expected);
+
+    // Alice still reaches her own, and the audit log names who did what.
+    let got = get_modern_task_as(&server, &[bearer(ALICE)], &modern);
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let rows = common::audit_rows(&server.db.path);
+    let started: Vec<_> = rows
+        .iter()
+        .filter(|row| row.tool == "run_workflow")
+        .map(|row| (row.run_id.clone().unwrap(), row.principal.as_deref()))
+        .collect();
+    assert!(
+        started.contains(&(legacy.clone(), Some("alice"))),
+        "{started:?}"
+    );
+    assert!(
+        started.contains(&(modern.clone(), Some("alice"))),
+        "{started:?}"
+    );
+    let bobs: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.principal.as_deref() == Some("bob"))
+        .map(|row| row.tool.as_str())
+        .collect();
+    assert_eq!(bobs, ["get_run", "list_runs"], "{rows:?}");
+}
+
+#[test]
+fn without_tokens_another_session_polls_a_task_by_its_id_but_does_not_see_it_listed() {
+    let server = HttpServer::start(&[]);
+    let first = open_session_as(&server, vec![]).0;
+    let second = open_session_as(&server, vec![]).0;
+    let task_id = start_legacy_task(&server, &first, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+
+    let got = server.post(
+        &second,
+        &request(4, "tasks/get", json!({"taskId": task_id})),
+    );
+    assert_eq!(
+        got.response(4)["result"]["taskId"],
+        json!(task_id),
+        "{}",
+        got.body
+    );
+    assert_eq!(listed_task_ids(&server, &second), Vec::<String>::new());
+    assert_eq!(listed_task_ids(&server, &first)[0], task_id);
+    assert_eq!(listed_run_ids(&server, &second), Vec::<String>::new());
+    // A stateless request belongs to no session, and lists what was started in none.
+    let stateless = start_modern_task(&server, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+    assert_eq!(listed_run_ids(&server, &first), [task_id]);
+    let listed = server.post(
+        &modern_headers("tools/call", "list_runs"),
+        &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+            "name": "list_runs", "arguments": {}, "_meta": modern_meta()}}),
+    );
+    let data = &listed.response(8)["result"]["structuredContent"]["data"];
+    let ids: Vec<&str> = data
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", listed.body))
+        .iter()
+        .map(|run| run["runId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [stateless.as_str()]);
+}
+
+#[test]
+fn a_principal_with_as_many_runs_as_allowed_is_refused_another_and_others_are_not() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--http-max-runs", "1"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    start_legacy_task(&server, &alice, waiting.clone());
+
+    let params = json!({"name": "run_workflow", "arguments": {"definition": waiting.clone()},
+                        "task": {"ttl": 60000}});
+    let refused = server.post(&alice, &request(4, "tools/call", params));
+    let refused = refused.response(4);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["error"]["code"], "too_many_runs",
+        "{refused}"
+    );
+    let sync = call(5, "run_workflow", json!({"definition": waiting.clone()}));
+    let sync = server.post(&alice, &sync).response(5);
+    assert_eq!(sync["result"]["isError"], true, "{sync}");
+    assert_eq!(
+        sync["result"]["structuredContent"]["error"]["code"],
+        "too_many_runs"
+    );
+    // Todo calls are not runs, and another principal has a quota of its own.
+    let added = server.post(&alice, &call(6, "add_task", json!({"title": "still fine"})));
+    assert_eq!(added.response(6)["result"]["isError"], false);
+    start_legacy_task(&server, &bob, waiting);
+    let rejected = common::audit_rows(&server.db.path)
+        .into_iter()
+        .filter(|row| row.outcome == "rejected")
+        .map(|row| (row.tool, row.principal))
+        .collect::<Vec<_>>();
+    let alice = Some("alice".to_owned());
+    assert_eq!(
+        rejected,
+        [
+            ("run_workflow".to_owned(), alice.clone()),
+            ("run_workflow".to_owned(), alice)
+        ]
+    );
+}
