@@ -3,8 +3,9 @@
 //!
 //! Why not rmcp's `AsyncRwTransport`: it drops a line that is not JSON, nested too deep or
 //! too long, without a reply, and the client waits forever for one. Lines are read as
-//! rmcp reads them (bounded, cancellation-safe) and written as it writes them (whole, one
-//! at a time).
+//! rmcp reads them (bounded, cancellation-safe) and written whole, never interleaved:
+//! lines that are ready while another is being written go out together in the next write
+//! (`Writer`), so that a burst of replies costs a few system calls, not one each.
 
 mod fast;
 pub(crate) mod legacy;
@@ -43,8 +44,37 @@ pub(crate) struct WireTransport<R, W> {
     /// Set while the rest of an oversized line is skipped; lives here, not in `read_line`,
     /// because rmcp polls `receive` in a `select!` and may drop it mid-line.
     skipping: Option<Option<Value>>,
-    write: Arc<Mutex<W>>,
+    write: Arc<Writer<W>>,
     session: Session,
+}
+
+/// The write side: lines queue in `pending`; whoever finds no write in progress writes
+/// everything queued, and goes on until nothing is.
+pub(crate) struct Writer<W> {
+    pending: std::sync::Mutex<Pending>,
+    out: Mutex<W>,
+}
+
+#[derive(Default)]
+struct Pending {
+    lines: Vec<u8>,
+    writing: bool,
+}
+
+impl<W> Writer<W> {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Ends a write turn even when its future is dropped mid-write, so that the next line
+/// starts a turn of its own instead of waiting behind one that will never come.
+struct Turn<'w, W>(&'w Writer<W>);
+
+impl<W> Drop for Turn<'_, W> {
+    fn drop(&mut self) {
+        self.0.lock_pending().writing = false;
+    }
 }
 
 impl<R, W> WireTransport<R, W>
@@ -59,7 +89,10 @@ where
             read: BufReader::new(read),
             line: Vec::new(),
             skipping: None,
-            write: Arc::new(Mutex::new(write)),
+            write: Arc::new(Writer {
+                pending: std::sync::Mutex::default(),
+                out: Mutex::new(write),
+            }),
             session: Session::new(tasks),
         }
     }
@@ -107,16 +140,44 @@ where
     }
 }
 
-async fn write_line<W, T>(write: &Mutex<W>, message: &T) -> std::io::Result<()>
+/// Queues a message's line and, unless a write is in progress (which will take it along),
+/// writes what is queued.
+async fn write_line<W, T>(writer: &Writer<W>, message: &T) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
     T: serde::Serialize,
 {
     let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let mut write = write.lock().await;
-    write.write_all(&line).await?;
-    write.flush().await
+    {
+        let mut pending = writer.lock_pending();
+        if pending.writing {
+            pending.lines.extend_from_slice(&line);
+            return Ok(());
+        }
+        pending.writing = true;
+        if !pending.lines.is_empty() {
+            pending.lines.extend_from_slice(&line);
+            line = std::mem::take(&mut pending.lines);
+        }
+    }
+    let turn = Turn(writer);
+    let mut out = writer.out.lock().await;
+    let mut chunk = line;
+    loop {
+        out.write_all(&chunk).await?;
+        out.flush().await?;
+        chunk.clear();
+        let mut pending = writer.lock_pending();
+        if pending.lines.is_empty() {
+            pending.writing = false;
+            std::mem::forget(turn);
+            return Ok(());
+        }
+        // The queued lines go next; the written buffer takes their place, its capacity
+        // kept for the lines that come after.
+        std::mem::swap(&mut chunk, &mut pending.lines);
+    }
 }
 
 impl<R, W> Transport<RoleServer> for WireTransport<R, W>
@@ -173,6 +234,53 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.write.lock().await.shutdown().await
+        self.write.out.lock().await.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_written_at_once_all_go_out_whole() {
+        let (write, mut read) = tokio::io::duplex(256);
+        let writer = Arc::new(Writer {
+            pending: std::sync::Mutex::default(),
+            out: Mutex::new(write),
+        });
+        let senders: Vec<_> = (0..200)
+            .map(|i| {
+                let writer = Arc::clone(&writer);
+                tokio::spawn(async move {
+                    let message = serde_json::json!({ "id": i, "pad": "x".repeat(i % 50) });
+                    write_line(&writer, &message).await
+                })
+            })
+            .collect();
+        let reader = tokio::spawn(async move {
+            let mut text = String::new();
+            while text.lines().count() < 200 {
+                let mut chunk = [0u8; 1024];
+                let n = read.read(&mut chunk).await.unwrap();
+                text.push_str(std::str::from_utf8(&chunk[..n]).unwrap());
+            }
+            text
+        });
+        for sender in senders {
+            sender.await.unwrap().unwrap();
+        }
+        let text = reader.await.unwrap();
+        let mut ids: Vec<u64> = text
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).expect("a whole line")["id"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..200).collect::<Vec<_>>());
     }
 }
