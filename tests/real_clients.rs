@@ -84,10 +84,15 @@ impl Sandbox {
 
     /// The server's command line: the binary, then its arguments.
     fn server(&self) -> Vec<OsString> {
+        self.server_with(&self.path("workflows"))
+    }
+
+    /// [`Sandbox::server`] with another workflows folder.
+    fn server_with(&self, workflows: &Path) -> Vec<OsString> {
         let mut line: Vec<OsString> = vec![BIN.into(), "--db".into()];
         line.push(self.path("tasks.db").into());
         line.push("--workflows".into());
-        line.push(self.path("workflows").into());
+        line.push(workflows.into());
         line.push("--workspace".into());
         line.push(self.dir.path().into());
         line.push("serve".into());
@@ -848,6 +853,23 @@ async fn poll_until(client: &RmcpClient, task_id: &str, status: TaskStatus) -> G
     panic!("task {task_id} never became {status:?}; last {last:?}");
 }
 
+/// Answers a task by `tasks/update` and polls it until it completes; returns its result.
+async fn update_until_completed(
+    client: &RmcpClient,
+    task_id: &str,
+    answers: BTreeMap<String, Value>,
+) -> Value {
+    client
+        .update_task(UpdateTaskParams::new(task_id, answers))
+        .await
+        .expect("tasks/update is acknowledged");
+    let done = poll_until(client, task_id, TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("a completed task inlines its result: {done:?}");
+    };
+    Value::Object(result.clone())
+}
+
 async fn call_ask(client: &RmcpClient, who: &str) -> String {
     start_extension_task(client, "ask", json!({ "who": who })).await
 }
@@ -894,6 +916,23 @@ async fn rmcp_client(
         }
     });
 
+    let said = Arc::clone(&log);
+    let said = move || said.lock().unwrap().clone();
+    (discover(transport, capabilities, &said).await, log)
+}
+
+/// An rmcp client of `capabilities` connected over `transport` in 2026-07-28 discover
+/// mode, which must find the task extension; `said` is the server's stderr so far, for a
+/// failure.
+async fn discover<T, E, A>(
+    transport: T,
+    capabilities: ClientCapabilities,
+    said: &dyn Fn() -> String,
+) -> RmcpClient
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let info = ClientConfig::new(
         capabilities,
         Implementation::new("rmcp-real-client", env!("CARGO_PKG_VERSION")),
@@ -904,7 +943,7 @@ async fn rmcp_client(
     let client = tokio::time::timeout(DEADLINE, info.serve_with_lifecycle(transport, lifecycle))
         .await
         .expect("the server answers server/discover in time")
-        .unwrap_or_else(|e| panic!("discover failed: {e}\n{}", log.lock().unwrap()));
+        .unwrap_or_else(|e| panic!("discover failed: {e}\n{}", said()));
     let peer = client.peer_info().expect("discovered");
     assert_eq!(peer.protocol_version, ProtocolVersion::V_2026_07_28);
     assert!(
@@ -912,7 +951,7 @@ async fn rmcp_client(
         "{:?}",
         peer.capabilities
     );
-    (client, log)
+    client
 }
 
 #[tokio::test]
@@ -942,15 +981,7 @@ async fn rmcp_client_in_2026_07_28_discover_mode_answers_a_task_by_update_and_ca
         "approve:attempt-1".to_owned(),
         json!({ "action": "accept", "content": { "ok": true } }),
     )]);
-    client
-        .update_task(UpdateTaskParams::new(&task_id, answers))
-        .await
-        .expect("tasks/update is acknowledged");
-    let done = poll_until(&client, &task_id, TaskStatus::Completed).await;
-    let TaskPayload::Completed { result } = &done.task.payload else {
-        panic!("a completed task inlines its result: {done:?}");
-    };
-    let result = Value::Object(result.clone());
+    let result = update_until_completed(&client, &task_id, answers).await;
     assert_eq!(result["isError"], false);
     let report = report(&result);
     assert_eq!(report["status"], "succeeded");

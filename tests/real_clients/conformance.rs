@@ -34,15 +34,8 @@ fn conformance() -> Result<(PathBuf, PathBuf), String> {
 
 /// The server with the conformance fixtures as its workflows.
 fn fixture_server(sandbox: &Sandbox) -> HttpServer {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut line: Vec<OsString> = vec![BIN.into(), "--db".into()];
-    line.push(sandbox.path("tasks.db").into());
-    line.push("--workflows".into());
-    line.push(root.join("tests/conformance/workflows").into());
-    line.push("--workspace".into());
-    line.push(sandbox.dir.path().into());
-    line.push("serve".into());
-    HttpServer::start_line(sandbox, line, &[])
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/workflows");
+    HttpServer::start_line(sandbox, sandbox.server_with(&fixtures), &[])
 }
 
 /// Runs the suite's `server` command with `args` and the expected failures; passes when

@@ -151,25 +151,8 @@ async fn rmcp_http_client_in_2026_07_28_mode_answers_a_sep_2663_task_by_update()
         .enable_elicitation()
         .enable_tasks()
         .build();
-    let info = ClientConfig::new(
-        capabilities,
-        Implementation::new("rmcp-http-client", env!("CARGO_PKG_VERSION")),
-    );
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
     let transport = StreamableHttpClientTransport::from_uri(server.url.as_str());
-    let client = tokio::time::timeout(DEADLINE, info.serve_with_lifecycle(transport, lifecycle))
-        .await
-        .expect("the server answers server/discover in time")
-        .expect("discover succeeds");
-    let peer = client.peer_info().expect("discovered");
-    assert_eq!(peer.protocol_version, ProtocolVersion::V_2026_07_28);
-    assert!(
-        peer.capabilities.supports_tasks(),
-        "{:?}",
-        peer.capabilities
-    );
+    let client = discover(transport, capabilities, &|| String::new()).await;
 
     let task_id = call_ask(&client, "http").await;
     let asking = poll_until(&client, &task_id, TaskStatus::InputRequired).await;
@@ -178,15 +161,7 @@ async fn rmcp_http_client_in_2026_07_28_mode_answers_a_sep_2663_task_by_update()
     };
     let key = input_requests.keys().next().expect("one question").clone();
     let answers = BTreeMap::from([(key, json!({"action": "accept", "content": {"ok": true}}))]);
-    client
-        .update_task(UpdateTaskParams::new(&task_id, answers))
-        .await
-        .expect("tasks/update is acknowledged");
-    let done = poll_until(&client, &task_id, TaskStatus::Completed).await;
-    let TaskPayload::Completed { result } = &done.task.payload else {
-        panic!("a completed task inlines its result: {done:?}");
-    };
-    let result = Value::Object(result.clone());
+    let result = update_until_completed(&client, &task_id, answers).await;
     let report = report(&result);
     assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved http");
 
