@@ -268,3 +268,38 @@ fn a_principal_with_as_many_runs_as_allowed_is_refused_another_and_others_are_no
         ]
     );
 }
+
+#[test]
+fn a_stateless_2026_07_28_call_without_tasks_is_answered_in_input_required_rounds() {
+    let server = HttpServer::start(&[]);
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let definition = json!({"nodes": {
+        "ask": {"input": {"message": "Your name?", "schema": {"type": "object",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]}}},
+        "hello": {"needs": ["ask"], "render": "hello {{ nodes.ask.output.name }}"}}});
+    let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_workflow", "_meta": meta, "arguments": {"definition": definition}}});
+    let headers = modern_headers("tools/call", "run_workflow");
+    let round = server.post(&headers, &first).response(1);
+    let result = &round["result"];
+    assert_eq!(result["resultType"], "input_required", "{round}");
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.keys().next().cloned())
+        .expect("one question");
+    assert_eq!(
+        result["inputRequests"][&key]["params"]["message"],
+        "Your name?"
+    );
+
+    let mut retry = first.clone();
+    retry["id"] = json!(2);
+    retry["params"]["requestState"] = result["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({ key: {"action": "accept", "content": {"name": "Ada"}} });
+    let done = server.post(&headers, &retry).response(2);
+    let data = &done["result"]["structuredContent"]["data"];
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(data["nodes"]["hello"]["output"], "hello Ada", "{done}");
+}
