@@ -98,6 +98,25 @@ task_support = "required"
 render = "worked"
 "#;
 
+/// A workflow that asks for a name in rounds of the call, then works as a task.
+const ASK_FIRST: &str = r#"
+name = "ask_first"
+description = "Asks a name first, then works as a task."
+expose_as_tool = true
+ask_before_task = true
+result = "text"
+
+[nodes.user]
+input = { message = "Your name?", schema = { type = "object", properties = { name = { type = "string" } }, required = ["name"] } }
+
+[nodes.greeting]
+needs = ["user"]
+render = "Hello, {{ nodes.user.output.name }}!"
+
+[output]
+text = "nodes.greeting.output"
+"#;
+
 fn start() -> Wire {
     start_with(RegistryConfig::default())
 }
@@ -110,6 +129,7 @@ fn start_with(config: RegistryConfig) -> Wire {
         ("draft.toml", DRAFT),
         ("greet.toml", GREET),
         ("background.toml", BACKGROUND),
+        ("ask_first.toml", ASK_FIRST),
     ];
     Wire::start_in(config, &flows)
 }
@@ -1292,4 +1312,32 @@ async fn a_workflow_says_whether_its_tool_runs_as_a_task_and_answers_in_text() {
         .request(7, "tools/call", with_meta(background, true))
         .await;
     assert_eq!(reply["result"]["resultType"], "task");
+}
+
+#[tokio::test]
+async fn a_workflow_that_asks_first_gathers_its_answers_in_rounds_then_becomes_a_task() {
+    let mut wire = start();
+    let call = with_meta(json!({ "name": "ask_first", "arguments": {} }), true);
+    let round = wire.request(1, "tools/call", call.clone()).await;
+    let result = &round["result"];
+    assert_eq!(result["resultType"], "input_required", "{round}");
+    assert!(result.get("taskId").is_none(), "no task before the answers");
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.keys().next().cloned())
+        .expect("one question");
+
+    let mut retry = call;
+    retry["requestState"] = result["requestState"].clone();
+    retry["inputResponses"] = json!({ key: { "action": "accept", "content": { "name": "Ada" } } });
+    let created = wire.request(2, "tools/call", retry).await;
+    let created = &created["result"];
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created.get("requestState").is_none());
+    let get = with_meta(json!({ "taskId": created["taskId"] }), true);
+    let done = wire.poll_until(3, get, "completed").await;
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
 }

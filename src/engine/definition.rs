@@ -336,6 +336,9 @@ pub struct WorkflowDef {
     pub expose_as_tool: bool,
     /// Whether its tool runs as an MCP task.
     pub task_support: TaskSupport,
+    /// Under the SEP-2663 extension, whether its first questions are asked in rounds of
+    /// the call (`input_required`) before the call becomes a task.
+    pub ask_before_task: bool,
     /// What its tool answers.
     pub result: ResultForm,
     pub max_parallel: usize,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::caller::Caller;
 use super::run_tools::{self, GET_RUN, LIST_RUNS};
-use super::tasks::questions;
+use super::tasks::{Era, questions};
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, envelope, results, wire};
 use crate::engine::definition::{ResultForm, TaskSupport};
@@ -202,6 +202,12 @@ impl Server {
         }
     }
 
+    /// Whether workflow tool `name` asks its first questions before it becomes a task.
+    pub(super) fn asks_before_task(&self, name: &str) -> bool {
+        self.exposed()
+            .any(|entry| entry.def.name == name && entry.def.ask_before_task)
+    }
+
     /// What tool `name` answers: the envelope, or for a workflow that says so, plain text.
     pub(super) fn result_form(&self, name: &str) -> ResultForm {
         self.exposed()
@@ -251,24 +257,25 @@ impl Server {
                 .is_some_and(|caps| caps.supports_tasks());
             // Under the extension the server decides: a workflow runs as a task unless it
             // says it never does, and a quick todo call answers at once.
-            match (declared_tasks, support) {
+            let retry = request_state.map(|state| (state, input_responses));
+            let era = match (declared_tasks, support) {
+                // A workflow that asks first answers its first questions in rounds of the
+                // call, and then becomes a task.
+                (true, TaskSupport::Optional | TaskSupport::Required)
+                    if self.asks_before_task(name) =>
+                {
+                    Era::Extension
+                }
                 (true, TaskSupport::Optional | TaskSupport::Required) => {
                     return self.create_extension_task(name, args, &caller);
                 }
                 (false, TaskSupport::Required) => return Err(results::task_required(name)),
-                _ => {}
-            }
-            // A 2026-07-28 call without tasks has no server requests: its questions go
-            // back as rounds of `input_required` results.
+                // A 2026-07-28 call without tasks has no server requests: its questions
+                // go back as rounds of `input_required` results.
+                _ => Era::Rounds,
+            };
             return self
-                .call_in_rounds(
-                    name,
-                    args,
-                    input_responses,
-                    request_state,
-                    &context,
-                    &caller,
-                )
+                .call_in_rounds(name, args, retry, &context, &caller, era)
                 .await;
         }
         let reply = match route {

@@ -33,6 +33,7 @@ const TOP_KEYS: &[&str] = &[
     "description",
     "expose_as_tool",
     "task_support",
+    "ask_before_task",
     "result",
     "max_parallel",
     "timeout",

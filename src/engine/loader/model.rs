@@ -32,6 +32,9 @@ impl Decoder {
                     d.choice(p, v, TaskSupport::NAMES, TaskSupport::parse)
                 })
                 .unwrap_or_default(),
+            ask_before_task: self
+                .opt(map, "", "ask_before_task", Self::boolean)
+                .unwrap_or(false),
             result: self
                 .opt(map, "", "result", |d, p, v| {
                     d.choice(p, v, ResultForm::NAMES, ResultForm::parse)

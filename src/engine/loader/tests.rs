@@ -260,7 +260,8 @@ fn columns_count_characters_not_bytes() {
         found,
         [
             "wf/x.toml:2:9: bogus: unknown key `bogus`; allowed keys: name, description, \
-             expose_as_tool, task_support, result, max_parallel, timeout, inputs, nodes, output",
+             expose_as_tool, task_support, ask_before_task, result, max_parallel, timeout, \
+             inputs, nodes, output",
             "wf/x.toml:5:23: nodes.a.args.u: datetimes are not allowed; quote the value to \
              make it a string",
         ]
@@ -732,6 +733,7 @@ text = "nodes.hi.output"
 "#;
     let def = parse_toml("wf/greet.toml", "greet", text).unwrap();
     assert_eq!(def.task_support, TaskSupport::Forbidden);
+    assert!(!def.ask_before_task);
     assert_eq!(def.result, ResultForm::Text);
     let plain = parse_toml("t.toml", "t", "[nodes.a]\nrender = 'hi'\n").unwrap();
     assert_eq!(

@@ -27,6 +27,11 @@ const SUB_TASKS_SHOWN: usize = 100;
 
 /// A task's base fields in this protocol. A run that failed is `completed` here, its
 /// result carrying `isError`: `failed` is for protocol faults.
+/// The flat `CreateTaskResult` of a task, as a call that made it answers.
+pub(super) fn created(view: &TaskView) -> CallToolResponse {
+    CallToolResponse::Task(CreateTaskResult::new(wire_task(view)))
+}
+
 fn wire_task(view: &TaskView) -> Task {
     let status = match view.status() {
         TaskStatus::Working => WireStatus::Working,
@@ -58,9 +63,7 @@ impl Server {
         caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
         match self.start_task(name, args, Era::Extension, caller, None) {
-            Ok(view) => Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
-                &view,
-            )))),
+            Ok(view) => Ok(created(&view)),
             Err(NotStarted::Rejected(envelope)) => {
                 Ok(results::reply_as(envelope, self.result_form(name)).into())
             }

@@ -18,10 +18,19 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
-use super::{Era, NotStarted, Settled, internal, questions};
+use super::{Era, NotStarted, Settled, extension, internal, questions};
 use crate::server::caller::Caller;
 use crate::server::progress;
 use crate::server::{Server, results};
+use crate::tasks::TaskView;
+
+/// How a call is answered in rounds: whether its `sample` questions go to the person, and
+/// the task protocol its run is recorded under.
+#[derive(Clone, Copy)]
+struct How {
+    samples_by_person: bool,
+    era: Era,
+}
 
 /// What a `requestState` says: which run, at which round.
 #[derive(Serialize, Deserialize)]
@@ -41,32 +50,36 @@ impl Server {
     }
 
     /// A workflow's `tools/call` from a 2026-07-28 client without tasks: the first call
-    /// starts the run, a retry with `requestState` continues it.
+    /// starts the run, a retry (`retry`: its `requestState` and answers) continues it.
+    ///
+    /// With `era` [`Era::Extension`] (a workflow that asks before it becomes a task, called
+    /// under the extension), the run is the task's from the start, and the call becomes the
+    /// task once the first round is answered, or at once if the run asks nothing first.
     pub(in crate::server) async fn call_in_rounds(
         &self,
         name: &str,
         args: Map<String, Value>,
-        responses: Option<InputResponses>,
-        state: Option<String>,
+        retry: Option<(String, Option<InputResponses>)>,
         context: &RequestContext<RoleServer>,
         caller: &Caller,
+        era: Era,
     ) -> Result<CallToolResponse, McpError> {
-        let samples_by_person = questions::samples_by_person(context);
+        let how = How {
+            samples_by_person: questions::samples_by_person(context),
+            era,
+        };
         // The first round starts the run here, and reports its progress until it answers.
         let stop = CancellationToken::new();
         let mut forwarder = None;
         let mut observer = None;
-        if state.is_none()
+        if retry.is_none()
             && let Some(token) = context.meta.get_progress_token()
         {
             let (reporter, task) = progress::reporter(context.peer.clone(), token, stop.clone());
             observer = Some(reporter);
             forwarder = Some(task);
         }
-        let retry = state.map(|state| (state, responses));
-        let answered = self
-            .round(name, args, retry, samples_by_person, caller, observer)
-            .await;
+        let answered = self.round(name, args, retry, how, caller, observer).await;
         stop.cancel();
         if let Some(task) = forwarder {
             let _ = task.await;
@@ -74,20 +87,20 @@ impl Server {
         answered
     }
 
-    /// One round of [`Server::call_in_rounds`]; `retry` is the state and the answers a
-    /// retried call brings.
+    /// One round of [`Server::call_in_rounds`].
     async fn round(
         &self,
         name: &str,
         args: Map<String, Value>,
         retry: Option<(String, Option<InputResponses>)>,
-        samples_by_person: bool,
+        how: How,
         caller: &Caller,
         observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
     ) -> Result<CallToolResponse, McpError> {
         let codec = self.state_codec()?;
+        let escalates = how.era == Era::Extension;
         let run_id = match retry {
-            None => match self.start_task(name, args, Era::Rounds, caller, observer) {
+            None => match self.start_task(name, args, how.era, caller, observer) {
                 Ok(view) => view.run_id,
                 Err(NotStarted::Rejected(envelope)) => {
                     return Ok(results::reply_as(envelope, self.result_form(name)).into());
@@ -98,11 +111,19 @@ impl Server {
                 let opened: RoundState = codec
                     .open_json_with(&state, name.as_bytes())
                     .map_err(invalid_state)?;
-                self.take_answers(&opened, responses.unwrap_or_default(), caller)?;
+                let view =
+                    self.take_answers(&opened, responses.unwrap_or_default(), how.era, caller)?;
+                if escalates {
+                    return Ok(extension::created(&view));
+                }
                 opened.run
             }
         };
-        match self.settle(&run_id, Era::Rounds, caller).await? {
+        match self.settle(&run_id, how.era, caller).await? {
+            Settled::Finished(_) if escalates => {
+                let view = self.task_of(&run_id, how.era, caller)?;
+                Ok(extension::created(&view))
+            }
             Settled::Finished(result) => Ok(result.into()),
             Settled::Asking(_, open) => {
                 let round = self
@@ -111,7 +132,7 @@ impl Server {
                     .map_err(internal)?
                     .ok_or_else(|| invalid_state("its run is gone"))?;
                 let requests =
-                    questions::input_requests(&open, samples_by_person).map_err(internal)?;
+                    questions::input_requests(&open, how.samples_by_person).map_err(internal)?;
                 let timeout = self.registry()?.config().answer_timeout;
                 let options = SealOptions::new()
                     .associated_data(name.as_bytes())
@@ -126,13 +147,15 @@ impl Server {
 
     /// Records the answers of the latest round. Answers to questions already answered (a
     /// repeated round) change nothing.
+    /// Returns the run's task as it stands after them.
     fn take_answers(
         &self,
         state: &RoundState,
         responses: InputResponses,
+        era: Era,
         caller: &Caller,
-    ) -> Result<(), McpError> {
-        let view = self.task_of(&state.run, Era::Rounds, caller)?;
+    ) -> Result<TaskView, McpError> {
+        let view = self.task_of(&state.run, era, caller)?;
         let registry = self.registry()?;
         let latest = registry
             .round(&state.run)
@@ -145,6 +168,7 @@ impl Server {
             )));
         }
         registry.answered_round(&state.run).map_err(internal)?;
-        questions::take_responses(registry, &view, &responses).map_err(internal)
+        questions::take_responses(registry, &view, &responses).map_err(internal)?;
+        self.task_of(&state.run, era, caller)
     }
 }
