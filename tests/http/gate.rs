@@ -202,6 +202,7 @@ fn an_oversized_body_is_refused_and_the_server_goes_on_serving() {
 fn a_stream_beyond_the_cap_is_refused_until_one_closes() {
     let server = HttpServer::start(&["--http-max-streams", "1"]);
     let session = open_session_as(&server, vec![]).0;
+    let other = open_session_as(&server, vec![]).0;
     // The session's standalone stream, held open.
     let mut stream = TcpStream::connect(server.addr).unwrap();
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
@@ -233,6 +234,16 @@ fn a_stream_beyond_the_cap_is_refused_until_one_closes() {
         refused.body
     );
     assert_eq!(refused.header("retry-after"), Some("5"));
+
+    // Closing another session is served at the cap: it opens no stream.
+    let closed = server.send(
+        &format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\nMCP-Protocol-Version: 2025-11-25",
+            other[0]
+        ),
+        "",
+    );
+    assert!(closed.status < 300, "{} {}", closed.status, closed.body);
 
     drop(stream);
     let started = std::time::Instant::now();

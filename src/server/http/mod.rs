@@ -152,10 +152,15 @@ impl Gate {
         if opens_session(&request) && self.sessions.is_full().await {
             return Ok(busy("too many open sessions; close one or retry later\n"));
         }
+        let mut mcp = self.mcp.clone();
+        // Only a GET (the session's stream) or a POST (answered as a stream) may open one;
+        // a DELETE that closes a session is served even when the streams are all taken.
+        if !matches!(*request.method(), Method::GET | Method::POST) {
+            return tower_service::Service::call(&mut mcp, request).await;
+        }
         let Ok(permit) = self.streams.clone().try_acquire_owned() else {
             return Ok(busy("too many open streams; close one or retry later\n"));
         };
-        let mut mcp = self.mcp.clone();
         let response = if request.method() != Method::POST {
             tower_service::Service::call(&mut mcp, request).await?
         } else {
