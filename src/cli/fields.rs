@@ -40,6 +40,12 @@ pub(crate) enum FieldKind {
     },
     /// Yes or no.
     Confirm { default: Option<bool> },
+    /// Any number of picks from a list.
+    MultiSelect {
+        choices: Vec<Choice>,
+        /// The indices of the choices picked by default.
+        defaults: Vec<usize>,
+    },
 }
 
 /// One choice of a select list: the value it answers, and what the list shows.
@@ -106,6 +112,31 @@ fn kind(property: &Value, required: bool) -> FieldKind {
             integer: kind == "integer",
             default: default.filter(|d| d.is_number()).map(Value::to_string),
         },
+        Some("array") => {
+            let choices = titled_choices(&property["items"]);
+            let picked: Vec<&str> = default
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let defaults = choices
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.value.as_deref().is_some_and(|v| picked.contains(&v)))
+                .map(|(i, _)| i)
+                .collect();
+            FieldKind::MultiSelect { choices, defaults }
+        }
+        _ if property["oneOf"].is_array() => {
+            let mut choices = titled_choices(property);
+            leave_out_unless(required, &mut choices);
+            let default = property["default"].as_str();
+            let default = choices
+                .iter()
+                .position(|c| c.value.is_some() && c.value.as_deref() == default);
+            FieldKind::Select { choices, default }
+        }
         _ => match property["enum"].as_array() {
             Some(options) => select(property, options, required),
             None => FieldKind::Text {
@@ -115,10 +146,42 @@ fn kind(property: &Value, required: bool) -> FieldKind {
     }
 }
 
-/// A select list of an `enum`, labelled by `enumNames` where it gives a name.
-fn select(property: &Value, options: &[Value], required: bool) -> FieldKind {
+/// The choices of a string `enum` (named by `enumNames`), or of a `oneOf` or `anyOf` of
+/// `{const, title}`.
+fn titled_choices(select: &Value) -> Vec<Choice> {
+    let titled = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|key| select[*key].as_array());
+    match titled {
+        Some(options) => options
+            .iter()
+            .filter_map(|option| {
+                let value = option["const"].as_str()?;
+                let label = option["title"].as_str().unwrap_or(value);
+                Some(Choice {
+                    value: Some(value.to_owned()),
+                    label: label.to_owned(),
+                })
+            })
+            .collect(),
+        None => enum_choices(select, select["enum"].as_array().map_or(&[], Vec::as_slice)),
+    }
+}
+
+/// An optional field's list ends with a choice to leave it out.
+fn leave_out_unless(required: bool, choices: &mut Vec<Choice>) {
+    if !required {
+        choices.push(Choice {
+            value: None,
+            label: LEAVE_OUT.to_owned(),
+        });
+    }
+}
+
+/// The choices of an `enum`, labelled by `enumNames` where it gives a name.
+fn enum_choices(property: &Value, options: &[Value]) -> Vec<Choice> {
     let names = property["enumNames"].as_array();
-    let mut choices: Vec<Choice> = options
+    options
         .iter()
         .filter_map(Value::as_str)
         .enumerate()
@@ -129,13 +192,13 @@ fn select(property: &Value, options: &[Value], required: bool) -> FieldKind {
                 label: name.unwrap_or(value).to_owned(),
             }
         })
-        .collect();
-    if !required {
-        choices.push(Choice {
-            value: None,
-            label: LEAVE_OUT.to_owned(),
-        });
-    }
+        .collect()
+}
+
+/// A select list of an `enum`, labelled by `enumNames` where it gives a name.
+fn select(property: &Value, options: &[Value], required: bool) -> FieldKind {
+    let mut choices = enum_choices(property, options);
+    leave_out_unless(required, &mut choices);
     let default = property["default"].as_str();
     let default = choices
         .iter()
@@ -254,6 +317,41 @@ mod tests {
             .into_iter()
             .find(|f| f.name == name)
             .expect("a field")
+    }
+
+    #[test]
+    fn titled_and_multiple_choices_become_lists_labelled_by_their_titles() {
+        let form = json!({
+            "type": "object",
+            "properties": {
+                "one": { "type": "string", "default": "b",
+                         "oneOf": [{ "const": "a", "title": "First" }, { "const": "b", "title": "Second" }] },
+                "many": { "type": "array", "default": ["y"],
+                          "items": { "type": "string", "enum": ["x", "y"] } },
+            }
+        });
+        let choice = |value: &str, label: &str| Choice {
+            value: Some(value.to_owned()),
+            label: label.to_owned(),
+        };
+        let kinds: Vec<FieldKind> = fields(&form).into_iter().map(|f| f.kind).collect();
+        let leave_out = Choice {
+            value: None,
+            label: LEAVE_OUT.to_owned(),
+        };
+        assert_eq!(
+            kinds,
+            [
+                FieldKind::Select {
+                    choices: vec![choice("a", "First"), choice("b", "Second"), leave_out],
+                    default: Some(1),
+                },
+                FieldKind::MultiSelect {
+                    choices: vec![choice("x", "x"), choice("y", "y")],
+                    defaults: vec![1],
+                },
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! model to ask. These calls block; the caller runs them off the async runtime.
 
 use inquire::validator::Validation;
-use inquire::{Confirm, InquireError, Select, Text};
+use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Map, Value};
 
 use super::fields::{self, Field, FieldKind};
@@ -92,6 +92,14 @@ fn ask_field(field: &Field) -> Result<Option<Value>, Stopped> {
                 prompt = prompt.with_help_message(help);
             }
             Ok(Some(Value::Bool(prompt.prompt()?)))
+        }
+        FieldKind::MultiSelect { choices, defaults } => {
+            let mut prompt = MultiSelect::new(&label, choices.clone()).with_default(defaults);
+            if let Some(help) = help {
+                prompt = prompt.with_help_message(help);
+            }
+            let picked = prompt.prompt()?.into_iter().filter_map(|c| c.value);
+            Ok(Some(Value::Array(picked.map(Value::String).collect())))
         }
         FieldKind::Select { choices, default } => {
             let mut prompt = Select::new(&label, choices.clone());

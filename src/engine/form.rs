@@ -67,8 +67,53 @@ fn field_problems(property: &Value, value: &Value) -> Vec<String> {
             problems
         }
         Some("boolean") if !value.is_boolean() => vec!["expected a boolean".to_owned()],
+        Some("array") => list_problems(property, value),
         _ => Vec::new(),
     }
+}
+
+/// The choices of a select: a string `enum`, or the constants of a `oneOf` or `anyOf`.
+fn choices(select: &Value) -> Option<Vec<&Value>> {
+    if let Some(options) = select.get("enum").and_then(Value::as_array) {
+        return Some(options.iter().collect());
+    }
+    let titled = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|key| select.get(*key).and_then(Value::as_array))?;
+    Some(
+        titled
+            .iter()
+            .filter_map(|option| option.get("const"))
+            .collect(),
+    )
+}
+
+fn one_of(options: &[&Value]) -> String {
+    let names: Vec<String> = options.iter().map(|option| option.to_string()).collect();
+    format!("one of {}", names.join(", "))
+}
+
+/// A multi-select list: strings, each one of the items' choices, within the item counts.
+fn list_problems(property: &Value, value: &Value) -> Vec<String> {
+    let Some(picked) = value.as_array() else {
+        return vec!["expected a list of choices".to_owned()];
+    };
+    let mut problems = Vec::new();
+    let options = property.get("items").and_then(choices).unwrap_or_default();
+    for item in picked {
+        if !options.contains(&item) {
+            problems.push(format!("{item} is not {}", one_of(&options)));
+        }
+    }
+    let count = picked.len() as u64;
+    let limit = |key: &str| property.get(key).and_then(Value::as_u64);
+    if let Some(min) = limit("minItems").filter(|min| count < *min) {
+        problems.push(format!("at least {min} choices"));
+    }
+    if let Some(max) = limit("maxItems").filter(|max| count > *max) {
+        problems.push(format!("at most {max} choices"));
+    }
+    problems
 }
 
 fn article(kind: &str) -> String {
@@ -109,11 +154,10 @@ fn string_problems(property: &Value, text: &str) -> Vec<String> {
     if let Some(max) = limit("maxLength").filter(|max| (length as u64) > *max) {
         problems.push(format!("at most {max} characters"));
     }
-    if let Some(options) = property.get("enum").and_then(Value::as_array)
-        && !options.iter().any(|option| option == text)
+    if let Some(options) = choices(property)
+        && !options.iter().any(|option| *option == text)
     {
-        let names: Vec<String> = options.iter().map(Value::to_string).collect();
-        problems.push(format!("one of {}", names.join(", ")));
+        problems.push(one_of(&options));
     }
     if let Some(format) = property.get("format").and_then(Value::as_str)
         && !has_format(format, text)
@@ -162,6 +206,34 @@ mod tests {
                 "day": { "type": "string", "format": "date" },
             }
         })
+    }
+
+    #[test]
+    fn titled_and_multiple_choices_are_checked_against_their_constants() {
+        let form = json!({
+            "type": "object",
+            "properties": {
+                "one": { "type": "string", "oneOf": [{ "const": "a", "title": "A" }] },
+                "many": { "type": "array", "maxItems": 2,
+                          "items": { "anyOf": [{ "const": "x" }, { "const": "y" }] } },
+            }
+        });
+        let fits = json!({ "one": "a", "many": ["x", "y"] });
+        assert_eq!(answer_problems(&form, &fits), Vec::<String>::new());
+        let misfit = json!({ "one": "b", "many": ["x", "z", "y"] });
+        assert_eq!(
+            answer_problems(&form, &misfit),
+            [
+                "`one`: one of \"a\"",
+                "`many`: \"z\" is not one of \"x\", \"y\"",
+                "`many`: at most 2 choices",
+            ]
+        );
+        let not_a_list = json!({ "many": "x" });
+        assert_eq!(
+            answer_problems(&form, &not_a_list),
+            ["`many`: expected a list of choices"]
+        );
     }
 
     #[test]

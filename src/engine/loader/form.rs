@@ -2,8 +2,11 @@
 //! allows, and that clients can render as a form.
 //!
 //! A form is an object of primitive properties: strings (optionally one of an `enum` of
-//! strings, or of a format), numbers, integers and booleans, each with a title, a
-//! description and a default of its type. Nothing nests: no objects, no arrays.
+//! strings, titled by `enumNames` or given as a `oneOf` of `const` and `title`, or of a
+//! format), numbers, integers and booleans, each with a title, a description and a
+//! default of its type; and multi-select lists, arrays whose `items` are such a string
+//! `enum` or an `anyOf` of `const` and `title` (SEP-1330). Nothing else nests: no objects,
+//! no arrays of anything else.
 //!
 //! Strings in a form may be templates; an `enum` (or `enumNames`) may be one template
 //! that expands to the list, so that a question offers choices computed upstream. What a
@@ -22,8 +25,18 @@ const STRING_KEYS: &[&str] = &[
     "format",
     "enum",
     "enumNames",
+    "oneOf",
     "contentMediaType",
     "contentSchema",
+];
+const ARRAY_KEYS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "default",
+    "minItems",
+    "maxItems",
+    "items",
 ];
 const NUMBER_KEYS: &[&str] = &[
     "type",
@@ -72,9 +85,10 @@ impl Decoder {
             Some("string") => STRING_KEYS,
             Some("number" | "integer") => NUMBER_KEYS,
             Some("boolean") => BOOLEAN_KEYS,
-            Some("object" | "array") => {
+            Some("array") => ARRAY_KEYS,
+            Some("object") => {
                 let message = "an input schema must be flat: a property is a string, a number, \
-                     an integer or a boolean, not an object or an array";
+                     an integer, a boolean or a multi-select list, not an object";
                 return self.report(path, message);
             }
             _ => {
@@ -89,6 +103,7 @@ impl Decoder {
         let default = map.get("default");
         match kind {
             Some("string") => self.string_property(path, map),
+            Some("array") => self.multi_select(path, map),
             Some("boolean") => {
                 if let Some(default) = default.filter(|d| !d.is_boolean()) {
                     self.wrong_type::<()>(&join(path, "default"), "a boolean", default);
@@ -109,6 +124,84 @@ impl Decoder {
             }
             None => {}
         }
+    }
+
+    /// A multi-select list: `items` is a string `enum` or an `anyOf` of titled constants.
+    fn multi_select(&mut self, path: &str, map: &Map<String, Value>) {
+        for key in ["minItems", "maxItems"] {
+            self.opt(map, path, key, |d, p, v| {
+                d.integer(p, v, 0, i64::from(u32::MAX))
+            });
+        }
+        let at = join(path, "items");
+        let choices = match map.get("items").and_then(Value::as_object) {
+            Some(items) if items.contains_key("anyOf") => {
+                self.fields(&at, &map["items"], &["anyOf"]);
+                self.titled_constants(&join(&at, "anyOf"), &items["anyOf"])
+            }
+            Some(items) => {
+                self.fields(&at, &map["items"], &["type", "enum"]);
+                if items.get("type").is_some_and(|t| t != "string") {
+                    self.report(&join(&at, "type"), "the items of a list are strings");
+                }
+                match items.get("enum") {
+                    Some(options @ Value::Array(items)) if !items.is_empty() => self
+                        .strings(&join(&at, "enum"), options)
+                        .unwrap_or_default(),
+                    _ => {
+                        let message = "a list's `items` need an `enum` of strings or an `anyOf` \
+                             of `const` and `title`";
+                        self.report(&at, message);
+                        Vec::new()
+                    }
+                }
+            }
+            None => {
+                let message = "a list needs `items`: an `enum` of strings or an `anyOf` of \
+                     `const` and `title`";
+                self.report(&at, message);
+                Vec::new()
+            }
+        };
+        if let Some(default) = map.get("default") {
+            let at = join(path, "default");
+            match default.as_array() {
+                Some(picked) => {
+                    for (k, item) in picked.iter().enumerate() {
+                        if !item
+                            .as_str()
+                            .is_some_and(|s| choices.iter().any(|c| c == s))
+                        {
+                            self.report(&format!("{at}[{k}]"), format!("{item} is not a choice"));
+                        }
+                    }
+                }
+                None => {
+                    self.wrong_type::<()>(&at, "an array of choices", default);
+                }
+            }
+        }
+    }
+
+    /// A non-empty `oneOf` or `anyOf` of `{const, title}` strings; the constants found.
+    fn titled_constants(&mut self, path: &str, value: &Value) -> Vec<String> {
+        let Some(options) = value.as_array().filter(|options| !options.is_empty()) else {
+            self.wrong_type::<()>(path, "a non-empty array of {const, title}", value);
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for (k, option) in options.iter().enumerate() {
+            let at = format!("{path}[{k}]");
+            let Some(map) = self.fields(&at, option, &["const", "title"]) else {
+                continue;
+            };
+            match map.get("const").and_then(Value::as_str) {
+                Some(constant) => found.push(constant.to_owned()),
+                None => self.report(&join(&at, "const"), "a choice needs a string `const`"),
+            }
+            self.opt(map, &at, "title", Self::string);
+        }
+        found
     }
 
     fn finite_number(&mut self, path: &str, value: &Value) -> Option<f64> {
@@ -135,6 +228,9 @@ impl Decoder {
             && !default.is_string()
         {
             self.wrong_type::<()>(&join(path, "default"), "a string", default);
+        }
+        if let Some(options) = map.get("oneOf") {
+            self.titled_constants(&join(path, "oneOf"), options);
         }
         for key in ["enum", "enumNames"] {
             let at = join(path, key);

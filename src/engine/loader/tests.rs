@@ -627,7 +627,7 @@ fn input_schemas_are_forms_a_client_can_render_and_every_fault_is_reported() {
     let found = problems(bad);
     for expected in [
         "nodes.a.input.schema.required[0]: no property `missing` to require",
-        "nodes.a.input.schema.properties.tags: an input schema must be flat",
+        "nodes.a.input.schema.properties.tags.items: a list's `items` need an `enum` of strings",
         "nodes.a.input.schema.properties.mail.format: unknown format `phone`",
         "nodes.a.input.schema.properties.count.default: expected a default of type integer",
         "nodes.a.input.schema.properties.pick.enum[0]: expected a string, found an integer",
@@ -760,4 +760,39 @@ fn a_wait_given_by_a_template_is_read_when_its_node_runs() {
             duration: "{{ inputs.seconds }}s".into()
         }
     );
+}
+
+#[test]
+fn a_form_may_offer_titled_and_multiple_choices_and_every_fault_is_reported() {
+    let good = r#"
+        [nodes.a]
+        input.message = "Pick"
+        input.schema.properties.one = { type = "string", oneOf = [{ const = "a", title = "A" }] }
+        input.schema.properties.many = { type = "array", items = { type = "string", enum = ["x", "y"] }, default = ["y"], maxItems = 2 }
+        input.schema.properties.titled = { type = "array", items = { anyOf = [{ const = "v", title = "V" }] } }
+    "#;
+    assert!(
+        parse_toml("t.toml", "t", good).is_ok(),
+        "{:?}",
+        parse_toml("t.toml", "t", good).err()
+    );
+    let bad = r#"
+        [nodes.a]
+        input.message = "Pick"
+        input.schema.properties.one = { type = "string", oneOf = [{ title = "no const" }] }
+        input.schema.properties.numbers = { type = "array", items = { type = "number", enum = ["1"] } }
+        input.schema.properties.bare = { type = "array" }
+        input.schema.properties.wrong = { type = "array", items = { enum = ["x"] }, default = ["z"] }
+        input.schema.properties.nested = { type = "object" }
+    "#;
+    let found = problems(bad);
+    for expected in [
+        "nodes.a.input.schema.properties.one.oneOf[0].const: a choice needs a string `const`",
+        "nodes.a.input.schema.properties.numbers.items.type: the items of a list are strings",
+        "nodes.a.input.schema.properties.bare.items: a list needs `items`",
+        "nodes.a.input.schema.properties.wrong.default[0]: \"z\" is not a choice",
+        "nodes.a.input.schema.properties.nested: an input schema must be flat",
+    ] {
+        assert_reported(&found, expected);
+    }
 }
