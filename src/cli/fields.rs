@@ -128,77 +128,49 @@ fn kind(property: &Value, required: bool) -> FieldKind {
                 .collect();
             FieldKind::MultiSelect { choices, defaults }
         }
-        _ if property["oneOf"].is_array() => {
-            let mut choices = titled_choices(property);
-            leave_out_unless(required, &mut choices);
-            let default = property["default"].as_str();
-            let default = choices
-                .iter()
-                .position(|c| c.value.is_some() && c.value.as_deref() == default);
-            FieldKind::Select { choices, default }
+        _ if property["oneOf"].is_array() || property["enum"].is_array() => {
+            select(property, titled_choices(property), required)
         }
-        _ => match property["enum"].as_array() {
-            Some(options) => select(property, options, required),
-            None => FieldKind::Text {
-                default: default.and_then(Value::as_str).map(str::to_owned),
-            },
+        _ => FieldKind::Text {
+            default: default.and_then(Value::as_str).map(str::to_owned),
         },
     }
 }
 
-/// The choices of a string `enum` (named by `enumNames`), or of a `oneOf` or `anyOf` of
-/// `{const, title}`.
+/// The choices of a string `enum` (named by `enumNames` where it gives a name), or of a
+/// `oneOf` or `anyOf` of `{const, title}`.
 fn titled_choices(select: &Value) -> Vec<Choice> {
-    let titled = ["oneOf", "anyOf"]
+    let choice = |value: &str, label: Option<&str>| Choice {
+        value: Some(value.to_owned()),
+        label: label.unwrap_or(value).to_owned(),
+    };
+    if let Some(options) = ["oneOf", "anyOf"]
         .iter()
-        .find_map(|key| select[*key].as_array());
-    match titled {
-        Some(options) => options
+        .find_map(|key| select[*key].as_array())
+    {
+        return options
             .iter()
-            .filter_map(|option| {
-                let value = option["const"].as_str()?;
-                let label = option["title"].as_str().unwrap_or(value);
-                Some(Choice {
-                    value: Some(value.to_owned()),
-                    label: label.to_owned(),
-                })
-            })
-            .collect(),
-        None => enum_choices(select, select["enum"].as_array().map_or(&[], Vec::as_slice)),
+            .filter_map(|option| Some(choice(option["const"].as_str()?, option["title"].as_str())))
+            .collect();
     }
+    let names = select["enumNames"].as_array();
+    let options = select["enum"].as_array().into_iter().flatten();
+    options
+        .filter_map(Value::as_str)
+        .enumerate()
+        .map(|(i, value)| choice(value, names.and_then(|n| n.get(i)).and_then(Value::as_str)))
+        .collect()
 }
 
-/// An optional field's list ends with a choice to leave it out.
-fn leave_out_unless(required: bool, choices: &mut Vec<Choice>) {
+/// A select list of `choices`; an optional field's list ends with a choice to leave it
+/// out.
+fn select(property: &Value, mut choices: Vec<Choice>, required: bool) -> FieldKind {
     if !required {
         choices.push(Choice {
             value: None,
             label: LEAVE_OUT.to_owned(),
         });
     }
-}
-
-/// The choices of an `enum`, labelled by `enumNames` where it gives a name.
-fn enum_choices(property: &Value, options: &[Value]) -> Vec<Choice> {
-    let names = property["enumNames"].as_array();
-    options
-        .iter()
-        .filter_map(Value::as_str)
-        .enumerate()
-        .map(|(i, value)| {
-            let name = names.and_then(|names| names.get(i)).and_then(Value::as_str);
-            Choice {
-                value: Some(value.to_owned()),
-                label: name.unwrap_or(value).to_owned(),
-            }
-        })
-        .collect()
-}
-
-/// A select list of an `enum`, labelled by `enumNames` where it gives a name.
-fn select(property: &Value, options: &[Value], required: bool) -> FieldKind {
-    let mut choices = enum_choices(property, options);
-    leave_out_unless(required, &mut choices);
     let default = property["default"].as_str();
     let default = choices
         .iter()
