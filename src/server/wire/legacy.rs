@@ -72,44 +72,33 @@ impl Session {
         let JsonRpcMessage::Request(request) = &message else {
             return message;
         };
-        match &request.request {
-            ClientRequest::InitializeRequest(_) => {
-                self.legacy = true;
-                self.pending.insert(request.id.clone(), Patch::Initialize);
+        // The text is parsed again only for what the typed message lost: `params.task`.
+        let mut parsed = None;
+        let has_task = || {
+            // A cheap test first: only a message whose text holds the key `"task"` can.
+            parsed = mentions_task(text)
+                .then(|| serde_json::from_slice::<Value>(text).ok())
+                .flatten();
+            parsed
+                .as_ref()
+                .is_some_and(|raw| raw["params"]["task"].is_object())
+        };
+        let modern = declares_modern(&request.request);
+        let method = request.request.method();
+        match decide(method, modern, has_task, self.tasks, self.legacy) {
+            Route::Keep => message,
+            Route::Patch(patch) => {
+                self.legacy |= patch == Patch::Initialize;
+                self.pending.insert(request.id.clone(), patch);
                 message
             }
-            ClientRequest::ListToolsRequest(_) => {
-                self.pending.insert(request.id.clone(), Patch::ToolsList);
-                message
-            }
-            ClientRequest::CallToolRequest(_) if self.tasks => {
-                // A SEP-2663 request's `task` is ignored, as that protocol says.
-                if declares_modern(&request.request) || !mentions_task(text) {
-                    return message;
+            Route::Rename => match parsed {
+                Some(mut raw) => {
+                    rename_json(&mut raw);
+                    custom(raw).unwrap_or(message)
                 }
-                let Ok(mut raw) = serde_json::from_slice::<Value>(text) else {
-                    return message;
-                };
-                if !raw["params"]["task"].is_object() {
-                    return message;
-                }
-                rename_json(&mut raw);
-                custom(raw).unwrap_or(message)
-            }
-            ClientRequest::GetTaskRequest(_) | ClientRequest::CancelTaskRequest(_)
-                if self.tasks && self.legacy && !declares_modern(&request.request) =>
-            {
-                rename(message)
-            }
-            ClientRequest::CustomRequest(custom)
-                if self.tasks
-                    && self.legacy
-                    && matches!(custom.method.as_str(), "tasks/result" | "tasks/list")
-                    && !declares_modern(&request.request) =>
-            {
-                rename(message)
-            }
-            _ => message,
+                None => rename(message),
+            },
         }
     }
 
@@ -137,19 +126,32 @@ pub(crate) enum Route {
     Patch(Patch),
 }
 
-/// The route of one request given as JSON, by the same rules as [`Session::inbound`]:
-/// `tasks`, whether the server serves tasks; `legacy`, whether the request belongs to a
-/// session opened with `initialize`.
+/// The route of one request given as JSON, by the rules [`Session::inbound`] applies to
+/// typed requests: `tasks`, whether the server serves tasks; `legacy`, whether the request
+/// belongs to a session opened with `initialize`.
 pub(crate) fn route(raw: &Value, tasks: bool, legacy: bool) -> Route {
     let Some(method) = raw["method"].as_str() else {
         return Route::Keep;
     };
     let params = &raw["params"];
     let modern = params["_meta"].get(PROTOCOL_VERSION_META).is_some();
+    decide(method, modern, || params["task"].is_object(), tasks, legacy)
+}
+
+/// The one place the layer's rules live. `modern`: the request carries the 2026-07-28
+/// `_meta`; `has_task`: whether it carries `params.task` (asked only of a `tools/call`).
+fn decide(
+    method: &str,
+    modern: bool,
+    has_task: impl FnOnce() -> bool,
+    tasks: bool,
+    legacy: bool,
+) -> Route {
     match method {
         "initialize" => Route::Patch(Patch::Initialize),
         "tools/list" => Route::Patch(Patch::ToolsList),
-        "tools/call" if tasks && !modern && params["task"].is_object() => Route::Rename,
+        // A SEP-2663 request's `task` is ignored, as that protocol says.
+        "tools/call" if tasks && !modern && has_task() => Route::Rename,
         "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list"
             if tasks && legacy && !modern =>
         {
@@ -212,8 +214,8 @@ fn mark_task_support(tool: &mut Map<String, Value>, legacy: bool) {
     }
 }
 
-/// A cheap test before parsing a `tools/call` twice: only a message whose text holds the
-/// key `"task"` somewhere can carry `params.task`.
+/// Whether a message's text holds the key `"task"` somewhere, as one with `params.task`
+/// does.
 fn mentions_task(text: &[u8]) -> bool {
     text.windows(6).any(|w| w == b"\"task\"")
 }
