@@ -57,6 +57,15 @@ pub enum Outcome {
     Cancelled,
 }
 
+impl From<Result<serde_json::Value, NodeError>> for Outcome {
+    fn from(result: Result<serde_json::Value, NodeError>) -> Outcome {
+        match result {
+            Ok(value) => Outcome::Succeeded(value),
+            Err(error) => Outcome::Failed(error),
+        }
+    }
+}
+
 /// The delay before attempt `finished + 1`, after `finished` attempts failed; `None` when
 /// no attempt is left. The same seed gives the same delay in any process.
 pub fn retry_delay(policy: &RetryPolicy, seed: u64, finished: u32) -> Option<Duration> {

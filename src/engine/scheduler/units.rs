@@ -27,6 +27,24 @@ pub(super) enum Woken {
     },
 }
 
+impl Woken {
+    /// The end of an attempt of `action`, handed back for its retry.
+    pub(super) fn attempted(
+        node: usize,
+        instance: Option<usize>,
+        outcome: Outcome,
+        action: Resolved,
+    ) -> Woken {
+        Woken::Unit(UnitWake {
+            node,
+            instance,
+            outcome,
+            attempted: true,
+            action: Some(action),
+        })
+    }
+}
+
 /// How a unit's attempt (or the unit, when `attempted` is false) ended.
 pub(super) struct UnitWake {
     pub node: usize,
@@ -253,20 +271,11 @@ impl Run {
             None => Err(unknown_tool(name)),
         };
         Box::pin(async move {
-            let outcome = match call {
-                Ok(call) => match call.await {
-                    Ok(value) => Outcome::Succeeded(value),
-                    Err(error) => Outcome::Failed(NodeError::from(error)),
-                },
-                Err(unknown) => Outcome::Failed(unknown),
+            let result = match call {
+                Ok(call) => call.await.map_err(NodeError::from),
+                Err(unknown) => Err(unknown),
             };
-            Woken::Unit(UnitWake {
-                node,
-                instance,
-                outcome,
-                attempted: true,
-                action: Some(action),
-            })
+            Woken::attempted(node, instance, result.into(), action)
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Run;
-use super::units::{UnitWake, Woken, left_until, millis};
+use super::units::{Woken, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, with_timeout};
@@ -61,18 +61,9 @@ impl Run {
             let outcome = tokio::select! {
                 biased;
                 _ = stop.cancelled() => Outcome::Cancelled,
-                result = attempt => match result {
-                    Ok(value) => Outcome::Succeeded(value),
-                    Err(error) => Outcome::Failed(error),
-                },
+                result = attempt => result.into(),
             };
-            Woken::Unit(UnitWake {
-                node,
-                instance,
-                outcome,
-                attempted: true,
-                action: Some(action),
-            })
+            Woken::attempted(node, instance, outcome, action)
         })
     }
 
