@@ -19,9 +19,9 @@ impl Server {
         name: &str,
         mut args: serde_json::Map<String, Value>,
         context: &RequestContext<RoleServer>,
+        caller: &super::caller::Caller,
     ) -> rmcp::model::CallToolResult {
-        let caller = super::caller::Caller::of(context);
-        if let Err(refused) = self.run_quota(&caller, name, &args) {
+        if let Err(refused) = self.run_quota(caller, name, &args) {
             return results::reply_as(refused, self.result_form(name));
         }
         let retryable = match self.take_idempotency_key(name, &mut args, caller.principal()) {

@@ -296,7 +296,7 @@ impl Server {
             {
                 return Err(results::legacy_task_required(name));
             }
-            Some(Route::RunWorkflow) => self.run_workflow(name, args, &context).await,
+            Some(Route::RunWorkflow) => self.run_workflow(name, args, &context, &caller).await,
             Some(Route::ListRuns) => {
                 let registry = self.registry()?;
                 let tools = self.engine.tools();
