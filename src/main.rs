@@ -12,7 +12,7 @@ use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine::Engine;
 use mcp_task_server::server::Server;
 use mcp_task_server::server::http::{HttpOptions, Tokens};
-use mcp_task_server::store::{Durability, Store};
+use mcp_task_server::store::{self, Durability, Store};
 use mcp_task_server::tasks::housekeeping::{self, Chores};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
@@ -98,9 +98,11 @@ fn http_addr(text: &str) -> Result<SocketAddr, String> {
 
 #[derive(Args)]
 struct Common {
-    /// SQLite database file (created if missing); may be a SQLite `file:` URI.
+    /// The database: a SQLite file (created if missing; may be a SQLite `file:` URI), or a
+    /// PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE, for a store that several
+    /// hosts share.
     #[arg(long, env = "TASKS_DB_PATH", default_value = "tasks.db", global = true)]
-    db: PathBuf,
+    db: String,
 
     /// Folder of workflow files (*.toml), loaded beside the built-in workflows
     /// [default: ./workflows when it exists]
@@ -163,6 +165,16 @@ enum Command {
     /// List, check, show and run workflows from the terminal.
     #[command(subcommand)]
     Workflows(WorkflowsCommand),
+    /// Look after the database.
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Bring the database's schema up to this build's version and say which it is, for
+    /// operators who migrate ahead of a deploy (every command migrates when it opens it).
+    Migrate,
 }
 
 #[derive(Subcommand)]
@@ -302,9 +314,10 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
         DurabilityArg::Normal => Durability::Normal,
         DurabilityArg::Full => Durability::Full,
     };
-    let store = Store::open_with(&common.db, durability)?;
+    let store = Store::open_at(&common.db, durability)
+        .with_context(|| format!("cannot open the database {}", store::redacted(&common.db)))?;
     if store.is_read_only() {
-        tracing::warn!(db = %common.db.display(), "database is read-only: writes will fail");
+        tracing::warn!(db = %store::redacted(&common.db), "database is read-only: writes will fail");
     }
     let tools = Tools::new(store.clone());
     let config = RegistryConfig {
@@ -402,14 +415,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.block_on(async {
                 match http {
                     Some(options) => {
-                        tracing::info!(db = %common.db.display(), "serving MCP over HTTP");
+                        tracing::info!(db = %store::redacted(&common.db), "serving MCP over HTTP");
                         let shutdown = CancellationToken::new();
                         tokio::spawn(cancel_on_signal(shutdown.clone()));
                         let serving = server.serve_http(options, shutdown);
                         with_housekeeping(&durable, chores, serving).await
                     }
                     None => {
-                        tracing::info!(db = %common.db.display(), "serving MCP on stdio");
+                        tracing::info!(db = %store::redacted(&common.db), "serving MCP on stdio");
                         with_housekeeping(&durable, chores, server.serve_stdio()).await
                     }
                 }
@@ -450,6 +463,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(runtime.block_on(with_housekeeping(&durable, TERMINAL, work)))
         }
         Command::Workflows(command) => stored_runs(&runtime, common, command),
+        Command::Db(DbCommand::Migrate) => cli::migrate(&common.db).with_context(|| {
+            format!(
+                "cannot migrate the database {}",
+                store::redacted(&common.db)
+            )
+        }),
     }
 }
 

@@ -5,6 +5,7 @@
 //! belongs to the protocol.
 
 mod answers;
+mod db;
 mod fields;
 mod mermaid;
 mod prompt;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 use crate::engine::catalog::{self, Catalog, Entry};
 use crate::engine::definition::WorkflowDef;
 
+pub use db::migrate;
 pub use run::{DriveArgs, RunArgs, run_workflow};
 pub use runs::{answer, cancel, list_runs, purge, resume, retry, status};
 

@@ -1,7 +1,5 @@
 //! The append-only audit log: one row per tool call, accepted or rejected.
 
-use rusqlite::params;
-
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -67,20 +65,20 @@ pub fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
 
 impl Tx<'_> {
     pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id, principal)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                clock::now_iso(),
-                entry.tool,
-                cap_args(entry.args),
-                entry.outcome.as_str(),
-                entry.run_id,
-                entry.node_id,
-                entry.principal
-            ])?;
+        let args: &str = &cap_args(entry.args);
+        self.db.execute(
+            "INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id, principal)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            &[
+                &clock::now_iso(),
+                &entry.tool,
+                &args,
+                &entry.outcome.as_str(),
+                &entry.run_id,
+                &entry.node_id,
+                &entry.principal,
+            ],
+        )?;
         Ok(())
     }
 }
@@ -92,23 +90,24 @@ impl Store {
 
     /// The whole log in order of writing.
     pub fn audit_rows(&self) -> Result<Vec<AuditRow>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, at, tool, args, outcome, run_id, node_id, principal FROM audit_log
-             ORDER BY id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(AuditRow {
-                id: r.get(0)?,
-                at: r.get(1)?,
-                tool: r.get(2)?,
-                args: r.get(3)?,
-                outcome: r.get(4)?,
-                run_id: r.get(5)?,
-                node_id: r.get(6)?,
-                principal: r.get(7)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db.query(
+                "SELECT id, at, tool, args, outcome, run_id, node_id, principal FROM audit_log
+                 ORDER BY id",
+                &[],
+                |r| {
+                    Ok(AuditRow {
+                        id: r.get(0)?,
+                        at: r.get(1)?,
+                        tool: r.get(2)?,
+                        args: r.get(3)?,
+                        outcome: r.get(4)?,
+                        run_id: r.get(5)?,
+                        node_id: r.get(6)?,
+                        principal: r.get(7)?,
+                    })
+                },
+            )
+        })
     }
 }

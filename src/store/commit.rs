@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use super::nodes::NodeRow;
 use super::runs::RunEnd;
 use super::write_tx::WriteTx;
-use super::{Store, StoreError, Tx};
+use super::{Backend, Store, StoreError, Tx};
 
 /// One change of a batch.
 #[derive(Debug, Clone)]
@@ -124,8 +124,13 @@ impl Store {
     /// Commits `batch`, with whatever else is queued, and returns once it is durable (to
     /// the degree the database's `synchronous` setting gives).
     pub fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        let sqlite = match &self.backend {
+            Backend::Sqlite(sqlite) => sqlite,
+            // Each process commits on connections of its own; the database orders them.
+            Backend::Postgres(_) => return self.try_transaction(|tx| tx.apply(&batch).map(drop)),
+        };
         let ticket = {
-            let mut queue = lock_queue(&self.queue);
+            let mut queue = lock_queue(&sqlite.queue);
             let ticket = queue.next;
             queue.next += 1;
             queue.pending.push((ticket, batch));
@@ -133,16 +138,16 @@ impl Store {
         };
         // Blocks while another caller's commit is in flight; the guard is never held across
         // an `.await`, and a commit lasts tens of microseconds.
-        let conn = self.lock();
+        let conn = sqlite.lock();
         let group = {
-            let mut queue = lock_queue(&self.queue);
+            let mut queue = lock_queue(&sqlite.queue);
             if let Some(result) = queue.done.remove(&ticket) {
                 return result;
             }
             std::mem::take(&mut queue.pending)
         };
         let results = commit_group(&conn, &group);
-        let mut queue = lock_queue(&self.queue);
+        let mut queue = lock_queue(&sqlite.queue);
         let mut mine = Ok(());
         for ((t, _), result) in group.iter().zip(results) {
             if *t == ticket {
@@ -174,7 +179,7 @@ fn commit_group(
     };
     let results = match group {
         // Alone in its group: its failure undoes the whole transaction, no savepoint needed.
-        [(_, batch)] => match (Tx { conn: &tx }).apply(batch) {
+        [(_, batch)] => match Tx::sqlite(&tx).apply(batch) {
             Ok(_) => vec![Ok(())],
             Err(error) => return vec![Err(error)],
         },
@@ -198,7 +203,7 @@ fn apply_each(
     let mut results = Vec::with_capacity(group.len());
     for (_, batch) in group {
         tx.savepoint()?;
-        match (Tx { conn: tx }).apply(batch) {
+        match Tx::sqlite(tx).apply(batch) {
             Ok(_) => {
                 tx.end_savepoint(true)?;
                 results.push(Ok(()));

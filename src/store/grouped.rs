@@ -17,11 +17,12 @@
 use std::future::Future;
 use std::sync::{Mutex, TryLockError};
 
+use futures::future::Either;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::write_tx::WriteTx;
-use super::{Store, StoreError, Tx};
+use super::{Backend, Sqlite, Store, StoreError, Tx};
 
 /// A call waiting for a transaction: run inside it, then told whether it committed.
 trait Call: Send {
@@ -82,6 +83,12 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Tx<'_>) -> T + Send + 'static,
     {
+        // PostgreSQL: each call commits on a connection of its own, as it comes; grouping
+        // is the answer to SQLite's one writer.
+        if let Backend::Postgres(_) = self.backend {
+            let store = self.clone();
+            return Either::Left(async move { store.transaction(work) });
+        }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {
             work: Some(work),
@@ -89,7 +96,7 @@ impl Store {
             reply,
         }));
         let mut drainer = Drainer(drains.then(|| self.clone()));
-        async move {
+        Either::Right(async move {
             if drainer.0.is_some() {
                 tokio::task::yield_now().await;
                 if let Some(store) = drainer.0.take() {
@@ -99,12 +106,19 @@ impl Store {
             result
                 .await
                 .unwrap_or_else(|_| Err(StoreError::Commit("the commit was abandoned".into())))
+        })
+    }
+
+    fn sqlite(&self) -> &Sqlite {
+        match &self.backend {
+            Backend::Sqlite(sqlite) => sqlite,
+            Backend::Postgres(_) => unreachable!("only SQLite calls are queued"),
         }
     }
 
     /// Queues `call`; true if the caller is to drain the queue.
     fn enqueue(&self, call: Box<dyn Call>) -> bool {
-        let mut calls = lock_calls(&self.calls);
+        let mut calls = lock_calls(&self.sqlite().calls);
         calls.queued.push(call);
         !std::mem::replace(&mut calls.draining, true)
     }
@@ -112,15 +126,15 @@ impl Store {
     /// Drains the queue on this thread if the connection is free, else on a blocking
     /// thread once it is.
     fn drain_soon(&self) {
-        match self.conn.try_lock() {
+        match self.sqlite().conn.try_lock() {
             Ok(conn) => self.drain(&conn),
             Err(TryLockError::Poisoned(poisoned)) => self.drain(&poisoned.into_inner()),
             Err(TryLockError::WouldBlock) => match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => {
                     let store = self.clone();
-                    runtime.spawn_blocking(move || store.drain(&store.lock()));
+                    runtime.spawn_blocking(move || store.drain(&store.sqlite().lock()));
                 }
-                Err(_) => self.drain(&self.lock()),
+                Err(_) => self.drain(&self.sqlite().lock()),
             },
         }
     }
@@ -129,7 +143,7 @@ impl Store {
     fn drain(&self, conn: &Connection) {
         loop {
             let group = {
-                let mut calls = lock_calls(&self.calls);
+                let mut calls = lock_calls(&self.sqlite().calls);
                 if calls.queued.is_empty() {
                     calls.draining = false;
                     return;
@@ -160,7 +174,7 @@ fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
         Ok(tx) => tx,
         Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {
             for mut call in group {
-                call.run(&Tx { conn });
+                call.run(&Tx::sqlite(conn));
                 call.finish(Ok(()));
             }
             return;
@@ -174,7 +188,7 @@ fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
         }
     };
     for call in &mut group {
-        call.run(&Tx { conn: &tx });
+        call.run(&Tx::sqlite(&tx));
     }
     match tx.commit() {
         Ok(()) => group.into_iter().for_each(|call| call.finish(Ok(()))),

@@ -1,16 +1,21 @@
-//! SQLite persistence: opening the database, migrations, and one function per query.
+//! Persistence: opening the database, migrations, and one function per query.
 //!
 //! The store knows nothing of MCP or of the engine: it speaks in todos, audit entries,
-//! runs, node rows, the runs' task rows and questions, all of them plain data.
+//! runs, node rows, the runs' task rows and questions, all of them plain data. It keeps
+//! them in SQLite (a file, the default) or in PostgreSQL (a URL, for several hosts on one
+//! store); each query is written once, for both (`sql.rs`).
 
 mod audit;
 mod commit;
 mod grouped;
 mod migrations;
 mod nodes;
+pub(crate) mod postgres;
 mod rounds;
 mod run_tasks;
 mod runs;
+mod scratch;
+mod sql;
 mod todos;
 mod write_tx;
 
@@ -20,13 +25,17 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use postgres::Pg;
+use sql::Db;
 use write_tx::WriteTx;
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{Batch, Write};
 pub use nodes::NodeRow;
+pub use postgres::{is_url, redacted};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
+pub use scratch::{Scratch, TEST_POSTGRES};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 
 /// Process-wide SQLite settings, made once, before the first connection opens.
@@ -92,8 +101,18 @@ pub enum StoreError {
     LeaseLost { run_id: String },
     #[error("commit failed: {0}")]
     Commit(String),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("bad database location: {0}")]
+    BadLocation(String),
+    #[error("the database is busy: {0}")]
+    Busy(String),
+    #[error("cannot reach PostgreSQL at {target}: {reason}")]
+    Unreachable { target: String, reason: String },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error("PostgreSQL: {}", postgres::describe_error(.0))]
+    Postgres(#[from] tokio_postgres::Error),
 }
 
 /// How hard a commit works to survive a power loss.
@@ -109,7 +128,7 @@ pub enum Durability {
 
 /// The connection while one caller holds it; the queries of `todos` and `audit` live here.
 pub struct Tx<'c> {
-    conn: &'c Connection,
+    db: Db<'c>,
 }
 
 /// A handle to the database, cheap to clone.
@@ -120,12 +139,55 @@ pub struct Tx<'c> {
 /// cross-thread hops, which on a small VM cost more than the query itself.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
-    queue: Arc<commit::GroupQueue>,
-    calls: Arc<grouped::CallQueue>,
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(Arc<Sqlite>),
+    Postgres(Arc<Pg>),
+}
+
+/// A SQLite database: its one connection, and the queues of the work waiting for it.
+struct Sqlite {
+    conn: Mutex<Connection>,
+    queue: commit::GroupQueue,
+    calls: grouped::CallQueue,
 }
 
 impl Store {
+    /// Opens the database at `location`: a PostgreSQL URL (`postgres://…`) or a SQLite
+    /// path. `durability` is SQLite's; PostgreSQL commits as its server is configured.
+    pub fn open_at(location: &str, durability: Durability) -> Result<Store, StoreError> {
+        if is_url(location) {
+            Ok(Store {
+                backend: Backend::Postgres(Arc::new(Pg::connect(location)?)),
+            })
+        } else {
+            Self::open_with(location, durability)
+        }
+    }
+
+    /// The version the database's schema is at: this build's, once it is open.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(sqlite) => {
+                Ok(sqlite
+                    .lock()
+                    .pragma_query_value(None, "user_version", |row| row.get(0))?)
+            }
+            Backend::Postgres(pg) => pg.schema_version(),
+        }
+    }
+
+    /// Which database keeps the store: `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
     /// `path` may also be a SQLite `file:` URI, e.g. `file:tasks.db?mode=ro` to open an
@@ -194,15 +256,21 @@ impl Store {
         }
         while_busy(|| migrations::migrate(&mut conn))?;
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
-            queue: Arc::default(),
-            calls: Arc::default(),
+            backend: Backend::Sqlite(Arc::new(Sqlite {
+                conn: Mutex::new(conn),
+                queue: Default::default(),
+                calls: Default::default(),
+            })),
         })
     }
 
-    /// The durability this connection commits with, as SQLite reports it.
+    /// The durability this connection commits with, as SQLite reports it. PostgreSQL's
+    /// commits wait for its disk (unless its server is told otherwise): `Full`.
     pub fn durability(&self) -> Result<Durability, StoreError> {
-        let level: i64 = self
+        let Backend::Sqlite(sqlite) = &self.backend else {
+            return Ok(Durability::Full);
+        };
+        let level: i64 = sqlite
             .lock()
             .pragma_query_value(None, "synchronous", |row| row.get(0))?;
         // 2 is FULL and 3 EXTRA; 0 (OFF) is never set here.
@@ -215,7 +283,10 @@ impl Store {
 
     /// Whether writes to this database will be refused.
     pub fn is_read_only(&self) -> bool {
-        self.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
+        match &self.backend {
+            Backend::Sqlite(sqlite) => sqlite.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true),
+            Backend::Postgres(_) => false,
+        }
     }
 
     /// Runs `work` inside one write transaction that commits when it returns: a tool's
@@ -233,30 +304,58 @@ impl Store {
         &self,
         work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.lock();
+        let sqlite = match &self.backend {
+            Backend::Sqlite(sqlite) => sqlite,
+            Backend::Postgres(pg) => {
+                return pg.transaction(|session| work(&Tx::postgres(session)));
+            }
+        };
+        let conn = sqlite.lock();
         match WriteTx::begin(&conn) {
             Ok(tx) => {
-                let out = work(&Tx { conn: &tx })?;
+                let out = work(&Tx::sqlite(&tx))?;
                 tx.commit()?;
                 Ok(out)
             }
             Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {
-                work(&Tx { conn: &conn })
+                work(&Tx::sqlite(&conn))
             }
             Err(error) => Err(error.into()),
         }
     }
 
-    /// Runs `work` on the connection, each statement committing on its own.
-    pub(crate) fn with<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> T {
-        work(&Tx { conn: &self.lock() })
+    /// Runs `work` on a connection, each statement committing on its own.
+    pub(crate) fn with<T>(
+        &self,
+        work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(sqlite) => work(&Tx::sqlite(&sqlite.lock())),
+            Backend::Postgres(pg) => work(&Tx::postgres(&pg.session()?)),
+        }
     }
+}
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+impl Sqlite {
+    fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite inconsistent (an open
         // transaction is rolled back when its guard drops), so a poisoned lock is safe to reuse.
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl<'c> Tx<'c> {
+    fn sqlite(conn: &'c Connection) -> Tx<'c> {
+        Tx {
+            db: Db::Sqlite(conn),
+        }
+    }
+
+    fn postgres(session: &'c postgres::Session) -> Tx<'c> {
+        Tx {
+            db: Db::Postgres(session),
+        }
     }
 }

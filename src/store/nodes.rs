@@ -2,8 +2,7 @@
 //! first change on. The row is also what its sub-task reports; a unit without a row has
 //! not started.
 
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::sql::{Db, Row};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -35,7 +34,7 @@ pub struct NodeRow {
 const NODE_COLUMNS: &str = "node, node_id, instance, status, reason, attempts, next_attempt_ms, \
      deadline_ms, asking, output, error, intent, started_at, finished_at, updated_at";
 
-fn node_from_row(r: &Row<'_>) -> rusqlite::Result<NodeRow> {
+fn node_from_row(r: &Row<'_>) -> Result<NodeRow, StoreError> {
     Ok(NodeRow {
         node: r.get(0)?,
         node_id: r.get(1)?,
@@ -125,49 +124,105 @@ impl Tx<'_> {
     /// for the first time. A finished unit's row never changes: its write is skipped.
     /// Each unit appears at most once in `rows`.
     pub fn upsert_nodes(&self, run_key: i64, rows: &[NodeRow]) -> Result<(), StoreError> {
-        static MANY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-        static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-        let now = clock::now_iso();
-        // In key order: units finish in whatever order the graph allows, and rows inserted
-        // into the middle of a run's range split pages where rows in order append.
-        let mut rows: Vec<&NodeRow> = rows.iter().collect();
-        rows.sort_unstable_by_key(|row| (row.node, row.instance));
-        let chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
-        let rest = chunks.remainder();
-        if rows.len() >= ROWS_PER_STATEMENT {
-            let sql = MANY.get_or_init(|| upsert_sql(ROWS_PER_STATEMENT));
-            let mut stmt = self.conn.prepare_cached(sql)?;
-            for chunk in chunks {
-                for (r, row) in chunk.iter().enumerate() {
-                    bind_row(&mut stmt, r * COLUMNS + 1, run_key, row, &now)?;
-                }
-                stmt.raw_execute()?;
-            }
+        match self.db {
+            Db::Sqlite(conn) => upsert_sqlite(conn, run_key, rows),
+            Db::Postgres(session) => upsert_postgres(session, run_key, rows),
         }
-        if !rest.is_empty() {
-            let mut stmt = self
-                .conn
-                .prepare_cached(ONE.get_or_init(|| upsert_sql(1)))?;
-            for row in rest {
-                bind_row(&mut stmt, 1, run_key, row, &now)?;
-                stmt.raw_execute()?;
-            }
-        }
-        Ok(())
     }
+}
+
+fn upsert_sqlite(
+    conn: &rusqlite::Connection,
+    run_key: i64,
+    rows: &[NodeRow],
+) -> Result<(), StoreError> {
+    static MANY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let now = clock::now_iso();
+    // In key order: units finish in whatever order the graph allows, and rows inserted
+    // into the middle of a run's range split pages where rows in order append.
+    let mut rows: Vec<&NodeRow> = rows.iter().collect();
+    rows.sort_unstable_by_key(|row| (row.node, row.instance));
+    let chunks = rows.chunks_exact(ROWS_PER_STATEMENT);
+    let rest = chunks.remainder();
+    if rows.len() >= ROWS_PER_STATEMENT {
+        let sql = MANY.get_or_init(|| upsert_sql(ROWS_PER_STATEMENT));
+        let mut stmt = conn.prepare_cached(sql)?;
+        for chunk in chunks {
+            for (r, row) in chunk.iter().enumerate() {
+                bind_row(&mut stmt, r * COLUMNS + 1, run_key, row, &now)?;
+            }
+            stmt.raw_execute()?;
+        }
+    }
+    if !rest.is_empty() {
+        let mut stmt = conn.prepare_cached(ONE.get_or_init(|| upsert_sql(1)))?;
+        for row in rest {
+            bind_row(&mut stmt, 1, run_key, row, &now)?;
+            stmt.raw_execute()?;
+        }
+    }
+    Ok(())
+}
+
+/// PostgreSQL takes every row in one statement, as arrays, one per column.
+fn upsert_postgres(
+    session: &super::postgres::Session,
+    run_key: i64,
+    rows: &[NodeRow],
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ints = |f: fn(&NodeRow) -> i64| rows.iter().map(f).collect::<Vec<i64>>();
+    let maybe_ints = |f: fn(&NodeRow) -> Option<i64>| rows.iter().map(f).collect::<Vec<_>>();
+    let texts = |f: fn(&NodeRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
+    let now = clock::now_iso();
+    session.execute_typed(
+        "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
+             next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
+             finished_at, updated_at)
+         SELECT $1, u.*, $16 FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],
+             $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::text[],
+             $12::text[], $13::text[], $14::text[], $15::text[]) AS u
+         ON CONFLICT (run_key, node, instance) DO UPDATE SET
+             status = excluded.status, reason = excluded.reason,
+             attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
+             deadline_ms = excluded.deadline_ms, asking = excluded.asking,
+             output = excluded.output, error = excluded.error, intent = excluded.intent,
+             started_at = excluded.started_at, finished_at = excluded.finished_at,
+             updated_at = excluded.updated_at
+         WHERE nodes.status = 'pending' OR nodes.status = 'running'",
+        &[
+            &run_key,
+            &ints(|r| r.node),
+            &ints(|r| r.instance),
+            &texts(|r| Some(&r.node_id)),
+            &texts(|r| Some(&r.status)),
+            &texts(|r| r.reason.as_deref()),
+            &ints(|r| r.attempts),
+            &maybe_ints(|r| r.next_attempt_ms),
+            &maybe_ints(|r| r.deadline_ms),
+            &texts(|r| r.asking.as_deref()),
+            &texts(|r| r.output.as_deref()),
+            &texts(|r| r.error.as_deref()),
+            &texts(|r| r.intent.as_deref()),
+            &texts(|r| r.started_at.as_deref()),
+            &texts(|r| r.finished_at.as_deref()),
+            &now,
+        ],
+    )?;
+    Ok(())
 }
 
 impl Store {
     /// Every stored node and instance row of a run, in plan order.
     pub fn nodes(&self, run_id: &str) -> Result<Vec<NodeRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT {NODE_COLUMNS} FROM nodes WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
              ORDER BY node, instance"
         );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([run_id], node_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| tx.db.query(&sql, &[&run_id], node_from_row))
     }
 
     /// The row of one unit of the run with key `run_key`, if the unit has changed yet.
@@ -177,14 +232,13 @@ impl Store {
         node: i64,
         instance: i64,
     ) -> Result<Option<NodeRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT {NODE_COLUMNS} FROM nodes WHERE run_key = ?1 AND node = ?2 AND instance = ?3"
         );
-        Ok(conn
-            .prepare_cached(&sql)?
-            .query_row(params![run_key, node, instance], node_from_row)
-            .optional()?)
+        self.with(|tx| {
+            tx.db
+                .query_opt(&sql, &[&run_key, &node, &instance], node_from_row)
+        })
     }
 
     /// Rows of a run in plan order (a node, then its instances) after the unit `after`,
@@ -195,30 +249,33 @@ impl Store {
         after: Option<(i64, i64)>,
         limit: usize,
     ) -> Result<Vec<NodeRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT {NODE_COLUMNS} FROM nodes
-             WHERE run_key = ?1 AND (?2 IS NULL OR (node, instance) > (?2, ?3))
+             WHERE run_key = ?1 AND (CAST(?2 AS BIGINT) IS NULL OR (node, instance) > (?2, ?3))
              ORDER BY node, instance LIMIT ?4"
         );
         let (node, instance) = after.unzip();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![run_key, node, instance, limit], node_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db
+                .query(&sql, &[&run_key, &node, &instance, &limit], node_from_row)
+        })
     }
 
     /// The id of the node at `index` in a run's plan, without reading the whole list into
     /// Rust.
     pub fn node_id_at(&self, run_key: i64, index: i64) -> Result<Option<String>, StoreError> {
-        let conn = self.lock();
-        Ok(conn
-            .prepare_cached(
+        self.with(|tx| {
+            let sql = tx.db.dialect(
                 "SELECT json_extract(p.node_ids, '$[' || ?2 || ']')
                  FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.key = ?1",
-            )?
-            .query_row(params![run_key, index], |r| r.get(0))
-            .optional()?
-            .flatten())
+                "SELECT p.node_ids::jsonb ->> CAST(CAST(?2 AS BIGINT) AS INTEGER)
+                 FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.key = ?1",
+            );
+            Ok(tx
+                .db
+                .query_opt(sql, &[&run_key, &index], |r| r.get::<Option<String>>(0))?
+                .flatten())
+        })
     }
 }

@@ -6,8 +6,7 @@
 //! status never changes: the statements below skip such rows, and a trigger refuses the
 //! change anyway.
 
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::sql::Row;
 use super::{Owner, Scope, Store, StoreError, Tx};
 use crate::clock;
 
@@ -99,7 +98,7 @@ const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.crea
 const TASK_TABLES: &str =
     "run_tasks t JOIN runs r ON r.key = t.run_key JOIN plans p ON p.key = r.plan_key";
 
-fn task_from_row(r: &Row<'_>) -> rusqlite::Result<TaskRow> {
+fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
     Ok(TaskRow {
         run_id: r.get(0)?,
         status: r.get(1)?,
@@ -127,7 +126,7 @@ const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_in
      p.nodes, t.era, p.node_ids, r.principal, r.session \
      FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
 
-fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
+fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
     Ok(RunHead {
         key: r.get(0)?,
         run_id: r.get(1)?,
@@ -146,6 +145,16 @@ fn head_from_row(r: &Row<'_>) -> rusqlite::Result<RunHead> {
     })
 }
 
+/// The update of a run's own task; its progress never goes down.
+const UPDATE_TASK_SQLITE: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3,
+         progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
+         result = COALESCE(?7, result), error = COALESCE(?8, error)
+     WHERE run_key = ?1 AND (status = 'working' OR status = 'input_required')";
+const UPDATE_TASK_POSTGRES: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3,
+         progress = GREATEST(progress, ?4), updated_at = ?5, updated_ms = ?6,
+         result = COALESCE(?7, result), error = COALESCE(?8, error)
+     WHERE run_key = ?1 AND (status = 'working' OR status = 'input_required')";
+
 impl Tx<'_> {
     /// Inserts the run's own task, with the status message `message`, and, if a client asked
     /// for it as a task, the task protocol and the tool it asked under. Its id is the run's.
@@ -158,22 +167,21 @@ impl Tx<'_> {
         label: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
         let (now, now_ms) = (clock::iso_from_ms(created_ms), created_ms);
-        self.conn
-            .prepare_cached(
-                "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
-                     updated_at, updated_ms, ttl_ms, poll_interval_ms, era, tool)
-                 VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                run_key,
-                message,
-                now,
-                now_ms,
-                timing.ttl_ms,
-                timing.poll_interval_ms,
-                label.map(|(era, _)| era),
-                label.map(|(_, tool)| tool)
-            ])?;
+        self.db.execute(
+            "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
+                 updated_at, updated_ms, ttl_ms, poll_interval_ms, era, tool)
+             VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                &run_key,
+                &message,
+                &now,
+                &now_ms,
+                &timing.ttl_ms,
+                &timing.poll_interval_ms,
+                &label.map(|(era, _)| era),
+                &label.map(|(_, tool)| tool),
+            ],
+        )?;
         Ok(())
     }
 
@@ -187,23 +195,19 @@ impl Tx<'_> {
         result: Option<&str>,
         error: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "UPDATE run_tasks SET status = ?2, status_message = ?3,
-                     progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
-                     result = COALESCE(?7, result), error = COALESCE(?8, error)
-                 WHERE run_key = ?1 AND (status = 'working' OR status = 'input_required')",
-            )?
-            .execute(params![
-                run_key,
-                status,
-                message,
-                progress.clamp(0, 100),
-                clock::now_iso(),
-                clock::now_ms(),
-                result,
-                error
-            ])?;
+        self.db.execute(
+            self.db.dialect(UPDATE_TASK_SQLITE, UPDATE_TASK_POSTGRES),
+            &[
+                &run_key,
+                &status,
+                &message,
+                &progress.clamp(0, 100),
+                &clock::now_iso(),
+                &clock::now_ms(),
+                &result,
+                &error,
+            ],
+        )?;
         Ok(())
     }
 
@@ -217,20 +221,18 @@ impl Tx<'_> {
         key: &str,
         request: &str,
     ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO task_questions (run_key, node, instance, key, request,
-                     asked_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                run_key,
-                node,
-                instance,
-                key,
-                request,
-                clock::now_iso()
-            ])?;
+        self.db.execute(
+            "INSERT INTO task_questions (run_key, node, instance, key, request, asked_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+            &[
+                &run_key,
+                &node,
+                &instance,
+                &key,
+                &request,
+                &clock::now_iso(),
+            ],
+        )?;
         Ok(())
     }
 
@@ -249,23 +251,30 @@ impl Tx<'_> {
             Ok(answer) => (answer, None),
             Err(refusal) => ("null", Some(refusal)),
         };
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE task_questions SET answer = ?5, answered_at = ?6, refusal = ?7
-                 WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
-                   AND answer IS NULL",
-            )?
-            .execute(params![
-                run_key,
-                node,
-                instance,
-                key,
-                answer,
-                clock::now_iso(),
-                refusal
-            ])?;
+        let changed = self.db.execute(
+            "UPDATE task_questions SET answer = ?5, answered_at = ?6, refusal = ?7
+             WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
+               AND answer IS NULL",
+            &[
+                &run_key,
+                &node,
+                &instance,
+                &key,
+                &answer,
+                &clock::now_iso(),
+                &refusal,
+            ],
+        )?;
         Ok(changed == 1)
+    }
+
+    /// The key of run `run_id`, or `None` if there is no such run.
+    fn find_run_key(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        match self.run_key(run_id) {
+            Ok(key) => Ok(Some(key)),
+            Err(StoreError::NotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -273,46 +282,36 @@ impl Store {
     /// Ends the run's own task as `cancelled` now, before its run has stopped; the
     /// trigger on terminal states keeps it so. False if the task had finished.
     pub fn cancel_run_task(&self, run_id: &str, message: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = conn
-            .prepare_cached(
+        let changed = self.with(|tx| {
+            tx.db.execute(
                 "UPDATE run_tasks SET status = 'cancelled', status_message = ?2,
                      updated_at = ?3, updated_ms = ?4
                  WHERE run_key = (SELECT key FROM runs WHERE id = ?1)
                    AND (status = 'working' OR status = 'input_required')",
-            )?
-            .execute(params![run_id, message, clock::now_iso(), clock::now_ms()])?;
+                &[&run_id, &message, &clock::now_iso(), &clock::now_ms()],
+            )
+        })?;
         Ok(changed == 1)
     }
 
     /// A run's own task, by its id (the run's).
     pub fn run_task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!("SELECT {TASK_COLUMNS} FROM {TASK_TABLES} WHERE r.id = ?1");
-        Ok(conn
-            .prepare_cached(&sql)?
-            .query_row([task_id], task_from_row)
-            .optional()?)
+        self.with(|tx| tx.db.query_opt(&sql, &[&task_id], task_from_row))
     }
 
     /// The run with id `run_id`, as its sub-tasks need it.
     pub fn run_head(&self, run_id: &str) -> Result<Option<RunHead>, StoreError> {
-        let conn = self.lock();
         let sql = format!("{HEAD_SELECT} WHERE r.id = ?1");
-        Ok(conn
-            .prepare_cached(&sql)?
-            .query_row([run_id], head_from_row)
-            .optional()?)
+        self.with(|tx| tx.db.query_opt(&sql, &[&run_id], head_from_row))
     }
 
     /// The runs whose id starts with `prefix`: those a sub-task id may belong to.
     pub fn run_heads_with_prefix(&self, prefix: &str) -> Result<Vec<RunHead>, StoreError> {
-        let conn = self.lock();
-        // Run ids are lowercase hex and hyphens, all of which sort before `~`.
+        // Run ids are lowercase hex and hyphens, all of which sort before `~` (in
+        // PostgreSQL too: the column sorts by bytes).
         let sql = format!("{HEAD_SELECT} WHERE r.id >= ?1 AND r.id < ?1 || '~'");
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([prefix], head_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| tx.db.query(&sql, &[&prefix], head_from_row))
     }
 
     /// The runs' own tasks created under task protocol `era`, newest first, after the task
@@ -324,44 +323,46 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM {TASK_TABLES}
              WHERE t.era = ?1 AND {}
-               AND (?2 IS NULL OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
+               AND (CAST(?2 AS TEXT) IS NULL
+                    OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
              ORDER BY t.run_key DESC LIMIT ?3",
             super::runs::scope_clause(4, 5)
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(&sql)?;
         let (kind, name) = scope.params();
-        let rows = stmt.query_map(params![era, after, limit, kind, name], task_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db
+                .query(&sql, &[&era, &after, &limit, &kind, &name], task_from_row)
+        })
     }
 
     /// Every question of a run's units, answered or not, in the order they were asked.
     pub fn questions(&self, run_id: &str) -> Result<Vec<QuestionRow>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT q.node, n.node_id, q.instance, q.key, q.request, q.answer, q.refusal
-             FROM task_questions q
-             LEFT JOIN nodes n ON n.run_key = q.run_key AND n.node = q.node
-                              AND n.instance = q.instance
-             WHERE q.run_key = (SELECT key FROM runs WHERE id = ?1)
-             ORDER BY q.asked_at, q.key",
-        )?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok(QuestionRow {
-                node: r.get(0)?,
-                node_id: r.get(1)?,
-                instance: r.get(2)?,
-                key: r.get(3)?,
-                request: r.get(4)?,
-                answer: r.get(5)?,
-                refusal: r.get(6)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db.query(
+                "SELECT q.node, n.node_id, q.instance, q.key, q.request, q.answer, q.refusal
+                 FROM task_questions q
+                 LEFT JOIN nodes n ON n.run_key = q.run_key AND n.node = q.node
+                                  AND n.instance = q.instance
+                 WHERE q.run_key = (SELECT key FROM runs WHERE id = ?1)
+                 ORDER BY q.asked_at, q.key",
+                &[&run_id],
+                |r| {
+                    Ok(QuestionRow {
+                        node: r.get(0)?,
+                        node_id: r.get(1)?,
+                        instance: r.get(2)?,
+                        key: r.get(3)?,
+                        request: r.get(4)?,
+                        answer: r.get(5)?,
+                        refusal: r.get(6)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Closes an open question whose answer did not fit (refusal `reasked`) and asks it
@@ -375,28 +376,24 @@ impl Store {
         key: &str,
         new_key: &str,
     ) -> Result<bool, StoreError> {
-        self.transaction(|tx| {
-            let run_key = match tx.run_key(run_id) {
-                Ok(run_key) => run_key,
-                Err(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => return Ok(false),
-                Err(error) => return Err(error),
+        self.try_transaction(|tx| {
+            let Some(run_key) = tx.find_run_key(run_id)? else {
+                return Ok(false);
             };
-            let request: Option<String> = tx
-                .conn
-                .prepare_cached(
-                    "SELECT request FROM task_questions
-                     WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
-                       AND answer IS NULL",
-                )?
-                .query_row(params![run_key, node, instance, key], |r| r.get(0))
-                .optional()?;
+            let request: Option<String> = tx.db.query_opt(
+                "SELECT request FROM task_questions
+                 WHERE run_key = ?1 AND node = ?2 AND instance = ?3 AND key = ?4
+                   AND answer IS NULL",
+                &[&run_key, &node, &instance, &key],
+                |r| r.get(0),
+            )?;
             let Some(request) = request else {
                 return Ok(false);
             };
             tx.record_answer(run_key, node, instance, key, Err("reasked"))?;
             tx.ask(run_key, node, instance, new_key, &request)?;
             Ok(true)
-        })?
+        })
     }
 
     /// Answers an open question of a run's unit (`Err` holds a refusal). False if there is
@@ -409,10 +406,9 @@ impl Store {
         key: &str,
         answer: Result<&str, &str>,
     ) -> Result<bool, StoreError> {
-        self.transaction(|tx| match tx.run_key(run_id) {
-            Ok(run_key) => tx.record_answer(run_key, node, instance, key, answer),
-            Err(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => Ok(false),
-            Err(error) => Err(error),
-        })?
+        self.try_transaction(|tx| match tx.find_run_key(run_id)? {
+            Some(run_key) => tx.record_answer(run_key, node, instance, key, answer),
+            None => Ok(false),
+        })
     }
 }

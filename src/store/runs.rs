@@ -3,8 +3,7 @@
 //! Deadlines and lease expiries are milliseconds since the Unix epoch; the times a person
 //! reads are ISO 8601 text, as elsewhere in the store.
 
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::sql::Row;
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -67,7 +66,7 @@ impl<'a> Scope<'a> {
 /// The condition that a run `r` is in a scope given as parameters `?kind` and `?name`.
 pub(super) fn scope_clause(kind: usize, name: usize) -> String {
     format!(
-        "CASE ?{kind} WHEN 0 THEN 1 WHEN 1 THEN r.principal = ?{name} \
+        "CASE CAST(?{kind} AS BIGINT) WHEN 0 THEN TRUE WHEN 1 THEN r.principal = ?{name} \
          WHEN 2 THEN r.session = ?{name} ELSE r.principal IS NULL AND r.session IS NULL END"
     )
 }
@@ -135,7 +134,7 @@ const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.e
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
      r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session";
 
-fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
     Ok(RunRow {
         id: r.get(0)?,
         workflow: r.get(1)?,
@@ -166,35 +165,34 @@ impl Tx<'_> {
     pub fn insert_run(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let plan = self.plan_key(run)?;
         let now = clock::now_iso();
-        let key = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
-                     lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
-                     idempotency_key, idempotency_request, principal, session)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12,
-                         ?13, ?14)",
-            )?
-            .execute(params![
-                run.id,
-                run.workflow,
-                plan,
-                run.origin,
-                run.answers,
-                run.deadline_ms,
-                run.lease_owner,
-                run.lease_expires_ms,
-                run.retry_of,
-                now,
-                run.idempotency.map(|(key, _)| key),
-                run.idempotency.map(|(_, request)| request),
-                run.principal,
-                run.session
-            ])
-            .map(|_| self.conn.last_insert_rowid())?;
-        self.conn
-            .prepare_cached("INSERT INTO run_inputs (run_key, inputs) VALUES (?1, ?2)")?
-            .execute(params![key, run.inputs])?;
+        let key = self.db.insert(
+            "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
+                 lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
+                 idempotency_key, idempotency_request, principal, session)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12,
+                     ?13, ?14)",
+            "key",
+            &[
+                &run.id,
+                &run.workflow,
+                &plan,
+                &run.origin,
+                &run.answers,
+                &run.deadline_ms,
+                &run.lease_owner,
+                &run.lease_expires_ms,
+                &run.retry_of,
+                &now,
+                &run.idempotency.map(|(key, _)| key),
+                &run.idempotency.map(|(_, request)| request),
+                &run.principal,
+                &run.session,
+            ],
+        )?;
+        self.db.execute(
+            "INSERT INTO run_inputs (run_key, inputs) VALUES (?1, ?2)",
+            &[&key, &run.inputs],
+        )?;
         Ok(key)
     }
 
@@ -202,33 +200,28 @@ impl Tx<'_> {
     fn plan_key(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         // The hash finds candidates; the text itself decides, so a collision cannot give a
         // run another plan.
-        let found = self
-            .conn
-            .prepare_cached("SELECT key FROM plans WHERE hash = ?1 AND snapshot = ?2")?
-            .query_row(params![run.plan_hash, run.snapshot], |r| r.get(0))
-            .optional()?;
+        let found = self.db.query_opt(
+            "SELECT key FROM plans WHERE hash = ?1 AND snapshot = ?2",
+            &[&run.plan_hash, &run.snapshot],
+            |r| r.get(0),
+        )?;
         if let Some(key) = found {
             return Ok(key);
         }
-        self.conn
-            .prepare_cached(
-                "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![
-                run.plan_hash,
-                run.snapshot,
-                run.node_ids,
-                run.nodes
-            ])?;
-        Ok(self.conn.last_insert_rowid())
+        self.db.insert(
+            "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES (?1, ?2, ?3, ?4)",
+            "key",
+            &[&run.plan_hash, &run.snapshot, &run.node_ids, &run.nodes],
+        )
     }
 
     /// The key of the run with id `run_id`.
     pub fn run_key(&self, run_id: &str) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT key FROM runs WHERE id = ?1")?
-            .query_row([run_id], |r| r.get(0))?)
+        self.db
+            .query_opt("SELECT key FROM runs WHERE id = ?1", &[&run_id], |r| {
+                r.get(0)
+            })?
+            .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))
     }
 
     /// Checks that `owner` still holds the run's lease and extends it; `LeaseLost` if not.
@@ -236,89 +229,104 @@ impl Tx<'_> {
     /// nothing. Returns the run's key.
     pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<i64, StoreError> {
         // Found, then extended, in the caller's write transaction: an `UPDATE … RETURNING`
-        // would stage its one row in a temporary table, at every batch of every run.
+        // would stage its one row in a temporary table, at every batch of every run. On
+        // PostgreSQL, where writers do not wait for each other to begin, the row is locked
+        // as it is found, so that no other host claims the run before this commit.
+        let sql = self.db.dialect(
+            "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
+            "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'
+             FOR UPDATE",
+        );
         let key: i64 = self
-            .conn
-            .prepare_cached(
-                "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
-            )?
-            .query_row(params![run_id, owner], |r| r.get(0))
-            .optional()?
+            .db
+            .query_opt(sql, &[&run_id, &owner], |r| r.get(0))?
             .ok_or_else(|| StoreError::LeaseLost {
                 run_id: run_id.to_owned(),
             })?;
-        self.conn
-            .prepare_cached(
-                "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3 WHERE key = ?1",
-            )?
-            .execute(params![key, until_ms, clock::now_iso()])?;
+        self.db.execute(
+            "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3 WHERE key = ?1",
+            &[&key, &until_ms, &clock::now_iso()],
+        )?;
         Ok(key)
     }
 
     /// Records how a run ended and gives up its lease.
     pub fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
         let now = clock::now_iso();
-        self.conn
-            .prepare_cached(
-                "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
-                     finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL
-                 WHERE key = ?1 AND status = 'running'",
-            )?
-            .execute(params![
-                run_key,
-                end.status,
-                end.error,
-                end.output,
-                now,
-                clock::now_ms()
-            ])?;
+        self.db.execute(
+            "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
+                 finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL
+             WHERE key = ?1 AND status = 'running'",
+            &[
+                &run_key,
+                &end.status,
+                &end.error,
+                &end.output,
+                &now,
+                &clock::now_ms(),
+            ],
+        )?;
         Ok(())
     }
 }
 
+/// Claims a run if it is unfinished and its lease free, expired, already the claimant's,
+/// or held by an owner known to be dead. On PostgreSQL a run whose row another host holds
+/// locked (it is committing the run's progress, so it lives) is skipped, not waited for.
+const CLAIM_SQLITE: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
+         updated_at = ?6, answers = COALESCE(?7, answers)
+     WHERE id = ?1 AND status = 'running'
+       AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
+            OR lease_owner = ?5)";
+const CLAIM_POSTGRES: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
+         updated_at = ?6, answers = COALESCE(?7, answers)
+     WHERE key = (SELECT key FROM runs
+                  WHERE id = ?1 AND status = 'running'
+                    AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
+                         OR lease_owner = ?5)
+                  FOR UPDATE SKIP LOCKED)";
+
 impl Store {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs r JOIN plans p ON p.key = r.plan_key
              JOIN run_inputs i ON i.run_key = r.key
              WHERE r.id = ?1"
         );
-        Ok(conn
-            .prepare_cached(&sql)?
-            .query_row([run_id], run_from_row)
-            .optional()?)
+        self.with(|tx| tx.db.query_opt(&sql, &[&run_id], run_from_row))
     }
 
     /// How a run ended, without reading its snapshot or inputs: (workflow, status, error,
     /// output, node ids in plan order as a JSON array). `None` if no such run.
     pub fn run_end(&self, run_id: &str) -> Result<Option<RunEndRow>, StoreError> {
-        let conn = self.lock();
-        Ok(conn
-            .prepare_cached(
+        self.with(|tx| {
+            tx.db.query_opt(
                 "SELECT r.workflow, r.status, r.error, r.output, p.node_ids
                  FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.id = ?1",
-            )?
-            .query_row([run_id], |r| {
-                Ok(RunEndRow {
-                    workflow: r.get(0)?,
-                    status: r.get(1)?,
-                    error: r.get(2)?,
-                    output: r.get(3)?,
-                    node_ids: r.get(4)?,
-                })
-            })
-            .optional()?)
+                &[&run_id],
+                |r| {
+                    Ok(RunEndRow {
+                        workflow: r.get(0)?,
+                        status: r.get(1)?,
+                        error: r.get(2)?,
+                        output: r.get(3)?,
+                        node_ids: r.get(4)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Who holds the run's lease, without reading the run's snapshot: `None` if no such run,
     /// else `Some(owner)`.
     pub fn lease_owner(&self, run_id: &str) -> Result<Option<Option<String>>, StoreError> {
-        let conn = self.lock();
-        Ok(conn
-            .prepare_cached("SELECT lease_owner FROM runs WHERE id = ?1")?
-            .query_row([run_id], |r| r.get(0))
-            .optional()?)
+        self.with(|tx| {
+            tx.db.query_opt(
+                "SELECT lease_owner FROM runs WHERE id = ?1",
+                &[&run_id],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Runs, newest first, optionally of one status, with their progress.
@@ -328,55 +336,60 @@ impl Store {
         scope: Scope<'_>,
         limit: usize,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let conn = self.lock();
         let sql = format!(
             "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
                     r.origin, r.created_at, COALESCE(t.updated_ms, 0)
              FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key
-             WHERE (?1 IS NULL OR r.status = ?1) AND {}
+             WHERE (CAST(?1 AS TEXT) IS NULL OR r.status = ?1) AND {}
              ORDER BY r.created_at DESC, r.key DESC LIMIT ?2",
             scope_clause(3, 4)
         );
-        let mut stmt = conn.prepare_cached(&sql)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let (kind, name) = scope.params();
-        let rows = stmt.query_map(params![status, limit, kind, name], |r| {
-            Ok(RunSummary {
-                id: r.get(0)?,
-                workflow: r.get(1)?,
-                status: r.get(2)?,
-                progress: r.get(3)?,
-                status_message: r.get(4)?,
-                origin: r.get(5)?,
-                created_at: r.get(6)?,
-                created_ms: r.get(7)?,
+        self.with(|tx| {
+            tx.db.query(&sql, &[&status, &limit, &kind, &name], |r| {
+                Ok(RunSummary {
+                    id: r.get(0)?,
+                    workflow: r.get(1)?,
+                    status: r.get(2)?,
+                    progress: r.get(3)?,
+                    status_message: r.get(4)?,
+                    origin: r.get(5)?,
+                    created_at: r.get(6)?,
+                    created_ms: r.get(7)?,
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 
     /// How many of `principal`'s runs are unfinished.
     pub fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT COUNT(*) FROM runs WHERE principal = ?1 AND status = 'running'",
-        )?;
-        Ok(stmt.query_row([principal], |r| r.get(0))?)
+        let count: i64 = self.with(|tx| {
+            tx.db
+                .query_opt(
+                    "SELECT COUNT(*) FROM runs WHERE principal = ?1 AND status = 'running'",
+                    &[&principal],
+                    |r| r.get(0),
+                )
+                .map(Option::unwrap_or_default)
+        })?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     /// Who owns run `run_id`; `None` if there is no such run.
     pub fn run_owner(&self, run_id: &str) -> Result<Option<Owner>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached("SELECT principal, session FROM runs WHERE id = ?1")?;
-        let owner = stmt
-            .query_row([run_id], |r| {
-                Ok(Owner {
-                    principal: r.get(0)?,
-                    session: r.get(1)?,
-                })
-            })
-            .optional()?;
-        Ok(owner)
+        self.with(|tx| {
+            tx.db.query_opt(
+                "SELECT principal, session FROM runs WHERE id = ?1",
+                &[&run_id],
+                |r| {
+                    Ok(Owner {
+                        principal: r.get(0)?,
+                        session: r.get(1)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Hands the run's lease to `owner` if the run is unfinished and its lease is free,
@@ -390,75 +403,73 @@ impl Store {
         gone: Option<&str>,
         answers: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = conn
-            .prepare_cached(
-                "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3, updated_at = ?6,
-                     answers = COALESCE(?7, answers)
-                 WHERE id = ?1 AND status = 'running'
-                   AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
-                        OR lease_owner = ?5)",
-            )?
-            .execute(params![
-                run_id,
-                owner,
-                until_ms,
-                clock::now_ms(),
-                gone,
-                clock::now_iso(),
-                answers
-            ])?;
+        let changed = self.with(|tx| {
+            tx.db.execute(
+                tx.db.dialect(CLAIM_SQLITE, CLAIM_POSTGRES),
+                &[
+                    &run_id,
+                    &owner,
+                    &until_ms,
+                    &clock::now_ms(),
+                    &gone,
+                    &clock::now_iso(),
+                    &answers,
+                ],
+            )
+        })?;
         Ok(changed == 1)
     }
 
     /// Unfinished runs of `origin` that some other owner holds or held.
     pub fn unfinished_runs(&self, origin: &str, owner: &str) -> Result<Vec<Lease>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, lease_owner, lease_expires_ms FROM runs
-             WHERE status = 'running' AND origin = ?1 AND lease_owner IS NOT ?2
-             ORDER BY created_at, key",
-        )?;
-        let rows = stmt.query_map(params![origin, owner], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db.query(
+                "SELECT id, lease_owner, lease_expires_ms FROM runs
+                 WHERE status = 'running' AND origin = ?1 AND lease_owner IS DISTINCT FROM ?2
+                 ORDER BY created_at, key",
+                &[&origin, &owner],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+        })
     }
 
     /// Extends every lease `owner` holds; returns the runs whose cancel was requested.
     pub fn renew_leases(&self, owner: &str, until_ms: i64) -> Result<Vec<String>, StoreError> {
-        let conn = self.lock();
-        conn.prepare_cached(
-            "UPDATE runs SET lease_expires_ms = ?2 WHERE lease_owner = ?1 AND status = 'running'",
-        )?
-        .execute(params![owner, until_ms])?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT id FROM runs
-             WHERE lease_owner = ?1 AND status = 'running' AND cancel_requested = 1",
-        )?;
-        let rows = stmt.query_map([owner], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.with(|tx| {
+            tx.db.execute(
+                "UPDATE runs SET lease_expires_ms = ?2
+                 WHERE lease_owner = ?1 AND status = 'running'",
+                &[&owner, &until_ms],
+            )?;
+            tx.db.query(
+                "SELECT id FROM runs
+                 WHERE lease_owner = ?1 AND status = 'running' AND cancel_requested = TRUE",
+                &[&owner],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Gives up the leases `owner` holds, so that another process may take the runs now.
     pub fn release_leases(&self, owner: &str) -> Result<usize, StoreError> {
-        let conn = self.lock();
-        Ok(conn
-            .prepare_cached(
+        let released = self.with(|tx| {
+            tx.db.execute(
                 "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL
                  WHERE lease_owner = ?1 AND status = 'running'",
-            )?
-            .execute([owner])?)
+                &[&owner],
+            )
+        })?;
+        Ok(released as usize)
     }
 
     /// Asks whoever drives the run to cancel it. False if the run is not unfinished.
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = conn
-            .prepare_cached(
-                "UPDATE runs SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
-            )?
-            .execute([run_id])?;
+        let changed = self.with(|tx| {
+            tx.db.execute(
+                "UPDATE runs SET cancel_requested = TRUE WHERE id = ?1 AND status = 'running'",
+                &[&run_id],
+            )
+        })?;
         Ok(changed == 1)
     }
 
@@ -472,24 +483,23 @@ impl Store {
         now_ms: i64,
         ignore_ttl: bool,
     ) -> Result<usize, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let purged = tx
-            .prepare_cached(
+        self.try_transaction(|tx| {
+            let purged = tx.db.execute(
                 "DELETE FROM runs
                  WHERE status != 'running' AND finished_ms IS NOT NULL
                    AND finished_ms < ?1
                    AND (?3 OR finished_ms + COALESCE(
                         (SELECT ttl_ms FROM run_tasks WHERE run_key = runs.key),
                         0) <= ?2)",
-            )?
-            .execute(params![finished_before_ms, now_ms, ignore_ttl])?;
-        // Plans no run runs any more go with their last run.
-        tx.prepare_cached(
-            "DELETE FROM plans WHERE NOT EXISTS (SELECT 1 FROM runs WHERE plan_key = plans.key)",
-        )?
-        .execute([])?;
-        tx.commit()?;
-        Ok(purged)
+                &[&finished_before_ms, &now_ms, &ignore_ttl],
+            )?;
+            // Plans no run runs any more go with their last run.
+            tx.db.execute(
+                "DELETE FROM plans
+                 WHERE NOT EXISTS (SELECT 1 FROM runs WHERE plan_key = plans.key)",
+                &[],
+            )?;
+            Ok(purged as usize)
+        })
     }
 }

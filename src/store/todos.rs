@@ -1,9 +1,9 @@
 //! Queries on the `tasks` table, which holds todos.
 //!
 //! Every value reaches SQL as a bound parameter; no statement text is built from input.
+//! Ids, dates and times are stored as text, in both databases alike.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
+use super::sql::Row;
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -53,7 +53,7 @@ pub struct TodoFilter {
 
 const COLUMNS: &str = "id, title, status, due, tags, created_at, completed_at";
 
-fn todo_from_row(row: &Row<'_>) -> rusqlite::Result<Todo> {
+fn todo_from_row(row: &Row<'_>) -> Result<Todo, StoreError> {
     let status: String = row.get(2)?;
     let tags: String = row.get(4)?;
     Ok(Todo {
@@ -72,12 +72,6 @@ fn todo_from_row(row: &Row<'_>) -> rusqlite::Result<Todo> {
     })
 }
 
-fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<Todo>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
-        .query_row([id], todo_from_row)
-        .optional()
-}
-
 /// Escapes `%`, `_` and the escape character itself so that `LIKE` matches them literally.
 pub(crate) fn escape_like(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len() + 2);
@@ -90,19 +84,46 @@ pub(crate) fn escape_like(text: &str) -> String {
     escaped
 }
 
+/// The title search. SQLite's `LIKE` folds ASCII letters only; PostgreSQL's `LIKE` folds
+/// none and its `ILIKE` folds every letter, so there both sides are folded by `translate`,
+/// which maps the 26 ASCII capitals and nothing else.
+const SEARCH_SQLITE: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
+     FROM tasks WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC";
+const SEARCH_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
+     FROM tasks \
+     WHERE translate(title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') \
+     LIKE translate(?1, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') \
+     ESCAPE '\\' ORDER BY id ASC";
+
+/// `list_tasks`: one fixed statement, where a NULL parameter switches its condition off.
+const LIST_SQLITE: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
+     FROM tasks
+     WHERE (?1 IS NULL OR status = ?1)
+       AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE value = ?2))
+       AND (?3 IS NULL OR (due IS NOT NULL AND due >= ?3))
+       AND (?4 IS NULL OR (due IS NOT NULL AND due <= ?4))
+     ORDER BY id ASC";
+const LIST_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
+     FROM tasks
+     WHERE (?1::text IS NULL OR status = ?1)
+       AND (?2::text IS NULL OR tags::jsonb @> jsonb_build_array(?2::text))
+       AND (?3::text IS NULL OR (due IS NOT NULL AND due >= ?3))
+       AND (?4::text IS NULL OR (due IS NOT NULL AND due <= ?4))
+     ORDER BY id ASC";
+
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
         let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
         let created_at = clock::now_iso();
-        // The row is built from what was inserted: reading it back, or `RETURNING` it
-        // (which SQLite stages in a temporary table), would cost more than the insert.
-        self.conn
-            .prepare_cached(
-                "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![new.title, new.due, tags, created_at])?;
+        // The row is built from what was inserted: reading it back would cost more than
+        // the insert.
+        let id = self.db.insert(
+            "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)",
+            "id",
+            &[&new.title, &new.due, &tags, &created_at],
+        )?;
         Ok(Todo {
-            id: self.conn.last_insert_rowid(),
+            id,
             title: new.title.clone(),
             status: TodoStatus::Open,
             due: new.due.clone(),
@@ -113,63 +134,54 @@ impl Tx<'_> {
     }
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        Ok(get(self.conn, id)?)
+        self.db.query_opt(
+            &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
+            &[&id],
+            todo_from_row,
+        )
     }
 
     pub fn list_todos(&self, filter: &TodoFilter) -> Result<Vec<Todo>, StoreError> {
-        // One fixed statement: a NULL parameter switches its condition off.
-        let sql = format!(
-            "SELECT {COLUMNS} FROM tasks
-             WHERE (?1 IS NULL OR status = ?1)
-               AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE value = ?2))
-               AND (?3 IS NULL OR (due IS NOT NULL AND due >= ?3))
-               AND (?4 IS NULL OR (due IS NOT NULL AND due <= ?4))
-             ORDER BY id ASC"
-        );
-        let conn = self.conn;
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(
-            params![
-                filter.status.map(TodoStatus::as_str),
-                filter.tag,
-                filter.due_after,
-                filter.due_before
+        self.db.query(
+            self.db.dialect(LIST_SQLITE, LIST_POSTGRES),
+            &[
+                &filter.status.map(TodoStatus::as_str),
+                &filter.tag,
+                &filter.due_after,
+                &filter.due_before,
             ],
             todo_from_row,
-        )?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        )
     }
 
     /// Substring match on titles, case-insensitive for ASCII letters, wildcards literal.
     pub fn search_todos(&self, query: &str) -> Result<Vec<Todo>, StoreError> {
         let pattern = format!("%{}%", escape_like(query));
-        let conn = self.conn;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM tasks WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC"
-        ))?;
-        let rows = stmt.query_map([pattern], todo_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db.query(
+            self.db.dialect(SEARCH_SQLITE, SEARCH_POSTGRES),
+            &[&pattern],
+            todo_from_row,
+        )
     }
 
     /// Marks a todo done; a todo already done is returned unchanged. `None` if there is none.
     pub fn complete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        let conn = self.conn;
-        conn.prepare_cached(
+        self.db.execute(
             "UPDATE tasks SET status = 'done', completed_at = ?2 WHERE id = ?1 AND status = 'open'",
-        )?
-        .execute(params![id, clock::now_iso()])?;
-        Ok(get(conn, id)?)
+            &[&id, &clock::now_iso()],
+        )?;
+        self.get_todo(id)
     }
 
     /// Deletes a todo and returns it as it was. `None` if there is none.
     pub fn delete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
-        let Some(todo) = get(self.conn, id)? else {
-            return Ok(None);
-        };
-        self.conn
-            .prepare_cached("DELETE FROM tasks WHERE id = ?1")?
-            .execute([id])?;
-        Ok(Some(todo))
+        // One statement: of two deletes at once, only one gets the row back (PostgreSQL
+        // lets both read it first).
+        self.db.query_opt(
+            &format!("DELETE FROM tasks WHERE id = ?1 RETURNING {COLUMNS}"),
+            &[&id],
+            todo_from_row,
+        )
     }
 }
 

@@ -265,8 +265,13 @@ impl Tools {
         outcome: AuditOutcome,
         origin: Origin<'_>,
     ) {
-        self.store
-            .with(|tx| append_audit(tx, tool, args, outcome, origin));
+        let written = self.store.with(|tx| {
+            append_audit(tx, tool, args, outcome, origin);
+            Ok(())
+        });
+        if let Err(error) = written {
+            tracing::error!(tool, %error, "audit log write failed: no connection to the database");
+        }
     }
 }
 

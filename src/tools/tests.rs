@@ -7,7 +7,7 @@ use super::{
     ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
     search_tasks,
 };
-use crate::store::{AuditRow, Store, TodoFilter, TodoStatus};
+use crate::store::{AuditRow, Durability, Scratch, Store, TodoFilter, TodoStatus};
 
 /// The byte cap on recorded audit arguments, as documented on `store::audit::AUDIT_ARGS_CAP`.
 const AUDIT_ARGS_CAP: usize = 4096;
@@ -57,8 +57,32 @@ fn list(value: Value) -> Result<TodoFilter, ToolError> {
     list_tasks::parse(&args(value))
 }
 
-fn tools() -> Tools {
-    Tools::new(Store::open_in_memory().expect("an in-memory store opens"))
+/// Makes each test a module of two: the test on SQLite, and on PostgreSQL where
+/// `TASKS_TEST_POSTGRES` names a server (else it says it skipped).
+macro_rules! on_both_backends {
+    (fn $name:ident($tools:ident) $body:block) => {
+        mod $name {
+            use super::*;
+
+            fn run($tools: Tools) $body
+
+            #[test]
+            fn sqlite() {
+                run(Tools::new(Store::open_in_memory().expect("an in-memory store opens")));
+            }
+
+            #[test]
+            fn postgres() {
+                let test = concat!(module_path!(), "::postgres");
+                let Some(scratch) = Scratch::postgres(test) else {
+                    return;
+                };
+                let store = Store::open_at(scratch.url(), Durability::Normal)
+                    .expect("the scratch schema opens");
+                run(Tools::new(store));
+            }
+        }
+    };
 }
 
 fn invoke(tools: &Tools, name: &str, value: Value) -> Result<Value, ToolError> {
@@ -679,175 +703,175 @@ fn delete_task_reports_id_confirm_and_unknown_keys_together() {
     assert_eq!(problem_fields(result), ["force", "id", "confirm"]);
 }
 
-#[test]
-fn invoke_returns_one_invalid_input_error_naming_every_field() {
-    let tools = tools();
-    let error = invoke(
-        &tools,
-        "add_task",
-        json!({ "title": "a".repeat(201), "due": "2026-1-1", "tags": "work", "x": 1 }),
-    )
-    .unwrap_err();
-    assert_eq!(error.code, ErrorCode::InvalidInput);
-    for field in ["x: ", "title: ", "due: ", "tags: "] {
-        assert!(
-            error.message.contains(field),
-            "{field} in {}",
-            error.message
-        );
+on_both_backends! {
+    fn invoke_returns_one_invalid_input_error_naming_every_field(tools) {
+        let error = invoke(
+            &tools,
+            "add_task",
+            json!({ "title": "a".repeat(201), "due": "2026-1-1", "tags": "work", "x": 1 }),
+        )
+        .unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidInput);
+        for field in ["x: ", "title: ", "due: ", "tags: "] {
+            assert!(
+                error.message.contains(field),
+                "{field} in {}",
+                error.message
+            );
+        }
     }
 }
 
 // ---- Tools::invoke and the audit log ----
 
-#[test]
-fn unknown_tool_returns_none_and_writes_no_audit_row() {
-    let tools = tools();
-    let outcome = tools.invoke("drop_tasks", &args(json!({ "id": 1 })), Origin::default());
-    assert!(outcome.is_none());
-    assert!(audit(&tools).is_empty());
-    assert!(Tools::exists("add_task"));
-    assert!(!Tools::exists("drop_tasks"));
-}
-
-#[test]
-fn accepted_call_writes_one_ok_audit_row_with_the_raw_args() {
-    let tools = tools();
-    let raw = args(json!({ "title": "buy milk", "due": "2026-12-01", "tags": ["home"] }));
-    let data = tools
-        .invoke("add_task", &raw, Origin::default())
-        .unwrap()
-        .unwrap();
-    assert_eq!(data["title"], "buy milk");
-    assert_eq!(data["status"], "open");
-    assert_eq!(data["due"], "2026-12-01");
-    assert_eq!(data["tags"], json!(["home"]));
-    assert_eq!(data["completedAt"], Value::Null);
-    assert!(data["createdAt"].is_string());
-
-    let rows = audit(&tools);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].tool, "add_task");
-    assert_eq!(rows[0].outcome, "ok");
-    assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
-    assert_eq!(rows[0].run_id, None);
-    assert_eq!(rows[0].node_id, None);
-}
-
-#[test]
-fn rejected_call_writes_one_rejected_audit_row_with_unknown_keys_kept() {
-    let tools = tools();
-    let raw = wire(r#"{"title": "t", "sneaky": {"nested": [1, 2]}, "__proto__": {"a": 1}}"#);
-    let error = tools
-        .invoke("add_task", &raw, Origin::default())
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(error.code, ErrorCode::InvalidInput);
-
-    let rows = audit(&tools);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].tool, "add_task");
-    assert_eq!(rows[0].outcome, "rejected");
-    assert_eq!(
-        rows[0].args,
-        r#"{"title":"t","sneaky":{"nested":[1,2]},"__proto__":{"a":1}}"#
-    );
-    assert!(
-        tools
-            .store()
-            .list_todos(&TodoFilter::default())
-            .unwrap()
-            .is_empty()
-    );
-}
-
-#[test]
-fn missing_todo_writes_one_not_found_audit_row() {
-    let tools = tools();
-    let error = invoke(&tools, "complete_task", json!({ "id": 99 })).unwrap_err();
-    assert_eq!(error.code, ErrorCode::NotFound);
-    let error = invoke(&tools, "delete_task", json!({ "id": 99, "confirm": true })).unwrap_err();
-    assert_eq!(error.code, ErrorCode::NotFound);
-
-    let rows = audit(&tools);
-    let summary: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|r| (r.tool.as_str(), r.outcome.as_str()))
-        .collect();
-    assert_eq!(
-        summary,
-        [("complete_task", "not_found"), ("delete_task", "not_found")]
-    );
-    assert_eq!(rows[1].args, r#"{"id":99,"confirm":true}"#);
-}
-
-#[test]
-fn every_tool_call_writes_exactly_one_audit_row_in_order() {
-    let tools = tools();
-    invoke(&tools, "add_task", json!({ "title": "one" })).unwrap();
-    invoke(&tools, "list_tasks", json!({})).unwrap();
-    invoke(&tools, "search_tasks", json!({ "query": "on" })).unwrap();
-    invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
-    invoke(&tools, "delete_task", json!({ "id": 1, "confirm": false })).unwrap_err();
-    invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
-    assert!(
-        tools
-            .invoke("no_such_tool", &Map::new(), Origin::default())
-            .is_none()
-    );
-
-    let summary: Vec<(String, String)> = audit(&tools)
-        .into_iter()
-        .map(|r| (r.tool, r.outcome))
-        .collect();
-    let expected = [
-        ("add_task", "ok"),
-        ("list_tasks", "ok"),
-        ("search_tasks", "ok"),
-        ("complete_task", "ok"),
-        ("delete_task", "rejected"),
-        ("delete_task", "ok"),
-    ];
-    let expected: Vec<(String, String)> = expected
-        .iter()
-        .map(|(t, o)| (t.to_string(), o.to_string()))
-        .collect();
-    assert_eq!(summary, expected);
-}
-
-#[test]
-fn audit_row_records_the_origin_of_a_call() {
-    let tools = tools();
-    let origin = Origin {
-        run_id: Some("run-7"),
-        node_id: Some("node-b"),
-        principal: Some("alice"),
-    };
-    tools
-        .invoke("list_tasks", &Map::new(), origin)
-        .unwrap()
-        .unwrap();
-    let rows = audit(&tools);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].run_id.as_deref(), Some("run-7"));
-    assert_eq!(rows[0].node_id.as_deref(), Some("node-b"));
-    assert_eq!(rows[0].principal.as_deref(), Some("alice"));
-}
-
-#[test]
-fn rejected_delete_leaves_the_todo_in_place() {
-    let tools = tools();
-    invoke(&tools, "add_task", json!({ "title": "keep me" })).unwrap();
-    for confirm in [json!(false), json!("true"), json!(1)] {
-        invoke(
-            &tools,
-            "delete_task",
-            json!({ "id": 1, "confirm": confirm }),
-        )
-        .unwrap_err();
+on_both_backends! {
+    fn unknown_tool_returns_none_and_writes_no_audit_row(tools) {
+        let outcome = tools.invoke("drop_tasks", &args(json!({ "id": 1 })), Origin::default());
+        assert!(outcome.is_none());
+        assert!(audit(&tools).is_empty());
+        assert!(Tools::exists("add_task"));
+        assert!(!Tools::exists("drop_tasks"));
     }
-    invoke(&tools, "delete_task", json!({ "id": 1 })).unwrap_err();
-    assert!(tools.store().get_todo(1).unwrap().is_some());
+}
+
+on_both_backends! {
+    fn accepted_call_writes_one_ok_audit_row_with_the_raw_args(tools) {
+        let raw = args(json!({ "title": "buy milk", "due": "2026-12-01", "tags": ["home"] }));
+        let data = tools
+            .invoke("add_task", &raw, Origin::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(data["title"], "buy milk");
+        assert_eq!(data["status"], "open");
+        assert_eq!(data["due"], "2026-12-01");
+        assert_eq!(data["tags"], json!(["home"]));
+        assert_eq!(data["completedAt"], Value::Null);
+        assert!(data["createdAt"].is_string());
+
+        let rows = audit(&tools);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].tool, "add_task");
+        assert_eq!(rows[0].outcome, "ok");
+        assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+        assert_eq!(rows[0].run_id, None);
+        assert_eq!(rows[0].node_id, None);
+    }
+}
+
+on_both_backends! {
+    fn rejected_call_writes_one_rejected_audit_row_with_unknown_keys_kept(tools) {
+        let raw = wire(r#"{"title": "t", "sneaky": {"nested": [1, 2]}, "__proto__": {"a": 1}}"#);
+        let error = tools
+            .invoke("add_task", &raw, Origin::default())
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidInput);
+
+        let rows = audit(&tools);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].tool, "add_task");
+        assert_eq!(rows[0].outcome, "rejected");
+        assert_eq!(
+            rows[0].args,
+            r#"{"title":"t","sneaky":{"nested":[1,2]},"__proto__":{"a":1}}"#
+        );
+        assert!(
+            tools
+                .store()
+                .list_todos(&TodoFilter::default())
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
+
+on_both_backends! {
+    fn missing_todo_writes_one_not_found_audit_row(tools) {
+        let error = invoke(&tools, "complete_task", json!({ "id": 99 })).unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound);
+        let error = invoke(&tools, "delete_task", json!({ "id": 99, "confirm": true })).unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound);
+
+        let rows = audit(&tools);
+        let summary: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r.tool.as_str(), r.outcome.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [("complete_task", "not_found"), ("delete_task", "not_found")]
+        );
+        assert_eq!(rows[1].args, r#"{"id":99,"confirm":true}"#);
+    }
+}
+
+on_both_backends! {
+    fn every_tool_call_writes_exactly_one_audit_row_in_order(tools) {
+        invoke(&tools, "add_task", json!({ "title": "one" })).unwrap();
+        invoke(&tools, "list_tasks", json!({})).unwrap();
+        invoke(&tools, "search_tasks", json!({ "query": "on" })).unwrap();
+        invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+        invoke(&tools, "delete_task", json!({ "id": 1, "confirm": false })).unwrap_err();
+        invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
+        assert!(
+            tools
+                .invoke("no_such_tool", &Map::new(), Origin::default())
+                .is_none()
+        );
+
+        let summary: Vec<(String, String)> = audit(&tools)
+            .into_iter()
+            .map(|r| (r.tool, r.outcome))
+            .collect();
+        let expected = [
+            ("add_task", "ok"),
+            ("list_tasks", "ok"),
+            ("search_tasks", "ok"),
+            ("complete_task", "ok"),
+            ("delete_task", "rejected"),
+            ("delete_task", "ok"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(t, o)| (t.to_string(), o.to_string()))
+            .collect();
+        assert_eq!(summary, expected);
+    }
+}
+
+on_both_backends! {
+    fn audit_row_records_the_origin_of_a_call(tools) {
+        let origin = Origin {
+            run_id: Some("run-7"),
+            node_id: Some("node-b"),
+            principal: Some("alice"),
+        };
+        tools
+            .invoke("list_tasks", &Map::new(), origin)
+            .unwrap()
+            .unwrap();
+        let rows = audit(&tools);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].run_id.as_deref(), Some("run-7"));
+        assert_eq!(rows[0].node_id.as_deref(), Some("node-b"));
+        assert_eq!(rows[0].principal.as_deref(), Some("alice"));
+    }
+}
+
+on_both_backends! {
+    fn rejected_delete_leaves_the_todo_in_place(tools) {
+        invoke(&tools, "add_task", json!({ "title": "keep me" })).unwrap();
+        for confirm in [json!(false), json!("true"), json!(1)] {
+            invoke(
+                &tools,
+                "delete_task",
+                json!({ "id": 1, "confirm": confirm }),
+            )
+            .unwrap_err();
+        }
+        invoke(&tools, "delete_task", json!({ "id": 1 })).unwrap_err();
+        assert!(tools.store().get_todo(1).unwrap().is_some());
+    }
 }
 
 /// Arguments `{"title":"<title>"}` whose serialisation is exactly `len` bytes of ASCII.
@@ -857,127 +881,127 @@ fn title_args_of_len(len: usize) -> Map<String, Value> {
     raw
 }
 
-#[test]
-fn audit_args_at_the_cap_are_stored_verbatim() {
-    let tools = tools();
-    let raw = title_args_of_len(AUDIT_ARGS_CAP);
-    tools
-        .invoke("add_task", &raw, Origin::default())
-        .unwrap()
-        .unwrap_err();
-    let rows = audit(&tools);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].outcome, "rejected");
-    assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+on_both_backends! {
+    fn audit_args_at_the_cap_are_stored_verbatim(tools) {
+        let raw = title_args_of_len(AUDIT_ARGS_CAP);
+        tools
+            .invoke("add_task", &raw, Origin::default())
+            .unwrap()
+            .unwrap_err();
+        let rows = audit(&tools);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].outcome, "rejected");
+        assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+    }
 }
 
-#[test]
-fn audit_args_one_byte_over_the_cap_are_truncated_with_a_marker() {
-    let tools = tools();
-    let raw = title_args_of_len(AUDIT_ARGS_CAP + 1);
-    let full = serde_json::to_string(&raw).unwrap();
-    tools
-        .invoke("add_task", &raw, Origin::default())
-        .unwrap()
-        .unwrap_err();
-    let rows = audit(&tools);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(
-        rows[0].args,
-        format!(
-            "{}…[truncated: {} bytes in all]",
-            &full[..AUDIT_ARGS_CAP],
-            AUDIT_ARGS_CAP + 1
+on_both_backends! {
+    fn audit_args_one_byte_over_the_cap_are_truncated_with_a_marker(tools) {
+        let raw = title_args_of_len(AUDIT_ARGS_CAP + 1);
+        let full = serde_json::to_string(&raw).unwrap();
+        tools
+            .invoke("add_task", &raw, Origin::default())
+            .unwrap()
+            .unwrap_err();
+        let rows = audit(&tools);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].args,
+            format!(
+                "{}…[truncated: {} bytes in all]",
+                &full[..AUDIT_ARGS_CAP],
+                AUDIT_ARGS_CAP + 1
+            )
+        );
+    }
+}
+
+on_both_backends! {
+    fn audit_args_are_cut_on_a_character_boundary(tools) {
+        // 10 bytes of `{"title":"` then 4-byte emoji: byte 4096 falls inside an emoji.
+        let raw = args(json!({ "title": "😀".repeat(2000) }));
+        let full = serde_json::to_string(&raw).unwrap();
+        assert!(!full.is_char_boundary(AUDIT_ARGS_CAP));
+        tools
+            .invoke("add_task", &raw, Origin::default())
+            .unwrap()
+            .unwrap_err();
+        let stored = &audit(&tools)[0].args;
+        let marker = format!("…[truncated: {} bytes in all]", full.len());
+        let kept = stored
+            .strip_suffix(&marker)
+            .unwrap_or_else(|| panic!("no truncation marker at the end of {stored}"));
+        assert_eq!(kept.len(), AUDIT_ARGS_CAP - 2);
+        assert!(full.starts_with(kept));
+    }
+}
+
+on_both_backends! {
+    fn completing_a_done_todo_succeeds_and_keeps_completed_at(tools) {
+        invoke(&tools, "add_task", json!({ "title": "once" })).unwrap();
+        let first = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+        assert_eq!(first["status"], "done");
+        let completed_at = first["completedAt"].as_str().unwrap().to_owned();
+        std::thread::sleep(Duration::from_millis(5));
+        let second = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
+        assert_eq!(second["status"], "done");
+        assert_eq!(second["completedAt"], completed_at.as_str());
+        assert_eq!(second, first);
+
+        let outcomes: Vec<String> = audit(&tools).into_iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes, ["ok", "ok", "ok"]);
+    }
+}
+
+on_both_backends! {
+    fn delete_returns_the_todo_as_it_was_and_removes_it(tools) {
+        let added = invoke(
+            &tools,
+            "add_task",
+            json!({ "title": "gone", "tags": ["a"] }),
         )
-    );
+        .unwrap();
+        let deleted = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
+        assert_eq!(deleted, added);
+        assert!(tools.store().get_todo(1).unwrap().is_none());
+        let error = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap_err();
+        assert_eq!(error.code, ErrorCode::NotFound);
+    }
 }
 
-#[test]
-fn audit_args_are_cut_on_a_character_boundary() {
-    let tools = tools();
-    // 10 bytes of `{"title":"` then 4-byte emoji: byte 4096 falls inside an emoji.
-    let raw = args(json!({ "title": "😀".repeat(2000) }));
-    let full = serde_json::to_string(&raw).unwrap();
-    assert!(!full.is_char_boundary(AUDIT_ARGS_CAP));
-    tools
-        .invoke("add_task", &raw, Origin::default())
-        .unwrap()
-        .unwrap_err();
-    let stored = &audit(&tools)[0].args;
-    let marker = format!("…[truncated: {} bytes in all]", full.len());
-    let kept = stored
-        .strip_suffix(&marker)
-        .unwrap_or_else(|| panic!("no truncation marker at the end of {stored}"));
-    assert_eq!(kept.len(), AUDIT_ARGS_CAP - 2);
-    assert!(full.starts_with(kept));
-}
-
-#[test]
-fn completing_a_done_todo_succeeds_and_keeps_completed_at() {
-    let tools = tools();
-    invoke(&tools, "add_task", json!({ "title": "once" })).unwrap();
-    let first = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
-    assert_eq!(first["status"], "done");
-    let completed_at = first["completedAt"].as_str().unwrap().to_owned();
-    std::thread::sleep(Duration::from_millis(5));
-    let second = invoke(&tools, "complete_task", json!({ "id": 1 })).unwrap();
-    assert_eq!(second["status"], "done");
-    assert_eq!(second["completedAt"], completed_at.as_str());
-    assert_eq!(second, first);
-
-    let outcomes: Vec<String> = audit(&tools).into_iter().map(|r| r.outcome).collect();
-    assert_eq!(outcomes, ["ok", "ok", "ok"]);
-}
-
-#[test]
-fn delete_returns_the_todo_as_it_was_and_removes_it() {
-    let tools = tools();
-    let added = invoke(
-        &tools,
-        "add_task",
-        json!({ "title": "gone", "tags": ["a"] }),
-    )
-    .unwrap();
-    let deleted = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap();
-    assert_eq!(deleted, added);
-    assert!(tools.store().get_todo(1).unwrap().is_none());
-    let error = invoke(&tools, "delete_task", json!({ "id": 1, "confirm": true })).unwrap_err();
-    assert_eq!(error.code, ErrorCode::NotFound);
-}
-
-#[test]
-fn invoke_list_applies_the_parsed_filter() {
-    let tools = tools();
-    invoke(
-        &tools,
-        "add_task",
-        json!({ "title": "a", "tags": ["work"] }),
-    )
-    .unwrap();
-    invoke(
-        &tools,
-        "add_task",
-        json!({ "title": "b", "tags": ["home"] }),
-    )
-    .unwrap();
-    invoke(
-        &tools,
-        "add_task",
-        json!({ "title": "c", "tags": ["work"] }),
-    )
-    .unwrap();
-    invoke(&tools, "complete_task", json!({ "id": 3 })).unwrap();
-    let listed = invoke(
-        &tools,
-        "list_tasks",
-        json!({ "filter": { "tag": "work", "status": "open" } }),
-    )
-    .unwrap();
-    let titles: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["a"]);
+on_both_backends! {
+    fn invoke_list_applies_the_parsed_filter(tools) {
+        invoke(
+            &tools,
+            "add_task",
+            json!({ "title": "a", "tags": ["work"] }),
+        )
+        .unwrap();
+        invoke(
+            &tools,
+            "add_task",
+            json!({ "title": "b", "tags": ["home"] }),
+        )
+        .unwrap();
+        invoke(
+            &tools,
+            "add_task",
+            json!({ "title": "c", "tags": ["work"] }),
+        )
+        .unwrap();
+        invoke(&tools, "complete_task", json!({ "id": 3 })).unwrap();
+        let listed = invoke(
+            &tools,
+            "list_tasks",
+            json!({ "filter": { "tag": "work", "status": "open" } }),
+        )
+        .unwrap();
+        let titles: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(titles, ["a"]);
+    }
 }

@@ -1,0 +1,356 @@
+//! PostgreSQL, the shared backend: several hosts on one store.
+//!
+//! The store's interface is synchronous, because SQLite's is and because every guarantee
+//! of the layers above (a tool's effect and its audit row in one transaction) is written
+//! as a closure over a transaction. PostgreSQL is reached through `tokio-postgres`, with a
+//! `deadpool-postgres` pool, and bridged:
+//!
+//! - the connections are driven by a runtime of their own (one thread, `pg-io`), so that
+//!   a statement completes whatever the caller's thread is doing, and the CLI, which has
+//!   no runtime, works the same;
+//! - a caller waits for its statement on its own thread. A `tokio-postgres` request is a
+//!   message to the connection's task and a reply on a channel, so waiting needs no
+//!   runtime. On a multi-threaded runtime the wait is announced with `block_in_place`,
+//!   so that the runtime moves its other tasks to another thread meanwhile.
+
+mod schema;
+
+use std::cell::Cell;
+use std::future::Future;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use futures::TryStreamExt;
+use tokio_postgres::NoTls;
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::types::ToSql;
+
+use super::StoreError;
+use super::sql::Param;
+
+/// Connections a process keeps open at most.
+const POOL_SIZE: usize = 16;
+/// How long a caller waits for a free connection, or for a new one to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether `location` names a PostgreSQL database rather than a SQLite file.
+pub fn is_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// A database location fit for a log line: a PostgreSQL URL without its user and password
+/// (`host:port/database`); a SQLite path as it is.
+pub fn redacted(location: &str) -> String {
+    if !is_url(location) {
+        return location.to_owned();
+    }
+    match tokio_postgres::Config::from_str(location) {
+        Ok(config) => format!("postgres://{}", describe(&config)),
+        Err(_) => "postgres://(a URL that does not parse)".to_owned(),
+    }
+}
+
+/// The pool and the runtime that drives its connections.
+pub(crate) struct Pg {
+    pool: Pool,
+    /// Where the database is, for messages: host, port and database, never the password.
+    target: String,
+    io: Io,
+}
+
+/// The connections' runtime; dropped in the background, since the last handle to a store
+/// may go inside another runtime, where a blocking shutdown is refused.
+struct Io(Option<tokio::runtime::Runtime>);
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Pg {
+    /// Opens a pool on the database `url` names and brings its schema up to date.
+    pub(crate) fn connect(url: &str) -> Result<Pg, StoreError> {
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|error| StoreError::BadLocation(format!("not a PostgreSQL URL ({error})")))?;
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(StoreError::BadLocation(
+                "sslmode=require: this build speaks to PostgreSQL without TLS; reach the \
+                 database over a trusted network or a tunnel, with sslmode=disable or prefer"
+                    .into(),
+            ));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mcp-task-server");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let target = describe(&config);
+        let io = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("pg-io")
+            .enable_all()
+            .build()
+            .map_err(|error| StoreError::Commit(format!("cannot start a runtime: {error}")))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|error| StoreError::BadLocation(error.to_string()))?;
+        let pg = Pg {
+            pool,
+            target,
+            io: Io(Some(io)),
+        };
+        schema::migrate(&pg)?;
+        Ok(pg)
+    }
+
+    pub(crate) fn schema_version(&self) -> Result<i64, StoreError> {
+        schema::version(&self.session()?)
+    }
+
+    /// A connection of the pool, each statement committing on its own. A connection that
+    /// cannot be opened is tried again, for up to [`CONNECT_TIMEOUT`]: nothing was sent,
+    /// so trying again is safe.
+    pub(crate) fn session(&self) -> Result<Session, StoreError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let pool = self.pool.clone();
+            let runtime = self
+                .io
+                .0
+                .as_ref()
+                .expect("the runtime lives as long as the pool");
+            // Opening a connection spawns its task: on the connections' runtime.
+            let got = wait(runtime.spawn(async move { pool.get().await }));
+            match got {
+                Ok(Ok(client)) => {
+                    return Ok(Session {
+                        client: Some(client),
+                        open: Cell::new(false),
+                        failed: Cell::new(false),
+                    });
+                }
+                Ok(Err(deadpool_postgres::PoolError::Timeout(_))) => {
+                    return Err(StoreError::Busy(format!(
+                        "no connection to PostgreSQL at {} was free within {} s",
+                        self.target,
+                        CONNECT_TIMEOUT.as_secs()
+                    )));
+                }
+                // The server answered (a wrong password, no such database): trying again
+                // would only repeat its answer.
+                Ok(Err(deadpool_postgres::PoolError::Backend(error)))
+                    if error.as_db_error().is_some() =>
+                {
+                    return Err(StoreError::Unreachable {
+                        target: self.target.clone(),
+                        reason: describe_error(&error),
+                    });
+                }
+                Ok(Err(error)) if started.elapsed() + pause < CONNECT_TIMEOUT => {
+                    tracing::debug!(target = %self.target, error = %chain(&error), "PostgreSQL not reached; trying again");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Ok(Err(error)) => {
+                    return Err(StoreError::Unreachable {
+                        target: self.target.clone(),
+                        reason: chain(&error),
+                    });
+                }
+                Err(join) => return Err(StoreError::Commit(join.to_string())),
+            }
+        }
+    }
+
+    /// Runs `work` in one transaction, committed when it returns `Ok` and rolled back
+    /// otherwise. A statement that failed inside fails the commit too: PostgreSQL will
+    /// have aborted the transaction, and nothing of it is kept.
+    pub(crate) fn transaction<T>(
+        &self,
+        work: impl FnOnce(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let session = self.session()?;
+        session.begin()?;
+        let out = work(&session);
+        let out = match out {
+            Ok(_) if session.failed.get() => Err(StoreError::Commit(
+                "a statement of the transaction failed; nothing of it was kept".into(),
+            )),
+            out => out,
+        };
+        match out {
+            Ok(value) => {
+                session.end("COMMIT")?;
+                Ok(value)
+            }
+            Err(error) => {
+                session.end("ROLLBACK")?;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// What went wrong, in words: the server's own message (which `tokio-postgres`'s display
+/// leaves out: "db error") and its code, or the error with its causes.
+pub(crate) fn describe_error(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => chain(error),
+    }
+}
+
+/// An error with its causes, `a: b: c`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `host:port/database`, for messages.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let database = config.get_dbname().unwrap_or("postgres");
+    format!("{host}:{port}/{database}")
+}
+
+/// One pooled connection while a caller holds it.
+pub(crate) struct Session {
+    client: Option<Object>,
+    /// Whether a transaction is open on it.
+    open: Cell<bool>,
+    /// Whether a statement failed since the transaction began.
+    failed: Cell<bool>,
+}
+
+impl Session {
+    fn client(&self) -> &Object {
+        self.client.as_ref().expect("the client is held until drop")
+    }
+
+    pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64, StoreError> {
+        let client = self.client();
+        self.noted(wait(async {
+            let statement = client.prepare_cached(sql).await?;
+            client.execute_raw(&statement, upcast(params)).await
+        }))
+    }
+
+    /// [`Session::execute`] with values only PostgreSQL binds (arrays, say).
+    pub(crate) fn execute_typed(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        let client = self.client();
+        self.noted(wait(async {
+            let statement = client.prepare_cached(sql).await?;
+            client.execute(&statement, params).await
+        }))
+    }
+
+    pub(crate) fn query(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client();
+        self.noted(wait(async {
+            let statement = client.prepare_cached(sql).await?;
+            client
+                .query_raw(&statement, upcast(params))
+                .await?
+                .try_collect()
+                .await
+        }))
+    }
+
+    /// Runs statements given as text, without parameters (schema changes).
+    pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.noted(wait(self.client().batch_execute(sql)))
+    }
+
+    fn begin(&self) -> Result<(), StoreError> {
+        self.batch("BEGIN")?;
+        self.open.set(true);
+        self.failed.set(false);
+        Ok(())
+    }
+
+    fn end(&self, how: &str) -> Result<(), StoreError> {
+        self.batch(how)?;
+        self.open.set(false);
+        Ok(())
+    }
+
+    fn noted<T>(&self, result: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
+        result.map_err(|error| {
+            self.failed.set(true);
+            StoreError::from(error)
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A transaction still open here was left by a panic or a failed `COMMIT`/`ROLLBACK`:
+        // the connection is closed rather than returned, which ends the transaction.
+        if self.open.get()
+            && let Some(client) = self.client.take()
+        {
+            drop(Object::take(client));
+        }
+    }
+}
+
+/// The values as `tokio-postgres` takes them.
+fn upcast<'a>(params: &'a [&'a dyn Param]) -> impl ExactSizeIterator<Item = &'a dyn ToSql> + 'a {
+    fn one<'a>(param: &&'a dyn Param) -> &'a dyn ToSql {
+        *param
+    }
+    params.iter().map(one)
+}
+
+/// Waits on this thread for `future`, which needs no runtime to make progress (its I/O is
+/// done by the connections' runtime).
+fn wait<F: Future>(future: F) -> F::Output {
+    let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    });
+    if multi_threaded {
+        tokio::task::block_in_place(|| futures::executor::block_on(future))
+    } else {
+        futures::executor::block_on(future)
+    }
+}

@@ -1,0 +1,217 @@
+//! The PostgreSQL schema, with versioned migrations of its own.
+//!
+//! The tables mirror SQLite's (`store/migrations.rs`) as they stand after its latest
+//! migration, in PostgreSQL's types: integers are `BIGINT`, as the store binds them, and
+//! texts the store compares or orders (ids, keys, times, dates) use the `C` collation, so
+//! that they sort by bytes as they do in SQLite.
+//!
+//! Invariant: migrations are append-only. A released migration is never edited; a change
+//! to the schema is a new entry at the end of `MIGRATIONS`.
+
+use super::{Pg, Session, StoreError};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: everything SQLite's migrations 1 to 6 made.
+    r#"
+    CREATE TABLE tasks (
+        id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        title        TEXT NOT NULL,
+        status       TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done')),
+        due          TEXT COLLATE "C",
+        tags         TEXT NOT NULL DEFAULT '[]',
+        created_at   TEXT NOT NULL,
+        completed_at TEXT
+    );
+    CREATE INDEX tasks_due ON tasks (due) WHERE due IS NOT NULL;
+
+    CREATE TABLE audit_log (
+        id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at        TEXT NOT NULL,
+        tool      TEXT NOT NULL,
+        args      TEXT NOT NULL,
+        outcome   TEXT NOT NULL CHECK (outcome IN ('ok', 'rejected', 'not_found', 'error')),
+        run_id    TEXT,
+        node_id   TEXT,
+        principal TEXT
+    );
+    -- Append-only, whoever writes: rows are neither changed nor deleted, and the table is
+    -- not truncated.
+    CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'audit_log is append-only';
+    END
+    $$;
+    CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
+        FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+    CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+
+    CREATE TABLE plans (
+        key      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        hash     TEXT NOT NULL,
+        snapshot TEXT NOT NULL,
+        node_ids TEXT NOT NULL,
+        nodes    BIGINT NOT NULL
+    );
+    CREATE INDEX plans_by_hash ON plans (hash);
+
+    CREATE TABLE runs (
+        key                 BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id                  TEXT COLLATE "C" NOT NULL UNIQUE,
+        workflow            TEXT NOT NULL,
+        plan_key            BIGINT NOT NULL REFERENCES plans (key),
+        status              TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed',
+                                                            'cancelled')),
+        error               TEXT,
+        output              TEXT,
+        origin              TEXT NOT NULL CHECK (origin IN ('cli', 'mcp')),
+        answers             TEXT NOT NULL DEFAULT 'none'
+                            CHECK (answers IN ('none', 'caller', 'parked')),
+        deadline_ms         BIGINT,
+        lease_owner         TEXT,
+        lease_expires_ms    BIGINT,
+        cancel_requested    BOOLEAN NOT NULL DEFAULT FALSE,
+        retry_of            TEXT,
+        created_at          TEXT COLLATE "C" NOT NULL,
+        updated_at          TEXT NOT NULL,
+        finished_at         TEXT,
+        finished_ms         BIGINT,
+        idempotency_key     TEXT,
+        idempotency_request TEXT,
+        principal           TEXT,
+        session             TEXT
+    );
+    CREATE INDEX runs_by_status ON runs (status, created_at);
+    CREATE INDEX runs_by_plan ON runs (plan_key);
+    CREATE INDEX runs_by_lease ON runs (lease_owner) WHERE status = 'running';
+    CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+
+    CREATE TABLE run_inputs (
+        run_key BIGINT PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
+        inputs  TEXT NOT NULL
+    );
+
+    CREATE TABLE run_tasks (
+        run_key          BIGINT PRIMARY KEY REFERENCES runs (key) ON DELETE CASCADE,
+        status           TEXT NOT NULL CHECK (status IN ('working', 'input_required',
+                                                         'completed', 'failed', 'cancelled')),
+        status_message   TEXT,
+        progress         BIGINT NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        updated_ms       BIGINT NOT NULL,
+        ttl_ms           BIGINT NOT NULL,
+        poll_interval_ms BIGINT NOT NULL,
+        result           TEXT,
+        error            TEXT,
+        era              TEXT,
+        tool             TEXT,
+        round            BIGINT NOT NULL DEFAULT 0,
+        round_expires_ms BIGINT
+    );
+    CREATE INDEX run_tasks_by_status ON run_tasks (status, updated_ms, run_key);
+    CREATE INDEX run_tasks_by_round_expiry ON run_tasks (round_expires_ms)
+        WHERE round_expires_ms IS NOT NULL;
+    -- Terminal states never change, whatever writes the row.
+    CREATE FUNCTION run_tasks_keep_terminal() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.status IS DISTINCT FROM OLD.status
+           AND OLD.status IN ('completed', 'failed', 'cancelled') THEN
+            RAISE EXCEPTION 'a finished task keeps its state';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER run_tasks_terminal BEFORE UPDATE OF status ON run_tasks
+        FOR EACH ROW EXECUTE FUNCTION run_tasks_keep_terminal();
+
+    CREATE TABLE nodes (
+        run_key         BIGINT NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+        node            BIGINT NOT NULL,
+        instance        BIGINT NOT NULL,
+        node_id         TEXT NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('pending', 'running', 'succeeded',
+                                                        'failed', 'skipped', 'cancelled')),
+        reason          TEXT,
+        attempts        BIGINT NOT NULL DEFAULT 0,
+        next_attempt_ms BIGINT,
+        deadline_ms     BIGINT,
+        asking          TEXT,
+        output          TEXT,
+        error           TEXT,
+        intent          TEXT,
+        started_at      TEXT,
+        finished_at     TEXT,
+        updated_at      TEXT NOT NULL,
+        PRIMARY KEY (run_key, node, instance)
+    );
+
+    CREATE TABLE task_questions (
+        run_key     BIGINT NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+        node        BIGINT NOT NULL,
+        instance    BIGINT NOT NULL,
+        key         TEXT COLLATE "C" NOT NULL,
+        request     TEXT NOT NULL,
+        answer      TEXT,
+        asked_at    TEXT COLLATE "C" NOT NULL,
+        answered_at TEXT,
+        refusal     TEXT,
+        PRIMARY KEY (run_key, node, instance, key)
+    );
+
+    CREATE TABLE secrets (
+        name  TEXT PRIMARY KEY,
+        value BYTEA NOT NULL
+    );
+    "#,
+];
+
+/// The schema version this build brings a database to.
+pub(crate) const SUPPORTED: i64 = MIGRATIONS.len() as i64;
+
+/// Any number, the same in every process: the advisory lock migrations take, so that two
+/// processes starting at once migrate one after the other.
+const MIGRATION_LOCK: i64 = 0x6d63_702d_7461_736b;
+
+/// The latest migration the database has had.
+pub(super) fn version(session: &Session) -> Result<i64, StoreError> {
+    let rows = session.query(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        &[],
+    )?;
+    Ok(rows
+        .first()
+        .map(|row| row.try_get(0))
+        .transpose()?
+        .unwrap_or(0))
+}
+
+pub(super) fn migrate(pg: &Pg) -> Result<(), StoreError> {
+    pg.transaction(|session| {
+        session.batch(&format!(
+            "SELECT pg_advisory_xact_lock({MIGRATION_LOCK});
+             SET LOCAL client_min_messages = warning;
+             CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version    BIGINT PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             );"
+        ))?;
+        let found = version(session)?;
+        if found > SUPPORTED {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SUPPORTED,
+            });
+        }
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            session.batch(sql)?;
+            let version = index as i64 + 1;
+            session.execute(
+                "INSERT INTO schema_migrations (version) VALUES ($1)",
+                &[&version],
+            )?;
+        }
+        Ok(())
+    })
+}

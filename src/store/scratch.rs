@@ -1,0 +1,84 @@
+//! Scratch databases for tests and benchmarks: a PostgreSQL schema of their own, made
+//! on the server `TASKS_TEST_POSTGRES` names and dropped with them.
+//!
+//! Where the variable is unset (a laptop without PostgreSQL), [`Scratch::postgres`]
+//! says so on stderr and returns `None`, so that a test can skip visibly. Where it is set,
+//! a server that cannot be reached fails the test: CI sets it, and a skip there would
+//! pass silently.
+
+use std::str::FromStr;
+
+/// The variable naming the PostgreSQL server tests may use, as a URL.
+pub const TEST_POSTGRES: &str = "TASKS_TEST_POSTGRES";
+
+/// A schema of its own on the test server; dropped, with everything in it, on drop.
+pub struct Scratch {
+    server: String,
+    schema: String,
+    url: String,
+}
+
+impl Scratch {
+    /// A fresh schema for `test`, or `None` with a note on stderr when no server is named.
+    pub fn postgres(test: &str) -> Option<Scratch> {
+        let Ok(server) = std::env::var(TEST_POSTGRES) else {
+            eprintln!("SKIPPED on PostgreSQL: {test} (set {TEST_POSTGRES}=postgres://… to run it)");
+            return None;
+        };
+        let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
+        admin(&server, &format!("CREATE SCHEMA {schema}"))
+            .unwrap_or_else(|error| panic!("{TEST_POSTGRES}={server}: {error}"));
+        let separator = if server.contains('?') { '&' } else { '?' };
+        let url = format!("{server}{separator}options=-csearch_path%3D{schema}");
+        Some(Scratch {
+            server,
+            schema,
+            url,
+        })
+    }
+
+    /// The URL of the schema: the server's, with the schema as its search path.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let sql = format!(
+            "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
+            self.schema
+        );
+        if let Err(error) = admin(&self.server, &sql) {
+            eprintln!("scratch schema {} not dropped: {error}", self.schema);
+        }
+    }
+}
+
+/// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in.
+fn admin(server: &str, sql: &str) -> Result<(), String> {
+    let config = tokio_postgres::Config::from_str(server).map_err(|e| e.to_string())?;
+    let sql = sql.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let (client, connection) = config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(|e| super::postgres::describe_error(&e))?;
+            let driver = tokio::spawn(connection);
+            let done = client
+                .batch_execute(&sql)
+                .await
+                .map_err(|e| super::postgres::describe_error(&e));
+            drop(client);
+            let _ = driver.await;
+            done
+        })
+    })
+    .join()
+    .map_err(|_| "the admin thread panicked".to_owned())?
+}
