@@ -9,6 +9,15 @@ use mcp_task_server::store::{
 use rusqlite::Connection;
 use tempfile::TempDir;
 
+mod backends;
+
+use backends::on_both_backends;
+
+/// The store of a test that runs on both backends.
+struct On {
+    store: Store,
+}
+
 struct Db {
     _dir: TempDir,
     path: PathBuf,
@@ -96,178 +105,189 @@ fn dated(store: &Store) {
     insert(store, "jan20", Some("2026-01-20"), &[]);
 }
 
-#[test]
-fn inserted_todo_is_open_with_the_given_fields() {
-    let db = temp_db();
-    let todo = insert(&db.store, "write tests", Some("2026-03-01"), &["dev", "qa"]);
-    assert_eq!(todo.id, 1);
-    assert_eq!(todo.title, "write tests");
-    assert_eq!(todo.status, TodoStatus::Open);
-    assert_eq!(todo.due.as_deref(), Some("2026-03-01"));
-    assert_eq!(todo.tags, ["dev", "qa"]);
-    assert_eq!(todo.completed_at, None);
-    assert_eq!(db.store.get_todo(1).unwrap(), Some(todo));
-}
-
-#[test]
-fn list_without_filter_returns_every_todo_in_ascending_id_order() {
-    let db = temp_db();
-    for title in ["c", "a", "b"] {
-        insert(&db.store, title, None, &[]);
+on_both_backends! {
+    fn inserted_todo_is_open_with_the_given_fields(place) {
+        let db = On { store: place.store() };
+        let todo = insert(&db.store, "write tests", Some("2026-03-01"), &["dev", "qa"]);
+        assert_eq!(todo.id, 1);
+        assert_eq!(todo.title, "write tests");
+        assert_eq!(todo.status, TodoStatus::Open);
+        assert_eq!(todo.due.as_deref(), Some("2026-03-01"));
+        assert_eq!(todo.tags, ["dev", "qa"]);
+        assert_eq!(todo.completed_at, None);
+        assert_eq!(db.store.get_todo(1).unwrap(), Some(todo));
     }
-    let todos = db.store.list_todos(&TodoFilter::default()).unwrap();
-    assert_eq!(titles(&todos), ["c", "a", "b"]);
-    let ids: Vec<i64> = todos.iter().map(|t| t.id).collect();
-    assert_eq!(ids, [1, 2, 3]);
 }
 
-#[test]
-fn due_after_includes_a_todo_due_on_the_bound() {
-    let db = temp_db();
-    dated(&db.store);
-    assert_eq!(
-        listed(&db.store, due_filter(Some("2026-01-10"), None)),
-        ["jan10", "jan20"]
-    );
-}
-
-#[test]
-fn due_before_includes_a_todo_due_on_the_bound() {
-    let db = temp_db();
-    dated(&db.store);
-    assert_eq!(
-        listed(&db.store, due_filter(None, Some("2026-01-10"))),
-        ["jan01", "jan10"]
-    );
-}
-
-#[test]
-fn equal_due_bounds_select_exactly_that_day() {
-    let db = temp_db();
-    dated(&db.store);
-    assert_eq!(
-        listed(
-            &db.store,
-            due_filter(Some("2026-01-10"), Some("2026-01-10"))
-        ),
-        ["jan10"]
-    );
-}
-
-#[test]
-fn todos_without_due_never_match_a_due_bound() {
-    let db = temp_db();
-    dated(&db.store);
-    assert_eq!(
-        listed(&db.store, due_filter(Some("0001-01-01"), None)),
-        ["jan01", "jan10", "jan20"]
-    );
-    assert_eq!(
-        listed(&db.store, due_filter(None, Some("9999-12-31"))),
-        ["jan01", "jan10", "jan20"]
-    );
-    assert_eq!(
-        listed(&db.store, TodoFilter::default()),
-        ["jan01", "jan10", "undated", "jan20"]
-    );
-}
-
-#[test]
-fn due_bounds_outside_every_date_select_nothing() {
-    let db = temp_db();
-    dated(&db.store);
-    assert!(listed(&db.store, due_filter(Some("2026-01-21"), None)).is_empty());
-    assert!(listed(&db.store, due_filter(None, Some("2025-12-31"))).is_empty());
-    assert!(
-        listed(
-            &db.store,
-            due_filter(Some("2026-01-11"), Some("2026-01-19"))
-        )
-        .is_empty()
-    );
-}
-
-#[test]
-fn status_filter_selects_open_or_done() {
-    let db = temp_db();
-    for title in ["a", "b", "c", "d"] {
-        insert(&db.store, title, None, &[]);
+on_both_backends! {
+    fn list_without_filter_returns_every_todo_in_ascending_id_order(place) {
+        let db = On { store: place.store() };
+        for title in ["c", "a", "b"] {
+            insert(&db.store, title, None, &[]);
+        }
+        let todos = db.store.list_todos(&TodoFilter::default()).unwrap();
+        assert_eq!(titles(&todos), ["c", "a", "b"]);
+        let ids: Vec<i64> = todos.iter().map(|t| t.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
     }
-    db.store.complete_todo(2).unwrap().unwrap();
-    db.store.complete_todo(4).unwrap().unwrap();
-    let open = TodoFilter {
-        status: Some(TodoStatus::Open),
-        ..TodoFilter::default()
-    };
-    let done = TodoFilter {
-        status: Some(TodoStatus::Done),
-        ..TodoFilter::default()
-    };
-    assert_eq!(listed(&db.store, open), ["a", "c"]);
-    assert_eq!(listed(&db.store, done), ["b", "d"]);
 }
 
-#[test]
-fn tag_filter_matches_whole_tags_only() {
-    let db = temp_db();
-    insert(&db.store, "a", None, &["work"]);
-    insert(&db.store, "b", None, &["homework"]);
-    insert(&db.store, "c", None, &["home", "work"]);
-    insert(&db.store, "d", None, &["Work"]);
-    insert(&db.store, "e", None, &[]);
-    let filter = |tag: &str| TodoFilter {
-        tag: Some(tag.to_owned()),
-        ..TodoFilter::default()
-    };
-    assert_eq!(listed(&db.store, filter("work")), ["a", "c"]);
-    assert_eq!(listed(&db.store, filter("home")), ["c"]);
-    assert_eq!(listed(&db.store, filter("Work")), ["d"]);
-    assert!(listed(&db.store, filter("wor")).is_empty());
-    assert!(listed(&db.store, filter("%")).is_empty());
+on_both_backends! {
+    fn due_after_includes_a_todo_due_on_the_bound(place) {
+        let db = On { store: place.store() };
+        dated(&db.store);
+        assert_eq!(
+            listed(&db.store, due_filter(Some("2026-01-10"), None)),
+            ["jan10", "jan20"]
+        );
+    }
 }
 
-#[test]
-fn tag_filter_matches_tags_with_quotes_and_wildcards_literally() {
-    let db = temp_db();
-    insert(&db.store, "a", None, &["it's", "50%"]);
-    insert(&db.store, "b", None, &["its", "500"]);
-    let filter = |tag: &str| TodoFilter {
-        tag: Some(tag.to_owned()),
-        ..TodoFilter::default()
-    };
-    assert_eq!(listed(&db.store, filter("it's")), ["a"]);
-    assert_eq!(listed(&db.store, filter("50%")), ["a"]);
-    assert_eq!(listed(&db.store, filter("50_")), Vec::<String>::new());
+on_both_backends! {
+    fn due_before_includes_a_todo_due_on_the_bound(place) {
+        let db = On { store: place.store() };
+        dated(&db.store);
+        assert_eq!(
+            listed(&db.store, due_filter(None, Some("2026-01-10"))),
+            ["jan01", "jan10"]
+        );
+    }
 }
 
-#[test]
-fn status_tag_and_due_filters_combine() {
-    let db = temp_db();
-    insert(&db.store, "open-work-early", Some("2026-01-01"), &["work"]);
-    insert(&db.store, "open-work-mid", Some("2026-01-15"), &["work"]);
-    insert(&db.store, "done-work-mid", Some("2026-01-15"), &["work"]);
-    insert(&db.store, "open-home-mid", Some("2026-01-15"), &["home"]);
-    insert(&db.store, "open-work-undated", None, &["work"]);
-    insert(&db.store, "open-work-late", Some("2026-02-01"), &["work"]);
-    db.store.complete_todo(3).unwrap().unwrap();
+on_both_backends! {
+    fn equal_due_bounds_select_exactly_that_day(place) {
+        let db = On { store: place.store() };
+        dated(&db.store);
+        assert_eq!(
+            listed(
+                &db.store,
+                due_filter(Some("2026-01-10"), Some("2026-01-10"))
+            ),
+            ["jan10"]
+        );
+    }
+}
 
-    let filter = TodoFilter {
-        status: Some(TodoStatus::Open),
-        tag: Some("work".to_owned()),
-        due_after: Some("2026-01-01".to_owned()),
-        due_before: Some("2026-01-31".to_owned()),
-    };
-    assert_eq!(
-        listed(&db.store, filter),
-        ["open-work-early", "open-work-mid"]
-    );
+on_both_backends! {
+    fn todos_without_due_never_match_a_due_bound(place) {
+        let db = On { store: place.store() };
+        dated(&db.store);
+        assert_eq!(
+            listed(&db.store, due_filter(Some("0001-01-01"), None)),
+            ["jan01", "jan10", "jan20"]
+        );
+        assert_eq!(
+            listed(&db.store, due_filter(None, Some("9999-12-31"))),
+            ["jan01", "jan10", "jan20"]
+        );
+        assert_eq!(
+            listed(&db.store, TodoFilter::default()),
+            ["jan01", "jan10", "undated", "jan20"]
+        );
+    }
+}
 
-    let done_work = TodoFilter {
-        status: Some(TodoStatus::Done),
-        tag: Some("work".to_owned()),
-        ..TodoFilter::default()
-    };
-    assert_eq!(listed(&db.store, done_work), ["done-work-mid"]);
+on_both_backends! {
+    fn due_bounds_outside_every_date_select_nothing(place) {
+        let db = On { store: place.store() };
+        dated(&db.store);
+        assert!(listed(&db.store, due_filter(Some("2026-01-21"), None)).is_empty());
+        assert!(listed(&db.store, due_filter(None, Some("2025-12-31"))).is_empty());
+        assert!(
+            listed(
+                &db.store,
+                due_filter(Some("2026-01-11"), Some("2026-01-19"))
+            )
+            .is_empty()
+        );
+    }
+}
+
+on_both_backends! {
+    fn status_filter_selects_open_or_done(place) {
+        let db = On { store: place.store() };
+        for title in ["a", "b", "c", "d"] {
+            insert(&db.store, title, None, &[]);
+        }
+        db.store.complete_todo(2).unwrap().unwrap();
+        db.store.complete_todo(4).unwrap().unwrap();
+        let open = TodoFilter {
+            status: Some(TodoStatus::Open),
+            ..TodoFilter::default()
+        };
+        let done = TodoFilter {
+            status: Some(TodoStatus::Done),
+            ..TodoFilter::default()
+        };
+        assert_eq!(listed(&db.store, open), ["a", "c"]);
+        assert_eq!(listed(&db.store, done), ["b", "d"]);
+    }
+}
+
+on_both_backends! {
+    fn tag_filter_matches_whole_tags_only(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "a", None, &["work"]);
+        insert(&db.store, "b", None, &["homework"]);
+        insert(&db.store, "c", None, &["home", "work"]);
+        insert(&db.store, "d", None, &["Work"]);
+        insert(&db.store, "e", None, &[]);
+        let filter = |tag: &str| TodoFilter {
+            tag: Some(tag.to_owned()),
+            ..TodoFilter::default()
+        };
+        assert_eq!(listed(&db.store, filter("work")), ["a", "c"]);
+        assert_eq!(listed(&db.store, filter("home")), ["c"]);
+        assert_eq!(listed(&db.store, filter("Work")), ["d"]);
+        assert!(listed(&db.store, filter("wor")).is_empty());
+        assert!(listed(&db.store, filter("%")).is_empty());
+    }
+}
+
+on_both_backends! {
+    fn tag_filter_matches_tags_with_quotes_and_wildcards_literally(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "a", None, &["it's", "50%"]);
+        insert(&db.store, "b", None, &["its", "500"]);
+        let filter = |tag: &str| TodoFilter {
+            tag: Some(tag.to_owned()),
+            ..TodoFilter::default()
+        };
+        assert_eq!(listed(&db.store, filter("it's")), ["a"]);
+        assert_eq!(listed(&db.store, filter("50%")), ["a"]);
+        assert_eq!(listed(&db.store, filter("50_")), Vec::<String>::new());
+    }
+}
+
+on_both_backends! {
+    fn status_tag_and_due_filters_combine(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "open-work-early", Some("2026-01-01"), &["work"]);
+        insert(&db.store, "open-work-mid", Some("2026-01-15"), &["work"]);
+        insert(&db.store, "done-work-mid", Some("2026-01-15"), &["work"]);
+        insert(&db.store, "open-home-mid", Some("2026-01-15"), &["home"]);
+        insert(&db.store, "open-work-undated", None, &["work"]);
+        insert(&db.store, "open-work-late", Some("2026-02-01"), &["work"]);
+        db.store.complete_todo(3).unwrap().unwrap();
+
+        let filter = TodoFilter {
+            status: Some(TodoStatus::Open),
+            tag: Some("work".to_owned()),
+            due_after: Some("2026-01-01".to_owned()),
+            due_before: Some("2026-01-31".to_owned()),
+        };
+        assert_eq!(
+            listed(&db.store, filter),
+            ["open-work-early", "open-work-mid"]
+        );
+
+        let done_work = TodoFilter {
+            status: Some(TodoStatus::Done),
+            tag: Some("work".to_owned()),
+            ..TodoFilter::default()
+        };
+        assert_eq!(listed(&db.store, done_work), ["done-work-mid"]);
+    }
 }
 
 /// Titles for the search tests; each query below must pick out exactly its own.
@@ -286,68 +306,74 @@ fn searchable(store: &Store) {
     }
 }
 
-#[test]
-fn search_for_percent_finds_only_literal_percent_signs() {
-    let db = temp_db();
-    searchable(&db.store);
-    assert_eq!(searched(&db.store, "%"), ["100% done"]);
-    assert_eq!(searched(&db.store, "0% d"), ["100% done"]);
-    assert!(searched(&db.store, "%%").is_empty());
+on_both_backends! {
+    fn search_for_percent_finds_only_literal_percent_signs(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        assert_eq!(searched(&db.store, "%"), ["100% done"]);
+        assert_eq!(searched(&db.store, "0% d"), ["100% done"]);
+        assert!(searched(&db.store, "%%").is_empty());
+    }
 }
 
-#[test]
-fn search_for_underscore_finds_only_literal_underscores() {
-    let db = temp_db();
-    searchable(&db.store);
-    assert_eq!(searched(&db.store, "_"), ["snake_case"]);
-    assert_eq!(searched(&db.store, "e_c"), ["snake_case"]);
+on_both_backends! {
+    fn search_for_underscore_finds_only_literal_underscores(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        assert_eq!(searched(&db.store, "_"), ["snake_case"]);
+        assert_eq!(searched(&db.store, "e_c"), ["snake_case"]);
+    }
 }
 
-#[test]
-fn search_for_backslash_finds_only_literal_backslashes() {
-    let db = temp_db();
-    searchable(&db.store);
-    assert_eq!(searched(&db.store, "\\"), ["back\\slash"]);
-    assert_eq!(searched(&db.store, "k\\s"), ["back\\slash"]);
-    assert!(searched(&db.store, "\\\\").is_empty());
+on_both_backends! {
+    fn search_for_backslash_finds_only_literal_backslashes(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        assert_eq!(searched(&db.store, "\\"), ["back\\slash"]);
+        assert_eq!(searched(&db.store, "k\\s"), ["back\\slash"]);
+        assert!(searched(&db.store, "\\\\").is_empty());
+    }
 }
 
-#[test]
-fn search_is_case_insensitive_for_ascii_letters() {
-    let db = temp_db();
-    searchable(&db.store);
-    assert_eq!(searched(&db.store, "HELLO"), ["hello world"]);
-    assert_eq!(searched(&db.store, "Lo WoR"), ["hello world"]);
+on_both_backends! {
+    fn search_is_case_insensitive_for_ascii_letters(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        assert_eq!(searched(&db.store, "HELLO"), ["hello world"]);
+        assert_eq!(searched(&db.store, "Lo WoR"), ["hello world"]);
+    }
 }
 
-#[test]
-fn search_is_case_sensitive_for_non_ascii_letters() {
-    let db = temp_db();
-    searchable(&db.store);
-    assert_eq!(
-        searched(&db.store, "r\u{e9}sum\u{e9}"),
-        ["r\u{e9}sum\u{e9}"]
-    );
-    assert!(searched(&db.store, "\u{c9}").is_empty());
-    assert!(searched(&db.store, "R\u{c9}SUM\u{c9}").is_empty());
-    assert_eq!(
-        searched(&db.store, "R\u{e9}SUM\u{e9}"),
-        ["r\u{e9}sum\u{e9}"]
-    );
+on_both_backends! {
+    fn search_is_case_sensitive_for_non_ascii_letters(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        assert_eq!(
+            searched(&db.store, "r\u{e9}sum\u{e9}"),
+            ["r\u{e9}sum\u{e9}"]
+        );
+        assert!(searched(&db.store, "\u{c9}").is_empty());
+        assert!(searched(&db.store, "R\u{c9}SUM\u{c9}").is_empty());
+        assert_eq!(
+            searched(&db.store, "R\u{e9}SUM\u{e9}"),
+            ["r\u{e9}sum\u{e9}"]
+        );
+    }
 }
 
-#[test]
-fn search_results_are_in_ascending_id_order() {
-    let db = temp_db();
-    searchable(&db.store);
-    let ids: Vec<i64> = db
-        .store
-        .search_todos("done")
-        .unwrap()
-        .iter()
-        .map(|t| t.id)
-        .collect();
-    assert_eq!(ids, [1, 2]);
+on_both_backends! {
+    fn search_results_are_in_ascending_id_order(place) {
+        let db = On { store: place.store() };
+        searchable(&db.store);
+        let ids: Vec<i64> = db
+            .store
+            .search_todos("done")
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(ids, [1, 2]);
+    }
 }
 
 const INJECTIONS: [&str; 3] = ["'); DROP TABLE tasks; --", "Robert'); --", "%' OR '1'='1"];
@@ -373,61 +399,65 @@ fn injection_shaped_titles_are_stored_verbatim() {
     assert_eq!(count, 4);
 }
 
-#[test]
-fn injection_shaped_titles_are_found_verbatim_by_search() {
-    let db = temp_db();
-    insert(&db.store, "plain", None, &[]);
-    insert(&db.store, "1=1", None, &[]);
-    for title in INJECTIONS {
-        insert(&db.store, title, None, &[]);
+on_both_backends! {
+    fn injection_shaped_titles_are_found_verbatim_by_search(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "plain", None, &[]);
+        insert(&db.store, "1=1", None, &[]);
+        for title in INJECTIONS {
+            insert(&db.store, title, None, &[]);
+        }
+        for title in INJECTIONS {
+            assert_eq!(searched(&db.store, title), [title]);
+        }
+        assert_eq!(
+            searched(&db.store, "'"),
+            [INJECTIONS[0], INJECTIONS[1], INJECTIONS[2]]
+        );
+        assert_eq!(searched(&db.store, "' OR '1'='1"), [INJECTIONS[2]]);
+        assert_eq!(listed(&db.store, TodoFilter::default()).len(), 5);
     }
-    for title in INJECTIONS {
-        assert_eq!(searched(&db.store, title), [title]);
+}
+
+on_both_backends! {
+    fn injection_shaped_filter_values_match_nothing(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "a", Some("2026-01-01"), &["work"]);
+        let filter = TodoFilter {
+            tag: Some("work' OR '1'='1".to_owned()),
+            ..TodoFilter::default()
+        };
+        assert!(listed(&db.store, filter).is_empty());
+        let filter = due_filter(Some("' OR 1=1 --"), None);
+        assert_eq!(listed(&db.store, filter), ["a"]);
+        let filter = due_filter(None, Some("' OR 1=1 --"));
+        assert!(listed(&db.store, filter).is_empty());
+        assert_eq!(listed(&db.store, TodoFilter::default()), ["a"]);
     }
-    assert_eq!(
-        searched(&db.store, "'"),
-        [INJECTIONS[0], INJECTIONS[1], INJECTIONS[2]]
-    );
-    assert_eq!(searched(&db.store, "' OR '1'='1"), [INJECTIONS[2]]);
-    assert_eq!(listed(&db.store, TodoFilter::default()).len(), 5);
 }
 
-#[test]
-fn injection_shaped_filter_values_match_nothing() {
-    let db = temp_db();
-    insert(&db.store, "a", Some("2026-01-01"), &["work"]);
-    let filter = TodoFilter {
-        tag: Some("work' OR '1'='1".to_owned()),
-        ..TodoFilter::default()
-    };
-    assert!(listed(&db.store, filter).is_empty());
-    let filter = due_filter(Some("' OR 1=1 --"), None);
-    assert_eq!(listed(&db.store, filter), ["a"]);
-    let filter = due_filter(None, Some("' OR 1=1 --"));
-    assert!(listed(&db.store, filter).is_empty());
-    assert_eq!(listed(&db.store, TodoFilter::default()), ["a"]);
+on_both_backends! {
+    fn complete_marks_done_once_and_keeps_the_first_completion_time(place) {
+        let db = On { store: place.store() };
+        insert(&db.store, "a", None, &[]);
+        let first = db.store.complete_todo(1).unwrap().unwrap();
+        assert_eq!(first.status, TodoStatus::Done);
+        assert!(first.completed_at.is_some());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let second = db.store.complete_todo(1).unwrap().unwrap();
+        assert_eq!(second, first);
+        assert_eq!(db.store.complete_todo(2).unwrap(), None);
+    }
 }
 
-#[test]
-fn complete_marks_done_once_and_keeps_the_first_completion_time() {
-    let db = temp_db();
-    insert(&db.store, "a", None, &[]);
-    let first = db.store.complete_todo(1).unwrap().unwrap();
-    assert_eq!(first.status, TodoStatus::Done);
-    assert!(first.completed_at.is_some());
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let second = db.store.complete_todo(1).unwrap().unwrap();
-    assert_eq!(second, first);
-    assert_eq!(db.store.complete_todo(2).unwrap(), None);
-}
-
-#[test]
-fn delete_returns_the_todo_once() {
-    let db = temp_db();
-    let todo = insert(&db.store, "a", Some("2026-05-05"), &["x"]);
-    assert_eq!(db.store.delete_todo(1).unwrap(), Some(todo));
-    assert_eq!(db.store.delete_todo(1).unwrap(), None);
-    assert_eq!(db.store.get_todo(1).unwrap(), None);
+on_both_backends! {
+    fn delete_returns_the_todo_once(place) {
+        let db = On { store: place.store() };
+        let todo = insert(&db.store, "a", Some("2026-05-05"), &["x"]);
+        assert_eq!(db.store.delete_todo(1).unwrap(), Some(todo));
+        assert_eq!(db.store.delete_todo(1).unwrap(), None);
+        assert_eq!(db.store.get_todo(1).unwrap(), None);
+    }
 }
 
 fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
@@ -443,38 +473,39 @@ fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
         .expect("audit append succeeds");
 }
 
-#[test]
-fn audit_rows_read_back_in_order_of_writing() {
-    let db = temp_db();
-    append(&db.store, "add_task", r#"{"title":"a"}"#, AuditOutcome::Ok);
-    append(
-        &db.store,
-        "delete_task",
-        r#"{"id":1}"#,
-        AuditOutcome::Rejected,
-    );
-    append(
-        &db.store,
-        "complete_task",
-        r#"{"id":9}"#,
-        AuditOutcome::NotFound,
-    );
-    append(&db.store, "list_tasks", "{}", AuditOutcome::Error);
-    let rows = db.store.audit_rows().unwrap();
-    let summary: Vec<(&str, &str, &str)> = rows
-        .iter()
-        .map(|r| (r.tool.as_str(), r.args.as_str(), r.outcome.as_str()))
-        .collect();
-    assert_eq!(
-        summary,
-        [
-            ("add_task", r#"{"title":"a"}"#, "ok"),
-            ("delete_task", r#"{"id":1}"#, "rejected"),
-            ("complete_task", r#"{"id":9}"#, "not_found"),
-            ("list_tasks", "{}", "error"),
-        ]
-    );
-    assert!(rows.iter().all(|r| r.at.ends_with('Z')));
+on_both_backends! {
+    fn audit_rows_read_back_in_order_of_writing(place) {
+        let db = On { store: place.store() };
+        append(&db.store, "add_task", r#"{"title":"a"}"#, AuditOutcome::Ok);
+        append(
+            &db.store,
+            "delete_task",
+            r#"{"id":1}"#,
+            AuditOutcome::Rejected,
+        );
+        append(
+            &db.store,
+            "complete_task",
+            r#"{"id":9}"#,
+            AuditOutcome::NotFound,
+        );
+        append(&db.store, "list_tasks", "{}", AuditOutcome::Error);
+        let rows = db.store.audit_rows().unwrap();
+        let summary: Vec<(&str, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.tool.as_str(), r.args.as_str(), r.outcome.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("add_task", r#"{"title":"a"}"#, "ok"),
+                ("delete_task", r#"{"id":1}"#, "rejected"),
+                ("complete_task", r#"{"id":9}"#, "not_found"),
+                ("list_tasks", "{}", "error"),
+            ]
+        );
+        assert!(rows.iter().all(|r| r.at.ends_with('Z')));
+    }
 }
 
 #[test]
@@ -920,46 +951,47 @@ fn a_store_opened_for_full_durability_commits_with_synchronous_full() {
     assert_eq!(normal.durability().unwrap(), Durability::Normal);
 }
 
-#[test]
-fn runs_are_listed_by_whom_they_belong_to() {
-    let db = temp_db();
-    let owners = [
-        ("local", None, None),
-        ("alice-1", Some("alice"), Some("s1")),
-        ("alice-2", Some("alice"), Some("s2")),
-        ("bob", Some("bob"), Some("s3")),
-        ("session-only", None, Some("s1")),
-    ];
-    db.store
-        .try_transaction(|tx| {
-            for (id, principal, session) in owners {
-                let mut run = run_held_by_me(id);
-                run.principal = principal;
-                run.session = session;
-                tx.insert_run(&run)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    let listed = |scope| -> Vec<String> {
-        let mut ids: Vec<String> = db
-            .store
-            .list_runs(None, scope, 10)
-            .unwrap()
-            .into_iter()
-            .map(|run| run.id)
-            .collect();
-        ids.sort();
-        ids
-    };
-    assert_eq!(listed(Scope::Everyone).len(), owners.len());
-    assert_eq!(listed(Scope::Principal("alice")), ["alice-1", "alice-2"]);
-    assert_eq!(listed(Scope::Principal("carol")), Vec::<String>::new());
-    assert_eq!(listed(Scope::Session("s1")), ["alice-1", "session-only"]);
-    assert_eq!(listed(Scope::Nobody), ["local"]);
-    let owner = db.store.run_owner("bob").unwrap().unwrap();
-    assert_eq!(owner.principal.as_deref(), Some("bob"));
-    assert_eq!(db.store.run_owner("nobody-knows").unwrap(), None);
+on_both_backends! {
+    fn runs_are_listed_by_whom_they_belong_to(place) {
+        let db = On { store: place.store() };
+        let owners = [
+            ("local", None, None),
+            ("alice-1", Some("alice"), Some("s1")),
+            ("alice-2", Some("alice"), Some("s2")),
+            ("bob", Some("bob"), Some("s3")),
+            ("session-only", None, Some("s1")),
+        ];
+        db.store
+            .try_transaction(|tx| {
+                for (id, principal, session) in owners {
+                    let mut run = run_held_by_me(id);
+                    run.principal = principal;
+                    run.session = session;
+                    tx.insert_run(&run)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let listed = |scope| -> Vec<String> {
+            let mut ids: Vec<String> = db
+                .store
+                .list_runs(None, scope, 10)
+                .unwrap()
+                .into_iter()
+                .map(|run| run.id)
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(listed(Scope::Everyone).len(), owners.len());
+        assert_eq!(listed(Scope::Principal("alice")), ["alice-1", "alice-2"]);
+        assert_eq!(listed(Scope::Principal("carol")), Vec::<String>::new());
+        assert_eq!(listed(Scope::Session("s1")), ["alice-1", "session-only"]);
+        assert_eq!(listed(Scope::Nobody), ["local"]);
+        let owner = db.store.run_owner("bob").unwrap().unwrap();
+        assert_eq!(owner.principal.as_deref(), Some("bob"));
+        assert_eq!(db.store.run_owner("nobody-knows").unwrap(), None);
+    }
 }
 
 fn new_todo(title: &str) -> NewTodo {

@@ -41,6 +41,12 @@ impl Scratch {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    /// Runs `sql` in the schema on a connection of its own, as another client would;
+    /// `Err` holds the server's message.
+    pub fn execute(&self, sql: &str) -> Result<(), String> {
+        admin(&self.url, sql)
+    }
 }
 
 impl Drop for Scratch {

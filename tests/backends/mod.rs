@@ -1,0 +1,89 @@
+//! Tests that run on both backends: each becomes a module of two tests, `sqlite` (a
+//! database file of its own) and `postgres` (a schema of its own on the server
+//! `TASKS_TEST_POSTGRES` names; where it names none, the test says it skipped).
+
+use mcp_task_server::store::{Durability, Scratch, Store};
+
+/// Where a test's database is, kept while the test runs.
+pub enum Place {
+    Sqlite(tempfile::TempDir),
+    Postgres(Scratch),
+}
+
+impl Place {
+    pub fn sqlite() -> Place {
+        Place::Sqlite(tempfile::tempdir().expect("a temporary directory"))
+    }
+
+    /// `None` when no PostgreSQL server is named (the skip is noted on stderr).
+    pub fn postgres(test: &str) -> Option<Place> {
+        Scratch::postgres(test).map(Place::Postgres)
+    }
+
+    /// What `--db` takes: the file's path, or the schema's URL.
+    pub fn location(&self) -> String {
+        match self {
+            Place::Sqlite(dir) => dir.path().join("tasks.db").display().to_string(),
+            Place::Postgres(scratch) => scratch.url().to_owned(),
+        }
+    }
+
+    /// The store there (a new handle each time, as another process would open it).
+    pub fn store(&self) -> Store {
+        Store::open_at(&self.location(), Durability::Normal).expect("the test database opens")
+    }
+}
+
+/// `on_both_backends! { fn name(place) { ... } }`: the body, given a [`Place`], runs once
+/// on each backend. `async fn` makes the two tests `#[tokio::test]`s on a multi-threaded
+/// runtime.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    (fn $name:ident($place:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn run($place: $crate::backends::Place) $body
+
+            #[test]
+            fn sqlite() {
+                run($crate::backends::Place::sqlite());
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some(place) =
+                    $crate::backends::Place::postgres(concat!(module_path!(), "::postgres"))
+                {
+                    run(place);
+                }
+            }
+        }
+    };
+    (async fn $name:ident($place:ident) $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($place: $crate::backends::Place) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                run($crate::backends::Place::sqlite()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if let Some(place) =
+                    $crate::backends::Place::postgres(concat!(module_path!(), "::postgres"))
+                {
+                    run(place).await;
+                }
+            }
+        }
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use on_both_backends;
