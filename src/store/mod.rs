@@ -111,8 +111,16 @@ pub enum StoreError {
     Unreachable { target: String, reason: String },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    /// Not marked as the source: its message already holds the server's, which the source
+    /// chain would repeat.
     #[error("PostgreSQL: {}", postgres::describe_error(.0))]
-    Postgres(#[from] tokio_postgres::Error),
+    Postgres(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(error: tokio_postgres::Error) -> StoreError {
+        StoreError::Postgres(error)
+    }
 }
 
 /// How hard a commit works to survive a power loss.

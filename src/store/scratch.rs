@@ -26,7 +26,7 @@ impl Scratch {
             return None;
         };
         let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
-        admin(&server, &format!("CREATE SCHEMA {schema}"))
+        admin(&server, &format!("CREATE SCHEMA {schema}"), false)
             .unwrap_or_else(|error| panic!("{TEST_POSTGRES}={server}: {error}"));
         let separator = if server.contains('?') { '&' } else { '?' };
         let url = format!("{server}{separator}options=-csearch_path%3D{schema}");
@@ -45,7 +45,13 @@ impl Scratch {
     /// Runs `sql` in the schema on a connection of its own, as another client would;
     /// `Err` holds the server's message.
     pub fn execute(&self, sql: &str) -> Result<(), String> {
-        admin(&self.url, sql)
+        admin(&self.url, sql, false).map(drop)
+    }
+
+    /// The one integer a query such as `SELECT COUNT(*) FROM t` answers, read in the
+    /// schema on a connection of its own.
+    pub fn count(&self, sql: &str) -> Result<i64, String> {
+        admin(&self.url, sql, true).map(Option::unwrap_or_default)
     }
 }
 
@@ -55,14 +61,15 @@ impl Drop for Scratch {
             "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
             self.schema
         );
-        if let Err(error) = admin(&self.server, &sql) {
+        if let Err(error) = admin(&self.server, &sql, false) {
             eprintln!("scratch schema {} not dropped: {error}", self.schema);
         }
     }
 }
 
-/// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in.
-fn admin(server: &str, sql: &str) -> Result<(), String> {
+/// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in;
+/// with `scalar`, returns the integer its one row holds.
+fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
     let config = tokio_postgres::Config::from_str(server).map_err(|e| e.to_string())?;
     let sql = sql.to_owned();
     std::thread::spawn(move || {
@@ -76,10 +83,12 @@ fn admin(server: &str, sql: &str) -> Result<(), String> {
                 .await
                 .map_err(|e| super::postgres::describe_error(&e))?;
             let driver = tokio::spawn(connection);
-            let done = client
-                .batch_execute(&sql)
-                .await
-                .map_err(|e| super::postgres::describe_error(&e));
+            let done = if scalar {
+                client.query_one(&sql, &[]).await.and_then(|row| row.try_get(0)).map(Some)
+            } else {
+                client.batch_execute(&sql).await.map(|()| None)
+            };
+            let done = done.map_err(|e| super::postgres::describe_error(&e));
             drop(client);
             let _ = driver.await;
             done

@@ -28,6 +28,17 @@ impl Place {
         }
     }
 
+    /// How many rows `table` holds, read apart from the store, as another client would.
+    pub fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        match self {
+            Place::Sqlite(_) => rusqlite::Connection::open(self.location())
+                .and_then(|conn| conn.query_row(&sql, [], |row| row.get(0)))
+                .expect("the table counts"),
+            Place::Postgres(scratch) => scratch.count(&sql).expect("the table counts"),
+        }
+    }
+
     /// The store there (a new handle each time, as another process would open it).
     pub fn store(&self) -> Store {
         Store::open_at(&self.location(), Durability::Normal).expect("the test database opens")
@@ -68,12 +79,12 @@ macro_rules! on_both_backends {
 
             async fn run($place: $crate::backends::Place) $body
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[tokio::test]
             async fn sqlite() {
                 run($crate::backends::Place::sqlite()).await;
             }
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[tokio::test]
             async fn postgres() {
                 if let Some(place) =
                     $crate::backends::Place::postgres(concat!(module_path!(), "::postgres"))

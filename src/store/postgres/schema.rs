@@ -188,6 +188,18 @@ pub(super) fn version(session: &Session) -> Result<i64, StoreError> {
 }
 
 pub(super) fn migrate(pg: &Pg) -> Result<(), StoreError> {
+    // The common case, a schema already up to date, in one round trip and without a lock.
+    let current = pg.session()?.query(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations
+         WHERE to_regclass('schema_migrations') IS NOT NULL",
+        &[],
+    );
+    if let Ok(rows) = current
+        && let Some(Ok(found)) = rows.first().map(|row| row.try_get::<_, i64>(0))
+        && found == SUPPORTED
+    {
+        return Ok(());
+    }
     pg.transaction(|session| {
         session.batch(&format!(
             "SELECT pg_advisory_xact_lock({MIGRATION_LOCK});
