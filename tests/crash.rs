@@ -4,13 +4,15 @@
 //! the run is done. Every finished node ran exactly once; every todo exists exactly once.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use backends::{Place, on_both_backends};
 use mcp_task_server::store::{NodeRow, Store};
 use serde_json::json;
 use tempfile::TempDir;
+
+mod backends;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 
@@ -60,21 +62,22 @@ needs = ["tick", "note", "flaky"]
 trigger = "all_done"
 "#;
 
-/// A workspace with the workflow file and a database.
+/// A workspace with the workflow file, and a database.
 struct Sandbox {
     dir: TempDir,
+    place: Place,
 }
 
 impl Sandbox {
-    fn new() -> Sandbox {
+    fn new(place: Place) -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("workflows")).unwrap();
         std::fs::write(dir.path().join("workflows/crashy.toml"), CRASHY).unwrap();
-        Sandbox { dir }
+        Sandbox { dir, place }
     }
 
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("tasks.db")
+    fn db(&self) -> String {
+        self.place.location()
     }
 
     fn command(&self) -> Command {
@@ -131,7 +134,7 @@ impl Sandbox {
     }
 
     fn store(&self) -> Store {
-        Store::open(self.db()).unwrap()
+        self.place.store()
     }
 }
 
@@ -314,8 +317,8 @@ fn kills(seed: u64, count: usize) -> Vec<Point> {
 }
 
 /// A terminal run, killed at each point in turn and resumed with `workflows resume`.
-fn crash_from_the_terminal(seed: u64) {
-    let sandbox = Sandbox::new();
+fn crash_from_the_terminal(seed: u64, place: Place) {
+    let sandbox = Sandbox::new(place);
     let store = sandbox.store();
     let points = kills(seed, 4);
     let mut child = sandbox.spawn(&["workflows", "run", "crashy"]);
@@ -333,16 +336,17 @@ fn crash_from_the_terminal(seed: u64) {
     assert_exactly_once(&sandbox, &points);
 }
 
-#[test]
-fn a_terminal_run_killed_anywhere_finishes_with_every_effect_exactly_once() {
-    for seed in 1..=6 {
-        crash_from_the_terminal(seed);
+on_both_backends! {
+    fn a_terminal_run_killed_anywhere_finishes_with_every_effect_exactly_once(place) {
+        for seed in 1..=6 {
+            crash_from_the_terminal(seed, place.fresh());
+        }
     }
 }
 
 /// A run over MCP, killed at each point in turn; a new `serve` takes it over by itself.
-fn crash_under_serve(seed: u64) {
-    let sandbox = Sandbox::new();
+fn crash_under_serve(seed: u64, place: Place) {
+    let sandbox = Sandbox::new(place);
     let store = sandbox.store();
     let points = kills(seed, 3);
     let mut child = sandbox.serve(Some("crashy"));
@@ -356,10 +360,11 @@ fn crash_under_serve(seed: u64) {
     assert_exactly_once(&sandbox, &points);
 }
 
-#[test]
-fn a_run_over_stdio_killed_anywhere_is_finished_by_the_next_server() {
-    for seed in 11..=14 {
-        crash_under_serve(seed);
+on_both_backends! {
+    fn a_run_over_stdio_killed_anywhere_is_finished_by_the_next_server(place) {
+        for seed in 11..=14 {
+            crash_under_serve(seed, place.fresh());
+        }
     }
 }
 
@@ -423,117 +428,120 @@ fn read_stderr(mut child: Child) -> String {
     text
 }
 
-#[test]
-fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_dies() {
-    let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
-    let store = sandbox.store();
-    let mut first = sandbox.serve(Some("slow"));
-    wait_until_paused(&store);
-    first.kill().unwrap();
-    first.wait().unwrap();
-    let id = run_id(&store).unwrap();
+on_both_backends! {
+    fn of_two_servers_one_drives_an_orphaned_run_and_the_other_takes_over_when_it_dies(place) {
+        let sandbox = Sandbox::new(place);
+        std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
+        let store = sandbox.store();
+        let mut first = sandbox.serve(Some("slow"));
+        wait_until_paused(&store);
+        first.kill().unwrap();
+        first.wait().unwrap();
+        let id = run_id(&store).unwrap();
 
-    let b = sandbox.serve(None);
-    let c = sandbox.serve(None);
-    let (b_pid, c_pid) = (b.id(), c.id());
-    wait_until("a server takes the run", || {
-        lease_owner_pid(&store, &id).is_some_and(|pid| pid == b_pid || pid == c_pid)
-    });
-    let driver_pid = lease_owner_pid(&store, &id).unwrap();
-    let (driver, other) = if driver_pid == b_pid { (b, c) } else { (c, b) };
-    // Both servers looked; the run stays with its driver while it lives.
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(lease_owner_pid(&store, &id), Some(driver_pid));
-    let driver_log = read_stderr(driver);
+        let b = sandbox.serve(None);
+        let c = sandbox.serve(None);
+        let (b_pid, c_pid) = (b.id(), c.id());
+        wait_until("a server takes the run", || {
+            lease_owner_pid(&store, &id).is_some_and(|pid| pid == b_pid || pid == c_pid)
+        });
+        let driver_pid = lease_owner_pid(&store, &id).unwrap();
+        let (driver, other) = if driver_pid == b_pid { (b, c) } else { (c, b) };
+        // Both servers looked; the run stays with its driver while it lives.
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(lease_owner_pid(&store, &id), Some(driver_pid));
+        let driver_log = read_stderr(driver);
 
-    wait_until("the other server takes over", || {
-        lease_owner_pid(&store, &id) == Some(other.id())
-    });
-    assert_eq!(wait_for_end(&store), "succeeded");
-    let other_log = read_stderr(other);
-    assert_eq!(
-        driver_log.matches("took over an unfinished run").count(),
-        1,
-        "{driver_log}"
-    );
-    assert_eq!(
-        other_log.matches("took over an unfinished run").count(),
-        1,
-        "{other_log}"
-    );
-    let titles = sorted_titles(&store);
-    assert_eq!(titles, ["first", "last"]);
+        wait_until("the other server takes over", || {
+            lease_owner_pid(&store, &id) == Some(other.id())
+        });
+        assert_eq!(wait_for_end(&store), "succeeded");
+        let other_log = read_stderr(other);
+        assert_eq!(
+            driver_log.matches("took over an unfinished run").count(),
+            1,
+            "{driver_log}"
+        );
+        assert_eq!(
+            other_log.matches("took over an unfinished run").count(),
+            1,
+            "{other_log}"
+        );
+        let titles = sorted_titles(&store);
+        assert_eq!(titles, ["first", "last"]);
+    }
 }
 
-/// A terminal run parked on a question, killed, then resumed and answered from another
-/// terminal.
-#[test]
-fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer() {
-    let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.dir.path().join("workflows/ask.toml"),
-        r#"
-        name = "ask"
-        [nodes.make]
-        tool = "add_task"
-        args = { title = "before the question" }
-        [nodes.ask]
-        input = { message = "Name the release", schema = { type = "object", properties = { name = { type = "string" } } } }
-        needs = ["make"]
-        [nodes.named]
-        tool = "add_task"
-        args = { title = "release {{ nodes.ask.output.name }}" }
-        needs = ["ask"]
-        "#,
-    )
-    .unwrap();
-    let store = sandbox.store();
-    let mut child = sandbox.spawn(&["workflows", "run", "ask", "--wait-for-answers"]);
-    wait_until("the question is asked", || {
-        run_id(&store).is_some_and(|id| !store.questions(&id).unwrap().is_empty())
-    });
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let id = run_id(&store).unwrap();
-    let task = store.run_task(&id).unwrap().unwrap();
-    assert_eq!(task.status, "input_required");
-
-    let mut resumed = sandbox.spawn(&["workflows", "resume", &id, "--wait-for-answers"]);
-    let answered = sandbox
-        .command()
-        .args(["workflows", "answer", &id, "ask", r#"{"name": "1.4"}"#])
-        .output()
+on_both_backends! {
+    /// A terminal run parked on a question, killed, then resumed and answered from another
+    /// terminal.
+    fn a_run_waiting_for_an_answer_still_waits_after_a_kill_and_takes_the_answer(place) {
+        let sandbox = Sandbox::new(place);
+        std::fs::write(
+            sandbox.dir.path().join("workflows/ask.toml"),
+            r#"
+            name = "ask"
+            [nodes.make]
+            tool = "add_task"
+            args = { title = "before the question" }
+            [nodes.ask]
+            input = { message = "Name the release", schema = { type = "object", properties = { name = { type = "string" } } } }
+            needs = ["make"]
+            [nodes.named]
+            tool = "add_task"
+            args = { title = "release {{ nodes.ask.output.name }}" }
+            needs = ["ask"]
+            "#,
+        )
         .unwrap();
-    assert!(answered.status.success(), "{answered:?}");
-    assert!(resumed.wait().unwrap().success());
-    let titles: Vec<String> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| t.title)
-        .collect();
-    assert_eq!(titles, ["before the question", "release 1.4"]);
-    assert_eq!(store.run(&id).unwrap().unwrap().status, "succeeded");
+        let store = sandbox.store();
+        let mut child = sandbox.spawn(&["workflows", "run", "ask", "--wait-for-answers"]);
+        wait_until("the question is asked", || {
+            run_id(&store).is_some_and(|id| !store.questions(&id).unwrap().is_empty())
+        });
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let id = run_id(&store).unwrap();
+        let task = store.run_task(&id).unwrap().unwrap();
+        assert_eq!(task.status, "input_required");
+
+        let mut resumed = sandbox.spawn(&["workflows", "resume", &id, "--wait-for-answers"]);
+        let answered = sandbox
+            .command()
+            .args(["workflows", "answer", &id, "ask", r#"{"name": "1.4"}"#])
+            .output()
+            .unwrap();
+        assert!(answered.status.success(), "{answered:?}");
+        assert!(resumed.wait().unwrap().success());
+        let titles: Vec<String> = store
+            .list_todos(&Default::default())
+            .unwrap()
+            .into_iter()
+            .map(|t| t.title)
+            .collect();
+        assert_eq!(titles, ["before the question", "release 1.4"]);
+        assert_eq!(store.run(&id).unwrap().unwrap().status, "succeeded");
+    }
 }
 
-#[test]
-fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled() {
-    let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
-    let store = sandbox.store();
-    let mut child = sandbox.spawn(&["workflows", "run", "slow"]);
-    wait_until_paused(&store);
-    let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: sends SIGINT to the child this test started and still owns.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "a cancelled run exits 1");
-    let id = run_id(&store).unwrap();
-    let run = store.run(&id).unwrap().unwrap();
-    assert_eq!(run.status, "cancelled");
-    assert_eq!(run.lease_owner, None, "nothing is left to take over");
-    assert_eq!(store.run_task(&id).unwrap().unwrap().status, "cancelled");
+on_both_backends! {
+    fn a_terminal_run_stopped_with_ctrl_c_is_recorded_as_cancelled(place) {
+        let sandbox = Sandbox::new(place);
+        std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
+        let store = sandbox.store();
+        let mut child = sandbox.spawn(&["workflows", "run", "slow"]);
+        wait_until_paused(&store);
+        let pid = i32::try_from(child.id()).unwrap();
+        // SAFETY: sends SIGINT to the child this test started and still owns.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "a cancelled run exits 1");
+        let id = run_id(&store).unwrap();
+        let run = store.run(&id).unwrap().unwrap();
+        assert_eq!(run.status, "cancelled");
+        assert_eq!(run.lease_owner, None, "nothing is left to take over");
+        assert_eq!(store.run_task(&id).unwrap().unwrap().status, "cancelled");
+    }
 }
 
 fn hang_up(child: &mut Child) {
@@ -541,48 +549,49 @@ fn hang_up(child: &mut Child) {
     assert!(child.wait().unwrap().success());
 }
 
-#[test]
-fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_next_server() {
-    let sandbox = Sandbox::new();
-    std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
-    // Longer than the 5 s a server gives its calls to finish once its client is gone.
-    let longer = todo_wait_todo("longer", "6500ms");
-    std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), longer).unwrap();
-    let store = sandbox.store();
-    let started = |workflow: &str| {
-        let runs = store
-            .list_runs(None, mcp_task_server::store::Scope::Everyone, 10)
-            .unwrap();
-        let run = runs.into_iter().find(|r| r.workflow == workflow)?;
-        let rows = store.nodes(&run.id).unwrap();
-        rows.iter().any(|r| r.node_id == "pause").then_some(run.id)
-    };
+on_both_backends! {
+    fn a_client_that_hangs_up_does_not_cancel_its_run_which_finishes_here_or_in_the_next_server(place) {
+        let sandbox = Sandbox::new(place);
+        std::fs::write(sandbox.dir.path().join("workflows/slow.toml"), slow()).unwrap();
+        // Longer than the 5 s a server gives its calls to finish once its client is gone.
+        let longer = todo_wait_todo("longer", "6500ms");
+        std::fs::write(sandbox.dir.path().join("workflows/longer.toml"), longer).unwrap();
+        let store = sandbox.store();
+        let started = |workflow: &str| {
+            let runs = store
+                .list_runs(None, mcp_task_server::store::Scope::Everyone, 10)
+                .unwrap();
+            let run = runs.into_iter().find(|r| r.workflow == workflow)?;
+            let rows = store.nodes(&run.id).unwrap();
+            rows.iter().any(|r| r.node_id == "pause").then_some(run.id)
+        };
 
-    // A run that ends within the server's grace period ends in that server.
-    let mut first = sandbox.serve(Some("slow"));
-    wait_until("the slow wait starts", || started("slow").is_some());
-    hang_up(&mut first);
-    let slow = started("slow").unwrap();
-    assert_eq!(store.run(&slow).unwrap().unwrap().status, "succeeded");
+        // A run that ends within the server's grace period ends in that server.
+        let mut first = sandbox.serve(Some("slow"));
+        wait_until("the slow wait starts", || started("slow").is_some());
+        hang_up(&mut first);
+        let slow = started("slow").unwrap();
+        assert_eq!(store.run(&slow).unwrap().unwrap().status, "succeeded");
 
-    // A longer one is left, unfinished and unleased, to the next server.
-    let mut second = sandbox.serve(Some("longer"));
-    wait_until("the longer wait starts", || started("longer").is_some());
-    hang_up(&mut second);
-    let longer = started("longer").unwrap();
-    let run = store.run(&longer).unwrap().unwrap();
-    assert_eq!(run.status, "running", "a hang-up is not a cancel");
-    assert_eq!(
-        run.lease_owner, None,
-        "the lease was given up on the way out"
-    );
-    let next = sandbox.serve(None);
-    wait_until("the next server finishes it", || {
-        store.run(&longer).unwrap().unwrap().status != "running"
-    });
-    read_stderr(next);
-    assert_eq!(store.run(&longer).unwrap().unwrap().status, "succeeded");
-    assert_eq!(sorted_titles(&store), ["first", "first", "last", "last"]);
+        // A longer one is left, unfinished and unleased, to the next server.
+        let mut second = sandbox.serve(Some("longer"));
+        wait_until("the longer wait starts", || started("longer").is_some());
+        hang_up(&mut second);
+        let longer = started("longer").unwrap();
+        let run = store.run(&longer).unwrap().unwrap();
+        assert_eq!(run.status, "running", "a hang-up is not a cancel");
+        assert_eq!(
+            run.lease_owner, None,
+            "the lease was given up on the way out"
+        );
+        let next = sandbox.serve(None);
+        wait_until("the next server finishes it", || {
+            store.run(&longer).unwrap().unwrap().status != "running"
+        });
+        read_stderr(next);
+        assert_eq!(store.run(&longer).unwrap().unwrap().status, "succeeded");
+        assert_eq!(sorted_titles(&store), ["first", "first", "last", "last"]);
+    }
 }
 
 /// Every answer of the ADR planner, with `tasks` planned tasks.
@@ -603,48 +612,49 @@ fn adr_answers(tasks: usize) -> String {
     .to_string()
 }
 
-#[test]
-fn an_adr_planning_run_killed_in_its_last_phase_writes_its_file_once_and_each_todo_once() {
-    for seed in 1..=4 {
-        let sandbox = Sandbox::new();
-        let store = sandbox.store();
-        let answers = adr_answers(40);
-        let run = [
-            "workflows",
-            "run",
-            "interactive_adr_planning",
-            "--inputs-json",
-        ];
-        let mut child = sandbox.spawn(&[&run[..], &[answers.as_str()]].concat());
-        let mut rng = Rng(seed);
-        let points: Vec<Point> = (0..3)
-            .map(|_| Point::AfterCompletions(20 + rng.below(40) as usize))
-            .collect();
-        for point in &points {
-            kill_at(&mut child, &store, *point);
-            let id = run_id(&store).expect("the run was recorded");
-            child = sandbox.spawn(&["workflows", "resume", &id]);
+on_both_backends! {
+    fn an_adr_planning_run_killed_in_its_last_phase_writes_its_file_once_and_each_todo_once(place) {
+        for seed in 1..=4 {
+            let sandbox = Sandbox::new(place.fresh());
+            let store = sandbox.store();
+            let answers = adr_answers(40);
+            let run = [
+                "workflows",
+                "run",
+                "interactive_adr_planning",
+                "--inputs-json",
+            ];
+            let mut child = sandbox.spawn(&[&run[..], &[answers.as_str()]].concat());
+            let mut rng = Rng(seed);
+            let points: Vec<Point> = (0..3)
+                .map(|_| Point::AfterCompletions(20 + rng.below(40) as usize))
+                .collect();
+            for point in &points {
+                kill_at(&mut child, &store, *point);
+                let id = run_id(&store).expect("the run was recorded");
+                child = sandbox.spawn(&["workflows", "resume", &id]);
+            }
+            let _ = child.wait().unwrap();
+            assert_eq!(
+                wait_for_end(&store),
+                "succeeded",
+                "after kills at {points:?}"
+            );
+            let adrs: Vec<String> = std::fs::read_dir(sandbox.dir.path().join("docs/adrs"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(
+                adrs,
+                ["0001-crash-proof-planning.md"],
+                "after kills at {points:?}"
+            );
+            let expected: Vec<String> = {
+                let mut titles: Vec<String> = (0..40).map(|i| format!("task {i}")).collect();
+                titles.sort();
+                titles
+            };
+            assert_eq!(sorted_titles(&store), expected, "after kills at {points:?}");
         }
-        let _ = child.wait().unwrap();
-        assert_eq!(
-            wait_for_end(&store),
-            "succeeded",
-            "after kills at {points:?}"
-        );
-        let adrs: Vec<String> = std::fs::read_dir(sandbox.dir.path().join("docs/adrs"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            adrs,
-            ["0001-crash-proof-planning.md"],
-            "after kills at {points:?}"
-        );
-        let expected: Vec<String> = {
-            let mut titles: Vec<String> = (0..40).map(|i| format!("task {i}")).collect();
-            titles.sort();
-            titles
-        };
-        assert_eq!(sorted_titles(&store), expected, "after kills at {points:?}");
     }
 }

@@ -84,7 +84,11 @@ fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
                 .map_err(|e| super::postgres::describe_error(&e))?;
             let driver = tokio::spawn(connection);
             let done = if scalar {
-                client.query_one(&sql, &[]).await.and_then(|row| row.try_get(0)).map(Some)
+                client
+                    .query_one(&sql, &[])
+                    .await
+                    .and_then(|row| row.try_get(0))
+                    .map(Some)
             } else {
                 client.batch_execute(&sql).await.map(|()| None)
             };

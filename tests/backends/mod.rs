@@ -2,6 +2,8 @@
 //! database file of its own) and `postgres` (a schema of its own on the server
 //! `TASKS_TEST_POSTGRES` names; where it names none, the test says it skipped).
 
+#![allow(dead_code)] // each test crate uses some of it
+
 use mcp_task_server::store::{Durability, Scratch, Store};
 
 /// Where a test's database is, kept while the test runs.
@@ -18,6 +20,16 @@ impl Place {
     /// `None` when no PostgreSQL server is named (the skip is noted on stderr).
     pub fn postgres(test: &str) -> Option<Place> {
         Scratch::postgres(test).map(Place::Postgres)
+    }
+
+    /// Another database of the same backend, empty.
+    pub fn fresh(&self) -> Place {
+        match self {
+            Place::Sqlite(_) => Place::sqlite(),
+            Place::Postgres(_) => Place::Postgres(
+                Scratch::postgres("a fresh schema").expect("the server named before answers"),
+            ),
+        }
     }
 
     /// What `--db` takes: the file's path, or the schema's URL.
@@ -50,7 +62,8 @@ impl Place {
 /// runtime.
 #[allow(unused_macros)]
 macro_rules! on_both_backends {
-    (fn $name:ident($place:ident) $body:block) => {
+    ($(#[$attr:meta])* fn $name:ident($place:ident) $body:block) => {
+        $(#[$attr])*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -72,7 +85,8 @@ macro_rules! on_both_backends {
             }
         }
     };
-    (async fn $name:ident($place:ident) $body:block) => {
+    ($(#[$attr:meta])* async fn $name:ident($place:ident) $body:block) => {
+        $(#[$attr])*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
