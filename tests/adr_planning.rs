@@ -3,6 +3,7 @@
 //! phase and whose user confirms it, with a client that has no model, and cancelled
 //! mid-way. Checks the file it writes, its number, its todos and their tags.
 
+mod backends;
 mod wire;
 
 use mcp_task_server::tasks::RegistryConfig;

@@ -3,6 +3,7 @@
 //! (nothing asked), and each with a 2025-11-25 client whose model and user answer a plain
 //! `tools/call`. Checks the reports they write, the todos they make and their tags.
 
+mod backends;
 mod wire;
 
 use mcp_task_server::tasks::RegistryConfig;

@@ -8,13 +8,14 @@ use std::time::Duration;
 use mcp_task_server::engine::Engine;
 use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::server::Server;
-use mcp_task_server::store::Store;
 use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
 use tokio_util::sync::CancellationToken;
+
+use crate::backends::Place;
 
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -27,19 +28,26 @@ pub struct Wire {
     pub engine: Engine,
     pub registry: Arc<Registry>,
     pub dir: tempfile::TempDir,
+    /// The database, kept while the server runs.
+    pub place: Place,
 }
 
 impl Wire {
     /// A server in this process on a fresh database, whose workspace is a temporary
     /// folder with `files` (name, text) in its workflows folder.
     pub fn start_in(config: RegistryConfig, files: &[(&str, &str)]) -> Wire {
+        Wire::start_on(Place::sqlite(), config, files)
+    }
+
+    /// [`Wire::start_in`], on the database `place`.
+    pub fn start_on(place: Place, config: RegistryConfig, files: &[(&str, &str)]) -> Wire {
         let dir = tempfile::tempdir().unwrap();
         let flows = dir.path().join("workflows");
         std::fs::create_dir(&flows).unwrap();
         for (name, text) in files {
             std::fs::write(flows.join(name), text).unwrap();
         }
-        let store = Store::open(dir.path().join("tasks.db")).unwrap();
+        let store = place.store();
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(store, tools.clone(), config));
         let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
@@ -57,6 +65,7 @@ impl Wire {
             engine,
             registry,
             dir,
+            place,
         }
     }
 
