@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+mod backends;
+
+use backends::on_both_backends;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 const DEADLINE: Duration = Duration::from_secs(15);
 
@@ -49,10 +53,10 @@ struct Process {
 }
 
 impl Process {
-    fn start(dir: &Path) -> Process {
+    fn start(dir: &Path, db: &str) -> Process {
         let mut child = Command::new(BIN)
             .arg("--db")
-            .arg(dir.join("tasks.db"))
+            .arg(db)
             .arg("--workflows")
             .arg(dir.join("workflows"))
             .arg("--workspace")
@@ -162,56 +166,58 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn a_task_killed_mid_run_completes_in_the_next_process_under_the_same_id() {
-    let dir = workspace();
-    let mut first = Process::start(dir.path());
-    let created = first.request(
-        1,
-        "tools/call",
-        json!({ "name": "slow", "arguments": {}, "task": {} }),
-    );
-    let task_id = created["result"]["task"]["taskId"].clone();
-    assert!(task_id.is_string(), "{created}");
-    std::thread::sleep(Duration::from_millis(300));
-    first.kill();
+on_both_backends! {
+    fn a_task_killed_mid_run_completes_in_the_next_process_under_the_same_id(place) {
+        let dir = workspace();
+        let mut first = Process::start(dir.path(), &place.location());
+        let created = first.request(
+            1,
+            "tools/call",
+            json!({ "name": "slow", "arguments": {}, "task": {} }),
+        );
+        let task_id = created["result"]["task"]["taskId"].clone();
+        assert!(task_id.is_string(), "{created}");
+        std::thread::sleep(Duration::from_millis(300));
+        first.kill();
 
-    let mut second = Process::start(dir.path());
-    let done = second.poll_until(&task_id, "completed");
-    assert_eq!(done["result"]["taskId"], task_id);
-    let result = second.request(2, "tasks/result", json!({ "taskId": task_id }));
-    let report = &result["result"]["structuredContent"]["data"];
-    assert_eq!(report["status"], "succeeded");
-    assert_eq!(
-        second.todo_titles(),
-        ["made after the wait"],
-        "the todo was made once"
-    );
+        let mut second = Process::start(dir.path(), &place.location());
+        let done = second.poll_until(&task_id, "completed");
+        assert_eq!(done["result"]["taskId"], task_id);
+        let result = second.request(2, "tasks/result", json!({ "taskId": task_id }));
+        let report = &result["result"]["structuredContent"]["data"];
+        assert_eq!(report["status"], "succeeded");
+        assert_eq!(
+            second.todo_titles(),
+            ["made after the wait"],
+            "the todo was made once"
+        );
+    }
 }
 
-#[test]
-fn a_task_waiting_for_input_is_answered_after_a_crash_and_completes() {
-    let dir = workspace();
-    let mut first = Process::start(dir.path());
-    let created = first.request(
-        1,
-        "tools/call",
-        json!({ "name": "ask", "arguments": {}, "task": {} }),
-    );
-    let task_id = created["result"]["task"]["taskId"].clone();
-    first.poll_until(&task_id, "input_required");
-    first.kill();
+on_both_backends! {
+    fn a_task_waiting_for_input_is_answered_after_a_crash_and_completes(place) {
+        let dir = workspace();
+        let mut first = Process::start(dir.path(), &place.location());
+        let created = first.request(
+            1,
+            "tools/call",
+            json!({ "name": "ask", "arguments": {}, "task": {} }),
+        );
+        let task_id = created["result"]["task"]["taskId"].clone();
+        first.poll_until(&task_id, "input_required");
+        first.kill();
 
-    let mut second = Process::start(dir.path());
-    let asking = second.request(2, "tasks/get", json!({ "taskId": task_id }));
-    assert_eq!(
-        asking["result"]["status"], "input_required",
-        "the question survived"
-    );
-    // The client waits for the result; the question reaches it from the new process.
-    let result = second.request(3, "tasks/result", json!({ "taskId": task_id }));
-    let report = &result["result"]["structuredContent"]["data"];
-    assert_eq!(report["status"], "succeeded", "{result}");
-    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
-    assert_eq!(second.todo_titles(), ["made after the answer"]);
+        let mut second = Process::start(dir.path(), &place.location());
+        let asking = second.request(2, "tasks/get", json!({ "taskId": task_id }));
+        assert_eq!(
+            asking["result"]["status"], "input_required",
+            "the question survived"
+        );
+        // The client waits for the result; the question reaches it from the new process.
+        let result = second.request(3, "tasks/result", json!({ "taskId": task_id }));
+        let report = &result["result"]["structuredContent"]["data"];
+        assert_eq!(report["status"], "succeeded", "{result}");
+        assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+        assert_eq!(second.todo_titles(), ["made after the answer"]);
+    }
 }

@@ -6,7 +6,10 @@ use mcp_task_server::store::Store;
 use mcp_task_server::tasks::TaskStatus;
 use mcp_task_server::tasks::progress::message;
 use mcp_task_server::tasks::status::unit_message;
-use rusqlite::Connection;
+
+mod backends;
+
+use backends::{Place, on_both_backends};
 
 use TaskStatus::{Cancelled, Completed, Failed, InputRequired, Working};
 
@@ -69,101 +72,95 @@ fn completed_failed_and_cancelled_are_the_terminal_task_states() {
 }
 
 /// A database holding run `r` (key 1) with the status `run`, and its task with the
-/// status `task` when given: the store, and a raw connection to the same file.
-fn one_run(dir: &tempfile::TempDir, run: &str, task: Option<&str>) -> (Store, Connection) {
-    let path = dir.path().join("tasks.db");
-    let store = Store::open(&path).unwrap();
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(&format!(
-        "INSERT INTO plans (key, hash, snapshot, node_ids, nodes) VALUES (1, 'h', '{{}}', '[]', 0);
-         INSERT INTO runs (key, id, workflow, plan_key, status, origin, created_at, updated_at)
-         VALUES (1, 'r', 'w', 1, '{run}', 'cli', 'now', 'now');"
-    ))
-    .unwrap();
-    if let Some(task) = task {
-        conn.execute(
-            "INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
-                 ttl_ms, poll_interval_ms)
-             VALUES (1, ?1, 'now', 'now', 0, 1, 1)",
-            [task],
-        )
+/// status `task` when given.
+fn one_run(place: &Place, run: &str, task: Option<&str>) -> Store {
+    let store = place.store();
+    place
+        .execute(&format!(
+            "INSERT INTO plans (hash, snapshot, node_ids, nodes) VALUES ('h', '{{}}', '[]', 0);
+             INSERT INTO runs (id, workflow, plan_key, status, origin, created_at, updated_at)
+             VALUES ('r', 'w', 1, '{run}', 'cli', 'now', 'now');"
+        ))
         .unwrap();
-    }
-    (store, conn)
-}
-
-#[test]
-fn the_store_refuses_to_change_a_finished_task_whatever_writes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_store, conn) = one_run(&dir, "succeeded", Some("completed"));
-    let changed = conn.execute(
-        "UPDATE run_tasks SET status = 'working' WHERE run_key = 1",
-        [],
-    );
-    assert!(changed.is_err(), "the trigger refuses it");
-    let same = conn.execute(
-        "UPDATE run_tasks SET status = 'completed' WHERE run_key = 1",
-        [],
-    );
-    assert!(same.is_ok());
-    let out_of_range = conn.execute("UPDATE run_tasks SET progress = 101 WHERE run_key = 1", []);
-    assert!(out_of_range.is_err(), "progress stays within 0 to 100");
-}
-
-#[test]
-fn a_finished_units_row_keeps_its_state_whatever_is_written_after() {
-    use mcp_task_server::store::NodeRow;
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _conn) = one_run(&dir, "running", None);
-    let row = |status: &str, output: &str| NodeRow {
-        node: 0,
-        node_id: "a".into(),
-        instance: -1,
-        status: status.into(),
-        reason: None,
-        attempts: 1,
-        next_attempt_ms: None,
-        deadline_ms: None,
-        asking: None,
-        output: Some(output.into()),
-        error: None,
-        intent: None,
-        started_at: None,
-        finished_at: None,
-        updated_at: String::new(),
-    };
-    let write = |r: NodeRow| {
-        store
-            .transaction(|tx| tx.upsert_nodes(1, &[r]))
-            .unwrap()
-            .unwrap()
-    };
-    write(row("running", "null"));
-    write(row("succeeded", "1"));
-    for later in ["running", "failed", "cancelled", "succeeded"] {
-        write(row(later, "2"));
-    }
-    let stored = store.nodes("r").unwrap();
-    assert_eq!(stored.len(), 1);
-    assert_eq!(
-        (stored[0].status.as_str(), stored[0].output.as_deref()),
-        ("succeeded", Some("1"))
-    );
-}
-
-#[test]
-fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _conn) = one_run(&dir, "running", Some("working"));
-    let mut shown = Vec::new();
-    for reported in [0, 14, 10, 28, 28, 250, 42] {
-        store
-            .transaction(|tx| tx.update_run_task(1, "working", "m", reported, None, None))
-            .unwrap()
+    if let Some(task) = task {
+        place
+            .execute(&format!(
+                "INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
+                     ttl_ms, poll_interval_ms)
+                 VALUES (1, '{task}', 'now', 'now', 0, 1, 1)"
+            ))
             .unwrap();
-        shown.push(store.run_task("r").unwrap().unwrap().progress);
     }
-    assert_eq!(shown, [0, 14, 14, 28, 28, 100, 100]);
+    store
+}
+
+on_both_backends! {
+    fn the_store_refuses_to_change_a_finished_task_whatever_writes_it(place) {
+        let _store = one_run(&place, "succeeded", Some("completed"));
+        let changed = place.execute("UPDATE run_tasks SET status = 'working' WHERE run_key = 1");
+        let refused = changed.expect_err("the trigger refuses it");
+        assert!(refused.contains("a finished task keeps its state"), "{refused}");
+        let same = place.execute("UPDATE run_tasks SET status = 'completed' WHERE run_key = 1");
+        assert_eq!(same, Ok(()));
+        let out_of_range = place.execute("UPDATE run_tasks SET progress = 101 WHERE run_key = 1");
+        assert!(out_of_range.is_err(), "progress stays within 0 to 100");
+    }
+}
+
+on_both_backends! {
+    fn a_finished_units_row_keeps_its_state_whatever_is_written_after(place) {
+        use mcp_task_server::store::NodeRow;
+        let store = one_run(&place, "running", None);
+        let row = |status: &str, output: &str| NodeRow {
+            node: 0,
+            node_id: "a".into(),
+            instance: -1,
+            status: status.into(),
+            reason: None,
+            attempts: 1,
+            next_attempt_ms: None,
+            deadline_ms: None,
+            asking: None,
+            output: Some(output.into()),
+            error: None,
+            intent: None,
+            started_at: None,
+            finished_at: None,
+            updated_at: String::new(),
+        };
+        let write = |r: NodeRow| {
+            store
+                .transaction(|tx| tx.upsert_nodes(1, &[r]))
+                .unwrap()
+                .unwrap()
+        };
+        write(row("running", "null"));
+        write(row("succeeded", "1"));
+        for later in ["running", "failed", "cancelled", "succeeded"] {
+            write(row(later, "2"));
+        }
+        let stored = store.nodes("r").unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(
+            (stored[0].status.as_str(), stored[0].output.as_deref()),
+            ("succeeded", Some("1"))
+        );
+    }
+}
+
+on_both_backends! {
+    fn a_tasks_progress_never_goes_backwards_and_stays_within_0_to_100(place) {
+        let store = one_run(&place, "running", Some("working"));
+        let mut shown = Vec::new();
+        for reported in [0, 14, 10, 28, 28, 250, 42] {
+            store
+                .transaction(|tx| tx.update_run_task(1, "working", "m", reported, None, None))
+                .unwrap()
+                .unwrap();
+            shown.push(store.run_task("r").unwrap().unwrap().progress);
+        }
+        assert_eq!(shown, [0, 14, 14, 28, 28, 100, 100]);
+    }
 }
 
 #[test]

@@ -51,6 +51,17 @@ impl Place {
         }
     }
 
+    /// Runs `sql` (statements without parameters) apart from the store, as another client
+    /// would; `Err` holds the database's message.
+    pub fn execute(&self, sql: &str) -> Result<(), String> {
+        match self {
+            Place::Sqlite(_) => rusqlite::Connection::open(self.location())
+                .and_then(|conn| conn.execute_batch(sql))
+                .map_err(|error| error.to_string()),
+            Place::Postgres(scratch) => scratch.execute(sql),
+        }
+    }
+
     /// The store there (a new handle each time, as another process would open it).
     pub fn store(&self) -> Store {
         Store::open_at(&self.location(), Durability::Normal).expect("the test database opens")
