@@ -393,7 +393,8 @@ fn sorted_titles(store: &Store) -> Vec<String> {
 
 fn lease_owner_pid(store: &Store, id: &str) -> Option<u32> {
     let owner = store.run(id).unwrap()?.lease_owner?;
-    owner.split(':').next()?.parse().ok()
+    // `pid@machine:uuid`
+    owner.split(['@', ':']).next()?.parse().ok()
 }
 
 /// Waits until the newest run's `pause` node has started.

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::registry::{Registry, owner_is_gone};
+use super::lease_owner::owner_is_gone;
+use super::registry::Registry;
 use crate::clock;
 use crate::engine::form;
 use crate::engine::journal::ANSWER_AUDIT;

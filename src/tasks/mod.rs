@@ -8,6 +8,7 @@
 mod admin;
 pub mod housekeeping;
 mod ids;
+mod lease_owner;
 mod outcome;
 pub mod progress;
 mod records;

@@ -56,7 +56,8 @@ impl Default for RegistryConfig {
 pub struct Registry {
     store: Store,
     tools: Tools,
-    /// This process, as lease owner: `pid:uuid`, so that a dead owner can be recognised.
+    /// This process, as lease owner (`lease_owner.rs`), so that a dead owner can be
+    /// recognised.
     owner: String,
     config: RegistryConfig,
     answered: Arc<Notify>,
@@ -75,20 +76,6 @@ fn storage(error: StoreError) -> JournalError {
     }
 }
 
-/// Whether the process named in a lease owner (`pid:uuid`) is gone from this machine.
-pub(super) fn owner_is_gone(owner: &str) -> bool {
-    let Some(pid) = owner.split(':').next().and_then(|p| p.parse::<i32>().ok()) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
-    let alive = unsafe { libc::kill(pid, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    !alive
-}
-
 /// A new run's status message: none of its `steps` (phases, or nodes) done.
 fn first_message(steps: usize) -> String {
     format!("0/{steps}")
@@ -99,7 +86,7 @@ impl Registry {
         Registry {
             store,
             tools,
-            owner: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            owner: super::lease_owner::new_owner(),
             config,
             answered: Arc::default(),
             state_key: std::sync::OnceLock::new(),
@@ -304,7 +291,8 @@ impl Journal for Registry {
             .lease_owner(run_id)
             .map_err(storage)?
             .ok_or_else(|| JournalError::NotFound(run_id.to_owned()))?;
-        let gone = owner.filter(|owner| owner != &self.owner && owner_is_gone(owner));
+        let gone =
+            owner.filter(|owner| owner != &self.owner && super::lease_owner::owner_is_gone(owner));
         let claimed = self
             .store
             .claim_run(
