@@ -119,3 +119,79 @@ fn a_url_asking_for_tls_is_refused_with_what_to_do_instead() {
     assert!(error.contains("sslmode=require"), "{error}");
     assert!(error.contains("sslmode=disable or prefer"), "{error}");
 }
+
+/// A run with an empty plan whose lease `host-a` holds, with its task `working`.
+fn held_run(store: &Store, id: &str) -> i64 {
+    use mcp_task_server::store::{NewRun, TaskTiming};
+    let run = NewRun {
+        id,
+        workflow: "w",
+        snapshot: "{}",
+        plan_hash: "h",
+        inputs: "{}",
+        node_ids: "[\"ask\"]",
+        nodes: 1,
+        origin: "mcp",
+        answers: "parked",
+        deadline_ms: None,
+        lease_owner: "host-a",
+        lease_expires_ms: i64::MAX,
+        retry_of: None,
+        idempotency: None,
+        principal: None,
+        session: None,
+    };
+    let timing = TaskTiming {
+        ttl_ms: 60_000,
+        poll_interval_ms: 1000,
+    };
+    store
+        .try_transaction(|tx| {
+            let key = tx.insert_run(&run)?;
+            tx.insert_run_task(key, 0, timing, "0/1", None)?;
+            tx.ask(key, 0, -1, "q1", "{}")?;
+            Ok(key)
+        })
+        .unwrap()
+}
+
+/// Waits for `notified` for at most 10 s: a wake-up that never comes fails the test.
+async fn woken(what: &str, notified: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(std::time::Duration::from_secs(10), notified)
+        .await
+        .unwrap_or_else(|_| panic!("no wake-up for {what}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_hosts_answer_cancel_release_and_task_change_wake_this_host() {
+    let Some((scratch, host_a)) = scratch("another_hosts_changes_wake_this_host") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let key = held_run(&host_a, "r1");
+    // An open store listens: it hears every change made after it opened.
+    let wakes = host_a.wakes();
+
+    let answered = wakes.answered.notified();
+    assert!(
+        host_b
+            .answer("r1", 0, -1, "q1", Ok("{\"ok\":true}"))
+            .unwrap()
+    );
+    woken("an answer", answered).await;
+
+    let task = wakes.tasks.notified();
+    host_b
+        .transaction(|tx| tx.update_run_task(key, "input_required", "asking", 0, None, None))
+        .unwrap()
+        .unwrap();
+    woken("a task's new status", task).await;
+
+    let cancelled = wakes.cancelled.notified();
+    assert!(host_b.request_cancel("r1").unwrap());
+    woken("a cancel", cancelled).await;
+
+    let released = wakes.released.notified();
+    assert_eq!(host_b.release_leases("host-a").unwrap(), 1);
+    woken("leases given up", released).await;
+}

@@ -17,6 +17,7 @@ mod runs;
 mod scratch;
 mod sql;
 mod todos;
+mod wakes;
 mod write_tx;
 
 use std::path::Path;
@@ -37,6 +38,7 @@ pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 pub use scratch::{Scratch, TEST_POSTGRES};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
+pub use wakes::Wakes;
 
 /// Process-wide SQLite settings, made once, before the first connection opens.
 ///
@@ -148,6 +150,7 @@ pub struct Tx<'c> {
 #[derive(Clone)]
 pub struct Store {
     backend: Backend,
+    wakes: Arc<Wakes>,
 }
 
 #[derive(Clone)]
@@ -168,8 +171,10 @@ impl Store {
     /// path. `durability` is SQLite's; PostgreSQL commits as its server is configured.
     pub fn open_at(location: &str, durability: Durability) -> Result<Store, StoreError> {
         if is_url(location) {
+            let wakes = Arc::default();
             Ok(Store {
-                backend: Backend::Postgres(Arc::new(Pg::connect(location)?)),
+                backend: Backend::Postgres(Arc::new(Pg::connect(location, &wakes)?)),
+                wakes,
             })
         } else {
             Self::open_with(location, durability)
@@ -186,6 +191,12 @@ impl Store {
             }
             Backend::Postgres(pg) => pg.schema_version(),
         }
+    }
+
+    /// What other processes on the database changed, as far as the database tells:
+    /// PostgreSQL does, SQLite never (its waiters poll).
+    pub fn wakes(&self) -> &Wakes {
+        &self.wakes
     }
 
     /// Which database keeps the store: `sqlite` or `postgres`.
@@ -269,6 +280,7 @@ impl Store {
                 queue: Default::default(),
                 calls: Default::default(),
             })),
+            wakes: Arc::default(),
         })
     }
 

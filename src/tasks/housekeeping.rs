@@ -19,14 +19,22 @@ pub struct Chores {
     pub purge: bool,
 }
 
-/// Runs one round now, then one every third of the lease, until the task is aborted.
+/// Runs one round now, then one every third of the lease, until the task is aborted; and
+/// one at once when the database tells of a cancel asked for, or of leases given up
+/// (PostgreSQL tells of those made on other hosts), so that they take effect promptly.
 pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHandle<()> {
     let every = registry.config().lease / 3;
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let store = registry.store().clone();
         loop {
-            ticks.tick().await;
+            let wakes = store.wakes();
+            tokio::select! {
+                _ = ticks.tick() => {}
+                _ = wakes.cancelled.notified() => {}
+                _ = wakes.released.notified(), if chores.take_over => {}
+            }
             round(&engine, &registry, chores);
         }
     })

@@ -322,7 +322,9 @@ impl Journal for Registry {
         let instance = instance_number(instance);
         Box::pin(async move {
             loop {
+                // An answer given here, or (PostgreSQL) on another host.
                 let notified = answered.notified();
+                let elsewhere = store.wakes().answered.notified();
                 match find_answer(&store, &run_id, &node, instance, &key) {
                     Ok(Some(answer)) => return answer,
                     Ok(None) => {}
@@ -333,6 +335,7 @@ impl Journal for Registry {
                 }
                 tokio::select! {
                     _ = notified => {}
+                    _ = elsewhere => {}
                     _ = tokio::time::sleep(ANSWER_POLL) => {}
                 }
             }

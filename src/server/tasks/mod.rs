@@ -342,12 +342,23 @@ impl Server {
         }
     }
 
-    /// Waits until the task may have changed: a run of this process ended, or a poll
-    /// interval passed.
+    /// Waits until the task may have changed: a run of this process ended, the database
+    /// told of a task's change (PostgreSQL, from any host), or a poll interval passed.
     pub(super) async fn task_changed(&self) {
         let finished = self.finished.notified();
+        let elsewhere = self
+            .registry
+            .as_ref()
+            .map(|r| r.store().wakes().tasks.notified());
+        let elsewhere = async move {
+            match elsewhere {
+                Some(notified) => notified.await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = finished => {}
+            _ = elsewhere => {}
             _ = tokio::time::sleep(TASK_POLL) => {}
         }
     }

@@ -13,11 +13,13 @@
 //!   runtime. On a multi-threaded runtime the wait is announced with `block_in_place`,
 //!   so that the runtime moves its other tasks to another thread meanwhile.
 
+mod listen;
 mod schema;
 
 use std::cell::Cell;
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
@@ -28,6 +30,7 @@ use tokio_postgres::types::ToSql;
 
 use super::StoreError;
 use super::sql::Param;
+use super::wakes::Wakes;
 
 /// Connections a process keeps open at most.
 const POOL_SIZE: usize = 16;
@@ -73,7 +76,7 @@ impl Drop for Io {
 
 impl Pg {
     /// Opens a pool on the database `url` names and brings its schema up to date.
-    pub(crate) fn connect(url: &str) -> Result<Pg, StoreError> {
+    pub(crate) fn connect(url: &str, wakes: &Arc<Wakes>) -> Result<Pg, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|error| StoreError::BadLocation(format!("not a PostgreSQL URL ({error})")))?;
         if config.get_ssl_mode() == SslMode::Require {
@@ -97,7 +100,7 @@ impl Pg {
             .build()
             .map_err(|error| StoreError::Commit(format!("cannot start a runtime: {error}")))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -117,7 +120,23 @@ impl Pg {
             io: Io(Some(io)),
         };
         schema::migrate(&pg)?;
+        // Once open, a store hears every change made after: it waits until it listens. A
+        // listener that cannot connect is no reason to refuse the store; its waiters poll.
+        let listening = listen::spawn(pg.runtime(), config, wakes);
+        let timeout = pg
+            .runtime()
+            .spawn(async move { tokio::time::timeout(CONNECT_TIMEOUT, listening).await });
+        if !matches!(wait(timeout), Ok(Ok(Ok(())))) {
+            tracing::warn!(target = %pg.target, "not listening for other hosts' changes yet; polling meanwhile");
+        }
         Ok(pg)
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.io
+            .0
+            .as_ref()
+            .expect("the runtime lives as long as the pool")
     }
 
     pub(crate) fn schema_version(&self) -> Result<i64, StoreError> {

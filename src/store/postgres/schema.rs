@@ -165,6 +165,29 @@ const MIGRATIONS: &[&str] = &[
         value BYTEA NOT NULL
     );
     "#,
+    // 2: every host learns at once of the changes another host's waiters wait on. The
+    // channel is the schema's own, so that schemas on one server do not wake each other.
+    r#"
+    CREATE FUNCTION mcp_tasks_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('mcp_tasks_' || TG_TABLE_SCHEMA, TG_ARGV[0]);
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER task_questions_answered AFTER UPDATE OF answer ON task_questions
+        FOR EACH ROW WHEN (OLD.answer IS NULL AND NEW.answer IS NOT NULL)
+        EXECUTE FUNCTION mcp_tasks_notify('answer');
+    CREATE TRIGGER runs_cancel_requested AFTER UPDATE OF cancel_requested ON runs
+        FOR EACH ROW WHEN (NEW.cancel_requested AND NOT OLD.cancel_requested)
+        EXECUTE FUNCTION mcp_tasks_notify('cancel');
+    CREATE TRIGGER runs_lease_released AFTER UPDATE OF lease_owner ON runs
+        FOR EACH ROW WHEN (NEW.lease_owner IS NULL AND OLD.lease_owner IS NOT NULL
+                           AND NEW.status = 'running')
+        EXECUTE FUNCTION mcp_tasks_notify('released');
+    CREATE TRIGGER run_tasks_status AFTER UPDATE OF status ON run_tasks
+        FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM OLD.status)
+        EXECUTE FUNCTION mcp_tasks_notify('task');
+    "#,
 ];
 
 /// The schema version this build brings a database to.

@@ -1,0 +1,36 @@
+//! Changes made by other processes on a shared database, as they are told of them.
+//!
+//! PostgreSQL tells every host of a change through `LISTEN`/`NOTIFY`: triggers notify
+//! when a question is answered, a cancel is asked for, a lease is given up or a run's
+//! task changes status, and each store listens on a connection of its own. A waiter takes
+//! a `notified()` future before it reads the state it waits on, and reads again once woken;
+//! polling stays the fallback (SQLite has no such channel, and a listener may reconnect).
+
+use tokio::sync::Notify;
+
+/// What a waiter may wait on; each wakes every waiter of its kind.
+#[derive(Debug, Default)]
+pub struct Wakes {
+    /// Some unit's question was answered.
+    pub answered: Notify,
+    /// Some run's cancel was asked for.
+    pub cancelled: Notify,
+    /// Some process gave up its leases: its runs may be taken over now.
+    pub released: Notify,
+    /// Some run's task changed status.
+    pub tasks: Notify,
+}
+
+impl Wakes {
+    /// Wakes the waiters of `kind`, as a notification's payload names it.
+    pub(crate) fn wake(&self, kind: &str) {
+        let notify = match kind {
+            "answer" => &self.answered,
+            "cancel" => &self.cancelled,
+            "released" => &self.released,
+            "task" => &self.tasks,
+            _ => return,
+        };
+        notify.notify_waiters();
+    }
+}
