@@ -72,21 +72,24 @@ fn upsert_sql(rows: usize) -> String {
         })
         .collect();
     format!(
-        "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
-             next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
-             finished_at, updated_at)
-         VALUES {}
-         ON CONFLICT (run_key, node, instance) DO UPDATE SET
-             status = excluded.status, reason = excluded.reason,
-             attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
-             deadline_ms = excluded.deadline_ms, asking = excluded.asking,
-             output = excluded.output, error = excluded.error, intent = excluded.intent,
-             started_at = excluded.started_at, finished_at = excluded.finished_at,
-             updated_at = excluded.updated_at
-         WHERE nodes.status = 'pending' OR nodes.status = 'running'",
+        "{UPSERT_INTO} VALUES {} {UPSERT_CONFLICT}",
         values.join(", ")
     )
 }
+
+/// The upsert's head and its conflict clause, whichever way its rows come: a finished
+/// unit's row is left as it is.
+const UPSERT_INTO: &str = "INSERT INTO nodes (run_key, node, instance, node_id, status, reason,
+     attempts, next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
+     finished_at, updated_at)";
+const UPSERT_CONFLICT: &str = "ON CONFLICT (run_key, node, instance) DO UPDATE SET
+     status = excluded.status, reason = excluded.reason,
+     attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
+     deadline_ms = excluded.deadline_ms, asking = excluded.asking,
+     output = excluded.output, error = excluded.error, intent = excluded.intent,
+     started_at = excluded.started_at, finished_at = excluded.finished_at,
+     updated_at = excluded.updated_at
+     WHERE nodes.status = 'pending' OR nodes.status = 'running'";
 
 fn bind_row(
     stmt: &mut rusqlite::CachedStatement<'_>,
@@ -178,21 +181,18 @@ fn upsert_postgres(
     let maybe_ints = |f: fn(&NodeRow) -> Option<i64>| rows.iter().map(f).collect::<Vec<_>>();
     let texts = |f: fn(&NodeRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
     let now = clock::now_iso();
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "{UPSERT_INTO} SELECT $1, u.*, $16 FROM unnest($2::bigint[], $3::bigint[],
+                 $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+                 $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[],
+                 $14::text[], $15::text[]) AS u
+             {UPSERT_CONFLICT}"
+        )
+    });
     session.execute_typed(
-        "INSERT INTO nodes (run_key, node, instance, node_id, status, reason, attempts,
-             next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
-             finished_at, updated_at)
-         SELECT $1, u.*, $16 FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[],
-             $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::text[],
-             $12::text[], $13::text[], $14::text[], $15::text[]) AS u
-         ON CONFLICT (run_key, node, instance) DO UPDATE SET
-             status = excluded.status, reason = excluded.reason,
-             attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
-             deadline_ms = excluded.deadline_ms, asking = excluded.asking,
-             output = excluded.output, error = excluded.error, intent = excluded.intent,
-             started_at = excluded.started_at, finished_at = excluded.finished_at,
-             updated_at = excluded.updated_at
-         WHERE nodes.status = 'pending' OR nodes.status = 'running'",
+        sql,
         &[
             &run_key,
             &ints(|r| r.node),
