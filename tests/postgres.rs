@@ -195,3 +195,42 @@ async fn another_hosts_answer_cancel_release_and_task_change_wake_this_host() {
     assert_eq!(host_b.release_leases("host-a").unwrap(), 1);
     woken("leases given up", released).await;
 }
+
+#[test]
+fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
+    use mcp_task_server::tools::{Origin, Tools};
+    let Some((scratch, store)) = scratch("a_tool_call_whose_audit_row_cannot_be_written") else {
+        return;
+    };
+    // The database refuses the audit row, as a full disk or a lost privilege would.
+    scratch
+        .execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'no space left'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON audit_log
+                 FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .unwrap();
+    let tools = Tools::new(store.clone());
+    let mut args = serde_json::Map::new();
+    args.insert("title".into(), "lost with its audit row".into());
+    let result = tools
+        .invoke("add_task", &args, Origin::default())
+        .expect("add_task is a tool");
+    let error = result.expect_err("the call fails");
+    assert_eq!(error.code.as_str(), "internal_error", "{error:?}");
+    assert!(
+        store.list_todos(&Default::default()).unwrap().is_empty(),
+        "the effect went with its audit row"
+    );
+
+    scratch.execute("DROP TRIGGER refuse ON audit_log").unwrap();
+    assert!(
+        tools
+            .invoke("add_task", &args, Origin::default())
+            .unwrap()
+            .is_ok()
+    );
+    assert_eq!(store.list_todos(&Default::default()).unwrap().len(), 1);
+    assert_eq!(store.audit_rows().unwrap().len(), 1);
+}
