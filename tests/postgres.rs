@@ -234,3 +234,37 @@ fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
     assert_eq!(store.list_todos(&Default::default()).unwrap().len(), 1);
     assert_eq!(store.audit_rows().unwrap().len(), 1);
 }
+
+#[test]
+fn db_migrate_brings_a_fresh_schema_to_this_builds_version_and_says_so() {
+    let Some(scratch) = Scratch::postgres("db_migrate") else {
+        return;
+    };
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
+            .args(["--db", scratch.url(), "db", "migrate"])
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the binary runs")
+    };
+    let first = run();
+    assert!(first.status.success(), "{first:?}");
+    let said = String::from_utf8(first.stdout).unwrap();
+    let version = Store::open_at(scratch.url(), Durability::Normal)
+        .unwrap()
+        .schema_version()
+        .unwrap();
+    assert!(
+        said.starts_with("postgres database postgres://")
+            && said
+                .trim_end()
+                .ends_with(&format!("schema version {version}")),
+        "{said}"
+    );
+    assert!(!said.contains('@'), "no user or password: {said}");
+    let again = run();
+    assert!(
+        again.status.success(),
+        "migrating twice changes nothing: {again:?}"
+    );
+}
