@@ -1,4 +1,5 @@
-//! Changes made by other processes on a shared database, as they are told of them.
+//! Changes a waiter waits on, as they are told: by this process where it makes them, and
+//! by the database where other processes do.
 //!
 //! PostgreSQL tells every host of a change through `LISTEN`/`NOTIFY`: triggers notify
 //! when a question is answered, a cancel is asked for, a lease is given up or a run's
@@ -8,7 +9,8 @@
 
 use tokio::sync::Notify;
 
-/// What a waiter may wait on; each wakes every waiter of its kind.
+/// What a waiter may wait on; each wakes every waiter of its kind. Code of this process
+/// that makes such a change may notify it too (the task registry does for answers).
 #[derive(Debug, Default)]
 pub struct Wakes {
     /// Some unit's question was answered.

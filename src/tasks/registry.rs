@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::Notify;
 
 use super::records::{self, instance_number};
 use crate::clock;
@@ -60,7 +59,6 @@ pub struct Registry {
     /// recognised.
     owner: String,
     config: RegistryConfig,
-    answered: Arc<Notify>,
     /// The key that signs the state of rounds of questions, read once from the store.
     pub(super) state_key: std::sync::OnceLock<Vec<u8>>,
 }
@@ -88,7 +86,6 @@ impl Registry {
             tools,
             owner: super::lease_owner::new_owner(),
             config,
-            answered: Arc::default(),
             state_key: std::sync::OnceLock::new(),
         }
     }
@@ -162,9 +159,10 @@ impl Registry {
         }
     }
 
-    /// Wakes the questions of this process that wait for answers.
+    /// Wakes the questions of this process that wait for answers (those of other hosts
+    /// are woken by the database, through the same `Wakes`).
     pub(super) fn answers_changed(&self) {
-        self.answered.notify_waiters();
+        self.store.wakes().answered.notify_waiters();
     }
 }
 
@@ -317,14 +315,12 @@ impl Journal for Registry {
         key: &str,
     ) -> BoxFuture<Result<Value, NodeError>> {
         let store = self.store.clone();
-        let answered = Arc::clone(&self.answered);
         let (run_id, node, key) = (run_id.to_owned(), node.to_owned(), key.to_owned());
         let instance = instance_number(instance);
         Box::pin(async move {
             loop {
                 // An answer given here, or (PostgreSQL) on another host.
-                let notified = answered.notified();
-                let elsewhere = store.wakes().answered.notified();
+                let answered = store.wakes().answered.notified();
                 match find_answer(&store, &run_id, &node, instance, &key) {
                     Ok(Some(answer)) => return answer,
                     Ok(None) => {}
@@ -334,8 +330,7 @@ impl Journal for Registry {
                     }
                 }
                 tokio::select! {
-                    _ = notified => {}
-                    _ = elsewhere => {}
+                    _ = answered => {}
                     _ = tokio::time::sleep(ANSWER_POLL) => {}
                 }
             }
