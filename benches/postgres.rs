@@ -13,6 +13,8 @@
 // A bench prints its table on stdout; no MCP stream is there.
 #![allow(clippy::print_stdout)]
 
+#[path = "../tests/backends/mod.rs"]
+mod backends;
 #[path = "support/shapes.rs"]
 mod shapes;
 
@@ -21,37 +23,20 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_task_server::store::{Durability, Scope, Scratch, Store, TEST_POSTGRES};
+use backends::Place;
+use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 
-/// A database of one backend, kept for one figure.
-enum Place {
-    Sqlite(tempfile::TempDir),
-    Postgres(Scratch),
-}
-
-impl Place {
-    fn new(postgres: bool) -> Place {
-        if postgres {
-            Place::Postgres(Scratch::postgres("bench").expect("a PostgreSQL server"))
-        } else {
-            Place::Sqlite(tempfile::tempdir().expect("a temporary folder"))
-        }
-    }
-
-    fn location(&self) -> String {
-        match self {
-            Place::Sqlite(dir) => dir.path().join("bench.db").display().to_string(),
-            Place::Postgres(scratch) => scratch.url().to_owned(),
-        }
-    }
-
-    fn store(&self) -> Store {
-        Store::open_at(&self.location(), Durability::Normal).expect("the database opens")
+/// A fresh database of one backend, kept for one figure.
+fn place(postgres: bool) -> Place {
+    if postgres {
+        Place::postgres("bench").expect("a PostgreSQL server")
+    } else {
+        Place::sqlite()
     }
 }
 
@@ -162,7 +147,7 @@ fn add_task_round_trip(n: usize) {
     println!("{:<10} {:>8} {:>8} {:>8}", "backend", "p50", "p99", "mean");
     let empty = tempfile::tempdir().unwrap();
     for (name, postgres) in BACKENDS {
-        let place = Place::new(postgres);
+        let place = place(postgres);
         let mut host = Host::start(&place.location(), empty.path(), "15s");
         let mut times = Vec::with_capacity(n);
         for i in 0..n + 100 {
@@ -202,7 +187,7 @@ fn durable_per_node() {
         (shapes::plan("shape", &shape), nodes)
     });
     for (name, postgres) in BACKENDS {
-        let place = Place::new(postgres);
+        let place = place(postgres);
         let store = place.store();
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(
@@ -287,7 +272,7 @@ fn takeover_latency() {
         for stop in [false, true] {
             let times: Vec<f64> = (0..7)
                 .map(|_| {
-                    let place = Place::new(postgres);
+                    let place = place(postgres);
                     let store = place.store();
                     let mut a = Host::start(&place.location(), flows.path(), "3s");
                     a.start_runs("long", 0..1);
@@ -324,7 +309,7 @@ fn short_run_throughput(runs: u64) {
     for (name, postgres) in BACKENDS {
         let mut row = Vec::new();
         for hosts in [1, 2] {
-            let place = Place::new(postgres);
+            let place = place(postgres);
             let store = place.store();
             let mut started: Vec<Host> = (0..hosts)
                 .map(|_| Host::start(&place.location(), flows.path(), "15s"))
