@@ -460,6 +460,30 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    fn a_deleted_todos_id_never_names_another_todo(place) {
+        let db = On { store: place.store() };
+        for title in ["a", "b", "c"] {
+            insert(&db.store, title, None, &[]);
+        }
+        // The newest deleted: the next todo does not take its id.
+        db.store.delete_todo(3).unwrap().unwrap();
+        assert_eq!(insert(&db.store, "d", None, &[]).id, 4);
+        // An older one deleted: the newest still holds the highest id.
+        db.store.delete_todo(2).unwrap().unwrap();
+        assert_eq!(insert(&db.store, "e", None, &[]).id, 5);
+        // Every todo deleted, newest first and then oldest first.
+        for id in [5, 4, 1] {
+            db.store.delete_todo(id).unwrap().unwrap();
+        }
+        assert_eq!(insert(&db.store, "f", None, &[]).id, 6);
+        db.store.delete_todo(6).unwrap().unwrap();
+        let reopened = place.store();
+        assert_eq!(insert(&reopened, "g", None, &[]).id, 7);
+        assert_eq!(titles(&reopened.list_todos(&TodoFilter::default()).unwrap()), ["g"]);
+    }
+}
+
 fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
     store
         .append_audit(&AuditEntry {
@@ -536,7 +560,7 @@ fn audit_log_refuses_delete() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -600,7 +624,9 @@ const RELEASE_0_1_SCHEMA: &str = r#"
     BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
     INSERT INTO tasks (title, status, due, tags, created_at, completed_at) VALUES
         ('open one', 'open', '2026-05-01', '["a"]', '2026-11-30T10:00:00.000Z', NULL),
-        ('done one', 'done', NULL, '[]', '2026-11-30T10:00:01.000Z', '2026-11-30T11:00:00.000Z');
+        ('done one', 'done', NULL, '[]', '2026-11-30T10:00:01.000Z', '2026-11-30T11:00:00.000Z'),
+        ('deleted one', 'open', NULL, '[]', '2026-11-30T10:00:02.000Z', NULL);
+    DELETE FROM tasks WHERE title = 'deleted one';
     INSERT INTO audit_log (at, tool, args, outcome, run_id, node_id) VALUES
         ('2026-11-30T10:00:00.000Z', 'add_task', '{"title":"open one"}', 'ok', NULL, NULL),
         ('2026-11-30T10:00:02.000Z', 'delete_task', '{"id":3}', 'rejected', 'r1', 'n1');
@@ -629,7 +655,8 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
         audit[1].principal, None,
         "old rows were made for no principal"
     );
-    assert_eq!(insert(&store, "new", None, &[]).id, 3);
+    // The id of the todo deleted before the migration is not given again.
+    assert_eq!(insert(&store, "new", None, &[]).id, 4);
     assert!(
         store
             .list_runs(None, Scope::Everyone, 10)
@@ -664,6 +691,15 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
         )
         .unwrap();
     assert!(due_index.ends_with("WHERE due IS NOT NULL"), "{due_index}");
+    // No table keeps a sequence row that every insert would rewrite.
+    let sequenced: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%AUTOINCREMENT%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(sequenced, 0);
 }
 
 #[test]

@@ -218,6 +218,58 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN principal TEXT;
     ALTER TABLE runs ADD COLUMN session TEXT;
     "#,
+    // 7: ids kept from coming back without `AUTOINCREMENT`, whose sequence row every insert
+    // rewrote: a page more in every commit that adds a todo or an audit entry.
+    //
+    // A todo's id is one more than the highest id it could collide with: the highest in
+    // `tasks`, or `todo_ids.high`, the highest ever deleted while it was the newest. The
+    // trigger records that; every other delete leaves a higher id in the table. The audit
+    // log refuses deletes, so its highest row is always there and plain rowids never
+    // repeat. Both tables are copied with every row and id; the triggers and the index go
+    // with the old tables and are made again.
+    r#"
+    CREATE TABLE todo_ids (high INTEGER NOT NULL);
+    INSERT INTO todo_ids (high)
+        SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tasks';
+
+    CREATE TABLE tasks_v7 (
+        id           INTEGER PRIMARY KEY,
+        title        TEXT NOT NULL,
+        status       TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done')),
+        due          TEXT,
+        tags         TEXT NOT NULL DEFAULT '[]',
+        created_at   TEXT NOT NULL,
+        completed_at TEXT
+    );
+    INSERT INTO tasks_v7 (id, title, status, due, tags, created_at, completed_at)
+        SELECT id, title, status, due, tags, created_at, completed_at FROM tasks ORDER BY id;
+    DROP TABLE tasks;
+    ALTER TABLE tasks_v7 RENAME TO tasks;
+    CREATE INDEX tasks_due ON tasks (due) WHERE due IS NOT NULL;
+    CREATE TRIGGER tasks_keep_high_id AFTER DELETE ON tasks
+        WHEN old.id > coalesce((SELECT max(id) FROM tasks), 0)
+    BEGIN UPDATE todo_ids SET high = old.id WHERE high < old.id; END;
+
+    CREATE TABLE audit_log_v7 (
+        id        INTEGER PRIMARY KEY,
+        at        TEXT NOT NULL,
+        tool      TEXT NOT NULL,
+        args      TEXT NOT NULL,
+        outcome   TEXT NOT NULL CHECK (outcome = 'ok' OR outcome = 'rejected'
+                                       OR outcome = 'not_found' OR outcome = 'error'),
+        run_id    TEXT,
+        node_id   TEXT,
+        principal TEXT
+    );
+    INSERT INTO audit_log_v7 (id, at, tool, args, outcome, run_id, node_id, principal)
+        SELECT id, at, tool, args, outcome, run_id, node_id, principal FROM audit_log ORDER BY id;
+    DROP TABLE audit_log;
+    ALTER TABLE audit_log_v7 RENAME TO audit_log;
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -111,6 +111,15 @@ const LIST_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, co
        AND (?4::text IS NULL OR (due IS NOT NULL AND due <= ?4))
      ORDER BY id ASC";
 
+/// A new todo's id never names a deleted todo: one more than the highest id in the table or
+/// than the highest deleted while it was the newest (SQLite's migration 7 keeps that one).
+/// PostgreSQL's identity column never gives an id twice by itself.
+const INSERT_SQLITE: &str = "INSERT INTO tasks (id, title, due, tags, created_at)
+     VALUES (max(coalesce((SELECT max(id) FROM tasks), 0), (SELECT high FROM todo_ids)) + 1,
+             ?1, ?2, ?3, ?4)";
+const INSERT_POSTGRES: &str =
+    "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)";
+
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
         let tags = serde_json::to_string(&new.tags).expect("a list of strings serialises");
@@ -118,7 +127,7 @@ impl Tx<'_> {
         // The row is built from what was inserted: reading it back would cost more than
         // the insert.
         let id = self.db.insert(
-            "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)",
+            self.db.dialect(INSERT_SQLITE, INSERT_POSTGRES),
             "id",
             &[&new.title, &new.due, &tags, &created_at],
         )?;
