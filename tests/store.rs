@@ -559,6 +559,67 @@ fn audit_log_refuses_delete() {
     assert_eq!(db.store.audit_rows().unwrap().len(), 2);
 }
 
+#[test]
+fn reads_of_one_request_see_one_snapshot_while_another_process_writes() {
+    let db = temp_db();
+    insert(&db.store, "first", None, &[]);
+    let other = Connection::open(&db.path).unwrap();
+    let count = |store: &Store| store.list_todos(&TodoFilter::default()).unwrap().len();
+
+    let (before, during) = db
+        .store
+        .reading(|| {
+            let before = count(&db.store);
+            other
+                .execute(
+                    "INSERT INTO tasks (title, created_at) VALUES ('second', '2026-12-02T00:00:00Z')",
+                    [],
+                )
+                .unwrap();
+            (before, count(&db.store))
+        })
+        .unwrap();
+    assert_eq!(
+        (before, during),
+        (1, 1),
+        "the snapshot holds until the reads end"
+    );
+    assert_eq!(
+        count(&db.store),
+        2,
+        "the next request sees the other's write"
+    );
+}
+
+#[test]
+fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
+    let db = temp_db();
+    let written = db
+        .store
+        .reading(|| {
+            db.store.transaction(|tx| {
+                tx.insert_todo(&NewTodo {
+                    title: "inside".into(),
+                    due: None,
+                    tags: vec![],
+                })
+            })
+        })
+        .unwrap();
+    assert!(
+        written.is_err(),
+        "a write transaction cannot start in a read one"
+    );
+    assert!(
+        db.store
+            .list_todos(&TodoFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+    // The connection is free again for writes.
+    assert_eq!(insert(&db.store, "after", None, &[]).id, 1);
+}
+
 /// The schema version this build migrates to.
 const SCHEMA_VERSION: i64 = 7;
 

@@ -15,7 +15,7 @@
 //! writes is kept.
 
 use std::future::Future;
-use std::sync::{Mutex, TryLockError};
+use std::sync::Mutex;
 
 use futures::future::Either;
 use rusqlite::Connection;
@@ -126,10 +126,11 @@ impl Store {
     /// Drains the queue on this thread if the connection is free, else on a blocking
     /// thread once it is.
     fn drain_soon(&self) {
+        // Held by this thread inside a transaction (`Store::reading`) is not free: the
+        // group's write transaction could not start in it.
         match self.sqlite().conn.try_lock() {
-            Ok(conn) => self.drain(&conn),
-            Err(TryLockError::Poisoned(poisoned)) => self.drain(&poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => match tokio::runtime::Handle::try_current() {
+            Some(conn) if conn.is_autocommit() => self.drain(&conn),
+            _ => match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => {
                     let store = self.clone();
                     runtime.spawn_blocking(move || store.drain(&store.sqlite().lock()));

@@ -21,9 +21,10 @@ mod wakes;
 mod write_tx;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rusqlite::{Connection, OpenFlags};
 
 use postgres::Pg;
@@ -143,10 +144,12 @@ pub struct Tx<'c> {
 
 /// A handle to the database, cheap to clone.
 ///
-/// Why a `std::sync::Mutex` and not an async one: every statement is a short, local SQLite
+/// Why a blocking mutex and not an async one: every statement is a short, local SQLite
 /// call (tens of microseconds) and the guard is never held across an `.await`. An async
 /// mutex would add a wake-up per call for no benefit; `spawn_blocking` would add two
-/// cross-thread hops, which on a small VM cost more than the query itself.
+/// cross-thread hops, which on a small VM cost more than the query itself. Why a
+/// re-entrant one: [`Store::reading`] holds the connection across the reads of a whole
+/// request, each of which takes it again on the same thread.
 #[derive(Clone)]
 pub struct Store {
     backend: Backend,
@@ -161,7 +164,7 @@ enum Backend {
 
 /// A SQLite database: its one connection, and the queues of the work waiting for it.
 struct Sqlite {
-    conn: Mutex<Connection>,
+    conn: ReentrantMutex<Connection>,
     queue: commit::GroupQueue,
     calls: grouped::CallQueue,
 }
@@ -276,7 +279,7 @@ impl Store {
         while_busy(|| migrations::migrate(&mut conn))?;
         Ok(Store {
             backend: Backend::Sqlite(Arc::new(Sqlite {
-                conn: Mutex::new(conn),
+                conn: ReentrantMutex::new(conn),
                 queue: Default::default(),
                 calls: Default::default(),
             })),
@@ -344,6 +347,32 @@ impl Store {
         }
     }
 
+    /// Runs `work`, a request's reads, in one read transaction: every read this thread makes
+    /// through the store until `work` returns sees one snapshot, and the database's read
+    /// lock is taken once instead of once per statement. Writers wait meanwhile, so `work`
+    /// must be short, and it must not write (a write transaction cannot start inside it).
+    /// PostgreSQL: each read runs as it comes, on a connection of the pool.
+    /// The outer error is the transaction's, the inner one `work`'s.
+    pub fn reading<T>(&self, work: impl FnOnce() -> T) -> Result<T, StoreError> {
+        let Backend::Sqlite(sqlite) = &self.backend else {
+            return Ok(work());
+        };
+        let conn = sqlite.lock();
+        if !conn.is_autocommit() {
+            // Already inside a transaction of this thread's: its snapshot serves.
+            return Ok(work());
+        }
+        let statement = |sql: &str| -> Result<(), StoreError> {
+            conn.prepare_cached(sql)?.raw_execute()?;
+            Ok(())
+        };
+        statement("BEGIN")?;
+        let out = work();
+        // Nothing was written: ending the transaction only lets the read lock go.
+        statement("COMMIT")?;
+        Ok(out)
+    }
+
     /// Runs `work` on a connection, each statement committing on its own.
     pub(crate) fn with<T>(
         &self,
@@ -357,12 +386,10 @@ impl Store {
 }
 
 impl Sqlite {
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent (an open
-        // transaction is rolled back when its guard drops), so a poisoned lock is safe to reuse.
-        self.conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The connection. A panic while holding it cannot leave SQLite inconsistent (an open
+    /// transaction is rolled back when its guard drops), so the lock knows no poisoning.
+    fn lock(&self) -> ReentrantMutexGuard<'_, Connection> {
+        self.conn.lock()
     }
 }
 

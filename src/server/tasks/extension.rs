@@ -78,26 +78,39 @@ impl Server {
         samples_by_person: bool,
         caller: &Caller,
     ) -> Result<GetTaskResult, McpError> {
-        let view = self.task_of(task_id, Era::Extension, caller)?;
-        let payload = match view.status() {
-            TaskStatus::Working => TaskPayload::Working,
-            TaskStatus::Cancelled => TaskPayload::Cancelled,
-            TaskStatus::InputRequired => TaskPayload::InputRequired {
+        // The task, its result and its sub-tasks are read in one snapshot. Questions are
+        // not: putting them to the client may write (`input_requests`).
+        let (view, payload, subs) = self.reading(|| {
+            let view = self.task_of(task_id, Era::Extension, caller)?;
+            let payload = match view.status() {
+                TaskStatus::Working => Some(TaskPayload::Working),
+                TaskStatus::Cancelled => Some(TaskPayload::Cancelled),
+                TaskStatus::InputRequired => None,
+                TaskStatus::Completed | TaskStatus::Failed => {
+                    let result = self
+                        .final_result(&view)?
+                        .expect("a finished task has a result");
+                    Some(TaskPayload::Completed {
+                        result: results::task_result(result)?,
+                    })
+                }
+            };
+            let subs = match view.parent_task_id {
+                None => Some(self.sub_task_list(&view)?),
+                Some(_) => None,
+            };
+            Ok((view, payload, subs))
+        })?;
+        let payload = match payload {
+            Some(payload) => payload,
+            None => TaskPayload::InputRequired {
                 input_requests: self.input_requests(&view, samples_by_person)?,
             },
-            TaskStatus::Completed | TaskStatus::Failed => {
-                let result = self
-                    .final_result(&view)?
-                    .expect("a finished task has a result");
-                TaskPayload::Completed {
-                    result: results::task_result(result)?,
-                }
-            }
         };
         let mut reply = GetTaskResult::new(DetailedTask::new(wire_task(&view), payload));
-        if view.parent_task_id.is_none() {
+        if let Some(subs) = subs {
             let mut meta = JsonObject::new();
-            meta.insert(SUB_TASKS_META.into(), self.sub_task_list(&view)?);
+            meta.insert(SUB_TASKS_META.into(), subs);
             reply.meta = Some(rmcp::model::MetaObject(meta));
         }
         Ok(reply)

@@ -69,10 +69,10 @@ impl Server {
         let caller = Caller::of(&context);
         match method {
             "tools/call" => self.legacy_call(params, &context, &caller),
-            "tasks/get" => {
+            "tasks/get" => self.reading(|| {
                 let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
                 self.legacy_task_with_subs(&view)
-            }
+            }),
             "tasks/result" => {
                 let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
                 self.legacy_result(view, &context.peer, &caller).await

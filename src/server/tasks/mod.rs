@@ -249,6 +249,15 @@ impl Server {
 
     /// The task `task_id` if a request of `era` from `caller` may see it. Another
     /// principal's task is as unknown as one that never was.
+    /// Runs `work`, the reads that answer one request, in one read transaction of the
+    /// store: one snapshot, and one read lock instead of one per statement.
+    pub(super) fn reading<T>(
+        &self,
+        work: impl FnOnce() -> Result<T, McpError>,
+    ) -> Result<T, McpError> {
+        self.registry()?.store().reading(work).map_err(internal)?
+    }
+
     pub(super) fn task_of(
         &self,
         task_id: &str,
