@@ -1,7 +1,7 @@
 //! The `{ok: true, data}` / `{ok: false, error: {code, message}, data?}` envelope every
 //! tool answers with: the one place it is built, and the one place its output schema is.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::tools::ToolResult;
 
@@ -17,7 +17,11 @@ pub(super) struct Envelope {
 pub(super) fn ok(data: Value) -> Envelope {
     Envelope {
         ok: true,
-        body: json!({ "ok": true, "data": data }),
+        // Not `json!`: it would serialise `data` into a copy of itself.
+        body: Value::Object(Map::from_iter([
+            ("ok".to_owned(), Value::Bool(true)),
+            ("data".to_owned(), data),
+        ])),
         files: Vec::new(),
     }
 }
@@ -37,9 +41,9 @@ pub(super) fn failed(code: &str, message: &str, data: Option<Value>) -> Envelope
 }
 
 /// A task-manager tool's result.
-pub(super) fn of_result(result: &ToolResult) -> Envelope {
+pub(super) fn of_result(result: ToolResult) -> Envelope {
     match result {
-        Ok(data) => ok(data.clone()),
+        Ok(data) => ok(data),
         Err(error) => failed(error.code.as_str(), &error.message, None),
     }
 }

@@ -283,7 +283,7 @@ impl Server {
             Some(Route::Todo) => {
                 let owner = caller.owner().clone();
                 let result = self.engine.call_tool_for(name, args, owner).await;
-                results::tool_result(&result.expect("the engine runs every registered tool"))
+                results::tool_result(result.expect("the engine runs every registered tool"))
             }
             Some(Route::ListWorkflows) => results::reply(workflow_tools::list_workflows(
                 &self.catalog,

@@ -103,7 +103,7 @@ impl Server {
         let found = registry
             .store()
             .run_by_idempotency_key(&retryable.key)
-            .map_err(|_| envelope::of_result(&Err(ToolError::internal())))?;
+            .map_err(|_| envelope::of_result(Err(ToolError::internal())))?;
         match found {
             None => Ok(None),
             Some((run_id, call)) if call == retryable.call => {

@@ -12,7 +12,7 @@ use crate::engine::definition::ResultForm;
 use crate::tools::ToolResult;
 
 /// The envelope, both as `structuredContent` and as JSON text, `isError` on failure.
-pub(super) fn tool_result(result: &ToolResult) -> CallToolResult {
+pub(super) fn tool_result(result: ToolResult) -> CallToolResult {
     reply(envelope::of_result(result))
 }
 
@@ -94,11 +94,16 @@ pub(super) fn reply_as(envelope: Envelope, form: ResultForm) -> CallToolResult {
 /// An envelope as structured and text content, `isError` unless ok, and a
 /// `resource_link` to each file the call wrote.
 pub(super) fn reply(reply: Envelope) -> CallToolResult {
+    // rmcp's `structured` constructors would do the same, but through `Display`, which
+    // formats the text a few bytes at a time: twice the cost of serialising it at once.
+    let text = serde_json::to_string(&reply.body).expect("a JSON value serialises");
+    let content = vec![ContentBlock::text(text)];
     let mut result = if reply.ok {
-        CallToolResult::structured(reply.body)
+        CallToolResult::success(content)
     } else {
-        CallToolResult::structured_error(reply.body)
+        CallToolResult::error(content)
     };
+    result.structured_content = Some(reply.body);
     for (path, bytes) in reply.files {
         let name = path
             .file_name()

@@ -75,7 +75,7 @@ fn finish(
         Err(_) => AuditOutcome::Rejected,
     };
     tools.audit(name, args, outcome, Origin::of(caller.principal()));
-    envelope::of_result(&result)
+    envelope::of_result(result)
 }
 
 pub(super) fn list_runs(

@@ -324,7 +324,7 @@ impl Server {
             }
             _ => Err(ToolError::internal()),
         };
-        Ok(Some(results::tool_result(&result)))
+        Ok(Some(results::tool_result(result)))
     }
 
     /// Waits until the task has finished or waits for answers.
