@@ -280,11 +280,7 @@ impl Server {
         }
         let reply = match route {
             None => return Err(results::unknown_tool(name)),
-            Some(Route::Todo) => {
-                let owner = caller.owner().clone();
-                let result = self.engine.call_tool_for(name, args, owner).await;
-                results::tool_result(result.expect("the engine runs every registered tool"))
-            }
+            Some(Route::Todo) => self.todo_call(name, args, caller.owner().clone()).await,
             Some(Route::ListWorkflows) => results::reply(workflow_tools::list_workflows(
                 &self.catalog,
                 self.engine.tools(),
@@ -309,6 +305,26 @@ impl Server {
             }
         };
         Ok(reply.into())
+    }
+}
+
+impl Server {
+    /// Whether `name` is a task-manager tool.
+    pub(super) fn is_todo(&self, name: &str) -> bool {
+        self.route(name) == Some(Route::Todo)
+    }
+
+    /// A task-manager tool's call, a one-node run: the whole answer to a `tools/call` of
+    /// it that asks for no task, whoever routed it here (this handler, or the wire's
+    /// direct lane).
+    pub(super) async fn todo_call(
+        &self,
+        name: &str,
+        args: rmcp::model::JsonObject,
+        owner: crate::store::Owner,
+    ) -> rmcp::model::CallToolResult {
+        let result = self.engine.call_tool_for(name, args, owner).await;
+        results::tool_result(result.expect("the engine runs every registered tool"))
     }
 }
 

@@ -107,7 +107,8 @@ impl Server {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let transport = wire::WireTransport::new(read, write, self.registry.is_some());
+        let transport =
+            wire::WireTransport::new(read, write, self.registry.is_some()).with_lane(self.clone());
         let running = self
             .serve_with_ct(transport, shutdown)
             .await

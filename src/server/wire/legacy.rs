@@ -19,7 +19,8 @@ use std::collections::HashMap;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
+    ClientNotification, ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest,
+    ProtocolVersion, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
@@ -51,6 +52,11 @@ pub(crate) struct Session {
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
     legacy: bool,
+    /// The version `initialize` settled on is older than 2026-07-28, so results lose
+    /// what only that version defines (`resultType`), as rmcp's handler strips it.
+    older_than_2026: bool,
+    /// The client sent `notifications/initialized`: the session is open for calls.
+    initialized: bool,
     pending: HashMap<RequestId, Patch>,
 }
 
@@ -69,8 +75,16 @@ impl Session {
         text: &[u8],
         message: RxJsonRpcMessage<RoleServer>,
     ) -> RxJsonRpcMessage<RoleServer> {
-        let JsonRpcMessage::Request(request) = &message else {
-            return message;
+        let request = match &message {
+            JsonRpcMessage::Request(request) => request,
+            JsonRpcMessage::Notification(notification) => {
+                self.initialized |= matches!(
+                    notification.notification,
+                    ClientNotification::InitializedNotification(_)
+                );
+                return message;
+            }
+            _ => return message,
         };
         // The text is parsed again only for what the typed message lost: `params.task`.
         let mut parsed = None;
@@ -110,8 +124,20 @@ impl Session {
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
+        if patch == Patch::Initialize {
+            let version = raw["result"]["protocolVersion"]
+                .as_str()
+                .unwrap_or_default();
+            self.older_than_2026 = version < ProtocolVersion::V_2026_07_28.as_str();
+        }
         patch_result(patch, self.tasks, self.legacy, &mut raw["result"]);
         Some(raw)
+    }
+
+    /// Whether the session is an open 2025-11-25 (or older) one: opened with
+    /// `initialize`, settled on a version before 2026-07-28, and told `initialized`.
+    pub(crate) fn open_before_2026(&self) -> bool {
+        self.legacy && self.older_than_2026 && self.initialized
     }
 }
 
@@ -223,7 +249,7 @@ fn mentions_task(text: &[u8]) -> bool {
 /// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol. rmcp
 /// moves `_meta` out of the typed parameters into the request's extensions, where it is
 /// read here without parsing the text again.
-fn declares_modern(request: &ClientRequest) -> bool {
+pub(super) fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 

@@ -7,6 +7,7 @@
 //! lines that are ready while another is being written go out together in the next write
 //! (`Writer`), so that a burst of replies costs a few system calls, not one each.
 
+mod direct;
 mod fast;
 pub(crate) mod legacy;
 mod screen;
@@ -46,6 +47,9 @@ pub(crate) struct WireTransport<R, W> {
     skipping: Option<Option<Value>>,
     write: Arc<Writer<W>>,
     session: Session,
+    /// Answers plain todo calls beside rmcp (`direct.rs`); none in tests that measure
+    /// rmcp's own path against it.
+    lane: Option<direct::Lane>,
 }
 
 /// The write side: lines queue in `pending`; whoever finds no write in progress writes
@@ -94,7 +98,14 @@ where
                 out: Mutex::new(write),
             }),
             session: Session::new(tasks),
+            lane: None,
         }
+    }
+
+    /// Plain calls of `server`'s todo tools are answered on the direct lane.
+    pub(crate) fn with_lane(mut self, server: crate::server::Server) -> Self {
+        self.lane = Some(direct::Lane::new(server));
+        self
     }
 
     /// Reads one line into `self.line`, never letting it grow past [`MAX_LINE`]. A dropped
@@ -211,24 +222,32 @@ where
                     self.reply(error_reply(id, INVALID_REQUEST, &message));
                     continue;
                 }
-                Line::Eof => return None,
+                Line::Eof => {
+                    direct::ended(self.lane.as_ref()).await;
+                    return None;
+                }
                 Line::Io(error) => {
                     tracing::error!(%error, "reading the client's messages failed");
+                    direct::ended(self.lane.as_ref()).await;
                     return None;
                 }
             }
-            let screened = screen(&self.line);
-            let screened = match screened {
-                Screened::Message(message) => {
-                    Screened::Message(Box::new(self.session.inbound(&self.line, *message)))
+            let message = match screen(&self.line) {
+                Screened::Message(message) => Some(self.session.inbound(&self.line, *message)),
+                Screened::Reply(reply) => {
+                    self.reply(reply);
+                    None
                 }
-                other => other,
+                Screened::Skip => None,
             };
             self.line.clear();
-            match screened {
-                Screened::Message(message) => return Some(*message),
-                Screened::Reply(reply) => self.reply(reply),
-                Screened::Skip => {}
+            let message = match (&self.lane, message) {
+                (Some(lane), Some(message)) => lane.take(message, &self.session, &self.write),
+                (None, message) => message,
+                (_, None) => None,
+            };
+            if message.is_some() {
+                return message;
             }
         }
     }

@@ -1,0 +1,401 @@
+//! The direct lane: a plain call of a task-manager tool, answered beside rmcp's service
+//! loop instead of through it.
+//!
+//! rmcp serves each request by spawning a task for its handler, sending the result
+//! through a channel back to its loop, and spawning a second task to write it; on one
+//! worker thread that bookkeeping cost as much as the call's own SQLite transaction. The
+//! calls clients make most, `add_task` and the other todo tools called without a task in
+//! a 2025-11-25 session, need none of what it buys (no server-to-client requests, no
+//! progress, nothing to cancel mid-way): the lane spawns one task that runs the call and
+//! writes its reply.
+//!
+//! Invariant: the lane answers exactly what rmcp's path answers. It runs the handler's
+//! own `Server::todo_call` and shapes the result as rmcp's handler does for a peer older
+//! than 2026-07-28; anything else (a task, a 2026-07-28 `_meta`, another tool, a session
+//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as rmcp drops it, and
+//! the transport reports the end of its input only once every call the lane took has
+//! been answered.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequest, ClientNotification, ClientRequest, JsonRpcMessage, RequestId, ServerResult,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use tokio::io::AsyncWrite;
+use tokio::sync::Notify;
+
+use super::{Writer, legacy, write_line};
+use crate::server::Server;
+use crate::store::Owner;
+
+/// How long the end of input waits for the lane's calls in flight: rmcp's own grace for
+/// its handlers' replies when a client hangs up.
+const DRAIN: Duration = Duration::from_secs(5);
+
+pub(super) struct Lane {
+    server: Server,
+    flights: Arc<Flights>,
+}
+
+/// The lane's calls in flight, each with whether the client cancelled it.
+#[derive(Default)]
+struct Flights {
+    calls: std::sync::Mutex<HashMap<RequestId, bool>>,
+    /// Notified when the last call in flight ends.
+    idle: Notify,
+    /// How many calls the lane has taken, for the log at the end of the session.
+    taken: AtomicU64,
+}
+
+impl Flights {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, bool>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take_off(&self, id: RequestId) {
+        self.lock().insert(id, false);
+        self.taken.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Marks a call in flight as cancelled; an id the lane does not hold is left alone.
+    fn cancel(&self, id: &RequestId) {
+        if let Some(cancelled) = self.lock().get_mut(id) {
+            *cancelled = true;
+        }
+    }
+
+    /// Ends a call; whether its reply is still wanted.
+    fn land(&self, id: &RequestId) -> bool {
+        let mut calls = self.lock();
+        let cancelled = calls.remove(id).unwrap_or(false);
+        if calls.is_empty() {
+            self.idle.notify_waiters();
+        }
+        !cancelled
+    }
+
+    async fn all_landed(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.lock().is_empty() {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Lane {
+    pub(super) fn new(server: Server) -> Lane {
+        Lane {
+            server,
+            flights: Arc::default(),
+        }
+    }
+
+    /// Takes `message` and answers it on `writer` if it is a call the lane serves in
+    /// `session`; otherwise gives it back for rmcp. A cancellation is noted and passed on.
+    pub(super) fn take<W>(
+        &self,
+        message: RxJsonRpcMessage<RoleServer>,
+        session: &legacy::Session,
+        writer: &Arc<Writer<W>>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>>
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let request = match message {
+            JsonRpcMessage::Request(request) if session.open_before_2026() => request,
+            JsonRpcMessage::Notification(ref notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.flights.cancel(id);
+                }
+                return Some(message);
+            }
+            other => return Some(other),
+        };
+        let served = match &request.request {
+            ClientRequest::CallToolRequest(call) => self.serves(call),
+            _ => false,
+        };
+        if !served || legacy::declares_modern(&request.request) {
+            return Some(JsonRpcMessage::Request(request));
+        }
+        let ClientRequest::CallToolRequest(call) = request.request else {
+            unreachable!("a call, as matched above");
+        };
+        let id = request.id;
+        self.flights.take_off(id.clone());
+        let server = self.server.clone();
+        let flights = Arc::clone(&self.flights);
+        let writer = Arc::clone(writer);
+        tokio::spawn(async move {
+            let name = call.params.name;
+            let args = call.params.arguments.unwrap_or_default();
+            let result = server.todo_call(&name, args, Owner::default()).await;
+            if flights.land(&id) {
+                let message = reply(result, id);
+                if let Err(error) = write_line(&writer, &message).await {
+                    tracing::warn!(%error, "a reply could not be written");
+                }
+            }
+        });
+        None
+    }
+
+    /// Whether the lane answers this call: a todo tool's, asking for nothing the handler
+    /// would read beyond its name and arguments. (A 2025-11-25 `params.task` never gets
+    /// here: the legacy layer has renamed that call already; a 2026-07-28 `_meta` is
+    /// checked by the caller.)
+    fn serves(&self, call: &CallToolRequest) -> bool {
+        self.server.is_todo(&call.params.name)
+            && call.params.input_responses.is_none()
+            && call.params.request_state.is_none()
+    }
+
+    /// Waits until every call the lane took has landed, for at most [`DRAIN`].
+    pub(super) async fn drain(&self) {
+        if tokio::time::timeout(DRAIN, self.flights.all_landed())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running when the client hung up were left unanswered");
+        }
+        tracing::debug!(calls = self.taken(), "calls answered on the direct lane");
+    }
+
+    /// How many calls the lane has taken so far.
+    pub(super) fn taken(&self) -> u64 {
+        self.flights.taken.load(Ordering::Relaxed)
+    }
+}
+
+/// The end of input: once the lane's calls in flight are answered, rmcp may close.
+pub(super) async fn ended(lane: Option<&Lane>) {
+    if let Some(lane) = lane {
+        lane.drain().await;
+    }
+}
+
+/// The reply to a call, shaped as rmcp's handler shapes it for a peer older than
+/// 2026-07-28.
+fn reply(result: rmcp::model::CallToolResult, id: RequestId) -> TxJsonRpcMessage<RoleServer> {
+    let mut result = ServerResult::CallToolResult(result);
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    JsonRpcMessage::response(result, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::engine::catalog::Catalog;
+    use crate::server::wire::WireTransport;
+    use crate::store::Store;
+    use crate::tools::Tools;
+    use rmcp::ServiceExt;
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio_util::sync::CancellationToken;
+
+    fn server() -> Server {
+        let tools = Tools::new(Store::open_in_memory().unwrap());
+        let (catalog, _) = Catalog::load(None);
+        Server::new(Engine::new(tools, &std::env::temp_dir()), catalog)
+    }
+
+    fn opening(version: &str) -> Vec<String> {
+        vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {},
+                "clientInfo": {"name": "lane", "version": "1"}}})
+            .to_string(),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        ]
+    }
+
+    fn call(id: u64, name: &str, arguments: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    }
+
+    /// Serves one session on a fresh store, with or without the lane, sends `lines`, then
+    /// hangs up; returns every line the server wrote, and the calls the lane took.
+    async fn session(lane: bool, lines: &[String]) -> (Vec<String>, u64) {
+        let (client, server_end) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server_end);
+        let server = server();
+        let mut transport = WireTransport::new(read, write, false);
+        if lane {
+            transport = transport.with_lane(server.clone());
+        }
+        let flights = transport
+            .lane
+            .as_ref()
+            .map(|lane| Arc::clone(&lane.flights));
+        let serving = tokio::spawn(async move {
+            let running = server
+                .serve_with_ct(transport, CancellationToken::new())
+                .await
+                .unwrap();
+            running.waiting().await.unwrap();
+        });
+        let (client_read, mut client_write) = tokio::io::split(client);
+        for line in lines {
+            client_write.write_all(line.as_bytes()).await.unwrap();
+            client_write.write_all(b"\n").await.unwrap();
+        }
+        client_write.shutdown().await.unwrap();
+        let mut replies = Vec::new();
+        let mut read = BufReader::new(client_read).lines();
+        while let Some(line) = read.next_line().await.unwrap() {
+            replies.push(line);
+        }
+        serving.await.unwrap();
+        let taken = flights.map_or(0, |f| f.taken.load(Ordering::Relaxed));
+        (replies, taken)
+    }
+
+    /// A reply with its timestamps blanked, in the structured content and in the text, key
+    /// order kept: two sessions on two stores differ in nothing else.
+    fn timeless(line: &str) -> String {
+        fn blank(value: &mut Value) {
+            match value {
+                Value::Object(map) => {
+                    for (key, value) in map.iter_mut() {
+                        if key == "createdAt" || key == "completedAt" {
+                            if value.is_string() {
+                                *value = json!("<time>");
+                            }
+                        } else {
+                            blank(value);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(blank),
+                _ => {}
+            }
+        }
+        let mut reply: Value = serde_json::from_str(line).unwrap();
+        blank(&mut reply);
+        if let Some(text) = reply["result"]["content"][0]["text"].as_str() {
+            let mut inner: Value = serde_json::from_str(text).unwrap();
+            blank(&mut inner);
+            reply["result"]["content"][0]["text"] = json!(inner.to_string());
+        }
+        reply.to_string()
+    }
+
+    #[tokio::test]
+    async fn the_lane_answers_every_todo_call_as_rmcp_answers_it() {
+        let mut lines = opening("2025-11-25");
+        lines.extend([
+            call(
+                1,
+                "add_task",
+                json!({"title": "first", "tags": ["a"], "due": "2030-01-02"}),
+            ),
+            call(2, "add_task", json!({"title": "", "extra": 1})),
+            call(3, "list_tasks", json!({})),
+            call(4, "complete_task", json!({"id": 1})),
+            call(5, "complete_task", json!({"id": 99})),
+            call(6, "search_tasks", json!({"query": "fir"})),
+            call(7, "delete_task", json!({"id": 1})),
+            call(8, "delete_task", json!({"id": 1, "confirm": true})),
+            call(9, "list_tasks", json!({"status": "done"})),
+        ]);
+        let (rmcp, none) = session(false, &lines).await;
+        let (lane, taken) = session(true, &lines).await;
+        assert_eq!((none, taken), (0, 9), "the lane took every todo call");
+        // Replies to calls in flight together may come in any order.
+        let mut rmcp: Vec<String> = rmcp.iter().map(|l| timeless(l)).collect();
+        let mut lane: Vec<String> = lane.iter().map(|l| timeless(l)).collect();
+        rmcp.sort();
+        lane.sort();
+        assert_eq!(
+            rmcp.len(),
+            10,
+            "initialize and nine calls answered: {rmcp:?}"
+        );
+        assert_eq!(lane, rmcp);
+    }
+
+    #[tokio::test]
+    async fn calls_the_lane_does_not_serve_go_to_rmcp() {
+        let modern = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        let mut lines = opening("2025-11-25");
+        lines.extend([
+            call(1, "list_workflows", json!({})),
+            call(2, "no_such_tool", json!({})),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params":
+                   {"name": "list_tasks", "arguments": {}, "_meta": modern}})
+            .to_string(),
+            call(4, "list_tasks", json!({})),
+        ]);
+        let (replies, taken) = session(true, &lines).await;
+        assert_eq!(taken, 1, "only the plain todo call: {replies:?}");
+        assert_eq!(replies.len(), 5, "{replies:?}");
+    }
+
+    #[tokio::test]
+    async fn stateless_2026_07_28_requests_are_not_served_by_the_lane() {
+        // No `initialize`: every request carries the 2026-07-28 `_meta`, and its result the
+        // `resultType` that version defines.
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "lane", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
+                            {"name": "list_tasks", "arguments": {}, "_meta": meta}})
+            .to_string(),
+        ];
+        let (replies, taken) = session(true, &lines).await;
+        assert_eq!(taken, 0, "{replies:?}");
+        let reply: Value = serde_json::from_str(&replies[0]).unwrap();
+        assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_hangs_up_gets_the_replies_of_its_calls_in_flight() {
+        let mut lines = opening("2025-11-25");
+        lines.extend((1..=64).map(|i| call(i, "add_task", json!({"title": format!("t{i}")}))));
+        let (replies, taken) = session(true, &lines).await;
+        assert_eq!(taken, 64);
+        let mut ids: Vec<u64> = replies
+            .iter()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|reply| reply["result"]["structuredContent"]["ok"] == true)
+            .filter_map(|reply| reply["id"].as_u64())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_cancelled_call_lands_without_its_reply_and_others_are_untouched() {
+        let flights = Flights::default();
+        let (one, two) = (RequestId::Number(1), RequestId::String("two".into()));
+        flights.take_off(one.clone());
+        flights.take_off(two.clone());
+        flights.cancel(&one);
+        flights.cancel(&RequestId::Number(3));
+        assert!(!flights.land(&one), "a cancelled call's reply is dropped");
+        assert!(flights.land(&two), "another call's reply is sent");
+        // An id used again after its call landed starts clean.
+        flights.take_off(one.clone());
+        assert!(flights.land(&one));
+        assert!(flights.lock().is_empty());
+    }
+}
