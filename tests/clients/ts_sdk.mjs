@@ -10,6 +10,10 @@
 //   task-cancel    a task of `ask` cancelled while it waits; a second cancel refused
 //   direct-elicit  a plain callTool of `ask`, asked by elicitation during the call
 //   todos          plain callTool of add_task, then list_tasks
+//   task-elsewhere a task of `ask` created with `params.task` on this server, then its
+//                  result asked of a second server on the same database (the URL in
+//                  TASKS_TEST_URL_B) by a second client, whose elicitation handler answers
+//                  the question that the first server's run puts
 //   stream:<workflow>  callToolStream of a built-in workflow as a task, with the arguments
 //                  of tests/clients/scenarios.json: the client's sampling handler replies
 //                  with the drafts listed there, its elicitation handler answers each form
@@ -26,7 +30,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -52,6 +58,19 @@ const client = new Client(
 const relatedTask = (params) =>
   params._meta?.["io.modelcontextprotocol/related-task"] ?? null;
 
+// A person approving whatever is asked, on client `via` (the second client's events say
+// which one was asked).
+const approve = (via) => async (request) => {
+  emit("elicitation", {
+    message: request.params.message,
+    mode: request.params.mode ?? null,
+    requestedSchema: request.params.requestedSchema,
+    relatedTask: relatedTask(request.params),
+    via,
+  });
+  return { action: "accept", content: { ok: true } };
+};
+
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
   if (withModel) {
     const { name, answer } = answerFor(flow, request.params);
@@ -62,13 +81,7 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
     });
     return answer;
   }
-  emit("elicitation", {
-    message: request.params.message,
-    mode: request.params.mode ?? null,
-    requestedSchema: request.params.requestedSchema,
-    relatedTask: relatedTask(request.params),
-  });
-  return { action: "accept", content: { ok: true } };
+  return approve("first")(request);
 });
 
 // The SDK refuses a sampling handler to a client that declares no sampling.
@@ -222,6 +235,32 @@ async function directElicit() {
   emit("result", { result });
 }
 
+async function taskElsewhere() {
+  await client.listTools();
+  const created = await client.request(
+    {
+      method: "tools/call",
+      params: { name: "ask", arguments: { who: "elsewhere" }, task: { ttl: 60000 } },
+    },
+    CreateTaskResultSchema,
+  );
+  const taskId = created.task.taskId;
+  emit("taskCreated", { task: created.task });
+  // The first client goes away; its server drives the run, which soon asks.
+  await client.close();
+  const second = new Client(
+    { name: "ts-sdk-second-client", version: "1.0.0" },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  second.setRequestHandler(ElicitRequestSchema, approve("second"));
+  await second.connect(httpTransport(process.env.TASKS_TEST_URL_B));
+  const result = await second.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+  emit("result", { result });
+  const got = await second.experimental.tasks.getTask(taskId);
+  emit("getTask", { task: got });
+  await second.close();
+}
+
 async function todos() {
   const added = await client.callTool({ name: "add_task", arguments: { title: "over HTTP" } });
   emit("added", { result: added });
@@ -266,6 +305,7 @@ const scenarios = {
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,
+  "task-elsewhere": taskElsewhere,
   todos,
   stream: workflowStream,
   direct: workflowDirect,

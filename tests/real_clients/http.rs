@@ -144,6 +144,42 @@ async fn ts_sdk_over_http_plain_call_is_asked_by_elicitation_on_its_own_stream()
 }
 
 #[tokio::test]
+async fn ts_sdk_over_http_is_asked_by_a_second_server_for_a_run_the_first_one_drives() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    // Two servers on one database; the client creates the task on the first and asks the
+    // second for its result.
+    let first = HttpServer::start(&sandbox, &[]);
+    let second = HttpServer::start(&sandbox, &[]);
+    let mut command = command(&node, &sandbox);
+    command
+        .arg(clients_dir().join("ts_sdk.mjs"))
+        .args(["task-elsewhere", "--url", &first.url])
+        .env("TASKS_TEST_URL_B", &second.url)
+        .env_remove("TASKS_TEST_TOKEN");
+    let ran = run(command).await.succeeded();
+
+    let task = &ran.event("taskCreated")["task"];
+    let task_id = task["taskId"].as_str().unwrap();
+    assert_eq!(task["status"], "working");
+    let elicitation = ran.event("elicitation");
+    assert_eq!(elicitation["via"], "second", "{elicitation}");
+    assert_eq!(elicitation["message"], "Approve elsewhere?");
+    assert_eq!(elicitation["relatedTask"], json!({ "taskId": task_id }));
+
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let report = super::report(result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(ran.event("getTask")["task"]["status"], "completed");
+    let todos = common::task_titles(&sandbox.path("tasks.db"));
+    assert_eq!(todos, ["approved elsewhere"], "made once");
+}
+
+#[tokio::test]
 async fn rmcp_http_client_in_2026_07_28_mode_answers_a_sep_2663_task_by_update() {
     let sandbox = Sandbox::new();
     let server = HttpServer::start(&sandbox, &[]);
