@@ -65,6 +65,20 @@ async fn ts_sdk_over_http(
     sandbox: &Sandbox,
     token: Option<&str>,
 ) -> Ran {
+    run(ts_sdk_over_http_command(
+        node, scenario, server, sandbox, token,
+    ))
+    .await
+}
+
+/// The command [`ts_sdk_over_http`] runs.
+fn ts_sdk_over_http_command(
+    node: &Path,
+    scenario: &str,
+    server: &HttpServer,
+    sandbox: &Sandbox,
+    token: Option<&str>,
+) -> Command {
     let mut command = command(node, sandbox);
     command
         .arg(clients_dir().join("ts_sdk.mjs"))
@@ -75,7 +89,7 @@ async fn ts_sdk_over_http(
         Some(token) => command.env("TASKS_TEST_TOKEN", token),
         None => command.env_remove("TASKS_TEST_TOKEN"),
     };
-    run(command).await
+    command
 }
 
 #[tokio::test]
@@ -153,12 +167,8 @@ async fn ts_sdk_over_http_is_asked_by_a_second_server_for_a_run_the_first_one_dr
     // second for its result.
     let first = HttpServer::start(&sandbox, &[]);
     let second = HttpServer::start(&sandbox, &[]);
-    let mut command = command(&node, &sandbox);
-    command
-        .arg(clients_dir().join("ts_sdk.mjs"))
-        .args(["task-elsewhere", "--url", &first.url])
-        .env("TASKS_TEST_URL_B", &second.url)
-        .env_remove("TASKS_TEST_TOKEN");
+    let mut command = ts_sdk_over_http_command(&node, "task-elsewhere", &first, &sandbox, None);
+    command.env("TASKS_TEST_URL_B", &second.url);
     let ran = run(command).await.succeeded();
 
     let task = &ran.event("taskCreated")["task"];
