@@ -242,6 +242,34 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn a_wait_longer_than_its_timeout_times_out_however_late_its_run_resumes(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let toml = r#"
+            [nodes.slow]
+            wait = "400ms"
+            timeout = "100ms"
+        "#;
+        let handle = start(&a, toml, json!({}), RunOptions::default());
+        let store = world.store();
+        let id = handle.run_id.clone();
+        until_running(&store, &id, "slow").await;
+        let run_id = crash(handle).await;
+        // The process stays down past the end of the whole wait.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let b = world.process(SHORT);
+        let handle = b.engine.resume(&run_id, RunOptions::default()).unwrap();
+        let report = handle.join.await.unwrap();
+
+        assert_eq!(report.status, RunStatus::Failed, "{report:?}");
+        let slow = &report.nodes["slow"];
+        assert_eq!(slow.status, NodeStatus::Failed);
+        let error = slow.error.as_ref().expect("the node's error");
+        assert!(error.message.contains("timed out after 100ms"), "{error:?}");
+    }
+}
+
+on_both_backends! {
     async fn a_process_that_lost_its_lease_writes_nothing_more_and_the_new_owner_finishes(place) {
         let world = World::new(place);
         // No housekeeping renews A's lease while it waits: it stalls past it.

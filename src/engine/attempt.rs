@@ -102,14 +102,17 @@ where
         None => attempt.await,
         Some(limit) => tokio::time::timeout(limit, attempt)
             .await
-            .unwrap_or_else(|_| {
-                Err(NodeError::new(
-                    NodeErrorKind::Timeout,
-                    format!(
-                        "attempt timed out after {}",
-                        super::duration::format_duration(limit)
-                    ),
-                ))
-            }),
+            .unwrap_or_else(|_| Err(timed_out(limit))),
     }
+}
+
+/// The failure of an attempt that ran out of its timeout, `limit`.
+pub fn timed_out(limit: Duration) -> NodeError {
+    NodeError::new(
+        NodeErrorKind::Timeout,
+        format!(
+            "attempt timed out after {}",
+            super::duration::format_duration(limit)
+        ),
+    )
 }

@@ -11,7 +11,7 @@ use super::Run;
 use super::units::{Woken, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
-use crate::engine::attempt::{Outcome, with_timeout};
+use crate::engine::attempt::{Outcome, timed_out, with_timeout};
 use crate::engine::journal::Answers;
 use crate::engine::report::NodeError;
 use crate::tools::Origin;
@@ -31,23 +31,39 @@ impl Run {
         let attempt: BoxFuture<Result<Value, NodeError>> = match &action {
             &Resolved::Wait(duration) => {
                 let stored = self.state.unit(node, instance).deadline_ms;
-                let (first_wait, duration) = match stored {
-                    // Resumed mid-wait: only what is left of the stored deadline.
-                    Some(at) => (Duration::ZERO, left_until(at)),
+                let (first_wait, left) = match stored {
+                    // Resumed: only what is left of the stored deadline, the wait's own
+                    // part last (it may resume before the wait began, in its first wait).
+                    Some(at) => {
+                        let left = left_until(at);
+                        (left.saturating_sub(duration), left.min(duration))
+                    }
                     None => {
                         let at = clock::now_ms() + millis(first_wait + duration);
                         self.state.unit_mut(node, instance).deadline_ms = Some(at);
                         (first_wait, duration)
                     }
                 };
-                Box::pin(async move {
-                    tokio::time::sleep(first_wait).await;
-                    with_timeout(timeout, async move {
-                        tokio::time::sleep(duration).await;
-                        Ok(Value::Null)
-                    })
-                    .await
-                })
+                match timeout {
+                    // A wait longer than its attempt's timeout times out `limit` into the
+                    // wait, whenever the run resumes: the time its process was down counts
+                    // against the timeout as it counts against the wait.
+                    Some(limit) if limit < duration => {
+                        let left_of_limit = limit.saturating_sub(duration - left);
+                        Box::pin(async move {
+                            tokio::time::sleep(first_wait + left_of_limit).await;
+                            Err(timed_out(limit))
+                        })
+                    }
+                    _ => Box::pin(async move {
+                        tokio::time::sleep(first_wait).await;
+                        with_timeout(timeout, async move {
+                            tokio::time::sleep(left).await;
+                            Ok(Value::Null)
+                        })
+                        .await
+                    }),
+                }
             }
             question => {
                 let asked = self.ask(node, instance, number, question.clone());
