@@ -57,11 +57,17 @@ pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
 /// into place, so that the file appears whole or not at all. Without `overwrite`, the
 /// rename refuses to replace an existing file (`renameat2` with `RENAME_NOREPLACE`, or a
 /// hard link where the file system lacks it).
+///
+/// `writer` names who writes, for the temporary file's name: a recorded run's unit, whose
+/// attempt after a crash then replaces the temporary file a killed attempt left, instead
+/// of leaving it beside the target for good (one driver per run, so no one else writes
+/// under that name). `None` gives a name of its own to each write.
 pub fn write_file(
     root: &Path,
     path: &str,
     content: &str,
     overwrite: bool,
+    writer: Option<&str>,
 ) -> Result<Value, NodeError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -72,7 +78,16 @@ pub fn write_file(
     std::fs::create_dir_all(parent)
         .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
     let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let temp = parent.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let temp = match writer {
+        Some(writer) => {
+            let temp = parent.join(format!(".{name}.{writer}.tmp"));
+            match std::fs::remove_file(&temp) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(cannot(e)),
+                _ => temp,
+            }
+        }
+        None => parent.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())),
+    };
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -240,6 +255,23 @@ mod tests {
             json!([])
         );
         assert!(list_dir(dir.path(), "../etc").is_err());
+    }
+
+    #[test]
+    fn a_write_replaces_the_temporary_file_its_writers_killed_attempt_left() {
+        let dir = tempfile::tempdir().unwrap();
+        // What an attempt killed between its temporary file and the rename leaves.
+        std::fs::write(dir.path().join(".note.md.unit-1.tmp"), "half").unwrap();
+        write_file(dir.path(), "note.md", "whole", false, Some("unit-1")).unwrap();
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["note.md"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("note.md")).unwrap(),
+            "whole"
+        );
     }
 
     #[test]

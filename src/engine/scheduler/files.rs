@@ -12,7 +12,9 @@ impl Run {
     /// Writes a file so that a resumed run never writes it twice, nor calls its own
     /// earlier write a conflict: the content's hash is committed before the write, the
     /// write is a temporary file renamed into place, and a resumed attempt whose hash was
-    /// recorded finds the identical file there and is done. `None` if the journal refused.
+    /// recorded finds the identical file there and is done. The temporary file is named
+    /// after the unit, so that a resumed attempt replaces one a killed attempt left.
+    /// `None` if the journal refused.
     pub(super) fn write_file(
         &mut self,
         node: usize,
@@ -24,7 +26,7 @@ impl Run {
         let root = self.env.workspace.clone();
         let done = || json!({ "path": path, "bytes": content.len() });
         if self.journal.is_none() {
-            return Some(files::write_file(&root, path, content, overwrite));
+            return Some(files::write_file(&root, path, content, overwrite, None));
         }
         let intent = files::content_hash(content);
         if self.state.unit(node, instance).intent.as_deref() == Some(intent.as_str())
@@ -41,7 +43,17 @@ impl Run {
         {
             return None;
         }
-        Some(files::write_file(&root, path, content, overwrite))
+        let writer = match instance {
+            Some(instance) => format!("{}.{node}.{instance}", self.run_id),
+            None => format!("{}.{node}", self.run_id),
+        };
+        Some(files::write_file(
+            &root,
+            path,
+            content,
+            overwrite,
+            Some(&writer),
+        ))
     }
 
     /// A `list_dir` or `read_file` attempt.
