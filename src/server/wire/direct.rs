@@ -22,9 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{
-    CallToolRequest, ClientNotification, ClientRequest, JsonRpcMessage, RequestId, ServerResult,
-};
+use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWrite;
 use tokio::sync::Notify;
@@ -122,11 +120,7 @@ impl Lane {
             }
             other => return Some(other),
         };
-        let served = match &request.request {
-            ClientRequest::CallToolRequest(call) => self.serves(call),
-            _ => false,
-        };
-        if !served || legacy::declares_modern(&request.request) {
+        if !self.serves(&request.request) {
             return Some(JsonRpcMessage::Request(request));
         }
         let ClientRequest::CallToolRequest(call) = request.request else {
@@ -151,14 +145,18 @@ impl Lane {
         None
     }
 
-    /// Whether the lane answers this call: a todo tool's, asking for nothing the handler
-    /// would read beyond its name and arguments. (A 2025-11-25 `params.task` never gets
-    /// here: the legacy layer has renamed that call already; a 2026-07-28 `_meta` is
-    /// checked by the caller.)
-    fn serves(&self, call: &CallToolRequest) -> bool {
+    /// Whether the lane answers this request: a todo tool's call without the 2026-07-28
+    /// `_meta`, asking for nothing the handler would read beyond its name and arguments.
+    /// (A 2025-11-25 `params.task` never gets here: the legacy layer has renamed that call
+    /// already.)
+    fn serves(&self, request: &ClientRequest) -> bool {
+        let ClientRequest::CallToolRequest(call) = request else {
+            return false;
+        };
         self.server.is_todo(&call.params.name)
             && call.params.input_responses.is_none()
             && call.params.request_state.is_none()
+            && !legacy::declares_modern(request)
     }
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
