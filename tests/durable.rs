@@ -255,11 +255,10 @@ on_both_backends! {
         let id = handle.run_id.clone();
         until_running(&store, &id, "slow").await;
         let run_id = crash(handle).await;
-        // The process stays down past the end of the whole wait.
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let b = world.process(SHORT);
-        let handle = b.engine.resume(&run_id, RunOptions::default()).unwrap();
-        let report = handle.join.await.unwrap();
+        // The process stays down past the end of the whole wait: this, then the lease's
+        // expiry that `resume_elsewhere` waits out.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let (_, report) = resume_elsewhere(&world, &run_id).await;
 
         assert_eq!(report.status, RunStatus::Failed, "{report:?}");
         let slow = &report.nodes["slow"];
