@@ -206,7 +206,11 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn server() -> Server {
-        let tools = Tools::new(Store::open_in_memory().unwrap());
+        server_on(Store::open_in_memory().unwrap())
+    }
+
+    fn server_on(store: Store) -> Server {
+        let tools = Tools::new(store);
         let (catalog, _) = Catalog::load(None);
         Server::new(Engine::new(tools, &std::env::temp_dir()), catalog)
     }
@@ -379,6 +383,73 @@ mod tests {
             .collect();
         ids.sort_unstable();
         assert_eq!(ids, (1..=64).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_do() {
+        let store = Store::open_in_memory().unwrap();
+        // Another writer holds the connection, so that the call is still in flight when
+        // the client cancels it.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (holding, held) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                store.transaction(|_| {
+                    holding.send(()).unwrap();
+                    released.recv().unwrap();
+                })
+            })
+        };
+        held.recv().unwrap();
+
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let server = server_on(store.clone());
+        let transport = WireTransport::new(read, write, false).with_lane(server.clone());
+        let serving = tokio::spawn(async move {
+            let running = server
+                .serve_with_ct(transport, CancellationToken::new())
+                .await
+                .unwrap();
+            running.waiting().await.unwrap();
+        });
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = opening("2025-11-25");
+        lines.push(call(1, "add_task", json!({"title": "cancelled"})));
+        lines.push(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1, "reason": "changed my mind"}})
+            .to_string(),
+        );
+        // Lines are taken in order: once the ping is answered, the cancel has been seen.
+        lines.push(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string());
+        for line in &lines {
+            client_write.write_all(line.as_bytes()).await.unwrap();
+            client_write.write_all(b"\n").await.unwrap();
+        }
+        let mut read = BufReader::new(client_read).lines();
+        let mut replies = Vec::new();
+        while !replies.iter().any(|r: &Value| r["id"] == 2) {
+            let line = read.next_line().await.unwrap().expect("the server is up");
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        release.send(()).unwrap();
+        holder.join().unwrap().unwrap();
+        let after = call(3, "list_tasks", json!({}));
+        client_write.write_all(after.as_bytes()).await.unwrap();
+        client_write.write_all(b"\n").await.unwrap();
+        client_write.shutdown().await.unwrap();
+        while let Some(line) = read.next_line().await.unwrap() {
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        serving.await.unwrap();
+
+        let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&json!(0), &json!(2), &json!(3)], "{replies:?}");
+        // The call's effect stands: it was made, only its reply is not wanted.
+        let listed = &replies[2]["result"]["structuredContent"]["data"];
+        assert_eq!(listed[0]["title"], "cancelled", "{listed}");
     }
 
     #[test]
