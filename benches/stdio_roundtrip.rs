@@ -5,7 +5,16 @@
 //! - a `tools/call` of `run_workflow` that starts a one-node run as a task, in a
 //!   2025-11-25 session (`params.task`) and with the SEP-2663 extension (`_meta`);
 //! - `tasks/get` of a finished task, in both forms;
-//! - `add_task` throughput with 1 and with 8 requests in flight on one connection.
+//! - `add_task` throughput with 1, 8 and 64 requests in flight on one connection;
+//! - the same `add_task` call through four reference servers (`support/reference.rs`):
+//!   an rmcp echo, an rmcp server that commits the call's two rows, and a plain line loop
+//!   without and with that commit. They are this host's floor for a call that commits,
+//!   measured in the same run as the server.
+//!
+//! On a virtual machine a wake-up of a process on the other CPU can cost more than a
+//! call's whole work (a line loop that works 5 µs a line was measured at 85 µs there). Run
+//! under `taskset -c 0`, the bench, the server and `cat` share one CPU and the rows show
+//! the work itself; BENCHMARKS.md gives both.
 //!
 //! Run: `cargo bench --bench stdio_roundtrip`. `BENCH_N` sets the number of measured calls
 //! of each latency row and of each throughput round (default 5000), `BENCH_RUNS` the number
@@ -26,6 +35,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+#[path = "support/reference.rs"]
+mod reference;
 
 const WARMUP: usize = 200;
 const RUN_WARMUP: usize = 100;
@@ -58,6 +70,16 @@ impl Peer {
             line: String::new(),
             backlog: Vec::new(),
         }
+    }
+
+    /// This bench binary, started as the reference server `kind` on a database in `dir`.
+    fn reference(kind: &str, dir: &Path) -> Peer {
+        let me = std::env::current_exe().expect("the bench binary's path");
+        Peer::spawn(
+            Command::new(me)
+                .env(reference::VARIABLE, kind)
+                .env("REFERENCE_DIR", dir),
+        )
     }
 
     /// The server, on a database in `dir`, with no workflow folder. `BENCH_SERVER` names
@@ -332,7 +354,21 @@ fn bench_tasks(form: Form, runs: usize, n: usize) -> TaskRows {
 
 fn bench_add_task(n: usize) -> Row {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Peer::server(dir.path());
+    add_task_row(Peer::server(dir.path()), n)
+}
+
+/// The `add_task` row of each reference server, with its name.
+fn bench_references(n: usize) -> Vec<(&'static str, Row)> {
+    reference::KINDS
+        .iter()
+        .map(|&(kind, name)| {
+            let dir = tempfile::tempdir().unwrap();
+            (name, add_task_row(Peer::reference(kind, dir.path()), n))
+        })
+        .collect()
+}
+
+fn add_task_row(mut server: Peer, n: usize) -> Row {
     server.initialize();
     let mut cat = Peer::spawn(&mut Command::new("cat"));
     let mut row = Row::default();
@@ -448,12 +484,18 @@ fn load() -> String {
 }
 
 /// Whether the part `name` runs: all of them unless `BENCH_ONLY` lists some (comma
-/// separated: `add_task`, `legacy`, `extension`, `throughput`), to profile one alone.
+/// separated: `add_task`, `legacy`, `extension`, `throughput`, `references`), to profile
+/// one alone.
 fn selected(name: &str) -> bool {
     std::env::var("BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == name))
 }
 
 fn main() {
+    if let Some(kind) = std::env::var_os(reference::VARIABLE) {
+        let dir = std::env::var_os("REFERENCE_DIR").expect("REFERENCE_DIR names a folder");
+        reference::serve(&kind.to_string_lossy(), Path::new(&dir));
+        return;
+    }
     let n = env_count("BENCH_N", 5000);
     let runs = env_count("BENCH_RUNS", 1000);
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -470,6 +512,7 @@ fn main() {
     let legacy = selected("legacy").then(|| bench_tasks(Form::Legacy, runs, n));
     let extension = selected("extension").then(|| bench_tasks(Form::Extension, runs, n));
     let throughput = selected("throughput").then(|| bench_throughput(n));
+    let references = selected("references").then(|| bench_references(n));
     let load_after = load();
 
     println!(
@@ -481,7 +524,7 @@ fn main() {
         "| | p50 µs | p90 µs | p99 µs | mean µs | floor p50 µs | server time µs (p50 - floor p50) | p50 / floor p50 |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    let rows = [
+    let mut rows = vec![
         ("add_task", add.as_ref()),
         (
             "run_workflow as a task, 2025-11-25",
@@ -500,6 +543,9 @@ fn main() {
             extension.as_ref().map(|t| &t.get),
         ),
     ];
+    for (name, row) in references.iter().flatten() {
+        rows.push((name, Some(row)));
+    }
     for (name, row) in rows {
         let Some(row) = row else { continue };
         let s = stats(&row.server);
