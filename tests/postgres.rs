@@ -196,6 +196,60 @@ async fn another_hosts_answer_cancel_release_and_task_change_wake_this_host() {
     woken("leases given up", released).await;
 }
 
+/// A host stalled inside a transaction, its connection still open (a stopped process, a
+/// paused machine, a host cut off), holds its run's row locked, and claims skip locked
+/// rows. PostgreSQL ends such a session after a few seconds: the run can then be taken
+/// over, and nothing the stalled transaction wrote is kept.
+#[test]
+fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let Some((scratch, host_a)) = scratch("a_host_stalled_inside_a_transaction") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    held_run(&host_a, "r1");
+    let (locked_tx, locked) = mpsc::channel();
+    let (resume, stalled) = mpsc::channel::<()>();
+    let host_a = std::thread::spawn(move || {
+        host_a.try_transaction(|tx| {
+            tx.fence("r1", "host-a", 42)?;
+            locked_tx.send(()).unwrap();
+            // No next statement until the test is done waiting.
+            let _ = stalled.recv_timeout(Duration::from_secs(60));
+            Ok(())
+        })
+    });
+    locked.recv().unwrap();
+    let claim = || host_b.claim_run("r1", "host-b", 7_000, Some("host-a"), None);
+    assert!(!claim().unwrap(), "the stalled transaction holds the row");
+
+    let start = Instant::now();
+    while !claim().unwrap() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run was never taken over from the stalled host"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    resume.send(()).unwrap();
+    let stalled_outcome = host_a.join().unwrap();
+    assert!(
+        stalled_outcome.is_err(),
+        "the stalled transaction cannot commit"
+    );
+    assert_eq!(
+        host_b.lease_owner("r1").unwrap(),
+        Some(Some("host-b".to_owned()))
+    );
+    let run = host_b.run("r1").unwrap().unwrap();
+    assert_eq!(
+        run.lease_expires_ms,
+        Some(7_000),
+        "the fence's write is not kept"
+    );
+}
+
 #[test]
 fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
     use mcp_task_server::tools::{Origin, Tools};

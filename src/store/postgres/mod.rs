@@ -22,7 +22,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::TryStreamExt;
 use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
@@ -36,6 +36,13 @@ use super::wakes::Wakes;
 const POOL_SIZE: usize = 16;
 /// How long a caller waits for a free connection, or for a new one to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may sit inside a transaction without sending its next statement
+/// before PostgreSQL ends its session. A host stalled mid-transaction (stopped, paused, or
+/// cut off while its connection stays open) would otherwise keep its runs' rows locked for
+/// as long as the server keeps the connection, and other hosts' claims skip locked rows:
+/// its runs would never be taken over. The store's transactions send their statements
+/// back to back, so a live host never comes near this.
+const STALLED_TRANSACTION: &str = "5s";
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
 pub fn is_url(location: &str) -> bool {
@@ -112,6 +119,14 @@ impl Pg {
             .wait_timeout(Some(CONNECT_TIMEOUT))
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .post_create(Hook::async_fn(|client, _| {
+                Box::pin(async move {
+                    let set = format!(
+                        "SET idle_in_transaction_session_timeout = '{STALLED_TRANSACTION}'"
+                    );
+                    client.batch_execute(&set).await.map_err(HookError::Backend)
+                })
+            }))
             .build()
             .map_err(|error| StoreError::BadLocation(error.to_string()))?;
         let pg = Pg {
