@@ -78,7 +78,7 @@ impl Peer {
         Peer::spawn(
             Command::new(me)
                 .env(reference::VARIABLE, kind)
-                .env("REFERENCE_DIR", dir),
+                .env(reference::DIR_VARIABLE, dir),
         )
     }
 
@@ -492,7 +492,7 @@ fn selected(name: &str) -> bool {
 
 fn main() {
     if let Some(kind) = std::env::var_os(reference::VARIABLE) {
-        let dir = std::env::var_os("REFERENCE_DIR").expect("REFERENCE_DIR names a folder");
+        let dir = std::env::var_os(reference::DIR_VARIABLE).expect("a database folder");
         reference::serve(&kind.to_string_lossy(), Path::new(&dir));
         return;
     }

@@ -31,6 +31,8 @@ use serde_json::{Value, json};
 
 /// The variable that makes the bench binary a reference server.
 pub const VARIABLE: &str = "REFERENCE_SERVER";
+/// The variable that names the folder of its database.
+pub const DIR_VARIABLE: &str = "REFERENCE_DIR";
 /// Its values, each with the name of its row in the bench's table.
 pub const KINDS: [(&str, &str); 4] = [
     ("rmcp_echo", "add_task, reference: rmcp echo"),
