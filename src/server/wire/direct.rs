@@ -36,7 +36,9 @@ use crate::store::Owner;
 const DRAIN: Duration = Duration::from_secs(5);
 
 pub(super) struct Lane {
-    server: Server,
+    /// Shared with each call's task: one reference count a call, not a clone of every
+    /// handle a `Server` holds.
+    server: Arc<Server>,
     flights: Arc<Flights>,
 }
 
@@ -91,7 +93,7 @@ impl Flights {
 impl Lane {
     pub(super) fn new(server: Server) -> Lane {
         Lane {
-            server,
+            server: Arc::new(server),
             flights: Arc::default(),
         }
     }
@@ -128,7 +130,7 @@ impl Lane {
         };
         let id = request.id;
         self.flights.take_off(id.clone());
-        let server = self.server.clone();
+        let server = Arc::clone(&self.server);
         let flights = Arc::clone(&self.flights);
         let writer = Arc::clone(writer);
         tokio::spawn(async move {
@@ -160,19 +162,15 @@ impl Lane {
     }
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
-    pub(super) async fn drain(&self) {
+    async fn drain(&self) {
         if tokio::time::timeout(DRAIN, self.flights.all_landed())
             .await
             .is_err()
         {
             tracing::warn!("calls still running when the client hung up were left unanswered");
         }
-        tracing::debug!(calls = self.taken(), "calls answered on the direct lane");
-    }
-
-    /// How many calls the lane has taken so far.
-    pub(super) fn taken(&self) -> u64 {
-        self.flights.taken.load(Ordering::Relaxed)
+        let calls = self.flights.taken.load(Ordering::Relaxed);
+        tracing::debug!(calls, "calls answered on the direct lane");
     }
 }
 
@@ -231,6 +229,28 @@ mod tests {
         .to_string()
     }
 
+    /// Serves `transport` with `server` until the client hangs up.
+    fn serve<R, W>(server: Server, transport: WireTransport<R, W>) -> tokio::task::JoinHandle<()>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        tokio::spawn(async move {
+            let running = server
+                .serve_with_ct(transport, CancellationToken::new())
+                .await
+                .unwrap();
+            running.waiting().await.unwrap();
+        })
+    }
+
+    async fn send(client: &mut (impl AsyncWrite + Unpin), lines: &[String]) {
+        for line in lines {
+            client.write_all(line.as_bytes()).await.unwrap();
+            client.write_all(b"\n").await.unwrap();
+        }
+    }
+
     /// Serves one session on a fresh store, with or without the lane, sends `lines`, then
     /// hangs up; returns every line the server wrote, and the calls the lane took.
     async fn session(lane: bool, lines: &[String]) -> (Vec<String>, u64) {
@@ -245,18 +265,9 @@ mod tests {
             .lane
             .as_ref()
             .map(|lane| Arc::clone(&lane.flights));
-        let serving = tokio::spawn(async move {
-            let running = server
-                .serve_with_ct(transport, CancellationToken::new())
-                .await
-                .unwrap();
-            running.waiting().await.unwrap();
-        });
+        let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
-        for line in lines {
-            client_write.write_all(line.as_bytes()).await.unwrap();
-            client_write.write_all(b"\n").await.unwrap();
-        }
+        send(&mut client_write, lines).await;
         client_write.shutdown().await.unwrap();
         let mut replies = Vec::new();
         let mut read = BufReader::new(client_read).lines();
@@ -407,13 +418,7 @@ mod tests {
         let (read, write) = tokio::io::split(server_end);
         let server = server_on(store.clone());
         let transport = WireTransport::new(read, write, false).with_lane(server.clone());
-        let serving = tokio::spawn(async move {
-            let running = server
-                .serve_with_ct(transport, CancellationToken::new())
-                .await
-                .unwrap();
-            running.waiting().await.unwrap();
-        });
+        let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
         let mut lines = opening("2025-11-25");
         lines.push(call(1, "add_task", json!({"title": "cancelled"})));
@@ -424,10 +429,7 @@ mod tests {
         );
         // Lines are taken in order: once the ping is answered, the cancel has been seen.
         lines.push(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string());
-        for line in &lines {
-            client_write.write_all(line.as_bytes()).await.unwrap();
-            client_write.write_all(b"\n").await.unwrap();
-        }
+        send(&mut client_write, &lines).await;
         let mut read = BufReader::new(client_read).lines();
         let mut replies = Vec::new();
         while !replies.iter().any(|r: &Value| r["id"] == 2) {
@@ -436,9 +438,7 @@ mod tests {
         }
         release.send(()).unwrap();
         holder.join().unwrap().unwrap();
-        let after = call(3, "list_tasks", json!({}));
-        client_write.write_all(after.as_bytes()).await.unwrap();
-        client_write.write_all(b"\n").await.unwrap();
+        send(&mut client_write, &[call(3, "list_tasks", json!({}))]).await;
         client_write.shutdown().await.unwrap();
         while let Some(line) = read.next_line().await.unwrap() {
             replies.push(serde_json::from_str(&line).unwrap());

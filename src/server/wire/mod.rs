@@ -241,10 +241,9 @@ where
                 Screened::Skip => None,
             };
             self.line.clear();
-            let message = match (&self.lane, message) {
-                (Some(lane), Some(message)) => lane.take(message, &self.session, &self.write),
-                (None, message) => message,
-                (_, None) => None,
+            let message = match &self.lane {
+                Some(lane) => message.and_then(|m| lane.take(m, &self.session, &self.write)),
+                None => message,
             };
             if message.is_some() {
                 return message;
