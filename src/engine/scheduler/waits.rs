@@ -44,26 +44,20 @@ impl Run {
                         (first_wait, duration)
                     }
                 };
-                match timeout {
-                    // A wait longer than its attempt's timeout times out `limit` into the
-                    // wait, whenever the run resumes: the time its process was down counts
-                    // against the timeout as it counts against the wait.
+                // A wait longer than its attempt's timeout times out `limit` into the wait,
+                // whenever the run resumes: the time its process was down counts against
+                // the timeout as it counts against the wait. A wait no longer than its
+                // timeout cannot time out.
+                let (sleep, end) = match timeout {
                     Some(limit) if limit < duration => {
-                        let left_of_limit = limit.saturating_sub(duration - left);
-                        Box::pin(async move {
-                            tokio::time::sleep(first_wait + left_of_limit).await;
-                            Err(timed_out(limit))
-                        })
+                        (limit.saturating_sub(duration - left), Err(timed_out(limit)))
                     }
-                    _ => Box::pin(async move {
-                        tokio::time::sleep(first_wait).await;
-                        with_timeout(timeout, async move {
-                            tokio::time::sleep(left).await;
-                            Ok(Value::Null)
-                        })
-                        .await
-                    }),
-                }
+                    _ => (left, Ok(Value::Null)),
+                };
+                Box::pin(async move {
+                    tokio::time::sleep(first_wait + sleep).await;
+                    end
+                })
             }
             question => {
                 let asked = self.ask(node, instance, number, question.clone());
