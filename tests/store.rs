@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_task_server::store::{
-    AuditEntry, AuditOutcome, NewTodo, Scope, Store, StoreError, Todo, TodoFilter, TodoStatus,
+    AuditEntry, AuditOutcome, Held, NewTodo, Scope, Store, StoreError, Todo, TodoFilter, TodoStatus,
 };
 use rusqlite::Connection;
 use tempfile::TempDir;
@@ -1104,18 +1104,7 @@ async fn grouped_calls_made_while_the_connection_is_busy_all_commit_once_it_is_f
     let db = temp_db();
     let store = db.store.clone();
     // Another writer holds the connection (a run's commit, say) while the calls arrive.
-    let (held, release) = std::sync::mpsc::channel::<()>();
-    let (holding, holder_ready) = std::sync::mpsc::channel::<()>();
-    let holder = {
-        let store = store.clone();
-        std::thread::spawn(move || {
-            store.transaction(|_| {
-                holding.send(()).unwrap();
-                release.recv().unwrap();
-            })
-        })
-    };
-    holder_ready.recv().unwrap();
+    let held = Held::connection_of(&store);
     let calls: Vec<_> = (0..20)
         .map(|i| {
             let call = store.grouped(move |tx| tx.insert_todo(&new_todo(&format!("t{i}"))));
@@ -1127,8 +1116,7 @@ async fn grouped_calls_made_while_the_connection_is_busy_all_commit_once_it_is_f
         calls.iter().all(|call| !call.is_finished()),
         "no call is answered before its commit"
     );
-    held.send(()).unwrap();
-    holder.join().unwrap().unwrap();
+    held.release();
     for call in calls {
         let answered = tokio::time::timeout(Duration::from_secs(5), call).await;
         let todo = answered

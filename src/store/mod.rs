@@ -37,7 +37,7 @@ pub use nodes::NodeRow;
 pub use postgres::{is_url, redacted};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
-pub use scratch::{Scratch, TEST_POSTGRES};
+pub use scratch::{Held, Scratch, TEST_POSTGRES};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 pub use wakes::Wakes;
 

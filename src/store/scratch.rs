@@ -1,5 +1,6 @@
 //! Scratch databases for tests and benchmarks: a PostgreSQL schema of their own, made
-//! on the server `TASKS_TEST_POSTGRES` names and dropped with them.
+//! on the server `TASKS_TEST_POSTGRES` names and dropped with them; and a store's
+//! connection held by another writer, to keep calls waiting for it.
 //!
 //! Where the variable is unset (a laptop without PostgreSQL), [`Scratch::postgres`]
 //! says so on stderr and returns `None`, so that a test can skip visibly. Where it is set,
@@ -7,6 +8,10 @@
 //! pass silently.
 
 use std::str::FromStr;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use super::{Store, StoreError};
 
 /// The variable naming the PostgreSQL server tests may use, as a URL.
 pub const TEST_POSTGRES: &str = "TASKS_TEST_POSTGRES";
@@ -64,6 +69,40 @@ impl Drop for Scratch {
         if let Err(error) = admin(&self.server, &sql, false) {
             eprintln!("scratch schema {} not dropped: {error}", self.schema);
         }
+    }
+}
+
+/// A transaction another writer holds open on a store (a run's long commit, say), until
+/// [`Held::release`] or drop: calls made meanwhile wait for the connection.
+pub struct Held {
+    release: mpsc::Sender<()>,
+    holder: JoinHandle<Result<(), StoreError>>,
+}
+
+impl Held {
+    /// Opens a transaction on `store` from a thread of its own; returns once it is open.
+    pub fn connection_of(store: &Store) -> Held {
+        let (release, released) = mpsc::channel::<()>();
+        let (holding, held) = mpsc::channel::<()>();
+        let store = store.clone();
+        let holder = std::thread::spawn(move || {
+            store.transaction(|_| {
+                holding.send(()).unwrap();
+                // A sender dropped (a test that panicked) releases as well.
+                let _ = released.recv();
+            })
+        });
+        held.recv().expect("the holder opened its transaction");
+        Held { release, holder }
+    }
+
+    /// Ends the transaction and waits until the connection is free.
+    pub fn release(self) {
+        drop(self.release);
+        self.holder
+            .join()
+            .expect("the holder did not panic")
+            .expect("the held transaction committed");
     }
 }
 

@@ -196,7 +196,7 @@ mod tests {
     use crate::engine::Engine;
     use crate::engine::catalog::Catalog;
     use crate::server::wire::WireTransport;
-    use crate::store::{Store, TodoFilter};
+    use crate::store::{Held, Store, TodoFilter};
     use crate::tools::Tools;
     use rmcp::ServiceExt;
     use serde_json::{Value, json};
@@ -401,18 +401,7 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         // Another writer holds the connection, so that the call is still in flight when
         // the client cancels it.
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let (holding, held) = std::sync::mpsc::channel::<()>();
-        let holder = {
-            let store = store.clone();
-            std::thread::spawn(move || {
-                store.transaction(|_| {
-                    holding.send(()).unwrap();
-                    released.recv().unwrap();
-                })
-            })
-        };
-        held.recv().unwrap();
+        let held = Held::connection_of(&store);
 
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
@@ -436,8 +425,7 @@ mod tests {
             let line = read.next_line().await.unwrap().expect("the server is up");
             replies.push(serde_json::from_str(&line).unwrap());
         }
-        release.send(()).unwrap();
-        holder.join().unwrap().unwrap();
+        held.release();
         send(&mut client_write, &[call(3, "list_tasks", json!({}))]).await;
         client_write.shutdown().await.unwrap();
         while let Some(line) = read.next_line().await.unwrap() {
