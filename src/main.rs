@@ -345,7 +345,9 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
         ..RegistryConfig::default()
     };
     let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, &common.workspace).with_journal(registry.clone());
+    let engine = Engine::new(tools, &common.workspace)
+        .with_durability(durability)
+        .with_journal(registry.clone());
     Ok(Durable { engine, registry })
 }
 

@@ -241,7 +241,7 @@ impl Run {
                 self.settle_here(node, instance, number, result)
             }
             Resolved::ListDir(_) | Resolved::ReadFile { .. } => {
-                let result = self.read(&action);
+                let result = self.read(node, instance, &action);
                 self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),
