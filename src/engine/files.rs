@@ -666,7 +666,7 @@ mod tests {
     }
 
     #[test]
-    fn the_check_on_resume_reads_no_more_than_the_content_and_one_byte() {
+    fn the_check_on_resume_holds_only_for_the_identical_content() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("big"), "x".repeat(1 << 20)).unwrap();
         assert!(!already_written(dir.path(), "big", "x"));
