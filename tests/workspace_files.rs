@@ -10,6 +10,7 @@ use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
+use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
 use serde_json::{Map, Value, json};
 
@@ -20,6 +21,19 @@ fn installed(workspace: &Path, workflows: &Path, file: &str, text: &str) -> (Eng
     assert!(rejected.is_empty(), "the workflow loads");
     let store = Store::open_in_memory().unwrap();
     (Engine::new(Tools::new(store), workspace), catalog)
+}
+
+/// The same engine, its runs recorded in a journal on a database in `dir`.
+fn journalled(engine: Engine, workspace: &Path, dir: &Path) -> Engine {
+    let store = Store::open(dir.join("tasks.db")).unwrap();
+    let tools = Tools::new(store.clone());
+    let registry = Arc::new(Registry::new(
+        store,
+        tools.clone(),
+        RegistryConfig::default(),
+    ));
+    drop(engine);
+    Engine::new(tools, workspace).with_journal(registry)
 }
 
 const MANY_WRITES: &str = r#"
@@ -152,12 +166,24 @@ on_failure = "continue"
 
 #[tokio::test]
 async fn every_read_listing_and_write_of_a_run_is_audited_with_path_bytes_run_and_node() {
+    audited_file_actions(false).await;
+}
+
+#[tokio::test]
+async fn a_recorded_runs_file_actions_are_audited_with_their_units_records() {
+    audited_file_actions(true).await;
+}
+
+async fn audited_file_actions(recorded: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (workspace, workflows) = (dir.path().join("ws"), dir.path().join("workflows"));
     std::fs::create_dir_all(workspace.join("docs")).unwrap();
     std::fs::create_dir_all(&workflows).unwrap();
     std::fs::write(workspace.join("docs/a.md"), "hello world").unwrap();
-    let (engine, catalog) = installed(&workspace, &workflows, "files.toml", READS_AND_WRITES);
+    let (mut engine, catalog) = installed(&workspace, &workflows, "files.toml", READS_AND_WRITES);
+    if recorded {
+        engine = journalled(engine, &workspace, dir.path());
+    }
     let plan = Arc::clone(&catalog.get("files").expect("installed").plan);
     let report = engine.run(plan, Map::new(), RunOptions::default()).await;
     assert_eq!(report.status, RunStatus::Succeeded);

@@ -1,12 +1,16 @@
 //! A run's file actions: the write that a resumed run never makes twice, and the
 //! read-only `list_dir` and `read_file`, which a resumed run may simply make again.
-//! Each action is audited: its path, the bytes it moved, the run and the node.
+//! Each action is audited: its path, the bytes it moved, the run and the node; in a
+//! recorded run, the row commits in the batch that records the unit.
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use super::Run;
 use crate::engine::actions::Resolved;
 use crate::engine::files::{self, WriteMode};
+use crate::engine::journal::FileAudit;
 use crate::engine::report::NodeError;
 use crate::tools::{AuditOutcome, Origin};
 
@@ -67,7 +71,7 @@ impl Run {
 
     /// A `list_dir` or `read_file` attempt, audited.
     pub(super) fn read(
-        &self,
+        &mut self,
         node: usize,
         instance: Option<usize>,
         action: &Resolved,
@@ -85,12 +89,14 @@ impl Run {
     }
 
     /// The audit row of a file action, under the action's name: the path, and what it
-    /// moved (the bytes written or read, the entries listed), or why it failed.
+    /// moved (the bytes written or read, the entries listed), or why it failed. In a
+    /// recorded run the row commits with the unit's record, in the run's next batch;
+    /// otherwise it is appended at once.
     fn audit_file(
-        &self,
+        &mut self,
         node: usize,
         instance: Option<usize>,
-        action: &str,
+        action: &'static str,
         path: &str,
         result: &Result<Value, NodeError>,
     ) {
@@ -120,6 +126,16 @@ impl Run {
                 AuditOutcome::Error
             }
         };
+        if self.journal.is_some() {
+            self.audits.push(FileAudit {
+                action,
+                node_id: Arc::clone(&self.plan.nodes[node].id),
+                args,
+                outcome,
+                principal: self.env.principal.clone(),
+            });
+            return;
+        }
         let origin = Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&self.plan.nodes[node].id),
