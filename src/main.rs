@@ -109,7 +109,9 @@ struct Common {
     #[arg(long, env = "TASKS_WORKFLOWS_DIR", global = true)]
     workflows: Option<PathBuf>,
 
-    /// Root folder for `write_file` nodes; they cannot write outside it.
+    /// Root folder for the file actions of installed workflows (`write_file`, `read_file`,
+    /// `list_dir`); they cannot reach outside it, nor through a symbolic link within it.
+    /// Inline definitions have no file actions.
     #[arg(long, env = "TASKS_WORKSPACE", default_value = ".", global = true)]
     workspace: PathBuf,
 
