@@ -95,6 +95,7 @@ impl Journal for PerTransition {
                 },
                 progress: batch.progress,
                 end: if i == last { batch.end } else { None },
+                audits: if first { batch.audits } else { &[] },
             })?;
         }
         Ok(())
@@ -317,6 +318,7 @@ fn store_unfinished(
                 asking: false,
             },
             end: None,
+            audits: &[],
         })
         .expect("states committed");
 }

@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine::Engine;
-use mcp_task_server::server::Server;
 use mcp_task_server::server::http::{HttpOptions, Tokens};
+use mcp_task_server::server::{InlineWorkflows, Server};
 use mcp_task_server::store::{self, Durability, Store};
 use mcp_task_server::tasks::housekeeping::{self, Chores};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
@@ -109,7 +109,9 @@ struct Common {
     #[arg(long, env = "TASKS_WORKFLOWS_DIR", global = true)]
     workflows: Option<PathBuf>,
 
-    /// Root folder for `write_file` nodes; they cannot write outside it.
+    /// Root folder for the file actions of installed workflows (`write_file`, `read_file`,
+    /// `list_dir`); they cannot reach outside it, nor through a symbolic link within it.
+    /// Inline definitions have no file actions.
     #[arg(long, env = "TASKS_WORKSPACE", default_value = ".", global = true)]
     workspace: PathBuf,
 
@@ -137,11 +139,29 @@ struct Common {
     #[arg(long, env = "TASKS_ANSWER_TIMEOUT", default_value = "1h", value_parser = duration, global = true)]
     answer_timeout: Duration,
 
+    /// Whether `run_workflow` accepts a workflow definition from the client (`on`), or runs
+    /// only the built-in workflows and those of the workflows folder (`off`). Inline
+    /// definitions never touch the host's files either way.
+    #[arg(
+        long,
+        env = "TASKS_INLINE_WORKFLOWS",
+        value_name = "on|off",
+        default_value = "on",
+        global = true
+    )]
+    inline_workflows: Switch,
+
     /// Threads that run requests and workflow steps. One keeps a request and the run it
     /// starts on the thread that read it, with no wake-up of another thread in between;
     /// more help workflows whose steps compute for long.
     #[arg(long, env = "TASKS_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), global = true)]
     worker_threads: u16,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -327,7 +347,9 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
         ..RegistryConfig::default()
     };
     let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, &common.workspace).with_journal(registry.clone());
+    let engine = Engine::new(tools, &common.workspace)
+        .with_durability(durability)
+        .with_journal(registry.clone());
     Ok(Durable { engine, registry })
 }
 
@@ -406,8 +428,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let durable = durable(common)?;
             let catalog = cli::load_catalog(dir.as_deref());
+            let inline = match common.inline_workflows {
+                Switch::On => InlineWorkflows::On,
+                Switch::Off => InlineWorkflows::Off,
+            };
             let server = Server::new(durable.engine.clone(), catalog)
-                .with_registry(durable.registry.clone());
+                .with_registry(durable.registry.clone())
+                .with_inline_workflows(inline);
             let chores = Chores {
                 take_over: true,
                 purge: true,

@@ -340,6 +340,71 @@ async fn an_inline_write_file_node_is_refused() {
 }
 
 #[tokio::test]
+async fn inline_reads_of_secrets_are_refused_and_every_reading_node_is_named() {
+    let server = Server::start().await;
+    // The workspace defaults to the server's working directory, where secrets may live.
+    let cwd = server.db.parent().unwrap().to_path_buf();
+    std::fs::write(cwd.join(".env"), "API_KEY=hunter2\n").unwrap();
+    std::fs::write(cwd.join("tokens.txt"), "alice s3cr3t-token\n").unwrap();
+    let definition = json!({ "nodes": {
+        "env": { "read_file": ".env" },
+        "tokens": { "read_file": { "path": "tokens.txt", "max_bytes": 100 } },
+        "look": { "list_dir": "." },
+        "say": { "render": "{{ nodes.env.output.content }}", "needs": ["env"] }
+    } });
+    let args = json!({ "definition": definition });
+    let message = expect_error(
+        &call(&server.client, "run_workflow", args.clone()).await,
+        "invalid_input",
+    );
+    for expected in [
+        "nodes.env.read_file: read_file is not allowed in inline definitions",
+        "nodes.tokens.read_file: read_file is not allowed in inline definitions",
+        "nodes.look.list_dir: list_dir is not allowed in inline definitions",
+    ] {
+        assert!(message.contains(expected), "{expected:?} not in {message}");
+    }
+    assert!(!message.contains("hunter2") && !message.contains("s3cr3t"));
+    let stopped = server.stop().await;
+    let rows = audit_rows(&stopped.db);
+    let outcomes: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.tool.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("run_workflow", "rejected")]);
+    assert!(rows.iter().all(|r| r.run_id.is_none()), "no run started");
+}
+
+#[tokio::test]
+async fn with_inline_workflows_off_a_definition_is_refused_and_audited() {
+    let server =
+        Server::start_with_args(&[OsStr::new("--inline-workflows"), OsStr::new("off")]).await;
+    let definition = json!({ "nodes": { "a": { "render": "hello" } } });
+    let args = json!({ "definition": definition });
+    let message = expect_error(
+        &call(&server.client, "run_workflow", args.clone()).await,
+        "invalid_input",
+    );
+    assert!(
+        message.contains("inline workflow definitions are turned off")
+            && message.contains("--inline-workflows off"),
+        "{message}"
+    );
+    // Installed workflows still run.
+    expect_ok(&call(&server.client, "run_workflow", release_args("1.0.0")).await);
+    let stopped = server.stop().await;
+    let rows = audit_rows(&stopped.db);
+    assert_eq!(rows[0].tool, "run_workflow");
+    assert_eq!(rows[0].outcome, "rejected");
+    assert_eq!(serde_json::from_str::<Value>(&rows[0].args).unwrap(), args);
+    assert!(
+        rows.iter()
+            .any(|r| r.tool == "run_workflow" && r.outcome == "ok"),
+        "{rows:?}"
+    );
+}
+
+#[tokio::test]
 async fn run_workflow_refuses_unknown_names_and_ambiguous_requests() {
     let server = Server::start().await;
     let client = &server.client;

@@ -37,6 +37,8 @@ pub struct ActionEnv {
     pub tools: Tools,
     /// `write_file` paths are relative to this directory and may not leave it.
     pub workspace: PathBuf,
+    /// Sync a folder after a file is placed in it (`--durability full`).
+    pub sync_folders: bool,
     pub interaction: Option<Arc<dyn Interaction>>,
     /// The principal the run acts for, named in the audit rows of its calls.
     pub principal: Option<Arc<str>>,

@@ -2,10 +2,25 @@
 //! of `write_file`, and the read-only, size-capped `list_dir` and `read_file`.
 //!
 //! Every path is relative to the workspace root, free of `..`, and goes through no
-//! symbolic link, so a workflow can neither read nor write outside the workspace.
+//! symbolic link, so a workflow can neither read nor write outside the workspace. That is
+//! enforced by the kernel, not by a check before an open: each action opens the workspace
+//! folder once, and every open under it is an `openat2` relative to that descriptor with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`, one folder at a time
+//! where folders are made. A link swapped in at any component, at any moment, makes the
+//! open fail instead of leading elsewhere. A kernel without `openat2` (before Linux 5.6)
+//! gets a refusal, never a weaker check.
+//!
+//! Only regular files are read, opened non-blocking and checked after the open (`fstat`),
+//! so that a FIFO or a device never holds a thread; a file with other hard links is refused
+//! too, since one of them may name a file outside the workspace.
 
-use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path};
 
 use serde_json::{Value, json};
 
@@ -14,31 +29,24 @@ use super::report::{NodeError, NodeErrorKind};
 /// The most entries `list_dir` returns; a folder with more is cut, and says so.
 const MAX_ENTRIES: usize = 1000;
 
+/// Every open under the workspace stays beneath it and follows no link of any kind.
+const RESOLVE: u64 =
+    libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+
 fn file_error(message: impl Into<String>) -> NodeError {
     NodeError::new(NodeErrorKind::File, message)
 }
 
-/// Checks that `path` is relative and free of `..`, and that no existing component under
-/// `root` is a symlink; returns the path joined to `root`.
-pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
-    let relative = Path::new(path);
+/// The components of `path`, checked without touching the disk: relative and free of `..`.
+/// `.` components are dropped, so `"."` gives none.
+fn components(path: &str) -> Result<Vec<&OsStr>, NodeError> {
     if path.is_empty() {
         return Err(file_error("the path is empty"));
     }
-    let mut joined = root.to_path_buf();
-    for component in relative.components() {
+    let mut parts = Vec::new();
+    for component in Path::new(path).components() {
         match component {
-            Component::Normal(part) => {
-                joined.push(part);
-                if joined
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_symlink())
-                {
-                    return Err(file_error(format!(
-                        "`{path}` goes through a symbolic link; refused"
-                    )));
-                }
-            }
+            Component::Normal(part) => parts.push(part),
             Component::CurDir => {}
             Component::ParentDir => {
                 return Err(file_error(format!("`{path}` contains `..`; refused")));
@@ -50,13 +58,137 @@ pub fn confine(root: &Path, path: &str) -> Result<PathBuf, NodeError> {
             }
         }
     }
-    Ok(joined)
+    Ok(parts)
+}
+
+/// The error of an open under the workspace, in words: a link met on the way is refused as
+/// such, and a kernel without `openat2` is said to be one.
+fn refusal(path: &str, verb: &str, error: &io::Error) -> NodeError {
+    match error.raw_os_error() {
+        Some(libc::ELOOP) => file_error(format!("`{path}` goes through a symbolic link; refused")),
+        Some(libc::EXDEV) => file_error(format!("`{path}` leaves the workspace; refused")),
+        Some(libc::ENOSYS) => file_error(format!(
+            "cannot {verb} `{path}`: this kernel lacks openat2 (Linux 5.6 or later), which \
+             file actions need to stay inside the workspace; refused"
+        )),
+        _ => file_error(format!("cannot {verb} `{path}`: {error}")),
+    }
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// `openat2(dir, name, flags)` beneath `dir`, through no link; `mode` for a created file.
+fn open_beneath(dir: BorrowedFd<'_>, name: &OsStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let name = c_name(name)?;
+    // SAFETY: `open_how` is plain old data; all-zero is its documented empty value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.mode = if flags & libc::O_CREAT != 0 {
+        u64::from(mode)
+    } else {
+        0
+    };
+    how.resolve = RESOLVE;
+    // EAGAIN: the kernel saw a rename race it could not rule out; it asks for a retry.
+    for _ in 0..16 {
+        // SAFETY: `name` is NUL-terminated and `how` is an `open_how` of the size given;
+        // both outlive the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                &raw const how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            let fd = i32::try_from(fd).expect("a file descriptor fits an int");
+            // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EAGAIN) {
+            return Err(error);
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::EAGAIN))
+}
+
+/// The workspace folder, opened once for one action: every open of the action is relative
+/// to it.
+fn open_workspace(root: &Path) -> Result<OwnedFd, NodeError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(root)
+        .map(OwnedFd::from)
+        .map_err(|e| {
+            file_error(format!(
+                "cannot open the workspace `{}`: {e}",
+                root.display()
+            ))
+        })
+}
+
+/// A folder under `dir`, through no link (`RESOLVE_NO_SYMLINKS` covers the last component
+/// too, and says so with `ELOOP`, where `O_NOFOLLOW` with `O_DIRECTORY` says `ENOTDIR`).
+fn open_folder(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
+    open_beneath(dir, name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+}
+
+/// The path as the kernel takes it: the components joined, `.` for none.
+fn joined(parts: &[&OsStr]) -> std::path::PathBuf {
+    match parts.is_empty() {
+        true => ".".into(),
+        false => parts.iter().collect(),
+    }
+}
+
+/// Opens the regular file `path` under the workspace for reading, non-blocking (a FIFO or
+/// a device is refused once opened, without a wait); returns it with its size.
+fn open_regular(workspace: BorrowedFd<'_>, path: &str) -> Result<(File, u64), NodeError> {
+    let parts = components(path)?;
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW;
+    let file = open_beneath(workspace, joined(&parts).as_os_str(), flags, 0)
+        .map(File::from)
+        .map_err(|e| refusal(path, "read", &e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| file_error(format!("cannot read `{path}`: {e}")))?;
+    if !meta.file_type().is_file() {
+        return Err(file_error(format!(
+            "`{path}` is not a regular file; refused"
+        )));
+    }
+    if meta.nlink() > 1 {
+        return Err(file_error(format!(
+            "`{path}` has other hard links, which may name a file outside the workspace; refused"
+        )));
+    }
+    Ok((file, meta.len()))
+}
+
+/// How `write_file` places its file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteMode<'a> {
+    /// Replace a file already at the path; without it, that is an error.
+    pub overwrite: bool,
+    /// Who writes, for the temporary file's name (see [`write_file`]).
+    pub writer: Option<&'a str>,
+    /// Sync the folders the write changed once the file is in place (`--durability full`):
+    /// a power loss then cannot take back a file whose node was recorded as done.
+    pub sync_folders: bool,
 }
 
 /// Writes `content` to `path` under `root`: into a temporary file beside it, then renamed
 /// into place, so that the file appears whole or not at all. Without `overwrite`, the
 /// rename refuses to replace an existing file (`renameat2` with `RENAME_NOREPLACE`, or a
-/// hard link where the file system lacks it).
+/// hard link where the file system lacks it). Missing folders are made one at a time,
+/// each opened beneath the one before, through no link.
 ///
 /// `writer` names who writes, for the temporary file's name: a recorded run's unit, whose
 /// attempt after a crash then replaces the temporary file a killed attempt left, instead
@@ -66,79 +198,143 @@ pub fn write_file(
     root: &Path,
     path: &str,
     content: &str,
-    overwrite: bool,
-    writer: Option<&str>,
+    mode: WriteMode<'_>,
 ) -> Result<Value, NodeError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-
-    let target = confine(root, path)?;
-    let cannot = |e: std::io::Error| file_error(format!("cannot write `{path}`: {e}"));
-    let parent = target.parent().unwrap_or(root);
-    std::fs::create_dir_all(parent)
-        .map_err(|e| file_error(format!("cannot create the folder of `{path}`: {e}")))?;
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let temp = match writer {
+    let parts = components(path)?;
+    let Some((name, folders)) = parts.split_last() else {
+        return Err(file_error(format!("`{path}` names no file")));
+    };
+    let cannot = |e: io::Error| file_error(format!("cannot write `{path}`: {e}"));
+    let workspace = open_workspace(root)?;
+    let parent = make_folders(&workspace, folders, path, mode.sync_folders)?;
+    let parent = File::from(parent);
+    let dir = std::os::fd::AsFd::as_fd(&parent);
+    let name_text = name.to_string_lossy();
+    let temp = match mode.writer {
         Some(writer) => {
-            let temp = parent.join(format!(".{name}.{writer}.tmp"));
-            match std::fs::remove_file(&temp) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(cannot(e)),
+            let temp = format!(".{name_text}.{writer}.tmp");
+            match unlink_at(dir, OsStr::new(&temp)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(cannot(e)),
                 _ => temp,
             }
         }
-        None => parent.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())),
+        None => format!(".{name_text}.{}.tmp", uuid::Uuid::new_v4().simple()),
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)
-        .map_err(cannot)?;
+    let temp = OsStr::new(&temp);
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let mut file = open_beneath(dir, temp, flags, 0o666)
+        .map(File::from)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::EXDEV | libc::ENOSYS) => refusal(path, "write", &e),
+            _ => cannot(e),
+        })?;
     let written = file
         .write_all(content.as_bytes())
         .and_then(|()| file.sync_data());
     drop(file);
-    let placed = written.and_then(|()| match overwrite {
-        true => std::fs::rename(&temp, &target),
-        false => rename_no_replace(&temp, &target),
-    });
+    let placed = written.and_then(|()| rename_at(dir, temp, name, !mode.overwrite));
     if let Err(error) = placed {
-        let _ = std::fs::remove_file(&temp);
+        let _ = unlink_at(dir, temp);
         return Err(match error.kind() {
-            std::io::ErrorKind::AlreadyExists => file_error(format!(
+            io::ErrorKind::AlreadyExists => file_error(format!(
                 "`{path}` already exists; set overwrite = true to replace it"
             )),
             _ => cannot(error),
         });
     }
+    if mode.sync_folders {
+        parent
+            .sync_all()
+            .map_err(|e| file_error(format!("cannot sync the folder of `{path}`: {e}")))?;
+    }
     Ok(json!({ "path": path, "bytes": content.len() }))
 }
 
-/// Renames `from` to `to` unless `to` exists (then `AlreadyExists`).
-fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c =
-        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
-    let (c_from, c_to) = (c(from)?, c(to)?);
-    // SAFETY: both arguments are valid NUL-terminated paths that outlive the call.
+/// The folder `folders` names under the workspace, made where missing: each component is
+/// made (`mkdirat`, which never follows a link) and opened beneath the one before. With
+/// `sync`, a folder that gained a new folder is synced.
+fn make_folders(
+    workspace: &OwnedFd,
+    folders: &[&OsStr],
+    path: &str,
+    sync: bool,
+) -> Result<OwnedFd, NodeError> {
+    let cannot = |e: io::Error| file_error(format!("cannot create the folder of `{path}`: {e}"));
+    let mut dir = open_folder(std::os::fd::AsFd::as_fd(workspace), OsStr::new("."))
+        .map_err(|e| refusal(path, "write", &e))?;
+    for folder in folders {
+        let name = c_name(folder).map_err(cannot)?;
+        // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an open folder.
+        let made = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) };
+        if made != 0 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EEXIST) {
+                return Err(cannot(error));
+            }
+        } else if sync {
+            File::from(dir.try_clone().map_err(cannot)?)
+                .sync_all()
+                .map_err(cannot)?;
+        }
+        dir = open_folder(std::os::fd::AsFd::as_fd(&dir), folder).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ELOOP | libc::EXDEV | libc::ENOSYS) => refusal(path, "write", &e),
+                _ => cannot(e),
+            }
+        })?;
+    }
+    Ok(dir)
+}
+
+fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated and outlives the call.
+    match unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Renames `from` to `to`, both in folder `dir`; with `no_replace`, not over an existing
+/// `to` (then `AlreadyExists`). A rename never follows a link at either name.
+fn rename_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr, no_replace: bool) -> io::Result<()> {
+    let (c_from, c_to) = (c_name(from)?, c_name(to)?);
+    let flags = if no_replace {
+        libc::RENAME_NOREPLACE
+    } else {
+        0
+    };
+    // SAFETY: both names are NUL-terminated and outlive the call; `dir` is an open folder.
     let status = unsafe {
         libc::renameat2(
-            libc::AT_FDCWD,
+            dir.as_raw_fd(),
             c_from.as_ptr(),
-            libc::AT_FDCWD,
+            dir.as_raw_fd(),
             c_to.as_ptr(),
-            libc::RENAME_NOREPLACE,
+            flags,
         )
     };
     if status == 0 {
         return Ok(());
     }
-    let error = std::io::Error::last_os_error();
+    let error = io::Error::last_os_error();
     match error.raw_os_error() {
         // The file system or kernel lacks the flag: a hard link refuses an existing name too.
-        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
+        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP) if no_replace => {
+            // SAFETY: as above.
+            let linked = unsafe {
+                libc::linkat(
+                    dir.as_raw_fd(),
+                    c_from.as_ptr(),
+                    dir.as_raw_fd(),
+                    c_to.as_ptr(),
+                    0,
+                )
+            };
+            if linked != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            unlink_at(dir, from)
         }
         _ => Err(error),
     }
@@ -155,40 +351,46 @@ pub fn content_hash(content: &str) -> String {
     format!("fnv1a64:{hash:016x}:{}", content.len())
 }
 
-/// Whether `path` under `root` already holds exactly `content`.
+/// Whether `path` under `root` already holds exactly `content`. It reads at most one byte
+/// more than `content`, through the same confined open as `read_file`.
 pub fn already_written(root: &Path, path: &str, content: &str) -> bool {
-    confine(root, path)
-        .ok()
-        .and_then(|target| std::fs::read(target).ok())
-        .is_some_and(|bytes| bytes == content.as_bytes())
+    let Ok(workspace) = open_workspace(root) else {
+        return false;
+    };
+    let Ok((file, size)) = open_regular(std::os::fd::AsFd::as_fd(&workspace), path) else {
+        return false;
+    };
+    if size != content.len() as u64 {
+        return false;
+    }
+    let mut bytes = Vec::with_capacity(content.len());
+    file.take(content.len() as u64 + 1)
+        .read_to_end(&mut bytes)
+        .is_ok_and(|_| bytes == content.as_bytes())
 }
 
 /// The entries of folder `path` under `root`, sorted by name: `{name, kind, bytes}`, with
-/// `kind` one of `file`, `dir` and `other`. A folder that does not exist has no entries:
-/// a workflow that keeps files in a folder meets it empty before its first file.
+/// `kind` one of `file`, `dir` and `other` (a symbolic link is `other`, never followed). A
+/// folder that does not exist has no entries: a workflow that keeps files in a folder
+/// meets it empty before its first file.
 pub fn list_dir(root: &Path, path: &str) -> Result<Value, NodeError> {
-    let folder = match path.trim_matches('/') {
-        "" | "." => root.to_path_buf(),
-        relative => confine(root, relative)?,
+    let parts = match path.trim_matches('/') {
+        "" => Vec::new(),
+        relative => components(relative)?,
     };
-    let entries = match std::fs::read_dir(&folder) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+    let workspace = open_workspace(root)?;
+    let folder = match open_folder(
+        std::os::fd::AsFd::as_fd(&workspace),
+        joined(&parts).as_os_str(),
+    ) {
+        Ok(folder) => folder,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Ok(json!({ "path": path, "entries": [], "truncated": false }));
         }
-        Err(error) => return Err(file_error(format!("cannot list `{path}`: {error}"))),
+        Err(error) => return Err(refusal(path, "list", &error)),
     };
-    let mut listed: Vec<(String, &str, u64)> = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(meta) = entry.metadata() else { continue };
-        let kind = match meta.file_type() {
-            t if t.is_file() => "file",
-            t if t.is_dir() => "dir",
-            _ => "other",
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        listed.push((name, kind, meta.len()));
-    }
+    let mut listed =
+        entries(folder).map_err(|e| file_error(format!("cannot list `{path}`: {e}")))?;
     listed.sort();
     let truncated = listed.len() > MAX_ENTRIES;
     listed.truncate(MAX_ENTRIES);
@@ -199,19 +401,74 @@ pub fn list_dir(root: &Path, path: &str) -> Result<Value, NodeError> {
     Ok(json!({ "path": path, "entries": entries, "truncated": truncated }))
 }
 
-/// The text of file `path` under `root`, at most `max_bytes` of it (cut at a character
-/// boundary): `{path, content, bytes, truncated}`. A file that is not UTF-8 is refused.
-pub fn read_file(root: &Path, path: &str, max_bytes: u64) -> Result<Value, NodeError> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// An open folder's entries as `(name, kind, bytes)`, each looked at without following a
+/// link (`fstatat` with `AT_SYMLINK_NOFOLLOW`, relative to the folder).
+fn entries(folder: OwnedFd) -> io::Result<Vec<(String, &'static str, u64)>> {
+    use std::os::fd::IntoRawFd;
 
-    let target = confine(root, path)?;
-    let cannot = |e: std::io::Error| file_error(format!("cannot read `{path}`: {e}"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&target)
-        .map_err(cannot)?;
-    let size = file.metadata().map_err(cannot)?.len();
+    /// Closes the stream, and the descriptor it owns, however the listing ends.
+    struct Stream(*mut libc::DIR);
+    impl Drop for Stream {
+        fn drop(&mut self) {
+            // SAFETY: the stream is open and closed only here.
+            unsafe { libc::closedir(self.0) };
+        }
+    }
+
+    let fd = folder.into_raw_fd();
+    // SAFETY: `fd` is an open folder whose ownership passes to the stream.
+    let stream = unsafe { libc::fdopendir(fd) };
+    if stream.is_null() {
+        let error = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so `fd` is still ours to close.
+        unsafe { libc::close(fd) };
+        return Err(error);
+    }
+    let stream = Stream(stream);
+    let mut listed = Vec::new();
+    loop {
+        // SAFETY: the stream is open; the entry is read before the next `readdir`.
+        let entry = unsafe { libc::readdir(stream.0) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: `d_name` is a NUL-terminated name inside the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        if matches!(name.to_bytes(), b"." | b"..") {
+            continue;
+        }
+        // SAFETY: all-zero is a valid `stat`, filled in by the call.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: the stream's descriptor is open, `name` NUL-terminated, `stat` writable.
+        let looked = unsafe {
+            libc::fstatat(
+                libc::dirfd(stream.0),
+                name.as_ptr(),
+                &raw mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if looked != 0 {
+            continue;
+        }
+        let kind = match stat.st_mode & libc::S_IFMT {
+            libc::S_IFREG => "file",
+            libc::S_IFDIR => "dir",
+            _ => "other",
+        };
+        let name = String::from_utf8_lossy(name.to_bytes()).into_owned();
+        listed.push((name, kind, u64::try_from(stat.st_size).unwrap_or(0)));
+    }
+    Ok(listed)
+}
+
+/// The text of file `path` under `root`, at most `max_bytes` of it (cut at a character
+/// boundary): `{path, content, bytes, truncated}`. A file that is not UTF-8 is refused, as
+/// is anything but a regular file.
+pub fn read_file(root: &Path, path: &str, max_bytes: u64) -> Result<Value, NodeError> {
+    let workspace = open_workspace(root)?;
+    let (file, size) = open_regular(std::os::fd::AsFd::as_fd(&workspace), path)?;
+    let cannot = |e: io::Error| file_error(format!("cannot read `{path}`: {e}"));
     let mut bytes = Vec::new();
     file.take(max_bytes)
         .read_to_end(&mut bytes)
@@ -262,7 +519,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // What an attempt killed between its temporary file and the rename leaves.
         std::fs::write(dir.path().join(".note.md.unit-1.tmp"), "half").unwrap();
-        write_file(dir.path(), "note.md", "whole", false, Some("unit-1")).unwrap();
+        let mode = WriteMode {
+            writer: Some("unit-1"),
+            ..WriteMode::default()
+        };
+        write_file(dir.path(), "note.md", "whole", mode).unwrap();
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -296,5 +557,150 @@ mod tests {
         assert!(read_file(dir.path(), "/etc/passwd", 1024).is_err());
         std::fs::write(dir.path().join("bin"), [0xff, 0xfe]).unwrap();
         assert!(read_file(dir.path(), "bin", 1024).is_err());
+    }
+
+    fn refused(result: Result<Value, NodeError>, needle: &str) {
+        let error = result.expect_err("refused");
+        assert!(
+            error.message.contains(needle),
+            "{needle:?} not in {}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_symbolic_link_at_an_inner_component_is_refused_for_every_action() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("docs/out")).unwrap();
+        let link = "goes through a symbolic link";
+        refused(read_file(&root, "docs/out/secret", 1024), link);
+        refused(list_dir(&root, "docs/out"), link);
+        refused(
+            write_file(&root, "docs/out/new/x.md", "x", WriteMode::default()),
+            link,
+        );
+        refused(
+            write_file(&root, "docs/out/x.md", "x", WriteMode::default()),
+            link,
+        );
+        assert!(!already_written(&root, "docs/out/secret", "s3cret"));
+        // A link to a folder inside the workspace is refused too: no link is followed.
+        std::os::unix::fs::symlink(root.join("docs"), root.join("alias")).unwrap();
+        refused(
+            write_file(&root, "alias/x.md", "x", WriteMode::default()),
+            link,
+        );
+        let names: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "nothing was written outside");
+        assert!(!root.join("docs/x.md").exists());
+    }
+
+    #[test]
+    fn dot_dot_and_absolute_paths_are_refused_before_any_open() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        refused(read_file(dir.path(), "a/../../x", 10), "contains `..`");
+        refused(
+            write_file(dir.path(), "a/../x", "x", WriteMode::default()),
+            "contains `..`",
+        );
+        refused(read_file(dir.path(), "/etc/passwd", 10), "is absolute");
+        refused(
+            write_file(dir.path(), "/tmp/x", "x", WriteMode::default()),
+            "is absolute",
+        );
+        refused(
+            write_file(dir.path(), ".", "x", WriteMode::default()),
+            "names no file",
+        );
+        assert!(!dir.path().join("x").exists());
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_instead_of_blocking_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("pipe").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        // Without O_NONBLOCK, this open waits for a writer that never comes: the test's
+        // thread would hang, and the harness with it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let root = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = sender.send((
+                read_file(&root, "pipe", 10).map_err(|e| e.message),
+                already_written(&root, "pipe", "x"),
+            ));
+        });
+        let (read, written) = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read of a FIFO returns instead of blocking");
+        assert!(read.unwrap_err().contains("is not a regular file"));
+        assert!(!written);
+        refused(list_dir(dir.path(), "pipe"), "cannot list");
+    }
+
+    #[test]
+    fn a_device_behind_a_link_and_a_folder_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
+        refused(read_file(dir.path(), "zero", 10), "symbolic link");
+        std::fs::create_dir(dir.path().join("folder")).unwrap();
+        refused(read_file(dir.path(), "folder", 10), "is not a regular file");
+    }
+
+    #[test]
+    fn a_file_with_another_hard_link_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        // A name outside the workspace for the same file (the same file system here).
+        std::fs::write(dir.path().join("outside"), "s3cret").unwrap();
+        std::fs::hard_link(dir.path().join("outside"), root.join("inside")).unwrap();
+        refused(read_file(&root, "inside", 100), "other hard links");
+        assert!(!already_written(&root, "inside", "s3cret"));
+    }
+
+    #[test]
+    fn the_check_on_resume_holds_only_for_the_identical_content() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big"), "x".repeat(1 << 20)).unwrap();
+        assert!(!already_written(dir.path(), "big", "x"));
+        std::fs::write(dir.path().join("same"), "hello").unwrap();
+        assert!(already_written(dir.path(), "same", "hello"));
+        assert!(!already_written(dir.path(), "same", "hellO"));
+    }
+
+    #[test]
+    fn a_write_makes_its_folders_and_refuses_to_replace_without_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = WriteMode {
+            sync_folders: true,
+            ..WriteMode::default()
+        };
+        write_file(dir.path(), "a/b/c.md", "one", mode).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.md")).unwrap(),
+            "one"
+        );
+        refused(
+            write_file(dir.path(), "a/b/c.md", "two", mode),
+            "already exists",
+        );
+        let mode = WriteMode {
+            overwrite: true,
+            ..mode
+        };
+        write_file(dir.path(), "a/b/c.md", "two", mode).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/c.md")).unwrap(),
+            "two"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("a/b")).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
     }
 }

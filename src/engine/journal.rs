@@ -18,7 +18,7 @@ use super::actions::BoxFuture;
 use super::plan::Plan;
 use super::report::{NodeError, NodeStatus, RunStatus};
 use crate::store::Owner;
-use crate::tools::{Origin, ToolResult};
+use crate::tools::{AuditOutcome, Origin, ToolResult};
 
 /// Who started a run. `serve` takes over unfinished `mcp` runs by itself; `cli` runs
 /// resume only when asked (`workflows resume`).
@@ -157,6 +157,22 @@ pub struct RunBatch<'a> {
     pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
     pub progress: RunProgress<'a>,
     pub end: Option<RunEnd<'a>>,
+    /// The audit rows of the file actions whose units this batch settles, committed with
+    /// their records.
+    pub audits: &'a [FileAudit],
+}
+
+/// The audit row of a file action (`read_file`, `list_dir`, `write_file`), kept until the
+/// batch that records its unit commits.
+#[derive(Debug, Clone)]
+pub struct FileAudit {
+    /// The action's name, the row's tool.
+    pub action: &'static str,
+    pub node_id: Arc<str>,
+    /// The row's arguments: the path, and the bytes moved or the error.
+    pub args: Map<String, Value>,
+    pub outcome: AuditOutcome,
+    pub principal: Option<Arc<str>>,
 }
 
 /// A new run, recorded before anything of it runs.

@@ -38,7 +38,7 @@ use plan::Plan;
 use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
-use crate::store::Owner;
+use crate::store::{Durability, Owner};
 use crate::tools::{ToolError, ToolResult, Tools};
 
 /// Per-run settings.
@@ -120,6 +120,7 @@ impl Engine {
             env: Arc::new(ActionEnv {
                 tools,
                 workspace: workspace.to_path_buf(),
+                sync_folders: false,
                 interaction: None,
                 principal: None,
             }),
@@ -132,6 +133,14 @@ impl Engine {
     /// Records every workflow run in `journal`, so that runs outlive the process.
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Engine {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Commits files as the store commits (`--durability`): with `Full`, a folder is
+    /// synced once `write_file` has placed a file in it, so that a power loss cannot take
+    /// back a file whose node the store recorded as done.
+    pub fn with_durability(mut self, durability: Durability) -> Engine {
+        Arc::make_mut(&mut self.env).sync_folders = durability == Durability::Full;
         self
     }
 

@@ -46,8 +46,15 @@ impl Server {
         }
         let reply = match retryable {
             None => {
-                workflow_tools::run_workflow(&self.engine, &self.catalog, name, &args, options)
-                    .await
+                workflow_tools::run_workflow(
+                    &self.engine,
+                    &self.catalog,
+                    self.inline,
+                    name,
+                    &args,
+                    options,
+                )
+                .await
             }
             Some(retryable) => self.run_once(name, &args, retryable, options).await,
         };
@@ -82,6 +89,7 @@ impl Server {
             let request = match workflow_tools::prepare_run(
                 &self.engine,
                 &self.catalog,
+                self.inline,
                 name,
                 args,
                 principal,

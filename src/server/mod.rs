@@ -18,6 +18,8 @@ mod tasks;
 mod wire;
 mod workflow_tools;
 
+pub use workflow_tools::InlineWorkflows;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -50,6 +52,8 @@ pub struct Server {
     starting: Arc<std::sync::Mutex<()>>,
     /// At most this many unfinished runs per principal (served over HTTP with tokens).
     max_runs: Option<u64>,
+    /// Whether `run_workflow` accepts a definition from the client.
+    inline: InlineWorkflows,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -70,7 +74,14 @@ impl Server {
             finished: Arc::default(),
             starting: Arc::default(),
             max_runs: None,
+            inline: InlineWorkflows::On,
         }
+    }
+
+    /// Whether `run_workflow` accepts inline definitions (`--inline-workflows`).
+    pub fn with_inline_workflows(mut self, inline: InlineWorkflows) -> Server {
+        self.inline = inline;
+        self
     }
 
     /// Serves runs as MCP tasks from `registry`, which must be the engine's journal.

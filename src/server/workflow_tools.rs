@@ -19,6 +19,20 @@ use crate::tools::validate::Checker;
 use crate::tools::{Effects, Origin, ToolError, Tools};
 
 pub(super) const LIST_WORKFLOWS: &str = "list_workflows";
+
+/// Whether clients may run workflows they define themselves (`--inline-workflows`).
+/// Off, `run_workflow` runs only the workflows the operator installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InlineWorkflows {
+    #[default]
+    On,
+    Off,
+}
+
+/// The refusal of an inline definition when the operator turned them off.
+const INLINE_OFF: &str = "inline workflow definitions are turned off on this server by its \
+                          operator (--inline-workflows off); run a workflow by name from \
+                          list_workflows";
 pub(super) const RUN_WORKFLOW: &str = "run_workflow";
 
 fn failure(error: &ToolError) -> Envelope {
@@ -94,7 +108,11 @@ pub(super) struct Request {
     pub inputs: Map<String, Value>,
 }
 
-fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Request, ToolError> {
+fn parse_run_request(
+    catalog: &Catalog,
+    inline: InlineWorkflows,
+    args: &Map<String, Value>,
+) -> Result<Request, ToolError> {
     let mut check = Checker::new();
     check.known_keys(args, "", &["workflow", "definition", "inputs"]);
     let name = args
@@ -123,6 +141,9 @@ fn parse_run_request(catalog: &Catalog, args: &Map<String, Value>) -> Result<Req
         _ => {}
     }
     check.finish()?;
+    if definition.is_some() && inline == InlineWorkflows::Off {
+        return Err(ToolError::invalid_input(INLINE_OFF));
+    }
     let def = match (name, definition) {
         (Some(name), _) => match catalog.get(&name) {
             Some(entry) => return inputs_for(&entry.def, Arc::clone(&entry.plan), &given),
@@ -157,12 +178,13 @@ fn inputs_for(
 pub(super) fn prepare_run(
     engine: &Engine,
     catalog: &Catalog,
+    inline: InlineWorkflows,
     tool_name: &str,
     args: &Map<String, Value>,
     principal: Option<&str>,
 ) -> Result<Request, Envelope> {
     let request = if tool_name == RUN_WORKFLOW {
-        parse_run_request(catalog, args)
+        parse_run_request(catalog, inline, args)
     } else {
         let entry = catalog
             .get(tool_name)
@@ -185,12 +207,20 @@ pub(super) fn prepare_run(
 pub(super) async fn run_workflow(
     engine: &Engine,
     catalog: &Catalog,
+    inline: InlineWorkflows,
     tool_name: &str,
     args: &Map<String, Value>,
     options: RunOptions,
 ) -> Envelope {
     let principal = options.owner.principal.clone();
-    let request = match prepare_run(engine, catalog, tool_name, args, principal.as_deref()) {
+    let request = match prepare_run(
+        engine,
+        catalog,
+        inline,
+        tool_name,
+        args,
+        principal.as_deref(),
+    ) {
         Ok(request) => request,
         Err(rejected) => return rejected,
     };
@@ -275,7 +305,8 @@ pub(super) fn fixed_tools() -> [(&'static str, &'static str, &'static str, Value
              output, and each node's status, attempts, output and error. A client with task \
              support gets a task to poll instead, whose result is that report. Give either \
              `workflow` (a name from list_workflows) or `definition` (an inline workflow in \
-             the same schema as workflow files; write_file is not allowed inline), and \
+             the same schema as workflow files, without the file actions write_file, read_file \
+             and list_dir; the server's operator may turn inline definitions off), and \
              `inputs`. Workflows may call the task-manager tools, so ask the user before \
              running one that deletes todos.",
             json!({

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::audit::{AuditEntry, AuditOutcome};
 use super::nodes::NodeRow;
 use super::runs::RunEnd;
 use super::write_tx::WriteTx;
@@ -41,6 +42,19 @@ pub enum Write {
         answer: String,
     },
     Finish(RunEnd),
+    /// An audit row that commits with the run's records (a file action's).
+    Audit(AuditRecord),
+}
+
+/// An audit row owned by a batch; appended through [`Tx::append_audit`], as every row is.
+#[derive(Debug, Clone)]
+pub struct AuditRecord {
+    pub tool: &'static str,
+    pub args: String,
+    pub outcome: AuditOutcome,
+    pub run_id: String,
+    pub node_id: String,
+    pub principal: Option<String>,
 }
 
 /// The changes of one run, committed together or not at all.
@@ -108,6 +122,14 @@ impl Tx<'_> {
                     self.record_answer(key, *node, *instance, question, Ok(answer))?;
                 }
                 Write::Finish(end) => self.finish_run(key, end)?,
+                Write::Audit(row) => self.append_audit(&AuditEntry {
+                    tool: row.tool,
+                    args: &row.args,
+                    outcome: row.outcome,
+                    run_id: Some(&row.run_id),
+                    node_id: Some(&row.node_id),
+                    principal: row.principal.as_deref(),
+                })?,
             }
         }
         Ok(())

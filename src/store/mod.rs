@@ -32,7 +32,7 @@ use sql::Db;
 use write_tx::WriteTx;
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRow};
-pub use commit::{Batch, Write};
+pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
 pub use postgres::{is_url, redacted};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};

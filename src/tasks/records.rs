@@ -8,7 +8,7 @@ use super::status::TaskStatus;
 use crate::clock;
 use crate::engine::journal::{RunBatch, RunProgress, UnitChange, UnitState};
 use crate::engine::report::{NodeError, NodeStatus};
-use crate::store::{NodeRow, RunEnd, Write};
+use crate::store::{AuditRecord, NodeRow, RunEnd, Write};
 
 /// The stored instance number: `-1` for the node itself.
 pub(super) fn instance_number(instance: Option<usize>) -> i64 {
@@ -77,6 +77,16 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
             key: (*key).to_owned(),
             answer: json_text(answer),
         });
+    }
+    for audit in batch.audits {
+        writes.push(Write::Audit(AuditRecord {
+            tool: audit.action,
+            args: serde_json::to_string(&audit.args).expect("a JSON map serialises"),
+            outcome: audit.outcome,
+            run_id: batch.run_id.to_owned(),
+            node_id: audit.node_id.to_string(),
+            principal: audit.principal.as_deref().map(str::to_owned),
+        }));
     }
     let Some(end) = &batch.end else {
         writes.push(run_task(&batch.progress));

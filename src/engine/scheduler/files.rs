@@ -1,12 +1,18 @@
 //! A run's file actions: the write that a resumed run never makes twice, and the
 //! read-only `list_dir` and `read_file`, which a resumed run may simply make again.
+//! Each action is audited: its path, the bytes it moved, the run and the node; in a
+//! recorded run, the row commits in the batch that records the unit.
 
-use serde_json::{Value, json};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
 
 use super::Run;
 use crate::engine::actions::Resolved;
-use crate::engine::files;
+use crate::engine::files::{self, WriteMode};
+use crate::engine::journal::FileAudit;
 use crate::engine::report::NodeError;
+use crate::tools::{AuditOutcome, Origin};
 
 impl Run {
     /// Writes a file so that a resumed run never writes it twice, nor calls its own
@@ -24,15 +30,25 @@ impl Run {
         overwrite: bool,
     ) -> Option<Result<Value, NodeError>> {
         let root = self.env.workspace.clone();
-        let done = || json!({ "path": path, "bytes": content.len() });
+        let mut mode = WriteMode {
+            overwrite,
+            writer: None,
+            sync_folders: self.env.sync_folders,
+        };
         if self.journal.is_none() {
-            return Some(files::write_file(&root, path, content, overwrite, None));
+            let result = files::write_file(&root, path, content, mode);
+            self.audit_file(node, instance, "write_file", path, &result);
+            return Some(result);
         }
         let intent = files::content_hash(content);
         if self.state.unit(node, instance).intent.as_deref() == Some(intent.as_str())
             && files::already_written(&root, path, content)
         {
-            return Some(Ok(done()));
+            // The write of an attempt cut short; its row may be missing, so it is written
+            // again (a row too many rather than a write without one).
+            let done = Ok(json!({ "path": path, "bytes": content.len() }));
+            self.audit_file(node, instance, "write_file", path, &done);
+            return Some(done);
         }
         self.state.unit_mut(node, instance).intent = Some(intent);
         self.flush();
@@ -47,22 +63,84 @@ impl Run {
             Some(instance) => format!("{}.{node}.{instance}", self.run_id),
             None => format!("{}.{node}", self.run_id),
         };
-        Some(files::write_file(
-            &root,
-            path,
-            content,
-            overwrite,
-            Some(&writer),
-        ))
+        mode.writer = Some(&writer);
+        let result = files::write_file(&root, path, content, mode);
+        self.audit_file(node, instance, "write_file", path, &result);
+        Some(result)
     }
 
-    /// A `list_dir` or `read_file` attempt.
-    pub(super) fn read(&self, action: &Resolved) -> Result<Value, NodeError> {
+    /// A `list_dir` or `read_file` attempt, audited.
+    pub(super) fn read(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: &Resolved,
+    ) -> Result<Value, NodeError> {
         let root = &self.env.workspace;
-        match action {
-            Resolved::ListDir(path) => files::list_dir(root, path),
-            Resolved::ReadFile { path, max_bytes } => files::read_file(root, path, *max_bytes),
+        let (name, path, result) = match action {
+            Resolved::ListDir(path) => ("list_dir", path, files::list_dir(root, path)),
+            Resolved::ReadFile { path, max_bytes } => {
+                ("read_file", path, files::read_file(root, path, *max_bytes))
+            }
             _ => unreachable!("only reads are read"),
+        };
+        self.audit_file(node, instance, name, path, &result);
+        result
+    }
+
+    /// The audit row of a file action, under the action's name: the path, and what it
+    /// moved (the bytes written or read, the entries listed), or why it failed. In a
+    /// recorded run the row commits with the unit's record, in the run's next batch;
+    /// otherwise it is appended at once.
+    fn audit_file(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        action: &'static str,
+        path: &str,
+        result: &Result<Value, NodeError>,
+    ) {
+        let mut args = Map::new();
+        args.insert("path".into(), json!(path));
+        if let Some(k) = instance {
+            args.insert("instance".into(), json!(k));
         }
+        let outcome = match result {
+            Ok(output) => {
+                let moved = match action {
+                    "list_dir" => (
+                        "entries",
+                        json!(output["entries"].as_array().map_or(0, Vec::len)),
+                    ),
+                    "read_file" => (
+                        "bytes",
+                        json!(output["content"].as_str().map_or(0, str::len)),
+                    ),
+                    _ => ("bytes", output["bytes"].clone()),
+                };
+                args.insert(moved.0.into(), moved.1);
+                AuditOutcome::Ok
+            }
+            Err(error) => {
+                args.insert("error".into(), json!(error.message));
+                AuditOutcome::Error
+            }
+        };
+        if self.journal.is_some() {
+            self.audits.push(FileAudit {
+                action,
+                node_id: Arc::clone(&self.plan.nodes[node].id),
+                args,
+                outcome,
+                principal: self.env.principal.clone(),
+            });
+            return;
+        }
+        let origin = Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&self.plan.nodes[node].id),
+            principal: self.env.principal.as_deref(),
+        };
+        self.env.tools.audit(action, &args, outcome, origin);
     }
 }

@@ -135,6 +135,9 @@ pub(super) struct Run {
     committed_at: std::time::Instant,
     unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
     unit_tokens: cancel::UnitTokens,
+    /// The audit rows of file actions made since the last commit, which commits them
+    /// with the records of their units.
+    audits: Vec<crate::engine::journal::FileAudit>,
 }
 
 /// What woke the run loop.
@@ -204,6 +207,7 @@ impl Run {
             committed_at: std::time::Instant::now(),
             unit_cancels: setup.unit_cancels,
             unit_tokens: Default::default(),
+            audits: Vec::new(),
             plan,
         }
     }

@@ -16,6 +16,7 @@ impl Run {
             answers,
             progress: self.state.progress(&self.plan),
             end,
+            audits: &self.audits,
         }
     }
 
@@ -24,13 +25,14 @@ impl Run {
         let Some(journal) = &self.journal else {
             return;
         };
-        if !self.state.has_changes() {
+        if !self.state.has_changes() && self.audits.is_empty() {
             return;
         }
         let committed = journal.commit(&self.batch(None));
         match committed {
             Ok(()) => {
                 self.state.clear_changes();
+                self.audits.clear();
                 self.committed_at = std::time::Instant::now();
             }
             Err(error) => self.lose(error),

@@ -241,7 +241,7 @@ impl Run {
                 self.settle_here(node, instance, number, result)
             }
             Resolved::ListDir(_) | Resolved::ReadFile { .. } => {
-                let result = self.read(&action);
+                let result = self.read(node, instance, &action);
                 self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),
@@ -321,6 +321,7 @@ impl Run {
         match committed {
             Ok((_, settled)) => {
                 self.state.clear_changes();
+                self.audits.clear();
                 self.committed_at = std::time::Instant::now();
                 *self.state.unit_mut_clean(node, instance) = settled;
                 Some(self.after_settle(node, instance))

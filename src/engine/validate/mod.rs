@@ -18,19 +18,22 @@ use super::template::{self, ROOTS};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_nodes: usize,
-    pub allow_write_file: bool,
+    /// Whether nodes may touch the host's files (`write_file`, `read_file`, `list_dir`).
+    /// Only workflows the operator installed may: an inline definition comes from a
+    /// client, and the workspace may hold what no client should read (`.env`, tokens).
+    pub host_files: bool,
 }
 
 impl Limits {
     /// A workflow file under the workspace.
     pub const FILE: Limits = Limits {
         max_nodes: 10_000,
-        allow_write_file: true,
+        host_files: true,
     };
     /// A definition passed inline in a tool call.
     pub const INLINE: Limits = Limits {
         max_nodes: 1_000,
-        allow_write_file: false,
+        host_files: false,
     };
 }
 
@@ -142,9 +145,18 @@ impl<'d> Checker<'d> {
                     format!("unknown tool `{name}`"),
                 );
             }
-            ActionDef::WriteFile { .. } if !limits.allow_write_file => {
-                let path = format!("nodes.{}.write_file", node.id);
-                self.report(&path, "write_file is not allowed in inline definitions");
+            ActionDef::WriteFile { .. }
+            | ActionDef::ReadFile { .. }
+            | ActionDef::ListDir { .. }
+                if !limits.host_files =>
+            {
+                let kind = node.action.kind();
+                let path = format!("nodes.{}.{kind}", node.id);
+                let message = format!(
+                    "{kind} is not allowed in inline definitions: they never touch the \
+                     host's files (run an installed workflow instead)"
+                );
+                self.report(&path, message);
             }
             _ => {}
         }

@@ -132,8 +132,44 @@ fn write_file_is_refused_inline_only() {
     let error = validate(&inline, &known, Limits::INLINE).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "inline: nodes.w.write_file: write_file is not allowed in inline definitions"
+        "inline: nodes.w.write_file: write_file is not allowed in inline definitions: they \
+         never touch the host's files (run an installed workflow instead)"
     );
+    validate(&inline, &known, Limits::FILE).unwrap();
+}
+
+#[test]
+fn inline_reads_of_the_hosts_files_are_refused_every_node_named() {
+    let value = json!({ "nodes": {
+        "env": { "read_file": ".env" },
+        "tokens": { "read_file": { "path": "tokens.txt", "max_bytes": 100 } },
+        "fine": { "render": "x" },
+        "look": { "list_dir": "." },
+        "fan": { "for_each": "[1, 2]", "read_file": "{{ item }}.txt" },
+        "later": { "needs": ["fine"], "list_dir": "secrets" },
+    } });
+    let inline = parse_json(&value).unwrap();
+    let error = validate(&inline, &known, Limits::INLINE).unwrap_err();
+    let mut paths: Vec<&str> = error.0.iter().map(|p| p.location.path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        [
+            "nodes.env.read_file",
+            "nodes.fan.read_file",
+            "nodes.later.list_dir",
+            "nodes.look.list_dir",
+            "nodes.tokens.read_file",
+        ],
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("nodes.env.read_file: read_file is not allowed in inline definitions"),
+        "{error}"
+    );
+    // The operator's own workflows keep every action.
     validate(&inline, &known, Limits::FILE).unwrap();
 }
 

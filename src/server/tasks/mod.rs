@@ -165,6 +165,7 @@ impl Server {
                 let request = workflow_tools::prepare_run(
                     &self.engine,
                     &self.catalog,
+                    self.inline,
                     name,
                     &args,
                     principal,
