@@ -16,6 +16,7 @@ mod results;
 mod run_tools;
 mod tasks;
 mod wire;
+pub use wire::DEFAULT_WRITE_QUEUE;
 mod workflow_tools;
 
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ pub struct Server {
     starting: Arc<std::sync::Mutex<()>>,
     /// At most this many unfinished runs per principal (served over HTTP with tokens).
     max_runs: Option<u64>,
+    /// The bound of a stdio session's write queue, in bytes.
+    write_queue: u32,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -70,7 +73,15 @@ impl Server {
             finished: Arc::default(),
             starting: Arc::default(),
             max_runs: None,
+            write_queue: wire::DEFAULT_WRITE_QUEUE,
         }
+    }
+
+    /// Bounds a stdio session's queue of replies waiting for the client to read them, in
+    /// bytes: past it, the server waits for the client before it reads the next request.
+    pub fn with_write_queue(mut self, bytes: u32) -> Server {
+        self.write_queue = bytes.max(1);
+        self
     }
 
     /// Serves runs as MCP tasks from `registry`, which must be the engine's journal.
@@ -108,7 +119,8 @@ impl Server {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let transport =
-            wire::WireTransport::new(read, write, self.registry.is_some()).with_lane(self.clone());
+            wire::WireTransport::new(read, write, self.registry.is_some(), self.write_queue)
+                .with_lane(self.clone());
         let running = self
             .serve_with_ct(transport, shutdown)
             .await
