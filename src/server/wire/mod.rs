@@ -81,6 +81,8 @@ pub(crate) struct Writer<W> {
     /// bytes' worth (at most `bound`) before it queues, and gets them back once written.
     room: Semaphore,
     bound: u32,
+    /// How many times the reader waited for room, for the log at the end of the session.
+    stalls: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -98,6 +100,7 @@ impl<W> Writer<W> {
             out: Mutex::new(out),
             room: Semaphore::new(bound as usize),
             bound,
+            stalls: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -107,6 +110,10 @@ impl<W> Writer<W> {
 
     /// Returns once the queue has room for another line, or has ended.
     async fn has_room(&self) {
+        if self.room.try_acquire().is_err() {
+            self.stalls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let _ = self.room.acquire().await;
     }
 
@@ -394,6 +401,13 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        let stalls = self.write.stalls.load(std::sync::atomic::Ordering::Relaxed);
+        if stalls > 0 {
+            tracing::info!(
+                stalls,
+                "the reader waited for the client to read its replies"
+            );
+        }
         let shutdown = async { self.write.out.lock().await.shutdown().await };
         match tokio::time::timeout(CLOSE_GRACE, shutdown).await {
             Ok(closed) => closed,
@@ -410,6 +424,91 @@ where
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    fn ping(id: u64) -> String {
+        format!(
+            "{}\n",
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_stops_reading_holds_the_server_at_the_queue_bound_until_it_goes() {
+        use crate::engine::{Engine, catalog::Catalog};
+        use crate::store::Store;
+        use rmcp::ServiceExt;
+        use std::time::{Duration, Instant};
+        use tokio::io::AsyncBufReadExt;
+
+        const BOUND: u32 = 4096;
+        let (client, server_end) = tokio::io::duplex(1024);
+        let (read, write) = tokio::io::split(server_end);
+        let tools = crate::tools::Tools::new(Store::open_in_memory().unwrap());
+        let (catalog, _) = Catalog::load(None);
+        let server = crate::server::Server::new(Engine::new(tools, &std::env::temp_dir()), catalog);
+        let transport = WireTransport::new(read, write, false, BOUND);
+        let writer = Arc::clone(&transport.write);
+        let serving = tokio::spawn(async move {
+            let running = server
+                .serve_with_ct(transport, tokio_util::sync::CancellationToken::new())
+                .await
+                .unwrap();
+            let _ = running.waiting().await;
+        });
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut replies = tokio::io::BufReader::new(client_read).lines();
+        let opening = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "slow", "version": "1"}}});
+        client_write
+            .write_all(format!("{opening}\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(replies.next_line().await.unwrap().is_some());
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        client_write
+            .write_all(format!("{initialized}\n").as_bytes())
+            .await
+            .unwrap();
+
+        // 200 KB of pings, whose replies nobody reads.
+        let flood = tokio::spawn(async move {
+            for id in 1..=5_000 {
+                client_write.write_all(ping(id).as_bytes()).await.unwrap();
+            }
+            client_write
+        });
+        let started = Instant::now();
+        while writer.stalls.load(std::sync::atomic::Ordering::Relaxed) == 0 && !flood.is_finished()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "neither stalled nor read all"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The server stopped reading: the client cannot send the rest, and what waits to be
+        // written stays within the bound.
+        assert!(
+            !flood.is_finished(),
+            "the server read every request of a client that reads nothing"
+        );
+        assert!(
+            writer.queued() <= BOUND as usize,
+            "{} bytes queued",
+            writer.queued()
+        );
+        assert!(writer.lock_pending().lines.len() <= BOUND as usize);
+
+        // The client goes: the session ends, the writes that waited for it failing.
+        flood.abort();
+        let _ = flood.await;
+        drop(replies);
+        tokio::time::timeout(Duration::from_secs(30), serving)
+            .await
+            .expect("the session ends once the client is gone")
+            .unwrap();
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lines_written_at_once_all_go_out_whole() {

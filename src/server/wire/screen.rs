@@ -108,6 +108,13 @@ fn diagnose(text: &[u8], error: &serde_json::Error) -> Screened {
         }
         // Not JSON at all: there is no id to answer to.
         Err(_) => Screened::Reply(error_reply(None, PARSE_ERROR, "parse error: not JSON")),
+        // MCP has no batches since 2025-06-18: one error, whose id is null as JSON-RPC
+        // has it for a batch refused whole, and none of its requests is served.
+        Ok(Value::Array(_)) => Screened::Reply(error_reply(
+            None,
+            INVALID_REQUEST,
+            "invalid request: batches are not supported (MCP removed them in 2025-06-18)",
+        )),
         // JSON, but no JSON-RPC message. A notification (no id) gets no reply.
         Ok(value) => match value.get("id") {
             None if value.get("method").is_some() => Screened::Skip,
