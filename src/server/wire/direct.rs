@@ -341,6 +341,49 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answered() {
+        let store = Store::open_in_memory().unwrap();
+        // The first call waits for the store while the second arrives.
+        let held = Held::connection_of(&store);
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let server = server_on(store.clone());
+        let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
+            .with_lane(server.clone());
+        let serving = serve(server, transport);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = opening("2025-11-25");
+        lines.push(call(1, "add_task", json!({"title": "first"})));
+        lines.push(call(1, "add_task", json!({"title": "second"})));
+        send(&mut client_write, &lines).await;
+        let mut read = BufReader::new(client_read).lines();
+        let mut replies: Vec<Value> = Vec::new();
+        while !replies.iter().any(|r| r["error"].is_object()) {
+            let line = tokio::time::timeout(Duration::from_secs(10), read.next_line())
+                .await
+                .expect("the second call is answered while the first waits")
+                .unwrap()
+                .expect("the server is up");
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        // The client hangs up at once: the session waits for the first call all the same.
+        client_write.shutdown().await.unwrap();
+        held.release();
+        while let Some(line) = read.next_line().await.unwrap() {
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        serving.await.unwrap();
+        let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&json!(0), &json!(1), &json!(1)], "{replies:?}");
+        assert_eq!(replies[1]["error"]["code"], -32600, "{replies:?}");
+        let first = &replies[2]["result"]["structuredContent"];
+        assert_eq!(first["data"]["title"], "first", "{replies:?}");
+        let todos = store.list_todos(&TodoFilter::default()).unwrap();
+        let titles: Vec<&str> = todos.iter().map(|todo| todo.title.as_str()).collect();
+        assert_eq!(titles, ["first"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_do() {
         let store = Store::open_in_memory().unwrap();
         // Another writer holds the connection, so that the call is still in flight when

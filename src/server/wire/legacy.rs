@@ -367,6 +367,32 @@ mod tests {
     }
 
     #[test]
+    fn an_error_reply_ends_the_patch_its_request_asked_for() {
+        // `initialize` fails: a later request under the same id must not have its result
+        // patched as an `initialize` result.
+        let mut session = Session::new(true);
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}});
+        let text = init.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let failed: TxJsonRpcMessage<RoleServer> = serde_json::from_value(json!({
+            "jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no"}}))
+        .unwrap();
+        assert!(session.outbound(&failed).is_none());
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let text = ping.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let pong: TxJsonRpcMessage<RoleServer> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap();
+        assert!(
+            session.outbound(&pong).is_none(),
+            "the ping's reply goes out as it is"
+        );
+        assert!(session.pending.is_empty());
+    }
+
+    #[test]
     fn a_task_request_is_renamed_unless_it_carries_the_modern_meta() {
         let modern = json!({PROTOCOL_VERSION_META: "2026-07-28"});
         for method in ["tasks/get", "tasks/cancel", "tasks/result", "tasks/list"] {
