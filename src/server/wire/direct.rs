@@ -12,8 +12,9 @@
 //! Invariant: the lane answers exactly what rmcp's path answers. It runs the handler's
 //! own `Server::todo_call` and shapes the result as rmcp's handler does for a peer older
 //! than 2026-07-28; anything else (a task, a 2026-07-28 `_meta`, another tool, a session
-//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as rmcp drops it, and
-//! the transport reports the end of its input only once every call the lane took has
+//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as on rmcp's path
+//! (both land their calls in the transport's table of requests in flight, `flights.rs`),
+//! and the transport reports the end of its input only once every call the lane took has
 //! been answered.
 
 use std::sync::Arc;
