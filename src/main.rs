@@ -156,6 +156,13 @@ struct Common {
     /// more help workflows whose steps compute for long.
     #[arg(long, env = "TASKS_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), global = true)]
     worker_threads: u16,
+
+    /// Over stdio, at most this many bytes of replies wait for the client to read them.
+    /// Past it the server reads no further request until the client has read some: a
+    /// client that stops reading slows the server down instead of growing its memory. One
+    /// reply longer than this still goes out, alone.
+    #[arg(long, env = "TASKS_STDIO_WRITE_QUEUE", value_name = "BYTES", default_value_t = mcp_task_server::server::DEFAULT_WRITE_QUEUE, value_parser = clap::value_parser!(u32).range(1024..), global = true)]
+    stdio_write_queue: u32,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -434,7 +441,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let server = Server::new(durable.engine.clone(), catalog)
                 .with_registry(durable.registry.clone())
-                .with_inline_workflows(inline);
+                .with_inline_workflows(inline)
+                .with_write_queue(common.stdio_write_queue);
             let chores = Chores {
                 take_over: true,
                 purge: true,

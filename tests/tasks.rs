@@ -178,3 +178,57 @@ fn the_run_message_says_how_far_it_is_and_where() {
     );
     assert_eq!(message(&at(None)), "3/7");
 }
+
+/// A database holding a two-node run under the task id `RUN`, as a task.
+const RUN: &str = "3f2b8c1e-7d4a-4b9e-9c21-5a6f0e8d7b34";
+
+fn two_node_task(place: &Place) -> mcp_task_server::tasks::Registry {
+    use mcp_task_server::tasks::{Registry, RegistryConfig};
+    use mcp_task_server::tools::Tools;
+    let store = place.store();
+    place
+        .execute(&format!(
+            "INSERT INTO plans (hash, snapshot, node_ids, nodes)
+                 VALUES ('h', '{{}}', '[\"a\",\"b\"]', 2);
+             INSERT INTO runs (id, workflow, plan_key, status, origin, created_at, updated_at)
+             VALUES ('{RUN}', 'w', 1, 'running', 'cli', 'now', 'now');
+             INSERT INTO run_tasks (run_key, status, created_at, updated_at, updated_ms,
+                 ttl_ms, poll_interval_ms)
+             VALUES (1, 'working', 'now', 'now', 0, 1, 1);"
+        ))
+        .unwrap();
+    Registry::new(store.clone(), Tools::new(store), RegistryConfig::default())
+}
+
+on_both_backends! {
+    fn sub_task_ids_depend_on_the_servers_secret_and_lead_back_to_their_node_with_it(place) {
+        // Two servers that each made their own secret, holding the same run: the same node
+        // gets a different id from each, each finds its own id's node, and neither finds
+        // the other's. A sub-task id does not follow from the run id alone.
+        let other = Place::sqlite();
+        let ours = two_node_task(&place);
+        let theirs = two_node_task(&other);
+        let ids = |registry: &mcp_task_server::tasks::Registry| -> Vec<String> {
+            let subs = registry.sub_tasks(RUN, None, 10).unwrap();
+            subs.into_iter().map(|view| view.task_id).collect()
+        };
+        let (our_ids, their_ids) = (ids(&ours), ids(&theirs));
+        assert_eq!(our_ids.len(), 2);
+        for (index, (id, theirs_id)) in our_ids.iter().zip(&their_ids).enumerate() {
+            assert_ne!(id, theirs_id);
+            assert!(id.starts_with(&RUN[..18]), "{id}");
+            let view = ours.task(id).unwrap().expect("our id names our node");
+            assert_eq!(view.node_id.as_deref(), Some(["a", "b"][index]));
+            assert_eq!(view.task_id, *id);
+            assert!(ours.task(theirs_id).unwrap().is_none(), "{theirs_id}");
+            assert!(theirs.task(id).unwrap().is_none(), "{id}");
+        }
+        // The key is kept: a registry opened again on the same database gives the same ids.
+        let again = mcp_task_server::tasks::Registry::new(
+            place.store(),
+            mcp_task_server::tools::Tools::new(place.store()),
+            mcp_task_server::tasks::RegistryConfig::default(),
+        );
+        assert_eq!(ids(&again), our_ids);
+    }
+}

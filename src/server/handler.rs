@@ -2,8 +2,9 @@
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    CustomNotification, CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -399,9 +400,12 @@ impl ServerHandler for Server {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
+        // A client that names an internal method itself gets "method not found": only the
+        // wire layer's rename, which marks what it renames, reaches the legacy handler.
         let legacy = request
             .method
             .strip_prefix(wire::legacy::PREFIX)
+            .filter(|_| wire::legacy::renamed_here(&context.extensions))
             .map(str::to_owned);
         match legacy {
             // Boxed for the reason `call_tool` is: a blocking `tasks/result` waits on a run.
@@ -423,10 +427,37 @@ impl ServerHandler for Server {
         notification: CancelledNotificationParam,
         _context: NotificationContext<RoleServer>,
     ) {
-        let Some(request) = notification.request_id else {
+        if let Some(request) = notification.request_id {
+            self.cancel_run_of(&request);
+        }
+    }
+
+    /// The stdio transport's cancel of a call (`wire/mod.rs`), obeyed only with the mark
+    /// that shows the transport made it.
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) {
+        let internal = notification.method.strip_prefix(wire::legacy::PREFIX);
+        if internal != Some(wire::legacy::CANCELLED)
+            || !wire::legacy::renamed_here(&context.extensions)
+        {
             return;
-        };
-        if let Some(cancel) = self.lock_runs().get(&request.to_string()) {
+        }
+        let cancelled = notification
+            .params
+            .and_then(|params| serde_json::from_value::<CancelledNotificationParam>(params).ok());
+        if let Some(request) = cancelled.and_then(|c| c.request_id) {
+            self.cancel_run_of(&request);
+        }
+    }
+}
+
+impl Server {
+    /// Stops the run a `tools/call` waits on, if request `id` is one.
+    fn cancel_run_of(&self, id: &rmcp::model::RequestId) {
+        if let Some(cancel) = self.lock_runs().get(&id.to_string()) {
             cancel.cancel();
         }
     }

@@ -18,6 +18,7 @@ mod tasks;
 mod wire;
 mod workflow_tools;
 
+pub use wire::DEFAULT_WRITE_QUEUE;
 pub use workflow_tools::InlineWorkflows;
 
 use std::collections::HashMap;
@@ -54,6 +55,8 @@ pub struct Server {
     max_runs: Option<u64>,
     /// Whether `run_workflow` accepts a definition from the client.
     inline: InlineWorkflows,
+    /// The bound of a stdio session's write queue, in bytes.
+    write_queue: u32,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -75,12 +78,20 @@ impl Server {
             starting: Arc::default(),
             max_runs: None,
             inline: InlineWorkflows::On,
+            write_queue: wire::DEFAULT_WRITE_QUEUE,
         }
     }
 
     /// Whether `run_workflow` accepts inline definitions (`--inline-workflows`).
     pub fn with_inline_workflows(mut self, inline: InlineWorkflows) -> Server {
         self.inline = inline;
+        self
+    }
+
+    /// Bounds a stdio session's queue of replies waiting for the client to read them, in
+    /// bytes: past it, the server waits for the client before it reads the next request.
+    pub fn with_write_queue(mut self, bytes: u32) -> Server {
+        self.write_queue = bytes.max(1);
         self
     }
 
@@ -119,7 +130,8 @@ impl Server {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let transport =
-            wire::WireTransport::new(read, write, self.registry.is_some()).with_lane(self.clone());
+            wire::WireTransport::new(read, write, self.registry.is_some(), self.write_queue)
+                .with_lane(self.clone());
         let running = self
             .serve_with_ct(transport, shutdown)
             .await

@@ -50,7 +50,9 @@ impl Registry {
     /// The state of a sub-task's unit; `None` while it has not started, or if `task` is
     /// a run's own task.
     pub fn unit_of(&self, task: &TaskView) -> Result<Option<UnitState>, StoreError> {
-        let Some((index, instance)) = ids::unit_of(&task.run_id, &task.task_id) else {
+        // The view's id is one this server made, with its key.
+        let key = self.sub_task_key()?;
+        let Some((index, instance)) = ids::unit_of(key, &task.run_id, &task.task_id) else {
             return Ok(None);
         };
         let Some(head) = self.store().run_head(&task.run_id)? else {
@@ -116,6 +118,16 @@ impl Registry {
         }
         let key = self.store().secret("request-state-key", random_key)?;
         Ok(self.state_key.get_or_init(|| key))
+    }
+
+    /// The key of sub-task ids (`ids.rs`): the server's secret under a label of its own,
+    /// so that ids hold across restarts and processes, and tell nothing without it.
+    pub(crate) fn sub_task_key(&self) -> Result<&ids::SubTaskKey, StoreError> {
+        if let Some(key) = self.sub_task_key.get() {
+            return Ok(key);
+        }
+        let key = ids::SubTaskKey::derive(self.state_key()?);
+        Ok(self.sub_task_key.get_or_init(|| key))
     }
 }
 

@@ -61,6 +61,8 @@ pub struct Registry {
     config: RegistryConfig,
     /// The key that signs the state of rounds of questions, read once from the store.
     pub(super) state_key: std::sync::OnceLock<Vec<u8>>,
+    /// The key of sub-task ids, derived from the same secret.
+    pub(super) sub_task_key: std::sync::OnceLock<super::ids::SubTaskKey>,
 }
 
 fn ms(duration: Duration) -> i64 {
@@ -87,6 +89,7 @@ impl Registry {
             owner: super::lease_owner::new_owner(),
             config,
             state_key: std::sync::OnceLock::new(),
+            sub_task_key: std::sync::OnceLock::new(),
         }
     }
 

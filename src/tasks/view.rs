@@ -81,6 +81,7 @@ impl TaskView {
 
 /// A unit's sub-task: what its row says, or `pending` while it has none.
 fn sub_view(
+    key: &ids::SubTaskKey,
     head: &RunHead,
     index: usize,
     instance: Option<usize>,
@@ -98,7 +99,7 @@ fn sub_view(
     };
     TaskView {
         owner: head.owner.clone(),
-        task_id: ids::sub_task_id(&head.run_id, index, instance).unwrap_or_default(),
+        task_id: ids::sub_task_id(key, &head.run_id, index, instance).unwrap_or_default(),
         parent_task_id: Some(head.run_id.clone()),
         run_id: head.run_id.clone(),
         node_id: Some(node_id),
@@ -138,35 +139,49 @@ impl Registry {
         let Some(prefix) = ids::run_prefix(task_id) else {
             return Ok(None);
         };
+        let key = self.sub_task_key()?;
         for head in self.store().run_heads_with_prefix(&prefix)? {
-            let Some((index, instance)) = ids::unit_of(&head.run_id, task_id) else {
-                continue;
-            };
-            if index as i64 >= head.nodes {
-                continue;
+            for (index, instance) in ids::units_of(key, &head.run_id, task_id) {
+                if let Some(view) = self.sub_task_at(key, &head, index, instance)? {
+                    return Ok(Some(view));
+                }
             }
-            let row = self
-                .store()
-                .unit(head.key, index as i64, instance_number(instance))?;
-            let node_id = match (&row, instance) {
-                (Some(row), _) => row.node_id.clone(),
-                // A node has its task from the start of its run; an instance only once its
-                // node expanded, which writes the instance's row.
-                (None, None) => match self.store().node_id_at(head.key, index as i64)? {
-                    Some(id) => id,
-                    None => continue,
-                },
-                (None, Some(_)) => continue,
-            };
-            return Ok(Some(sub_view(
-                &head,
-                index,
-                instance,
-                node_id,
-                row.as_ref(),
-            )));
         }
         Ok(None)
+    }
+
+    /// The sub-task of unit (`index`, `instance`) of a run, if the run has that unit.
+    fn sub_task_at(
+        &self,
+        key: &ids::SubTaskKey,
+        head: &RunHead,
+        index: usize,
+        instance: Option<usize>,
+    ) -> Result<Option<TaskView>, StoreError> {
+        if index as i64 >= head.nodes {
+            return Ok(None);
+        }
+        let row = self
+            .store()
+            .unit(head.key, index as i64, instance_number(instance))?;
+        let node_id = match (&row, instance) {
+            (Some(row), _) => row.node_id.clone(),
+            // A node has its task from the start of its run; an instance only once its
+            // node expanded, which writes the instance's row.
+            (None, None) => match self.store().node_id_at(head.key, index as i64)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
+            (None, Some(_)) => return Ok(None),
+        };
+        Ok(Some(sub_view(
+            key,
+            head,
+            index,
+            instance,
+            node_id,
+            row.as_ref(),
+        )))
     }
 
     /// The sub-tasks of a run's task in plan order (a node, then its instances), after the
@@ -202,12 +217,15 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
         let parent = head.run_id.as_str();
+        let key = self.sub_task_key()?;
         let cursor = match after {
             None => None,
-            Some(id) => match ids::unit_of(parent, id) {
-                Some(unit) => Some(unit),
-                None => return Ok(Vec::new()),
-            },
+            Some(id) => {
+                match ids::units_of(key, parent, id).find(|(node, _)| (*node as i64) < head.nodes) {
+                    Some(unit) => Some(unit),
+                    None => return Ok(Vec::new()),
+                }
+            }
         };
         let node_ids = node_ids(head);
         let after_row = cursor.map(|(node, instance)| (node as i64, instance_number(instance)));
@@ -225,7 +243,14 @@ impl Registry {
             // The cursor's node was listed on an earlier page, itself or an instance of it.
             if cursor.is_none_or(|(node, _)| node != index) {
                 let row = rows.next_if(|r| r.node == index as i64 && r.instance < 0);
-                tasks.push(sub_view(head, index, None, node_id.clone(), row.as_ref()));
+                tasks.push(sub_view(
+                    key,
+                    head,
+                    index,
+                    None,
+                    node_id.clone(),
+                    row.as_ref(),
+                ));
             }
             while let Some(row) = rows.next_if(|r| r.node == index as i64) {
                 if tasks.len() >= limit {
@@ -233,6 +258,7 @@ impl Registry {
                 }
                 let instance = usize::try_from(row.instance).ok();
                 tasks.push(sub_view(
+                    key,
                     head,
                     index,
                     instance,
@@ -296,6 +322,7 @@ impl Registry {
         let Some(run) = store.run(run_id)? else {
             return Ok(None);
         };
+        let key = self.sub_task_key()?;
         let task = store.run_task(run_id)?;
         let head = store.run_head(run_id)?;
         let order = match &head {
@@ -304,7 +331,7 @@ impl Registry {
         };
         let mut nodes = Map::new();
         for (index, id) in order.iter().enumerate() {
-            let task_id = ids::sub_task_id(run_id, index, None);
+            let task_id = ids::sub_task_id(key, run_id, index, None);
             nodes.insert(
                 id.clone(),
                 json!({ "status": "pending", "attempts": 0, "task_id": task_id }),
@@ -330,7 +357,7 @@ impl Registry {
                 entry["error"] = json!({ "code": error.code, "message": error.message });
             }
             let index = usize::try_from(row.node).unwrap_or(usize::MAX);
-            entry["task_id"] = json!(ids::sub_task_id(run_id, index, instance));
+            entry["task_id"] = json!(ids::sub_task_id(key, run_id, index, instance));
             let node = nodes
                 .entry(row.node_id.clone())
                 .or_insert_with(|| json!({ "status": "pending", "attempts": 0 }));

@@ -303,3 +303,33 @@ fn a_stateless_2026_07_28_call_without_tasks_is_answered_in_input_required_round
     assert_eq!(done["result"]["resultType"], "complete", "{done}");
     assert_eq!(data["nodes"]["hello"]["output"], "hello Ada", "{done}");
 }
+
+#[test]
+fn the_internal_names_of_2025_11_25_task_methods_cannot_be_called_from_outside() {
+    // The legacy layer renames a 2025-11-25 task request to an internal name for the
+    // handler; a client that sends that name itself gets "method not found", in a session
+    // and without one, and its call has no effect.
+    let server = HttpServer::start(&[]);
+    let session = open_session_as(&server, Vec::new()).0;
+    let prefix = "x-mcp-task-server/2025-11-25/";
+    let add = json!({"name": "add_task", "arguments": {"title": "smuggled"},
+                     "task": {"ttl": 60000}});
+    let internal = |method: &str| format!("{prefix}{method}");
+    let stateless = modern_headers(&internal("tasks/list"), "").to_vec();
+    let cases = [
+        (session.clone(), "tasks/list", json!({})),
+        (session.clone(), "tools/call", add),
+        (stateless, "tasks/list", json!({"_meta": modern_meta()})),
+    ];
+    for (id, (headers, method, params)) in (20..).zip(cases) {
+        let reply = server.post(&headers, &request(id, &internal(method), params));
+        let reply = reply.response(id);
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+    }
+    let listed = server.post(&session, &call(30, "list_tasks", json!({})));
+    let data = &listed.response(30)["result"]["structuredContent"]["data"];
+    assert_eq!(data, &json!([]), "the smuggled call added nothing");
+    // The same requests by their own names are served.
+    let listed = server.post(&session, &request(31, "tasks/list", json!({})));
+    assert!(listed.response(31)["result"]["tasks"].is_array());
+}

@@ -77,6 +77,7 @@ pub(super) async fn inbound(
         }
         Route::Rename => {
             legacy::rename_json(&mut raw);
+            parts.extensions.insert(legacy::Renamed);
             if parts.headers.contains_key("mcp-method")
                 && let Some(method) = raw["method"].as_str()
                 && let Ok(value) = HeaderValue::from_str(method)

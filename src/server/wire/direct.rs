@@ -12,21 +12,21 @@
 //! Invariant: the lane answers exactly what rmcp's path answers. It runs the handler's
 //! own `Server::todo_call` and shapes the result as rmcp's handler does for a peer older
 //! than 2026-07-28; anything else (a task, a 2026-07-28 `_meta`, another tool, a session
-//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as rmcp drops it, and
-//! the transport reports the end of its input only once every call the lane took has
+//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as on rmcp's path
+//! (both land their calls in the transport's table of requests in flight, `flights.rs`),
+//! and the transport reports the end of its input only once every call the lane took has
 //! been answered.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId, ServerResult};
+use rmcp::model::{ClientRequest, JsonRpcMessage, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWrite;
-use tokio::sync::Notify;
 
+use super::flights::Flights;
 use super::{Writer, legacy, write_line};
 use crate::server::Server;
 use crate::store::Owner;
@@ -39,67 +39,20 @@ pub(super) struct Lane {
     /// Shared with each call's task: one reference count a call, not a clone of every
     /// handle a `Server` holds.
     server: Arc<Server>,
+    /// The session's requests in flight, shared with the transport, which takes each off.
     flights: Arc<Flights>,
 }
 
-/// The lane's calls in flight, each with whether the client cancelled it.
-#[derive(Default)]
-struct Flights {
-    calls: std::sync::Mutex<HashMap<RequestId, bool>>,
-    /// Notified when the last call in flight ends.
-    idle: Notify,
-    /// How many calls the lane has taken, for the log at the end of the session.
-    taken: AtomicU64,
-}
-
-impl Flights {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, bool>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn take_off(&self, id: RequestId) {
-        self.lock().insert(id, false);
-        self.taken.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Marks a call in flight as cancelled; an id the lane does not hold is left alone.
-    fn cancel(&self, id: &RequestId) {
-        if let Some(cancelled) = self.lock().get_mut(id) {
-            *cancelled = true;
-        }
-    }
-
-    /// Ends a call; whether its reply is still wanted.
-    fn land(&self, id: &RequestId) -> bool {
-        let mut calls = self.lock();
-        let cancelled = calls.remove(id).unwrap_or(false);
-        if calls.is_empty() {
-            self.idle.notify_waiters();
-        }
-        !cancelled
-    }
-
-    async fn all_landed(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.lock().is_empty() {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
-
 impl Lane {
-    pub(super) fn new(server: Server) -> Lane {
+    pub(super) fn new(server: Server, flights: Arc<Flights>) -> Lane {
         Lane {
             server: Arc::new(server),
-            flights: Arc::default(),
+            flights,
         }
     }
 
     /// Takes `message` and answers it on `writer` if it is a call the lane serves in
-    /// `session`; otherwise gives it back for rmcp. A cancellation is noted and passed on.
+    /// `session`; otherwise gives it back for rmcp. The transport has taken it off.
     pub(super) fn take<W>(
         &self,
         message: RxJsonRpcMessage<RoleServer>,
@@ -111,15 +64,6 @@ impl Lane {
     {
         let request = match message {
             JsonRpcMessage::Request(request) if session.open_before_2026() => request,
-            JsonRpcMessage::Notification(ref notification) => {
-                if let ClientNotification::CancelledNotification(cancelled) =
-                    &notification.notification
-                    && let Some(id) = &cancelled.params.request_id
-                {
-                    self.flights.cancel(id);
-                }
-                return Some(message);
-            }
             other => return Some(other),
         };
         if !self.serves(&request.request) {
@@ -129,7 +73,7 @@ impl Lane {
             unreachable!("a call, as matched above");
         };
         let id = request.id;
-        self.flights.take_off(id.clone());
+        self.flights.to_lane(&id);
         let server = Arc::clone(&self.server);
         let flights = Arc::clone(&self.flights);
         let writer = Arc::clone(writer);
@@ -163,7 +107,7 @@ impl Lane {
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
     async fn drain(&self) {
-        if tokio::time::timeout(DRAIN, self.flights.all_landed())
+        if tokio::time::timeout(DRAIN, self.flights.lane_landed())
             .await
             .is_err()
         {
@@ -257,7 +201,8 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1 << 20);
         let (read, write) = tokio::io::split(server_end);
         let server = server();
-        let mut transport = WireTransport::new(read, write, false);
+        let mut transport =
+            WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE);
         if lane {
             transport = transport.with_lane(server.clone());
         }
@@ -397,6 +342,49 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answered() {
+        let store = Store::open_in_memory().unwrap();
+        // The first call waits for the store while the second arrives.
+        let held = Held::connection_of(&store);
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let server = server_on(store.clone());
+        let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
+            .with_lane(server.clone());
+        let serving = serve(server, transport);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = opening("2025-11-25");
+        lines.push(call(1, "add_task", json!({"title": "first"})));
+        lines.push(call(1, "add_task", json!({"title": "second"})));
+        send(&mut client_write, &lines).await;
+        let mut read = BufReader::new(client_read).lines();
+        let mut replies: Vec<Value> = Vec::new();
+        while !replies.iter().any(|r| r["error"].is_object()) {
+            let line = tokio::time::timeout(Duration::from_secs(10), read.next_line())
+                .await
+                .expect("the second call is answered while the first waits")
+                .unwrap()
+                .expect("the server is up");
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        // The client hangs up at once: the session waits for the first call all the same.
+        client_write.shutdown().await.unwrap();
+        held.release();
+        while let Some(line) = read.next_line().await.unwrap() {
+            replies.push(serde_json::from_str(&line).unwrap());
+        }
+        serving.await.unwrap();
+        let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&json!(0), &json!(1), &json!(1)], "{replies:?}");
+        assert_eq!(replies[1]["error"]["code"], -32600, "{replies:?}");
+        let first = &replies[2]["result"]["structuredContent"];
+        assert_eq!(first["data"]["title"], "first", "{replies:?}");
+        let todos = store.list_todos(&TodoFilter::default()).unwrap();
+        let titles: Vec<&str> = todos.iter().map(|todo| todo.title.as_str()).collect();
+        assert_eq!(titles, ["first"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_do() {
         let store = Store::open_in_memory().unwrap();
         // Another writer holds the connection, so that the call is still in flight when
@@ -406,7 +394,8 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
         let server = server_on(store.clone());
-        let transport = WireTransport::new(read, write, false).with_lane(server.clone());
+        let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
+            .with_lane(server.clone());
         let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
         let mut lines = opening("2025-11-25");
@@ -442,21 +431,5 @@ mod tests {
         let todos = store.list_todos(&TodoFilter::default()).unwrap();
         let titles: Vec<&str> = todos.iter().map(|todo| todo.title.as_str()).collect();
         assert_eq!(titles, ["cancelled"]);
-    }
-
-    #[test]
-    fn a_cancelled_call_lands_without_its_reply_and_others_are_untouched() {
-        let flights = Flights::default();
-        let (one, two) = (RequestId::Number(1), RequestId::String("two".into()));
-        flights.take_off(one.clone());
-        flights.take_off(two.clone());
-        flights.cancel(&one);
-        flights.cancel(&RequestId::Number(3));
-        assert!(!flights.land(&one), "a cancelled call's reply is dropped");
-        assert!(flights.land(&two), "another call's reply is sent");
-        // An id used again after its call landed starts clean.
-        flights.take_off(one.clone());
-        assert!(flights.land(&one));
-        assert!(flights.lock().is_empty());
     }
 }

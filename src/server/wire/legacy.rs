@@ -14,6 +14,12 @@
 //!
 //! Independent of framing: it takes messages, not lines, so that an HTTP transport can
 //! apply the same rewrite to bodies and events.
+//!
+//! Invariant: only this layer makes a request under [`PREFIX`]. Each request it renames
+//! carries a [`Renamed`] mark in its extensions (on HTTP, in the extensions of the HTTP
+//! request, which rmcp hands the handler), which no client can put there; the handler
+//! answers a [`PREFIX`] method only with the mark, so a client that sends one by its
+//! internal name gets "method not found", and cannot step around the era checks.
 
 use std::collections::HashMap;
 
@@ -29,6 +35,23 @@ use serde_json::{Map, Value, json};
 
 /// Where renamed legacy methods live: `PREFIX` + the method's own name.
 pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
+
+/// The internal notification, under [`PREFIX`], by which the stdio transport tells the
+/// handler that the client cancelled a call (`wire/mod.rs` says why not rmcp's own).
+pub(crate) const CANCELLED: &str = "notifications/cancelled";
+
+/// The mark of a request this layer renamed, set where the handler finds it: in the
+/// request's extensions, or in those of the HTTP request that carried it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Renamed;
+
+/// Whether a request with these extensions was renamed by this layer, on either transport.
+pub(crate) fn renamed_here(extensions: &rmcp::model::Extensions) -> bool {
+    extensions.get::<Renamed>().is_some()
+        || extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|parts| parts.extensions.get::<Renamed>().is_some())
+}
 
 /// The `_meta` key by which the handler marks a task-capable tool in `tools/list`.
 pub(crate) const TASK_SUPPORT_META: &str = "x-mcp-task-server/taskSupport";
@@ -119,8 +142,16 @@ impl Session {
     /// The message patched, when it answers `initialize` or `tools/list`; `None` when it
     /// goes out as it is.
     pub(crate) fn outbound(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> Option<Value> {
-        let JsonRpcMessage::Response(response) = message else {
-            return None;
+        let response = match message {
+            JsonRpcMessage::Response(response) => response,
+            // An error answers the request too: it is patched no more.
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.pending.remove(id);
+                }
+                return None;
+            }
+            _ => return None,
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
@@ -265,7 +296,8 @@ fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer>
 /// A renamed request, parsed as the custom request it now is. rmcp's general parse would
 /// get there too, but only after trying, and failing, every standard request type first.
 fn custom(raw: Value) -> Option<RxJsonRpcMessage<RoleServer>> {
-    let request: JsonRpcRequest<CustomRequest> = serde_json::from_value(raw).ok()?;
+    let mut request: JsonRpcRequest<CustomRequest> = serde_json::from_value(raw).ok()?;
+    request.request.extensions.insert(Renamed);
     Some(as_message(request, ClientRequest::CustomRequest))
 }
 
@@ -332,6 +364,32 @@ mod tests {
             assert_eq!(route(&raw, true, true) == Route::Rename, renamed, "{raw}");
             assert_eq!(route(&raw, false, true), Route::Keep, "{raw}");
         }
+    }
+
+    #[test]
+    fn an_error_reply_ends_the_patch_its_request_asked_for() {
+        // `initialize` fails: a later request under the same id must not have its result
+        // patched as an `initialize` result.
+        let mut session = Session::new(true);
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}});
+        let text = init.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let failed: TxJsonRpcMessage<RoleServer> = serde_json::from_value(json!({
+            "jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no"}}))
+        .unwrap();
+        assert!(session.outbound(&failed).is_none());
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let text = ping.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let pong: TxJsonRpcMessage<RoleServer> =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap();
+        assert!(
+            session.outbound(&pong).is_none(),
+            "the ping's reply goes out as it is"
+        );
+        assert!(session.pending.is_empty());
     }
 
     #[test]

@@ -6,26 +6,44 @@
 //! rmcp reads them (bounded, cancellation-safe) and written whole, never interleaved:
 //! lines that are ready while another is being written go out together in the next write
 //! (`Writer`), so that a burst of replies costs a few system calls, not one each.
+//!
+//! Invariant: the lines waiting to be written never hold more than the queue's bound
+//! (`--stdio-write-queue`; one line longer than the bound goes alone). A line that does
+//! not fit waits for room, and the reader reads the next request only once there is room:
+//! a client that stops reading slows the server down instead of growing its memory. A
+//! write error (the client is gone) ends the queue, so that nothing waits on it for ever.
 
 mod direct;
 mod fast;
+mod flights;
 pub(crate) mod legacy;
 mod screen;
 
 use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::{
+    ClientNotification, CustomNotification, JsonRpcMessage, JsonRpcNotification, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 
+use flights::{Cancelled, Flights};
 use legacy::Session;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The default bound of the write queue, in bytes: `--stdio-write-queue`.
+pub const DEFAULT_WRITE_QUEUE: u32 = 8 * 1024 * 1024;
+
+/// How long closing waits for a write in progress: a client that stopped reading must
+/// not keep the server from ending.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How much of an oversized line is searched for its id.
 const ID_SCAN: usize = 64 * 1024;
@@ -47,6 +65,8 @@ pub(crate) struct WireTransport<R, W> {
     skipping: Option<Option<Value>>,
     write: Arc<Writer<W>>,
     session: Session,
+    /// The client's requests in flight, by id.
+    flights: Arc<Flights>,
     /// Answers plain todo calls beside rmcp (`direct.rs`); none in tests that measure
     /// rmcp's own path against it.
     lane: Option<direct::Lane>,
@@ -57,27 +77,74 @@ pub(crate) struct WireTransport<R, W> {
 pub(crate) struct Writer<W> {
     pending: std::sync::Mutex<Pending>,
     out: Mutex<W>,
+    /// One permit per byte queued or being written, `bound` in all: a line takes its
+    /// bytes' worth (at most `bound`) before it queues, and gets them back once written.
+    room: Semaphore,
+    bound: u32,
+    /// How many times the reader waited for room, for the log at the end of the session.
+    stalls: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
 struct Pending {
     lines: Vec<u8>,
+    /// The permits `lines` holds.
+    held: u32,
     writing: bool,
 }
 
 impl<W> Writer<W> {
+    fn new(out: W, bound: u32) -> Writer<W> {
+        Writer {
+            pending: std::sync::Mutex::default(),
+            out: Mutex::new(out),
+            room: Semaphore::new(bound as usize),
+            bound,
+            stalls: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Returns once the queue has room for another line, or has ended.
+    async fn has_room(&self) {
+        if self.room.try_acquire().is_err() {
+            self.stalls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let _ = self.room.acquire().await;
+    }
+
+    /// The client cannot be written to: what is queued is dropped, and every line waiting
+    /// for room, now or later, fails at once.
+    fn end(&self) {
+        self.room.close();
+        let mut pending = self.lock_pending();
+        pending.lines = Vec::new();
+        pending.held = 0;
+    }
+
+    /// Bytes queued or being written.
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.bound as usize - self.room.available_permits()
     }
 }
 
 /// Ends a write turn even when its future is dropped mid-write, so that the next line
-/// starts a turn of its own instead of waiting behind one that will never come.
-struct Turn<'w, W>(&'w Writer<W>);
+/// starts a turn of its own instead of waiting behind one that will never come, and gives
+/// back the room its lines held.
+struct Turn<'w, W> {
+    writer: &'w Writer<W>,
+    held: u32,
+}
 
 impl<W> Drop for Turn<'_, W> {
     fn drop(&mut self) {
-        self.0.lock_pending().writing = false;
+        self.writer.lock_pending().writing = false;
+        self.writer.room.add_permits(self.held as usize);
     }
 }
 
@@ -88,23 +155,22 @@ where
 {
     /// `tasks`: whether the server serves tasks, and so advertises them to 2025-11-25
     /// clients.
-    pub(crate) fn new(read: R, write: W, tasks: bool) -> Self {
+    /// `write_queue`: the bound of the write queue, in bytes.
+    pub(crate) fn new(read: R, write: W, tasks: bool, write_queue: u32) -> Self {
         WireTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             skipping: None,
-            write: Arc::new(Writer {
-                pending: std::sync::Mutex::default(),
-                out: Mutex::new(write),
-            }),
+            write: Arc::new(Writer::new(write, write_queue.max(1))),
             session: Session::new(tasks),
+            flights: Arc::default(),
             lane: None,
         }
     }
 
     /// Plain calls of `server`'s todo tools are answered on the direct lane.
     pub(crate) fn with_lane(mut self, server: crate::server::Server) -> Self {
-        self.lane = Some(direct::Lane::new(server));
+        self.lane = Some(direct::Lane::new(server, Arc::clone(&self.flights)));
         self
     }
 
@@ -117,7 +183,13 @@ where
                 Err(error) => return Line::Io(error),
             };
             if available.is_empty() {
-                return Line::Eof;
+                // A last line without its newline is a line all the same; the next call
+                // finds the end again.
+                return match self.skipping.take() {
+                    Some(id) => Line::Oversized(id),
+                    None if !self.line.is_empty() => Line::Whole,
+                    None => Line::Eof,
+                };
             }
             let newline = available.iter().position(|&b| b == b'\n');
             let take = newline.map_or(available.len(), |at| at + 1);
@@ -136,6 +208,32 @@ where
                     None => Line::Whole,
                 };
             }
+        }
+    }
+
+    /// Takes a request off, or refuses it if its id is in flight; turns a cancel of a call
+    /// on rmcp's path into the marked notification the handler acts on. `None`: nothing
+    /// more to do.
+    fn admit(&self, message: RxJsonRpcMessage<RoleServer>) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match &message {
+            JsonRpcMessage::Request(request) if !self.flights.take_off(&request.id) => {
+                tracing::warn!(id = %request.id, "a request reused the id of one in flight");
+                let id = serde_json::to_value(&request.id).ok();
+                let text = format!("invalid request: id {} is already in flight", request.id);
+                self.reply(error_reply(id, INVALID_REQUEST, &text));
+                None
+            }
+            JsonRpcMessage::Notification(notification) => match &notification.notification {
+                ClientNotification::CancelledNotification(cancelled) => {
+                    let id = cancelled.params.request_id.as_ref()?;
+                    match self.flights.cancel(id) {
+                        Cancelled::Handler => Some(cancel_in_handler(id, &cancelled.params)),
+                        Cancelled::Lane | Cancelled::Unknown => None,
+                    }
+                }
+                _ => Some(message),
+            },
+            _ => Some(message),
         }
     }
 
@@ -160,10 +258,18 @@ where
 {
     let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    {
+    let cost = u32::try_from(line.len())
+        .unwrap_or(u32::MAX)
+        .min(writer.bound);
+    match writer.room.acquire_many(cost).await {
+        Ok(permit) => permit.forget(),
+        Err(_) => return Err(std::io::ErrorKind::BrokenPipe.into()),
+    }
+    let held = {
         let mut pending = writer.lock_pending();
         if pending.writing {
             pending.lines.extend_from_slice(&line);
+            pending.held += cost;
             return Ok(());
         }
         pending.writing = true;
@@ -171,24 +277,55 @@ where
             pending.lines.extend_from_slice(&line);
             line = std::mem::take(&mut pending.lines);
         }
-    }
-    let turn = Turn(writer);
+        cost + std::mem::take(&mut pending.held)
+    };
+    let mut turn = Turn { writer, held };
     let mut out = writer.out.lock().await;
     let mut chunk = line;
     loop {
-        out.write_all(&chunk).await?;
-        out.flush().await?;
+        let written = match out.write_all(&chunk).await {
+            Ok(()) => out.flush().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = written {
+            writer.end();
+            return Err(error);
+        }
         chunk.clear();
+        writer
+            .room
+            .add_permits(std::mem::take(&mut turn.held) as usize);
         let mut pending = writer.lock_pending();
         if pending.lines.is_empty() {
             pending.writing = false;
+            drop(pending);
             std::mem::forget(turn);
             return Ok(());
         }
         // The queued lines go next; the written buffer takes their place, its capacity
         // kept for the lines that come after.
         std::mem::swap(&mut chunk, &mut pending.lines);
+        turn.held = std::mem::take(&mut pending.held);
     }
+}
+
+/// The notification by which the handler stops the work of a cancelled call on rmcp's
+/// path. Not rmcp's own: rmcp would forget the call at once, and drop its reply where the
+/// wire never sees it, so that its id would stay in flight for ever; this way the reply
+/// comes back to the transport, which lands the call and drops the reply.
+fn cancel_in_handler(
+    id: &RequestId,
+    params: &rmcp::model::CancelledNotificationParam,
+) -> RxJsonRpcMessage<RoleServer> {
+    let mut notification = CustomNotification::new(
+        format!("{}{}", legacy::PREFIX, legacy::CANCELLED),
+        Some(serde_json::json!({ "requestId": id, "reason": params.reason })),
+    );
+    notification.extensions.insert(legacy::Renamed);
+    JsonRpcMessage::Notification(JsonRpcNotification {
+        jsonrpc: rmcp::model::JsonRpcVersion2_0,
+        notification: ClientNotification::CustomNotification(notification),
+    })
 }
 
 impl<R, W> Transport<RoleServer> for WireTransport<R, W>
@@ -204,16 +341,27 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = Arc::clone(&self.write);
         let patched = self.session.outbound(&item);
+        let wanted = match &item {
+            JsonRpcMessage::Response(response) => self.flights.land(&response.id),
+            JsonRpcMessage::Error(error) => {
+                error.id.as_ref().is_none_or(|id| self.flights.land(id))
+            }
+            _ => true,
+        };
         async move {
-            match patched {
-                None => write_line(&write, &item).await,
-                Some(message) => write_line(&write, &message).await,
+            match (wanted, patched) {
+                // The client cancelled the call: its reply is not wanted.
+                (false, _) => Ok(()),
+                (true, None) => write_line(&write, &item).await,
+                (true, Some(message)) => write_line(&write, &message).await,
             }
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // Backpressure: the next request waits while the replies wait for the client.
+            self.write.has_room().await;
             match self.read_line().await {
                 Line::Whole => {}
                 Line::Oversized(id) => {
@@ -241,6 +389,7 @@ where
                 Screened::Skip => None,
             };
             self.line.clear();
+            let message = message.and_then(|m| self.admit(m));
             let message = match &self.lane {
                 Some(lane) => message.and_then(|m| lane.take(m, &self.session, &self.write)),
                 None => message,
@@ -252,7 +401,22 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.write.out.lock().await.shutdown().await
+        let stalls = self.write.stalls.load(std::sync::atomic::Ordering::Relaxed);
+        if stalls > 0 {
+            tracing::info!(
+                stalls,
+                "the reader waited for the client to read its replies"
+            );
+        }
+        let shutdown = async { self.write.out.lock().await.shutdown().await };
+        match tokio::time::timeout(CLOSE_GRACE, shutdown).await {
+            Ok(closed) => closed,
+            Err(_) => {
+                tracing::warn!("the client stopped reading; replies still queued were dropped");
+                self.write.end();
+                Ok(())
+            }
+        }
     }
 }
 
@@ -261,13 +425,95 @@ mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
 
+    fn ping(id: u64) -> String {
+        format!(
+            "{}\n",
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_stops_reading_holds_the_server_at_the_queue_bound_until_it_goes() {
+        use crate::engine::{Engine, catalog::Catalog};
+        use crate::store::Store;
+        use rmcp::ServiceExt;
+        use std::time::{Duration, Instant};
+        use tokio::io::AsyncBufReadExt;
+
+        const BOUND: u32 = 4096;
+        let (client, server_end) = tokio::io::duplex(1024);
+        let (read, write) = tokio::io::split(server_end);
+        let tools = crate::tools::Tools::new(Store::open_in_memory().unwrap());
+        let (catalog, _) = Catalog::load(None);
+        let server = crate::server::Server::new(Engine::new(tools, &std::env::temp_dir()), catalog);
+        let transport = WireTransport::new(read, write, false, BOUND);
+        let writer = Arc::clone(&transport.write);
+        let serving = tokio::spawn(async move {
+            let running = server
+                .serve_with_ct(transport, tokio_util::sync::CancellationToken::new())
+                .await
+                .unwrap();
+            let _ = running.waiting().await;
+        });
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut replies = tokio::io::BufReader::new(client_read).lines();
+        let opening = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "slow", "version": "1"}}});
+        client_write
+            .write_all(format!("{opening}\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(replies.next_line().await.unwrap().is_some());
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        client_write
+            .write_all(format!("{initialized}\n").as_bytes())
+            .await
+            .unwrap();
+
+        // 200 KB of pings, whose replies nobody reads.
+        let flood = tokio::spawn(async move {
+            for id in 1..=5_000 {
+                client_write.write_all(ping(id).as_bytes()).await.unwrap();
+            }
+            client_write
+        });
+        let started = Instant::now();
+        while writer.stalls.load(std::sync::atomic::Ordering::Relaxed) == 0 && !flood.is_finished()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "neither stalled nor read all"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The server stopped reading: the client cannot send the rest, and what waits to be
+        // written stays within the bound.
+        assert!(
+            !flood.is_finished(),
+            "the server read every request of a client that reads nothing"
+        );
+        assert!(
+            writer.queued() <= BOUND as usize,
+            "{} bytes queued",
+            writer.queued()
+        );
+        assert!(writer.lock_pending().lines.len() <= BOUND as usize);
+
+        // The client goes: the session ends, the writes that waited for it failing.
+        flood.abort();
+        let _ = flood.await;
+        drop(replies);
+        tokio::time::timeout(Duration::from_secs(30), serving)
+            .await
+            .expect("the session ends once the client is gone")
+            .unwrap();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lines_written_at_once_all_go_out_whole() {
         let (write, mut read) = tokio::io::duplex(256);
-        let writer = Arc::new(Writer {
-            pending: std::sync::Mutex::default(),
-            out: Mutex::new(write),
-        });
+        let writer = Arc::new(Writer::new(write, DEFAULT_WRITE_QUEUE));
         let senders: Vec<_> = (0..200)
             .map(|i| {
                 let writer = Arc::clone(&writer);

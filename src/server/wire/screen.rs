@@ -100,8 +100,21 @@ fn diagnose(text: &[u8], error: &serde_json::Error) -> Screened {
     }
     tracing::debug!(%error, "an incoming message does not parse");
     match serde_json::from_slice::<Value>(text) {
+        // JSON but for bytes that are not UTF-8: its id can be trusted, and gets the error.
+        Err(_) if std::str::from_utf8(text).is_err() => {
+            let id = utf8_lossy_id(text);
+            let message = "parse error: not valid UTF-8";
+            Screened::Reply(error_reply(id, PARSE_ERROR, message))
+        }
         // Not JSON at all: there is no id to answer to.
         Err(_) => Screened::Reply(error_reply(None, PARSE_ERROR, "parse error: not JSON")),
+        // MCP has no batches since 2025-06-18: one error, whose id is null as JSON-RPC
+        // has it for a batch refused whole, and none of its requests is served.
+        Ok(Value::Array(_)) => Screened::Reply(error_reply(
+            None,
+            INVALID_REQUEST,
+            "invalid request: batches are not supported (MCP removed them in 2025-06-18)",
+        )),
         // JSON, but no JSON-RPC message. A notification (no id) gets no reply.
         Ok(value) => match value.get("id") {
             None if value.get("method").is_some() => Screened::Skip,
@@ -112,6 +125,15 @@ fn diagnose(text: &[u8], error: &serde_json::Error) -> Screened {
             )),
         },
     }
+}
+
+/// The id of a message that would be JSON once its invalid UTF-8 is replaced: only then
+/// is the whole message's shape known, and its id the one the client meant.
+fn utf8_lossy_id(text: &[u8]) -> Option<Value> {
+    let lossy = String::from_utf8_lossy(text);
+    let value: Value = serde_json::from_str(&lossy).ok()?;
+    let id = value.get("id")?;
+    (id.is_number() || id.is_string()).then(|| id.clone())
 }
 
 fn is_standard_method(method: &str) -> bool {
