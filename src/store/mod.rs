@@ -6,6 +6,7 @@
 //! store); each query is written once, for both (`sql.rs`).
 
 mod audit;
+pub mod chain;
 mod commit;
 mod grouped;
 mod migrations;
@@ -31,7 +32,7 @@ use postgres::Pg;
 use sql::Db;
 use write_tx::WriteTx;
 
-pub use audit::{AuditEntry, AuditOutcome, AuditRow};
+pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{Batch, Write};
 pub use nodes::NodeRow;
 pub use postgres::{is_url, redacted};
@@ -140,6 +141,10 @@ pub enum Durability {
 /// The connection while one caller holds it; the queries of `todos` and `audit` live here.
 pub struct Tx<'c> {
     db: Db<'c>,
+    /// SQLite: whether this runs inside a write transaction this module began. SQLite
+    /// rolls a transaction back on its own after some errors (`SQLITE_FULL`, I/O errors):
+    /// the statements after would then each commit alone.
+    in_transaction: bool,
 }
 
 /// A handle to the database, cheap to clone.
@@ -336,7 +341,8 @@ impl Store {
         let conn = sqlite.lock();
         match WriteTx::begin(&conn) {
             Ok(tx) => {
-                let out = work(&Tx::sqlite(&tx))?;
+                let out = work(&Tx::sqlite_tx(&tx))?;
+                Tx::sqlite_tx(&tx).still_open()?;
                 tx.commit()?;
                 Ok(out)
             }
@@ -397,12 +403,34 @@ impl<'c> Tx<'c> {
     fn sqlite(conn: &'c Connection) -> Tx<'c> {
         Tx {
             db: Db::Sqlite(conn),
+            in_transaction: false,
+        }
+    }
+
+    /// Inside the write transaction `tx`.
+    fn sqlite_tx(tx: &'c WriteTx<'_>) -> Tx<'c> {
+        Tx {
+            db: Db::Sqlite(tx),
+            in_transaction: true,
         }
     }
 
     fn postgres(session: &'c postgres::Session) -> Tx<'c> {
         Tx {
             db: Db::Postgres(session),
+            in_transaction: false,
+        }
+    }
+
+    /// `Err` when the database has rolled back the transaction this runs in (SQLite may,
+    /// after a disk-full or I/O error): nothing may be written or acknowledged after.
+    /// PostgreSQL refuses every statement of an aborted transaction by itself.
+    pub(crate) fn still_open(&self) -> Result<(), StoreError> {
+        match self.db {
+            Db::Sqlite(conn) if self.in_transaction && conn.is_autocommit() => Err(
+                StoreError::Commit("the database rolled the transaction back".into()),
+            ),
+            _ => Ok(()),
         }
     }
 }
