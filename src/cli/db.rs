@@ -22,6 +22,10 @@ pub fn migrate(location: &str) -> Result<ExitCode, StoreError> {
 /// order. Fails (exit code 1) when the chain is broken.
 pub fn verify(location: &str) -> Result<ExitCode, StoreError> {
     let store = Store::open_at(location, Durability::Normal)?;
+    if let Some(damage) = store.quick_check()? {
+        super::say(&format!("database damaged: {damage}"));
+        return Ok(ExitCode::FAILURE);
+    }
     match store.verify_audit_chain()? {
         Ok(intact) => {
             super::say(&intact.to_string());

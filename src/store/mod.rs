@@ -99,6 +99,8 @@ pub enum StoreError {
     },
     #[error("database schema version {found} is newer than this build understands ({supported})")]
     SchemaTooNew { found: i64, supported: i64 },
+    #[error("the database file is damaged ({detail}); restore it from a backup")]
+    Corrupt { detail: String },
     #[error("the database is read-only and its schema is not initialised (version {found})")]
     ReadOnlyUninitialised { found: i64 },
     #[error("run {run_id} is driven by another process now")]
@@ -282,6 +284,7 @@ impl Store {
             conn.pragma_update(None, "synchronous", synchronous)?;
         }
         while_busy(|| migrations::migrate(&mut conn))?;
+        probe(&conn)?;
         Ok(Store {
             backend: Backend::Sqlite(Arc::new(Sqlite {
                 conn: ReentrantMutex::new(conn),
@@ -388,6 +391,56 @@ impl Store {
             Backend::Sqlite(sqlite) => work(&Tx::sqlite(&sqlite.lock())),
             Backend::Postgres(pg) => work(&Tx::postgres(&pg.session()?)),
         }
+    }
+}
+
+/// Reads the schema and the root page of every table, so that a database whose file is
+/// damaged there fails to open with a clear error, rather than failing call after call
+/// once serving. A cheap look, not a full check: `db verify` runs SQLite's `quick_check`.
+fn probe(conn: &Connection) -> Result<(), StoreError> {
+    let looked = (|| -> rusqlite::Result<()> {
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for table in tables {
+            // The name comes from the schema, quoted as an identifier.
+            let sql = format!("SELECT 1 FROM \"{}\" LIMIT 1", table.replace('"', "\"\""));
+            conn.query_row(&sql, [], |_| Ok(()))
+                .or_else(|error| match error {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(()),
+                    error => Err(error),
+                })?;
+        }
+        Ok(())
+    })();
+    looked.map_err(corrupt_or)
+}
+
+/// A SQLite error that says the file is damaged, as [`StoreError::Corrupt`].
+fn corrupt_or(error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Corrupt {
+                detail: error.to_string(),
+            }
+        }
+        _ => StoreError::Sqlite(error),
+    }
+}
+
+impl Store {
+    /// SQLite's `PRAGMA quick_check` (every page read, no index compared): `None` when it
+    /// finds nothing wrong, else its first finding. PostgreSQL checks its own pages.
+    pub fn quick_check(&self) -> Result<Option<String>, StoreError> {
+        let Backend::Sqlite(sqlite) = &self.backend else {
+            return Ok(None);
+        };
+        let found: String = sqlite
+            .lock()
+            .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+            .map_err(corrupt_or)?;
+        Ok((found != "ok").then_some(found))
     }
 }
 
