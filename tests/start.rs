@@ -61,9 +61,15 @@ fn a_database_damaged_in_a_table_is_refused_at_start() {
     let (root, page_size): (i64, i64) = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         let root = conn
-            .query_row("SELECT rootpage FROM sqlite_schema WHERE name = 'tasks'", [], |r| r.get(0))
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'tasks'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
-        let size = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let size = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
         (root, size)
     };
     let mut bytes = std::fs::read(&path).unwrap();
@@ -79,8 +85,12 @@ fn a_database_locked_by_another_program_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let path = made(&dir);
     let holder = rusqlite::Connection::open(&path).unwrap();
-    holder.pragma_update(None, "locking_mode", "EXCLUSIVE").unwrap();
-    holder.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE held (x);").unwrap();
+    holder
+        .pragma_update(None, "locking_mode", "EXCLUSIVE")
+        .unwrap();
+    holder
+        .execute_batch("BEGIN EXCLUSIVE; CREATE TABLE held (x);")
+        .unwrap();
     let stderr = refused_at_start(path.to_str().unwrap());
     assert!(stderr.contains("database is locked"), "{stderr}");
     drop(holder);
@@ -95,5 +105,8 @@ fn a_read_only_database_without_its_schema_is_refused_at_start() {
         .execute_batch("CREATE TABLE other (x);")
         .unwrap();
     let stderr = refused_at_start(&format!("file:{}?mode=ro", path.display()));
-    assert!(stderr.contains("read-only and its schema is not initialised"), "{stderr}");
+    assert!(
+        stderr.contains("read-only and its schema is not initialised"),
+        "{stderr}"
+    );
 }

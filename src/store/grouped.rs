@@ -254,3 +254,61 @@ fn fail_all(group: Vec<Box<dyn Call>>, error: &StoreError) {
         call.finish(Err(StoreError::Commit(message.clone())));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewTodo, TodoFilter};
+
+    fn add(title: &str) -> impl FnOnce(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
+        let todo = NewTodo {
+            title: title.to_owned(),
+            due: None,
+            tags: Vec::new(),
+        };
+        move |tx| tx.insert_todo(&todo).map(drop)
+    }
+
+    fn titles(store: &Store) -> Vec<String> {
+        let todos = store.list_todos(&TodoFilter::default()).unwrap();
+        todos.into_iter().map(|todo| todo.title).collect()
+    }
+
+    #[test]
+    fn a_call_that_fails_is_undone_alone_and_the_others_of_its_group_commit() {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let first = store.grouped(add("first"));
+        let failing = store.grouped(|tx| {
+            add("undone")(tx)?;
+            Err::<(), _>(StoreError::Commit("refused".into()))
+        });
+        let last = store.grouped(add("last"));
+        let (first, failing, last) =
+            runtime.block_on(async { (first.await, failing.await, last.await) });
+        assert!(first.is_ok() && failing.is_err() && last.is_ok());
+        assert_eq!(titles(&store), ["first", "last"]);
+    }
+
+    #[test]
+    fn a_transaction_the_database_rolled_back_fails_every_call_of_its_group() {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let first = store.grouped(add("first"));
+        // What SQLite does on its own after `SQLITE_FULL` or an I/O error mid-transaction:
+        // the whole transaction, savepoints included, is rolled back.
+        let rolled_back = store.grouped(|tx| tx.db.execute("ROLLBACK", &[]).map(drop));
+        let last = store.grouped(add("last"));
+        let (first, rolled_back, last) =
+            runtime.block_on(async { (first.await, rolled_back.await, last.await) });
+        assert!(first.is_err() && rolled_back.is_err() && last.is_err());
+        assert!(
+            titles(&store).is_empty(),
+            "nothing of a failed group is kept"
+        );
+    }
+}
