@@ -217,3 +217,49 @@ on_both_backends! {
         assert!(verify(&place).0);
     }
 }
+
+on_both_backends! {
+    fn a_nul_in_a_run_input_is_stored_and_refused_by_the_tool_it_reaches(place) {
+        let dir = tempfile::tempdir().unwrap();
+        let definition = dir.path().join("nul.toml");
+        std::fs::write(
+            &definition,
+            r#"name = "nul"
+description = "Makes a todo named after its input."
+
+[inputs.who]
+type = "string"
+
+[nodes.todo]
+tool = "add_task"
+args = { title = "hello {{ inputs.who }}" }
+"#,
+        )
+        .unwrap();
+        let out = Command::new(BIN)
+            .env_remove("TASKS_DB_PATH")
+            .current_dir(dir.path())
+            .args(["--db", &place.location(), "workflows", "run"])
+            .arg(&definition)
+            .args(["--inputs-json", r#"{"who":"a\u0000b"}"#])
+            .output()
+            .expect("the binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        });
+        // The run is recorded, its input kept whole (as JSON), and its node failed by the
+        // tool's validation, not by the database.
+        assert_eq!(report["status"], "failed", "{report:#}");
+        assert_eq!(report["nodes"]["todo"]["error"]["code"], "invalid_input", "{report:#}");
+        let store = place.store();
+        let rows = store.audit_rows().unwrap();
+        let todo_row = rows.iter().find(|row| row.tool == "add_task").expect("the call is audited");
+        assert_eq!(todo_row.outcome, "rejected");
+        assert!(todo_row.args.contains("a\\u0000b"), "{}", todo_row.args);
+        assert!(store.list_todos(&TodoFilter::default()).unwrap().is_empty());
+        let run = store.run(report["run_id"].as_str().unwrap()).unwrap().expect("the run is stored");
+        assert_eq!(run.status, "failed");
+        assert!(verify(&place).0);
+    }
+}
