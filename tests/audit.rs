@@ -188,7 +188,7 @@ on_both_backends! {
     fn a_call_that_fails_in_a_group_commit_spoils_no_other_call(place) {
         let tools = Tools::new(place.store());
         refuse_audit_rows_of_poison(&place);
-        let title = |i: usize| if i % 5 == 0 { format!("poison {i}") } else { format!("fine {i}") };
+        let title = |i: usize| if i.is_multiple_of(5) { format!("poison {i}") } else { format!("fine {i}") };
         let results = busy(&tools, 64, title);
         let mut acknowledged = Vec::new();
         for (i, result) in results.iter().enumerate() {

@@ -1122,8 +1122,7 @@ async fn grouped_calls_made_while_the_connection_is_busy_all_commit_once_it_is_f
         let todo = answered
             .expect("no call is stranded")
             .unwrap()
-            .expect("committed")
-            .expect("inserted");
+            .expect("committed and inserted");
         assert!(
             db.store.get_todo(todo.id).unwrap().is_some(),
             "visible once answered"
@@ -1146,7 +1145,6 @@ async fn grouped_calls_ready_together_share_one_commit() {
     db.store
         .grouped(|tx| tx.insert_todo(&new_todo("before")))
         .await
-        .unwrap()
         .unwrap();
     let before = wal_frames(&db.path);
     // As a burst of requests does: each call is made by a task of its own, all of them
@@ -1162,7 +1160,7 @@ async fn grouped_calls_ready_together_share_one_commit() {
         })
         .collect();
     for call in calls {
-        call.await.unwrap().unwrap().unwrap();
+        call.await.unwrap().unwrap();
     }
     let written = wal_frames(&db.path) - before;
     // One commit writes the table's few changed pages; one commit a call would write a
@@ -1181,8 +1179,7 @@ async fn a_grouped_call_whose_drainer_was_dropped_unpolled_still_commits() {
     let todo = tokio::time::timeout(Duration::from_secs(5), second)
         .await
         .expect("the queued call is not stranded")
-        .expect("committed")
-        .expect("inserted");
+        .expect("committed and inserted");
     assert_eq!(todo.title, "second");
     assert_eq!(
         listed(&db.store, TodoFilter::default()),

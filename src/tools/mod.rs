@@ -262,7 +262,6 @@ impl Tools {
 
     /// Appends a row to the audit log, for a call that is not a task-manager tool's and
     /// wrote nothing else (a rejection, a read): in a transaction of its own.
-
     pub fn audit(
         &self,
         tool: &str,
