@@ -263,3 +263,38 @@ args = { title = "hello {{ inputs.who }}" }
         assert!(verify(&place).0);
     }
 }
+
+on_both_backends! {
+    fn rows_from_before_the_chain_are_counted_apart_and_the_chain_starts_after_them(place) {
+        let store = place.store();
+        // As a log migrated from before the chain holds them: rows without hashes, and the
+        // migration's record of where the chain begins.
+        let overriding = match place {
+            Place::Sqlite(_) => "",
+            Place::Postgres(_) => "OVERRIDING SYSTEM VALUE",
+        };
+        let fixed = match place {
+            Place::Sqlite(_) => "DROP TRIGGER audit_chain_no_update;",
+            Place::Postgres(_) => "DROP TRIGGER audit_chain_no_change ON audit_chain;",
+        };
+        place
+            .execute(&format!(
+                "INSERT INTO audit_log (id, at, tool, args, outcome) {overriding}
+                 VALUES (1, '2025-01-01T00:00:00Z', 'add_task', '{{}}', 'ok'),
+                        (2, '2025-01-01T00:00:01Z', 'list_tasks', '{{}}', 'ok');
+                 {fixed}
+                 UPDATE audit_chain SET legacy_until = 2;"
+            ))
+            .unwrap();
+        let tools = Tools::new(store);
+        let origin = mcp_task_server::tools::Origin::default();
+        tools.invoke("add_task", &args(json!({ "title": "new" })), origin).unwrap().unwrap();
+        let rows = tools.store().audit_rows().unwrap();
+        assert_eq!(rows[2].id, 3);
+        assert_eq!(rows[2].prev_hash.as_deref(), Some(mcp_task_server::store::chain::GENESIS));
+        let (ok, verdict) = verify(&place);
+        assert!(ok, "{verdict}");
+        assert!(verdict.starts_with("audit chain intact: 1 rows checked"), "{verdict}");
+        assert!(verdict.contains("2 earlier rows predate the chain"), "{verdict}");
+    }
+}

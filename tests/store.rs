@@ -621,7 +621,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -728,6 +728,12 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
     assert_eq!(audit.iter().map(|row| row.id).collect::<Vec<_>>(), [1, 2]);
     append(&store, "list_tasks", "{}", AuditOutcome::Ok);
     assert_eq!(store.audit_rows().unwrap()[2].id, 3);
+    // The chain begins after the rows the migration found, which it counts apart.
+    let intact = store
+        .verify_audit_chain()
+        .unwrap()
+        .expect("the chain holds");
+    assert_eq!((intact.checked, intact.legacy), (1, 2));
     // It is still append-only after the migration, and still refuses an unknown outcome.
     let conn = Connection::open(&path).unwrap();
     assert!(conn.execute("DELETE FROM audit_log", []).is_err());

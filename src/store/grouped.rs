@@ -13,6 +13,8 @@
 //! Invariant: a call's result is delivered only after the transaction holding its writes
 //! has committed; if the commit fails, every call of the group fails and none of their
 //! writes is kept.
+//! Invariant: each call runs under a savepoint of its own; a call whose work fails (its
+//! audit row refused included) is undone alone, and the others commit.
 
 use std::future::Future;
 use std::sync::Mutex;
