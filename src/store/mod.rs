@@ -475,6 +475,15 @@ impl<'c> Tx<'c> {
         }
     }
 
+    /// Whether this runs on a database opened read-only (SQLite's `mode=ro`), where every
+    /// write fails.
+    pub(crate) fn on_read_only_database(&self) -> bool {
+        match self.db {
+            Db::Sqlite(conn) => conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false),
+            Db::Postgres(_) => false,
+        }
+    }
+
     /// `Err` when the database has rolled back the transaction this runs in (SQLite may,
     /// after a disk-full or I/O error): nothing may be written or acknowledged after.
     /// PostgreSQL refuses every statement of an aborted transaction by itself.

@@ -317,9 +317,19 @@ fn append_audit(
         node_id: origin.node_id,
         principal: origin.principal,
     };
-    tx.append_audit(&entry).inspect_err(|error| {
-        tracing::error!(tool, %error, "audit log write failed: the call's transaction fails");
-    })
+    match tx.append_audit(&entry) {
+        // A database opened read-only is served for reads: no write of the call can have
+        // happened either, so there is no effect to leave unaudited.
+        Err(error) if tx.on_read_only_database() => {
+            tracing::error!(tool, %error, "audit log write failed: the database is read-only");
+            Ok(())
+        }
+        Err(error) => {
+            tracing::error!(tool, %error, "audit log write failed: the call's transaction fails");
+            Err(error)
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 #[cfg(test)]
