@@ -202,6 +202,9 @@ enum DbCommand {
     /// Bring the database's schema up to this build's version and say which it is, for
     /// operators who migrate ahead of a deploy (every command migrates when it opens it).
     Migrate,
+    /// Walk the audit log's hash chain and name the first row changed, removed or
+    /// inserted out of order; exit code 1 when the chain is broken.
+    Verify,
 }
 
 #[derive(Subcommand)]
@@ -501,6 +504,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Db(DbCommand::Migrate) => cli::migrate(&common.db).with_context(|| {
             format!(
                 "cannot migrate the database {}",
+                store::redacted(&common.db)
+            )
+        }),
+        Command::Db(DbCommand::Verify) => cli::verify(&common.db).with_context(|| {
+            format!(
+                "cannot verify the audit log of {}",
                 store::redacted(&common.db)
             )
         }),

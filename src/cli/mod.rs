@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use crate::engine::catalog::{self, Catalog, Entry};
 use crate::engine::definition::WorkflowDef;
 
-pub use db::migrate;
+pub use db::{migrate, verify};
 pub use run::{DriveArgs, RunArgs, run_workflow};
 pub use runs::{answer, cancel, list_runs, purge, resume, retry, status};
 

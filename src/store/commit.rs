@@ -201,7 +201,7 @@ fn commit_group(
     };
     let results = match group {
         // Alone in its group: its failure undoes the whole transaction, no savepoint needed.
-        [(_, batch)] => match Tx::sqlite(&tx).apply(batch) {
+        [(_, batch)] => match Tx::sqlite_tx(&tx).apply(batch) {
             Ok(_) => vec![Ok(())],
             Err(error) => return vec![Err(error)],
         },
@@ -225,7 +225,7 @@ fn apply_each(
     let mut results = Vec::with_capacity(group.len());
     for (_, batch) in group {
         tx.savepoint()?;
-        match Tx::sqlite(tx).apply(batch) {
+        match Tx::sqlite_tx(tx).apply(batch) {
             Ok(_) => {
                 tx.end_savepoint(true)?;
                 results.push(Ok(()));

@@ -13,6 +13,8 @@
 //! Invariant: a call's result is delivered only after the transaction holding its writes
 //! has committed; if the commit fails, every call of the group fails and none of their
 //! writes is kept.
+//! Invariant: each call runs under a savepoint of its own; a call whose work fails (its
+//! audit row refused included) is undone alone, and the others commit.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -26,31 +28,37 @@ use super::{Backend, Sqlite, Store, StoreError, Tx};
 
 /// A call waiting for a transaction: run inside it, then told whether it committed.
 trait Call: Send {
-    fn run(&mut self, tx: &Tx<'_>);
+    /// Runs the call's work; false when it failed, and its writes are to be undone.
+    fn run(&mut self, tx: &Tx<'_>) -> bool;
     fn finish(self: Box<Self>, committed: Result<(), StoreError>);
 }
 
 struct Pending<T, F> {
     work: Option<F>,
-    out: Option<T>,
+    out: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
 impl<T, F> Call for Pending<T, F>
 where
     T: Send,
-    F: FnOnce(&Tx<'_>) -> T + Send,
+    F: FnOnce(&Tx<'_>) -> Result<T, StoreError> + Send,
 {
-    fn run(&mut self, tx: &Tx<'_>) {
-        if let Some(work) = self.work.take() {
-            self.out = Some(work(tx));
-        }
+    fn run(&mut self, tx: &Tx<'_>) -> bool {
+        let Some(work) = self.work.take() else {
+            return false;
+        };
+        let out = work(tx).and_then(|out| tx.still_open().map(|()| out));
+        let ok = out.is_ok();
+        self.out = Some(out);
+        ok
     }
 
     fn finish(self: Box<Self>, committed: Result<(), StoreError>) {
         let Pending { out, reply, .. } = *self;
-        let result = committed
-            .and_then(|()| out.ok_or_else(|| StoreError::Commit("the call did not run".into())));
+        let result = committed.and_then(|()| {
+            out.unwrap_or_else(|| Err(StoreError::Commit("the call did not run".into())))
+        });
         // The caller may have gone (its request was dropped); its writes stand.
         let _ = reply.send(result);
     }
@@ -73,21 +81,23 @@ fn lock_calls(calls: &CallQueue) -> std::sync::MutexGuard<'_, Calls> {
 
 impl Store {
     /// Runs `work` in a write transaction shared with the calls that arrive meanwhile, and
-    /// resolves once that transaction has committed. An `Err` is the commit's: then
-    /// nothing `work` wrote is kept.
+    /// resolves once that transaction has committed. `work` runs under a savepoint of its
+    /// own: when it returns `Err`, what it wrote is undone and the other calls still
+    /// commit. An `Err` is `work`'s or the commit's: either way nothing `work` wrote is
+    /// kept.
     pub fn grouped<T, F>(
         &self,
         work: F,
     ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F>
     where
         T: Send + 'static,
-        F: FnOnce(&Tx<'_>) -> T + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         // PostgreSQL: each call commits on a connection of its own, as it comes; grouping
         // is the answer to SQLite's one writer.
         if let Backend::Postgres(_) = self.backend {
             let store = self.clone();
-            return Either::Left(async move { store.transaction(work) });
+            return Either::Left(async move { store.try_transaction(work) });
         }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {
@@ -190,8 +200,19 @@ impl Drop for Drainer {
     }
 }
 
-/// One transaction for the group. On a read-only database no write transaction can
-/// start: the calls run as they come (their reads succeed, their writes fail).
+/// One transaction for the group, each call under a savepoint of its own: a call that
+/// fails (its work's error: a constraint, its audit row that could not be written) is
+/// rolled back to its savepoint alone, and the others commit.
+///
+/// Invariant: no call is acknowledged unless the transaction that holds all its writes
+/// committed. SQLite rolls the whole transaction back on its own after some errors
+/// (`SQLITE_FULL`, I/O errors), savepoints included, and the statements after would each
+/// commit alone: once the connection is found back in autocommit mode, every call of the
+/// group is failed, those already run (whose writes are gone) and those not yet run (which
+/// never run), so that a client may retry any of them without doubling its effect.
+///
+/// On a read-only database no write transaction can start: the calls run as they come
+/// (their reads succeed, their writes fail).
 fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
     let tx = match WriteTx::begin(conn) {
         Ok(tx) => tx,
@@ -202,24 +223,94 @@ fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
             }
             return;
         }
-        Err(error) => {
-            let message = error.to_string();
-            for call in group {
-                call.finish(Err(StoreError::Commit(message.clone())));
-            }
-            return;
-        }
+        Err(error) => return fail_all(group, &error.into()),
     };
     for call in &mut group {
-        call.run(&Tx::sqlite(&tx));
+        if let Err(error) = run_one(&tx, call.as_mut()) {
+            return fail_all(group, &error);
+        }
     }
     match tx.commit() {
         Ok(()) => group.into_iter().for_each(|call| call.finish(Ok(()))),
-        Err(error) => {
-            let message = error.to_string();
-            for call in group {
-                call.finish(Err(StoreError::Commit(message.clone())));
-            }
-        }
+        Err(error) => fail_all(group, &error.into()),
+    }
+}
+
+/// Runs one call under its savepoint. `Err` when the transaction itself is lost.
+fn run_one(tx: &WriteTx<'_>, call: &mut dyn Call) -> Result<(), StoreError> {
+    tx.savepoint()?;
+    let ok = call.run(&Tx::sqlite_tx(tx));
+    if tx.is_autocommit() {
+        return Err(StoreError::Commit(
+            "the database rolled the group's transaction back".into(),
+        ));
+    }
+    tx.end_savepoint(ok)?;
+    Ok(())
+}
+
+fn fail_all(group: Vec<Box<dyn Call>>, error: &StoreError) {
+    let message = error.to_string();
+    tracing::error!(calls = group.len(), error = %message, "a group commit failed: no call of it is kept");
+    for call in group {
+        call.finish(Err(StoreError::Commit(message.clone())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewTodo, TodoFilter};
+
+    fn add(title: &str) -> impl FnOnce(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
+        let todo = NewTodo {
+            title: title.to_owned(),
+            due: None,
+            tags: Vec::new(),
+        };
+        move |tx| tx.insert_todo(&todo).map(drop)
+    }
+
+    fn titles(store: &Store) -> Vec<String> {
+        let todos = store.list_todos(&TodoFilter::default()).unwrap();
+        todos.into_iter().map(|todo| todo.title).collect()
+    }
+
+    #[test]
+    fn a_call_that_fails_is_undone_alone_and_the_others_of_its_group_commit() {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let first = store.grouped(add("first"));
+        let failing = store.grouped(|tx| {
+            add("undone")(tx)?;
+            Err::<(), _>(StoreError::Commit("refused".into()))
+        });
+        let last = store.grouped(add("last"));
+        let (first, failing, last) =
+            runtime.block_on(async { (first.await, failing.await, last.await) });
+        assert!(first.is_ok() && failing.is_err() && last.is_ok());
+        assert_eq!(titles(&store), ["first", "last"]);
+    }
+
+    #[test]
+    fn a_transaction_the_database_rolled_back_fails_every_call_of_its_group() {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let first = store.grouped(add("first"));
+        // What SQLite does on its own after `SQLITE_FULL` or an I/O error mid-transaction:
+        // the whole transaction, savepoints included, is rolled back.
+        let rolled_back = store.grouped(|tx| tx.db.execute("ROLLBACK", &[]).map(drop));
+        let last = store.grouped(add("last"));
+        let (first, rolled_back, last) =
+            runtime.block_on(async { (first.await, rolled_back.await, last.await) });
+        assert!(first.is_err() && rolled_back.is_err() && last.is_err());
+        assert!(
+            titles(&store).is_empty(),
+            "nothing of a failed group is kept"
+        );
     }
 }

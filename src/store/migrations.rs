@@ -270,6 +270,23 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
     BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
     "#,
+    // 8: the audit log's digest and hash chain. Each row keeps the SHA-256 of its whole
+    // argument payload beside the capped copy, the hash of the row before it and its own
+    // (see `store/chain.rs`). Rows already there are not rewritten (the log is
+    // append-only): the chain begins after them, and `audit_chain` records where, so that
+    // `db verify` says how many rows it does not cover and a later row stripped of its hash
+    // is not mistaken for an old one. Adding columns rewrites no row.
+    r#"
+    ALTER TABLE audit_log ADD COLUMN args_sha256 TEXT;
+    ALTER TABLE audit_log ADD COLUMN prev_hash TEXT;
+    ALTER TABLE audit_log ADD COLUMN hash TEXT;
+    CREATE TABLE audit_chain (legacy_until INTEGER NOT NULL);
+    INSERT INTO audit_chain (legacy_until) SELECT coalesce(max(id), 0) FROM audit_log;
+    CREATE TRIGGER audit_chain_no_update BEFORE UPDATE ON audit_chain
+    BEGIN SELECT RAISE(ABORT, 'audit_chain is fixed'); END;
+    CREATE TRIGGER audit_chain_no_delete BEFORE DELETE ON audit_chain
+    BEGIN SELECT RAISE(ABORT, 'audit_chain is fixed'); END;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

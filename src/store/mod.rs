@@ -6,6 +6,7 @@
 //! store); each query is written once, for both (`sql.rs`).
 
 mod audit;
+pub mod chain;
 mod commit;
 mod grouped;
 mod migrations;
@@ -31,7 +32,7 @@ use postgres::Pg;
 use sql::Db;
 use write_tx::WriteTx;
 
-pub use audit::{AuditEntry, AuditOutcome, AuditRow};
+pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
 pub use postgres::{is_url, redacted};
@@ -98,6 +99,8 @@ pub enum StoreError {
     },
     #[error("database schema version {found} is newer than this build understands ({supported})")]
     SchemaTooNew { found: i64, supported: i64 },
+    #[error("the database file is damaged ({detail}); restore it from a backup")]
+    Corrupt { detail: String },
     #[error("the database is read-only and its schema is not initialised (version {found})")]
     ReadOnlyUninitialised { found: i64 },
     #[error("run {run_id} is driven by another process now")]
@@ -140,6 +143,10 @@ pub enum Durability {
 /// The connection while one caller holds it; the queries of `todos` and `audit` live here.
 pub struct Tx<'c> {
     db: Db<'c>,
+    /// SQLite: whether this runs inside a write transaction this module began. SQLite
+    /// rolls a transaction back on its own after some errors (`SQLITE_FULL`, I/O errors):
+    /// the statements after would then each commit alone.
+    in_transaction: bool,
 }
 
 /// A handle to the database, cheap to clone.
@@ -277,6 +284,7 @@ impl Store {
             conn.pragma_update(None, "synchronous", synchronous)?;
         }
         while_busy(|| migrations::migrate(&mut conn))?;
+        probe(&conn)?;
         Ok(Store {
             backend: Backend::Sqlite(Arc::new(Sqlite {
                 conn: ReentrantMutex::new(conn),
@@ -336,7 +344,8 @@ impl Store {
         let conn = sqlite.lock();
         match WriteTx::begin(&conn) {
             Ok(tx) => {
-                let out = work(&Tx::sqlite(&tx))?;
+                let out = work(&Tx::sqlite_tx(&tx))?;
+                Tx::sqlite_tx(&tx).still_open()?;
                 tx.commit()?;
                 Ok(out)
             }
@@ -385,6 +394,56 @@ impl Store {
     }
 }
 
+/// Reads the schema and the root page of every table, so that a database whose file is
+/// damaged there fails to open with a clear error, rather than failing call after call
+/// once serving. A cheap look, not a full check: `db verify` runs SQLite's `quick_check`.
+fn probe(conn: &Connection) -> Result<(), StoreError> {
+    let looked = (|| -> rusqlite::Result<()> {
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for table in tables {
+            // The name comes from the schema, quoted as an identifier.
+            let sql = format!("SELECT 1 FROM \"{}\" LIMIT 1", table.replace('"', "\"\""));
+            conn.query_row(&sql, [], |_| Ok(()))
+                .or_else(|error| match error {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(()),
+                    error => Err(error),
+                })?;
+        }
+        Ok(())
+    })();
+    looked.map_err(corrupt_or)
+}
+
+/// A SQLite error that says the file is damaged, as [`StoreError::Corrupt`].
+fn corrupt_or(error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Corrupt {
+                detail: error.to_string(),
+            }
+        }
+        _ => StoreError::Sqlite(error),
+    }
+}
+
+impl Store {
+    /// SQLite's `PRAGMA quick_check` (every page read, no index compared): `None` when it
+    /// finds nothing wrong, else its first finding. PostgreSQL checks its own pages.
+    pub fn quick_check(&self) -> Result<Option<String>, StoreError> {
+        let Backend::Sqlite(sqlite) = &self.backend else {
+            return Ok(None);
+        };
+        let found: String = sqlite
+            .lock()
+            .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+            .map_err(corrupt_or)?;
+        Ok((found != "ok").then_some(found))
+    }
+}
+
 impl Sqlite {
     /// The connection. A panic while holding it cannot leave SQLite inconsistent (an open
     /// transaction is rolled back when its guard drops), so the lock knows no poisoning.
@@ -397,12 +456,43 @@ impl<'c> Tx<'c> {
     fn sqlite(conn: &'c Connection) -> Tx<'c> {
         Tx {
             db: Db::Sqlite(conn),
+            in_transaction: false,
+        }
+    }
+
+    /// Inside the write transaction `tx`.
+    fn sqlite_tx(tx: &'c WriteTx<'_>) -> Tx<'c> {
+        Tx {
+            db: Db::Sqlite(tx),
+            in_transaction: true,
         }
     }
 
     fn postgres(session: &'c postgres::Session) -> Tx<'c> {
         Tx {
             db: Db::Postgres(session),
+            in_transaction: false,
+        }
+    }
+
+    /// Whether this runs on a database opened read-only (SQLite's `mode=ro`), where every
+    /// write fails.
+    pub(crate) fn on_read_only_database(&self) -> bool {
+        match self.db {
+            Db::Sqlite(conn) => conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false),
+            Db::Postgres(_) => false,
+        }
+    }
+
+    /// `Err` when the database has rolled back the transaction this runs in (SQLite may,
+    /// after a disk-full or I/O error): nothing may be written or acknowledged after.
+    /// PostgreSQL refuses every statement of an aborted transaction by itself.
+    pub(crate) fn still_open(&self) -> Result<(), StoreError> {
+        match self.db {
+            Db::Sqlite(conn) if self.in_transaction && conn.is_autocommit() => Err(
+                StoreError::Commit("the database rolled the transaction back".into()),
+            ),
+            _ => Ok(()),
         }
     }
 }

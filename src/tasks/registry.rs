@@ -211,7 +211,7 @@ impl Journal for Registry {
                         principal: start.owner.principal.as_deref(),
                     };
                     let ok = crate::tools::AuditOutcome::Ok;
-                    self.tools.audit_in(tx, tool, args, ok, origin);
+                    self.tools.audit_in(tx, tool, args, ok, origin)?;
                 }
                 Ok(())
             })
@@ -232,15 +232,13 @@ impl Journal for Registry {
         self.store
             .try_transaction(|tx| {
                 let key = tx.apply(&before)?;
-                let result = self
-                    .tools
-                    .invoke_in(tx, call.name, call.args, call.origin)
-                    .unwrap_or_else(|| {
-                        Err(ToolError::invalid_input(format!(
-                            "unknown tool `{}`",
-                            call.name
-                        )))
-                    });
+                let result = match self.tools.invoke_in(tx, call.name, call.args, call.origin) {
+                    Some(audited) => audited?,
+                    None => Err(ToolError::invalid_input(format!(
+                        "unknown tool `{}`",
+                        call.name
+                    ))),
+                };
                 let state = settle(&result);
                 let change = UnitChange {
                     node: call.node,

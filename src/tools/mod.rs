@@ -203,7 +203,7 @@ impl Tools {
         // The effect and its audit row commit together, in one transaction.
         let committed = self
             .store
-            .transaction(|tx| run_audited(tx, name, *handler, args, origin));
+            .try_transaction(|tx| run_audited(tx, name, *handler, args, origin));
         Some(committed.unwrap_or_else(|error| {
             tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
             Err(ToolError::internal())
@@ -232,21 +232,23 @@ impl Tools {
     }
 
     /// Runs tool `name` inside the caller's transaction: its effect and its audit row then
-    /// commit with whatever else the caller writes there. `None` when no such tool exists.
+    /// commit with whatever else the caller writes there. `None` when no such tool exists;
+    /// the outer `Err` when the audit row could not be written, and the caller's
+    /// transaction must fail.
     pub fn invoke_in(
         &self,
         tx: &Tx<'_>,
         name: &str,
         args: &Map<String, Value>,
         origin: Origin<'_>,
-    ) -> Option<ToolResult> {
+    ) -> Option<Result<ToolResult, StoreError>> {
         let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
         Some(run_audited(tx, name, *handler, args, origin))
     }
 
-    /// Appends a row to the audit log, for a call that is not a task-manager tool's.
     /// Appends the audit row of a call inside the caller's transaction, so that the row
-    /// commits with what the call did (a run it started, say).
+    /// commits with what the call did (a run it started, say). `Err` fails that
+    /// transaction: no effect commits without its row.
     pub fn audit_in(
         &self,
         tx: &Tx<'_>,
@@ -254,10 +256,12 @@ impl Tools {
         args: &Map<String, Value>,
         outcome: AuditOutcome,
         origin: Origin<'_>,
-    ) {
-        append_audit(tx, tool, args, outcome, origin);
+    ) -> Result<(), StoreError> {
+        append_audit(tx, tool, args, outcome, origin)
     }
 
+    /// Appends a row to the audit log, for a call that is not a task-manager tool's and
+    /// wrote nothing else (a rejection, a read): in a transaction of its own.
     pub fn audit(
         &self,
         tool: &str,
@@ -265,24 +269,24 @@ impl Tools {
         outcome: AuditOutcome,
         origin: Origin<'_>,
     ) {
-        let written = self.store.with(|tx| {
-            append_audit(tx, tool, args, outcome, origin);
-            Ok(())
-        });
+        let written = self
+            .store
+            .try_transaction(|tx| append_audit(tx, tool, args, outcome, origin));
         if let Err(error) = written {
-            tracing::error!(tool, %error, "audit log write failed: no connection to the database");
+            tracing::error!(tool, %error, "audit log write failed");
         }
     }
 }
 
-/// Runs a handler and appends its audit row, on the same transaction.
+/// Runs a handler and appends its audit row, on the same transaction. The outer `Err` is
+/// the audit row's: then the transaction must not commit, lest the effect stand unaudited.
 fn run_audited(
     tx: &Tx<'_>,
     name: &str,
     handler: Handler,
     args: &Map<String, Value>,
     origin: Origin<'_>,
-) -> ToolResult {
+) -> Result<ToolResult, StoreError> {
     let result = catch_unwind(AssertUnwindSafe(|| handler(tx, args))).unwrap_or_else(|_| {
         tracing::error!(tool = name, "tool panicked");
         Err(ToolError::internal())
@@ -291,19 +295,19 @@ fn run_audited(
         Ok(_) => AuditOutcome::Ok,
         Err(error) => error.code.audit_outcome(),
     };
-    append_audit(tx, name, args, outcome, origin);
-    result
+    append_audit(tx, name, args, outcome, origin)?;
+    Ok(result)
 }
 
-/// Appends a row to the audit log. Best effort under storage failure: the failure is logged
-/// and the caller still gets what really happened.
+/// Appends a row to the audit log. The payload it digests is the arguments as received,
+/// serialised by `serde_json` (compact, keys in the order received).
 fn append_audit(
     tx: &Tx<'_>,
     tool: &str,
     args: &Map<String, Value>,
     outcome: AuditOutcome,
     origin: Origin<'_>,
-) {
+) -> Result<(), StoreError> {
     let args = serde_json::to_string(args).expect("a JSON map serialises");
     let entry = AuditEntry {
         tool,
@@ -313,8 +317,18 @@ fn append_audit(
         node_id: origin.node_id,
         principal: origin.principal,
     };
-    if let Err(error) = tx.append_audit(&entry) {
-        tracing::error!(tool, %error, "audit log write failed; the call's result is returned regardless");
+    match tx.append_audit(&entry) {
+        // A database opened read-only is served for reads: no write of the call can have
+        // happened either, so there is no effect to leave unaudited.
+        Err(error) if tx.on_read_only_database() => {
+            tracing::error!(tool, %error, "audit log write failed: the database is read-only");
+            Ok(())
+        }
+        Err(error) => {
+            tracing::error!(tool, %error, "audit log write failed: the call's transaction fails");
+            Err(error)
+        }
+        Ok(()) => Ok(()),
     }
 }
 

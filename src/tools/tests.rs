@@ -1005,3 +1005,47 @@ on_both_backends! {
         assert_eq!(titles, ["a"]);
     }
 }
+
+// ---- NUL characters and the payload digest ----
+
+on_both_backends! {
+    fn a_nul_in_a_title_tag_or_query_is_invalid_input_and_audited(tools) {
+        for (tool, value, field) in [
+            ("add_task", json!({ "title": "a\u{0}b" }), "title"),
+            ("add_task", json!({ "title": "t", "tags": ["x\u{0}"] }), "tags[0]"),
+            ("search_tasks", json!({ "query": "\u{0}" }), "query"),
+            ("list_tasks", json!({ "filter": { "tag": "\u{0}" } }), "filter.tag"),
+        ] {
+            let error = invoke(&tools, tool, value).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidInput, "{tool}: {error:?}");
+            assert!(error.message.contains(&format!("{field}: must not contain a NUL")), "{error:?}");
+        }
+        let rows = audit(&tools);
+        let outcomes: Vec<&str> = rows.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["rejected"; 4]);
+        assert!(rows[0].args.contains("a\\u0000b"), "{}", rows[0].args);
+        assert!(tools.store().list_todos(&TodoFilter::default()).unwrap().is_empty());
+    }
+}
+
+on_both_backends! {
+    fn the_sha256_of_the_whole_payload_is_stored_beside_the_capped_copy(tools) {
+        let raw = args(json!({ "title": "t", "description": "x".repeat(3 * AUDIT_ARGS_CAP) }));
+        let full = serde_json::to_string(&raw).unwrap();
+        invoke(&tools, "add_task", Value::Object(raw)).unwrap_err();
+        let small = args(json!({ "title": "small" }));
+        invoke(&tools, "add_task", Value::Object(small.clone())).unwrap();
+        let rows = audit(&tools);
+        assert!(rows[0].args.len() < full.len());
+        assert_eq!(
+            rows[0].args_sha256.as_deref(),
+            Some(crate::store::chain::sha256_hex(full.as_bytes()).as_str())
+        );
+        // Under the cap, the digest is that of the stored copy itself.
+        assert_eq!(
+            rows[1].args_sha256.as_deref(),
+            Some(crate::store::chain::sha256_hex(rows[1].args.as_bytes()).as_str())
+        );
+        assert!(tools.store().verify_audit_chain().unwrap().is_ok());
+    }
+}

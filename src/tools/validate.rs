@@ -102,12 +102,18 @@ impl Checker {
         value
     }
 
-    /// A string of `min..=max` UTF-16 code units (what a JavaScript client counts).
+    /// A string of `min..=max` UTF-16 code units (what a JavaScript client counts), with
+    /// no NUL character: PostgreSQL's `text` cannot hold one, and a store must take the same
+    /// strings on both backends.
     pub fn string(&mut self, value: &Value, path: &str, min: usize, max: usize) -> Option<String> {
         let Value::String(text) = value else {
             self.problem(path, "must be a string");
             return None;
         };
+        if text.contains('\0') {
+            self.problem(path, "must not contain a NUL character (U+0000)");
+            return None;
+        }
         let units = text.encode_utf16().count();
         if units < min || units > max {
             self.problem(

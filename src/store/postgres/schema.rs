@@ -188,6 +188,20 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM OLD.status)
         EXECUTE FUNCTION mcp_tasks_notify('task');
     "#,
+    // 2: the audit log's digest and hash chain, as SQLite's migration 8. Appends take an
+    // advisory lock (`store/audit.rs`) rather than a row of this table, which is written
+    // once.
+    r#"
+    ALTER TABLE audit_log ADD COLUMN args_sha256 TEXT;
+    ALTER TABLE audit_log ADD COLUMN prev_hash TEXT;
+    ALTER TABLE audit_log ADD COLUMN hash TEXT;
+    CREATE TABLE audit_chain (legacy_until BIGINT NOT NULL);
+    INSERT INTO audit_chain (legacy_until) SELECT coalesce(max(id), 0) FROM audit_log;
+    CREATE TRIGGER audit_chain_no_change BEFORE UPDATE OR DELETE ON audit_chain
+        FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+    CREATE TRIGGER audit_chain_no_truncate BEFORE TRUNCATE ON audit_chain
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+    "#,
 ];
 
 /// The schema version this build brings a database to.

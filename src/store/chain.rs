@@ -1,0 +1,241 @@
+//! The audit log's hash chain: each row carries `hash = SHA-256(prev_hash || row)`, so that
+//! a row changed, removed or inserted after the fact breaks the chain at that row, and a
+//! walk of the log in id order ([`Walk`]) names it.
+//!
+//! The encoding hashed is fixed and unambiguous: a domain tag, the previous row's hash as
+//! text, then every field of the row in column order, each as a presence byte, a length
+//! (u64, big-endian) and its bytes (the id as 8 bytes, big-endian). Two different rows can
+//! therefore never encode alike, whatever their texts hold.
+
+use sha2::{Digest, Sha256};
+
+use super::audit::AuditRow;
+
+/// The `prev_hash` of the first chained row.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+const DOMAIN: &[u8] = b"mcp-task-server audit chain v1\n";
+
+/// Lowercase hex of the SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 0x0f)] as char);
+    }
+    out
+}
+
+/// The fields of a row that its hash covers: all of them but the hash itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    pub id: i64,
+    pub at: &'a str,
+    pub tool: &'a str,
+    pub args: &'a str,
+    pub args_sha256: &'a str,
+    pub outcome: &'a str,
+    pub run_id: Option<&'a str>,
+    pub node_id: Option<&'a str>,
+    pub principal: Option<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of a row read back; `None` for a row written before the chain began.
+    pub fn of(row: &'a AuditRow) -> Option<Fields<'a>> {
+        Some(Fields {
+            id: row.id,
+            at: &row.at,
+            tool: &row.tool,
+            args: &row.args,
+            args_sha256: row.args_sha256.as_deref()?,
+            outcome: &row.outcome,
+            run_id: row.run_id.as_deref(),
+            node_id: row.node_id.as_deref(),
+            principal: row.principal.as_deref(),
+        })
+    }
+}
+
+/// The hash of a row whose predecessor's hash is `prev`.
+pub fn chain_hash(prev: &str, fields: &Fields<'_>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(DOMAIN);
+    let mut field = |value: Option<&[u8]>| match value {
+        Some(bytes) => {
+            hasher.update([1]);
+            hasher.update((bytes.len() as u64).to_be_bytes());
+            hasher.update(bytes);
+        }
+        None => hasher.update([0]),
+    };
+    field(Some(prev.as_bytes()));
+    field(Some(&fields.id.to_be_bytes()));
+    for value in [
+        Some(fields.at),
+        Some(fields.tool),
+        Some(fields.args),
+        Some(fields.args_sha256),
+        Some(fields.outcome),
+        fields.run_id,
+        fields.node_id,
+        fields.principal,
+    ] {
+        field(value.map(str::as_bytes));
+    }
+    hex(&hasher.finalize())
+}
+
+/// Where the chain breaks: the first row that does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Break {
+    /// The row's hash does not match its contents: it was edited (or forged).
+    Changed { row: i64 },
+    /// Rows `first..row` are missing: `row` chains to a row that is no longer there.
+    Removed { first: i64, row: i64 },
+    /// The row is whole, but does not chain to the row before it.
+    Inserted { row: i64, after: i64 },
+    /// The row has no hash, yet the chain had begun before it.
+    Unchained { row: i64 },
+}
+
+impl Break {
+    /// The first row the break concerns (for `Removed`, the first missing one).
+    pub fn row(&self) -> i64 {
+        match self {
+            Break::Changed { row } | Break::Inserted { row, .. } | Break::Unchained { row } => *row,
+            Break::Removed { first, .. } => *first,
+        }
+    }
+}
+
+impl std::fmt::Display for Break {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Break::Changed { row } => write!(
+                f,
+                "row {row} was changed: its hash does not match its contents"
+            ),
+            Break::Removed { first, row } if *first + 1 == *row => write!(
+                f,
+                "row {first} was removed: row {row} chains to a row that is not there"
+            ),
+            Break::Removed { first, row } => write!(
+                f,
+                "rows {first} to {} were removed: row {row} chains to a row that is not there",
+                row - 1
+            ),
+            Break::Inserted { row, after } => write!(
+                f,
+                "row {row} was inserted out of order: it does not chain to row {after}"
+            ),
+            Break::Unchained { row } => write!(
+                f,
+                "row {row} has no chain hash, though the chain began before it"
+            ),
+        }
+    }
+}
+
+/// What a whole walk found, when the chain holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intact {
+    /// Chained rows checked.
+    pub checked: u64,
+    /// Rows written before the chain began (the migration that added it), not covered.
+    pub legacy: u64,
+    /// The last row and its hash: what an operator records to detect a later truncation.
+    pub head: Option<(i64, String)>,
+}
+
+impl std::fmt::Display for Intact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "audit chain intact: {} rows checked", self.checked)?;
+        if let Some((id, hash)) = &self.head {
+            write!(f, ", head row {id} hash {hash}")?;
+        }
+        if self.legacy > 0 {
+            write!(
+                f,
+                "; {} earlier rows predate the chain and are not covered",
+                self.legacy
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A walk of the log, one row at a time in id order: no more than the last row is kept.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    /// Rows with an id up to this one were written before the chain began.
+    legacy_until: i64,
+    prev_id: i64,
+    prev_hash: Option<String>,
+    checked: u64,
+    legacy: u64,
+}
+
+impl Walk {
+    pub fn new(legacy_until: i64) -> Walk {
+        Walk {
+            legacy_until,
+            prev_id: legacy_until,
+            prev_hash: None,
+            checked: 0,
+            legacy: 0,
+        }
+    }
+
+    /// Checks the next row. The first `Err` is the verdict; rows after it are not looked at.
+    pub fn step(&mut self, row: &AuditRow) -> Result<(), Break> {
+        if row.id <= self.legacy_until {
+            self.legacy += 1;
+            return Ok(());
+        }
+        let (Some(fields), Some(prev), Some(hash)) = (
+            Fields::of(row),
+            row.prev_hash.as_deref(),
+            row.hash.as_deref(),
+        ) else {
+            return Err(Break::Unchained { row: row.id });
+        };
+        if chain_hash(prev, &fields) != hash {
+            return Err(Break::Changed { row: row.id });
+        }
+        let expected = self.prev_hash.as_deref().unwrap_or(GENESIS);
+        if prev != expected {
+            return Err(if row.id > self.prev_id + 1 {
+                Break::Removed {
+                    first: self.prev_id + 1,
+                    row: row.id,
+                }
+            } else {
+                Break::Inserted {
+                    row: row.id,
+                    after: self.prev_id,
+                }
+            });
+        }
+        self.prev_id = row.id;
+        self.prev_hash = Some(hash.to_owned());
+        self.checked += 1;
+        Ok(())
+    }
+
+    pub fn finish(self) -> Intact {
+        Intact {
+            checked: self.checked,
+            legacy: self.legacy,
+            head: self.prev_hash.map(|hash| (self.prev_id, hash)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
