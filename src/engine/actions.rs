@@ -87,6 +87,7 @@ const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
 pub fn template_error(what: &str, error: template::TemplateError) -> NodeError {
     let kind = match error {
         template::TemplateError::Budget { .. } => NodeErrorKind::BudgetExceeded,
+        template::TemplateError::Panicked(_) => NodeErrorKind::Panicked,
         template::TemplateError::Failed(_) => NodeErrorKind::Template,
     };
     NodeError::new(kind, format!("{what}: {error}"))

@@ -163,6 +163,13 @@ pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
     }
 }
 
+/// Whether `value` (nested items included) is at most `max` bytes, by the measure of
+/// [`charge`]: cheap for a long string, and stopped at `max` for a long list.
+pub(crate) fn fits(value: &Value, max: usize) -> bool {
+    let mut left = max;
+    size_within(value, &mut left)
+}
+
 /// Takes `n` from `left`; false if there was not that much.
 fn take(left: &mut usize, n: usize) -> bool {
     match left.checked_sub(n) {

@@ -212,6 +212,9 @@ pub struct StoredRun {
     pub finished: Option<RunStatus>,
     pub units: Vec<(String, Option<usize>, UnitState)>,
     pub owner: Owner,
+    /// How often the run was taken over from a process that held it, since a unit of it
+    /// last finished.
+    pub takeovers: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

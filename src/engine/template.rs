@@ -27,6 +27,11 @@ fn environment() -> Environment<'static> {
         minijinja::escape_formatter(out, state, value)
     });
     super::filters::register(&mut env);
+    // A filter with a bug, to show that a panic stays in its evaluation.
+    #[cfg(test)]
+    env.add_filter("panics", |_: minijinja::Value| -> String {
+        panic!("a filter's bug")
+    });
     env
 }
 
@@ -41,6 +46,20 @@ pub enum TemplateError {
     /// The evaluation exhausted one of its budgets.
     #[error("the {} budget ({limit}) is exhausted", budget.name())]
     Budget { budget: Budget, limit: u64 },
+    /// The evaluation panicked (a filter's bug): contained here, reported as an error.
+    #[error("the evaluation panicked: {0}")]
+    Panicked(String),
+}
+
+/// Runs one evaluation, a panic in it (a filter's, minijinja's) made an error: the node
+/// fails and the run goes on, instead of the task that drives it unwinding.
+fn contained<T>(evaluation: impl FnOnce() -> Result<T, TemplateError>) -> Result<T, TemplateError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(evaluation)).unwrap_or_else(|panic| {
+        let message = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(TemplateError::Panicked(message))
+    })
 }
 
 impl TemplateError {
@@ -109,6 +128,10 @@ impl Templates {
 
     /// Renders a template to text, at most the output cap of it.
     pub fn render(&self, source: &str, ctx: &minijinja::Value) -> Result<String, TemplateError> {
+        contained(|| self.render_text(source, ctx))
+    }
+
+    fn render_text(&self, source: &str, ctx: &minijinja::Value) -> Result<String, TemplateError> {
         let armed = budget::arm(self.limits);
         let template = self.env.template_from_str(source)?;
         let mut out = Capped::new(self.limits.max_output);
@@ -123,15 +146,19 @@ impl Templates {
 
     /// Evaluates an expression to a JSON value.
     pub fn eval(&self, expr: &str, ctx: &minijinja::Value) -> Result<Value, TemplateError> {
-        let armed = budget::arm(self.limits);
-        let value = self.evaluate(&armed, expr, ctx)?;
-        self.to_json(&value)
+        contained(|| {
+            let armed = budget::arm(self.limits);
+            let value = self.evaluate(&armed, expr, ctx)?;
+            self.to_json(&value)
+        })
     }
 
     /// Evaluates an expression for its truth (`when`).
     pub fn eval_bool(&self, expr: &str, ctx: &minijinja::Value) -> Result<bool, TemplateError> {
-        let armed = budget::arm(self.limits);
-        Ok(self.evaluate(&armed, expr, ctx)?.is_true())
+        contained(|| {
+            let armed = budget::arm(self.limits);
+            Ok(self.evaluate(&armed, expr, ctx)?.is_true())
+        })
     }
 
     fn evaluate(
@@ -149,6 +176,10 @@ impl Templates {
     fn to_json(&self, value: &minijinja::Value) -> Result<Value, TemplateError> {
         if value.is_undefined() {
             return Err(TemplateError::Failed("the expression is undefined".into()));
+        }
+        // Measured first the cheap way: serialising a long string scans all of it.
+        if !budget::fits(value, self.limits.max_output) {
+            return Err(TemplateError::budget(Budget::Output, &self.limits));
         }
         let mut counter = Counter::new(self.limits.max_output);
         if let Err(error) = serde_json::to_writer(&mut counter, value) {
@@ -473,5 +504,19 @@ mod tests {
         assert!(error.to_string().contains("recursion"), "{error}");
         let wide = "{% macro f(n) %}{% if n < 30 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}";
         assert_eq!(budget_of(templates.render(wide, &ctx())), Budget::Fuel);
+    }
+
+    #[test]
+    fn a_panicking_filter_is_an_error_of_its_evaluation_not_an_unwinding_task() {
+        let templates = Templates::default();
+        let error = templates.render("{{ 1 | panics }}", &ctx()).unwrap_err();
+        assert!(matches!(&error, TemplateError::Panicked(m) if m.contains("a filter's bug")));
+        let node = crate::engine::actions::template_error("render", error);
+        assert_eq!(node.code, "internal_error");
+        assert!(!node.is_retryable());
+        assert!(matches!(
+            templates.eval_bool("1 | panics", &ctx()),
+            Err(TemplateError::Panicked(_))
+        ));
     }
 }

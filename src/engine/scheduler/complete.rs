@@ -91,9 +91,6 @@ impl Run {
         output: Option<Value>,
         error: Option<NodeError>,
     ) {
-        if let Some(error) = &error {
-            self.audit_fault(node, error);
-        }
         let stamp = self.journal.is_some();
         let unit = self.state.unit_mut(node, None);
         unit.output = output;
@@ -105,6 +102,9 @@ impl Run {
     /// A node is terminal: count it, tell the observer, release the nodes waiting on it,
     /// and stop the run if it failed with `fail_run`.
     pub(super) fn node_finished(&mut self, node: usize) {
+        if let Some(error) = &self.state.nodes[node].error {
+            self.audit_fault(node, error);
+        }
         self.state.done += 1;
         self.state.current = Some(node);
         self.node_changed(node);

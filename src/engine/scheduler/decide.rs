@@ -16,13 +16,49 @@ use crate::engine::trigger;
 
 impl Run {
     /// Decides every node whose upstream is complete: skip it, fail it, or queue its units.
-    pub(super) fn decide_ready(&mut self) {
+    /// Decides nodes, and resolves `for_each` instances, for one time slice at most; true
+    /// if some are left. Each evaluation is bounded by its fuel, and the run yields between
+    /// slices, so that a run full of costly templates never holds its worker thread for
+    /// long. The clock is read only from the second decision on: a one-node run pays
+    /// nothing for this.
+    pub(super) fn decide_ready(&mut self) -> bool {
+        let mut started = None;
         while self.stop.is_none() {
-            let Some(node) = self.node_ready.pop_front() else {
-                break;
-            };
-            self.decide(node);
+            if let Some((node, k)) = self.instance_ready.pop_front() {
+                self.resolve_instance(node, k);
+            } else if let Some(node) = self.node_ready.pop_front() {
+                self.decide(node);
+            } else {
+                return false;
+            }
+            let started = started.get_or_insert_with(std::time::Instant::now);
+            let more = !self.instance_ready.is_empty() || !self.node_ready.is_empty();
+            if more && started.elapsed() >= super::DECIDE_SLICE {
+                return true;
+            }
         }
+        false
+    }
+
+    /// Resolves instance `k` of `for_each` node `node` and queues it.
+    fn resolve_instance(&mut self, node: usize, k: usize) {
+        let Some(items) = self.fan_items.get(&node).map(Arc::clone) else {
+            return;
+        };
+        if k + 1 == items.len() {
+            self.fan_items.remove(&node);
+        }
+        // Cancelled, or finished before a resume, meanwhile.
+        if self.state.unit(node, Some(k)).status.is_terminal() {
+            return;
+        }
+        let plan = Arc::clone(&self.plan);
+        let NodeAction::Defined(action) = &plan.nodes[node].action else {
+            unreachable!("a one-node plan has no for_each")
+        };
+        let ctx = self.context(node, Some((&items[k], k)));
+        let resolved = actions::resolve(&self.env.templates, action, &ctx);
+        self.queue_unit(node, Some(k), resolved);
     }
 
     fn decide(&mut self, i: usize) {
@@ -95,14 +131,9 @@ impl Run {
             .map(std::mem::take)
             .unwrap_or_default();
         self.state.expand(i, Fan::new(items.len(), restored));
-        for (k, item) in items.iter().enumerate() {
-            if self.state.unit(i, Some(k)).status.is_terminal() {
-                continue;
-            }
-            let ctx = self.context(i, Some((item, k)));
-            let resolved = actions::resolve(&self.env.templates, action, &ctx);
-            self.queue_unit(i, Some(k), resolved);
-        }
+        // The instances are resolved in turn by `decide_ready`, a slice at a time.
+        self.instance_ready.extend((0..items.len()).map(|k| (i, k)));
+        self.fan_items.insert(i, Arc::new(items));
         if self.state.fans[i]
             .as_ref()
             .is_some_and(|fan| fan.remaining == 0)

@@ -188,6 +188,10 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM OLD.status)
         EXECUTE FUNCTION mcp_tasks_notify('task');
     "#,
+    // 3: SQLite's migration 8, the takeovers of a run since a unit of it last finished.
+    r#"
+    ALTER TABLE runs ADD COLUMN takeovers BIGINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build brings a database to.
