@@ -79,7 +79,8 @@ pub struct Limits {
     pub template: template::TemplateLimits,
     /// The most instances one `for_each` node may expand to.
     pub max_for_each: usize,
-    /// The most units (nodes and `for_each` instances) one run may have.
+    /// The most units one run may have: its nodes, and the instances of its `for_each`
+    /// nodes (each a stored row and a sub-task).
     pub max_run_units: usize,
 }
 

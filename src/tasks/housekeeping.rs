@@ -39,7 +39,7 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
                 _ = wakes.cancelled.notified() => {}
                 _ = wakes.released.notified(), if chores.take_over => {}
             }
-            round(&engine, &registry, chores, &mut warned);
+            round_warning_once(&engine, &registry, chores, &mut warned);
         }
     })
 }
@@ -88,7 +88,12 @@ fn renew(engine: &Engine, registry: &Registry) {
 pub type Warned = std::collections::HashSet<String>;
 
 /// One round of housekeeping.
-pub fn round(engine: &Engine, registry: &Registry, chores: Chores, warned: &mut Warned) {
+pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
+    round_warning_once(engine, registry, chores, &mut Warned::default());
+}
+
+/// One round of housekeeping, a failing takeover said at `warn` unless `warned` has it.
+fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, warned: &mut Warned) {
     renew(engine, registry);
     if chores.take_over {
         match registry.expire_rounds() {

@@ -155,8 +155,8 @@ impl Run {
             );
             return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
         }
-        // The node itself is already counted among the plan's nodes.
-        let units = self.units.saturating_add(n.saturating_sub(1));
+        // Each instance is a unit (a stored row) beside its node's own.
+        let units = self.units.saturating_add(n);
         if units > limits.max_run_units {
             let message = format!(
                 "for_each: node `{id}` would bring the run to {units} units, over the \
