@@ -3,9 +3,10 @@
 //! while the same server keeps answering a plain call meanwhile; and a server restarted on
 //! that database must find no run left `running`.
 //!
-//! Room is left for the inline secret reads (`read_file`/`list_dir` in an inline
-//! definition), refused at validation, and for answers and `requestState`s a client forges
-//! (covered over the 2026-07-28 wire in `task_protocols.rs`).
+//! A client whose answers never fit their question ends its node, not the server. Room is
+//! left for the inline secret reads (`read_file`/`list_dir` in an inline definition),
+//! refused at validation, and for a forged or replayed `requestState` (covered over the
+//! 2026-07-28 wire in `task_protocols.rs`).
 
 mod common;
 
@@ -13,7 +14,12 @@ use std::time::Duration;
 
 use common::{Server, call};
 use mcp_task_server::store::Scope;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
 /// How long a hostile run may take to end in its failure (a debug build, a shared machine).
@@ -249,4 +255,64 @@ async fn every_hostile_definition_ends_in_its_failure_while_the_server_answers()
         .expect("list the runs");
     assert!(running.is_empty(), "runs left running: {running:?}");
     restarted.stop().await;
+}
+
+/// A client that answers every question with what does not fit it.
+#[derive(Clone)]
+struct Misfit;
+
+impl ClientHandler for Misfit {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let content = json!({ "count": "not a number", "extra": [1, 2, 3] });
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities =
+            serde_json::from_value::<ClientCapabilities>(json!({ "elicitation": { "form": {} } }))
+                .expect("capabilities");
+        info
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_never_fit_their_form_fail_the_node_and_the_server_answers_meanwhile() {
+    let temp = common::TempDb::new();
+    let mut command = common::server_command(temp.dir.path());
+    command.arg("--db").arg(&temp.path);
+    let server = Server::spawn_with(command, temp.path.clone(), Misfit).await;
+    let schema = json!({ "type": "object", "properties": { "count": { "type": "integer" } },
+                         "required": ["count"] });
+    let definition =
+        json!({ "nodes": { "ask": { "input": { "message": "How many?", "schema": schema } } } });
+    let Value::Object(args) = json!({ "definition": definition }) else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("run_workflow").with_arguments(args);
+    let result = tokio::time::timeout(ENDS_WITHIN, server.client.call_tool(params))
+        .await
+        .expect("the run ends in time")
+        .expect("run_workflow answers");
+    let wire = serde_json::to_value(&result).unwrap();
+    let error = &wire["structuredContent"]["data"]["nodes"]["ask"]["error"];
+    assert_eq!(error["code"], "refused", "{wire:#}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not fit"),
+        "{error}"
+    );
+    let listed = CallToolRequestParams::new("list_tasks");
+    let answered = tokio::time::timeout(ANSWERED_WITHIN, server.client.call_tool(listed)).await;
+    assert!(
+        answered.is_ok_and(|r| r.is_ok()),
+        "list_tasks is answered after it"
+    );
+    server.stop().await;
 }
