@@ -919,3 +919,74 @@ on_both_backends! {
         assert_eq!(b.registry.task(&id).unwrap().unwrap().status, "completed");
     }
 }
+
+on_both_backends! {
+    async fn a_run_that_stops_every_process_at_the_same_point_ends_poisoned(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let toml = "[nodes.stuck]\nwait = \"1h\"\n";
+        let handle = start(&a, toml, json!({}), RunOptions::default());
+        let store = world.store();
+        let run_id = handle.run_id.clone();
+        until_running(&store, &run_id, "stuck").await;
+        crash(handle).await;
+        // Each process takes the run over and dies at the same point, no node finished.
+        let mut processes = vec![a];
+        for _ in 0..mcp_task_server::engine::MAX_TAKEOVERS {
+            tokio::time::sleep(SHORT * 2).await;
+            let next = world.process(SHORT);
+            let handle = next.engine.resume(&run_id, RunOptions::default()).unwrap();
+            tokio::time::sleep(SHORT / 3).await;
+            crash(handle).await;
+            processes.push(next);
+        }
+        // The next process fails it rather than waiting an hour on it.
+        tokio::time::sleep(SHORT * 2).await;
+        let last = world.process(SHORT);
+        let handle = last.engine.resume(&run_id, RunOptions::default()).unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+            .await
+            .expect("the poisoned run ends at once")
+            .unwrap();
+
+        assert_eq!(report.status, RunStatus::Failed, "{report:?}");
+        let error = report.error.unwrap_or_default();
+        assert!(error.starts_with("run_poisoned"), "{error}");
+        let stored = store.run(&run_id).unwrap().expect("the run is stored");
+        assert_eq!(stored.status, "failed");
+        assert!(stored.error.unwrap_or_default().contains("run_poisoned"));
+    }
+}
+
+on_both_backends! {
+    async fn a_run_that_finishes_a_node_between_takeovers_is_not_poisoned(place) {
+        let world = World::new(place);
+        let mut toml = String::new();
+        let steps = mcp_task_server::engine::MAX_TAKEOVERS + 1;
+        for i in 0..=steps {
+            let needs = match i {
+                0 => String::new(),
+                _ => format!("needs = [\"w{}\"]\n", i - 1),
+            };
+            toml.push_str(&format!("[nodes.w{i}]\nwait = \"400ms\"\n{needs}"));
+        }
+        let a = world.process(SHORT);
+        let handle = start(&a, &toml, json!({}), RunOptions::default());
+        let store = world.store();
+        let run_id = handle.run_id.clone();
+        until_running(&store, &run_id, "w0").await;
+        crash(handle).await;
+        let mut processes = vec![a];
+        for i in 0..steps {
+            tokio::time::sleep(SHORT * 2).await;
+            let next = world.process(SHORT);
+            let handle = next.engine.resume(&run_id, RunOptions::default()).unwrap();
+            // This process finishes a node before it dies.
+            until_running(&store, &run_id, &format!("w{}", i + 1)).await;
+            crash(handle).await;
+            processes.push(next);
+        }
+        let (_last, report) = resume_elsewhere(&world, &run_id).await;
+        assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
+    }
+}

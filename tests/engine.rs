@@ -1072,3 +1072,76 @@ async fn internal_errors_of_a_tool_are_retried_on_schedule() {
         ]
     );
 }
+
+/// A harness whose engine runs under `limits`.
+fn limited(limits: mcp_task_server::engine::Limits) -> Harness {
+    let mut harness = Harness::new();
+    harness.engine = harness.engine.clone().with_limits(limits);
+    harness
+}
+
+#[tokio::test]
+async fn a_fan_out_over_its_instance_budget_fails_its_node_at_once_and_is_audited() {
+    let harness = limited(mcp_task_server::engine::Limits {
+        max_for_each: 5,
+        ..Default::default()
+    });
+    let toml = "[nodes.fan]\nfor_each = \"range(6)\"\nrender = \"{{ item }}\"\n";
+    let report = harness.run(&plan(toml), json!({})).await.report;
+    assert_eq!(report.status, RunStatus::Failed);
+    let fan = &report.nodes["fan"];
+    let error = fan.error.as_ref().expect("an error");
+    assert_eq!(error.code, "budget_exceeded");
+    assert!(
+        error.message.contains("max-for-each") && error.message.contains("`fan`"),
+        "{}",
+        error.message
+    );
+    assert!(fan.attempts <= 1, "a budget is never retried");
+    let audit = harness.store().audit_rows().unwrap();
+    let row = audit
+        .iter()
+        .find(|r| r.tool == "budget_exceeded")
+        .expect("an audit row");
+    assert_eq!(row.node_id.as_deref(), Some("fan"));
+    assert!(row.args.contains("max-for-each"), "{}", row.args);
+}
+
+#[tokio::test]
+async fn a_run_over_its_unit_budget_fails_the_node_that_would_pass_it() {
+    let harness = limited(mcp_task_server::engine::Limits {
+        max_run_units: 10,
+        ..Default::default()
+    });
+    let toml = "[nodes.a]\nfor_each = \"range(5)\"\nrender = \"{{ item }}\"\n\
+                [nodes.b]\nfor_each = \"range(5)\"\nrender = \"{{ item }}\"\nneeds = [\"a\"]\n";
+    let report = harness.run(&plan(toml), json!({})).await.report;
+    assert_eq!(report.nodes["a"].status, Succeeded);
+    let error = report.nodes["b"].error.as_ref().expect("an error");
+    assert_eq!(error.code, "budget_exceeded");
+    assert!(
+        error.message.contains("max-run-units") && error.message.contains("`b`"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn a_template_over_its_fuel_fails_with_budget_exceeded_naming_budget_and_node() {
+    let harness = limited(mcp_task_server::engine::Limits {
+        template: mcp_task_server::engine::template::TemplateLimits {
+            fuel: 1000,
+            max_output: 1 << 20,
+        },
+        ..Default::default()
+    });
+    let toml = "[nodes.loop]\nrender = \"{% for i in range(10000) %}{{ i }}{% endfor %}\"\n";
+    let report = harness.run(&plan(toml), json!({})).await.report;
+    let error = report.nodes["loop"].error.as_ref().expect("an error");
+    assert_eq!(error.code, "budget_exceeded");
+    assert!(
+        error.message.contains("template-fuel") && error.message.contains("`loop`"),
+        "{}",
+        error.message
+    );
+}

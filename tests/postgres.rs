@@ -213,7 +213,7 @@ fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() 
     let (resume, stalled) = mpsc::channel::<()>();
     let host_a = std::thread::spawn(move || {
         host_a.try_transaction(|tx| {
-            tx.fence("r1", "host-a", 42)?;
+            tx.fence("r1", "host-a", 42, false)?;
             locked_tx.send(()).unwrap();
             // No next statement until the test is done waiting.
             let _ = stalled.recv_timeout(Duration::from_secs(60));

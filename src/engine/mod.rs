@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod attempt;
+pub mod budget;
 pub mod catalog;
 pub mod definition;
 pub mod duration;
@@ -71,6 +72,38 @@ pub struct RunOptions {
     pub owner: Owner,
 }
 
+/// The budgets of runs and of the evaluations in them, set by the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The budgets of one template or expression evaluation.
+    pub template: template::TemplateLimits,
+    /// The most instances one `for_each` node may expand to.
+    pub max_for_each: usize,
+    /// The most units one run may have: its nodes, and the instances of its `for_each`
+    /// nodes (each a stored row and a sub-task).
+    pub max_run_units: usize,
+}
+
+/// Instances one `for_each` node may have by default.
+pub const DEFAULT_MAX_FOR_EACH: usize = 10_000;
+
+/// Units one run may have by default.
+pub const DEFAULT_MAX_RUN_UNITS: usize = 100_000;
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            template: template::TemplateLimits::default(),
+            max_for_each: DEFAULT_MAX_FOR_EACH,
+            max_run_units: DEFAULT_MAX_RUN_UNITS,
+        }
+    }
+}
+
+/// Takeovers of a run, from processes that stopped while driving it with no node finished
+/// in between, after which the run is failed as poisoned instead of taken over again.
+pub const MAX_TAKEOVERS: u32 = 3;
+
 /// A run started in the background.
 pub struct RunHandle {
     pub run_id: String,
@@ -95,6 +128,26 @@ pub struct Engine {
 struct Active {
     cancel: CancellationToken,
     units: tokio::sync::mpsc::UnboundedSender<scheduler::UnitCancel>,
+}
+
+/// Takes a run out of the engine's `active` table when dropped.
+struct ActiveGuard {
+    active: Arc<Mutex<HashMap<String, Active>>>,
+    run_id: String,
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.remove(&self.run_id);
+    }
+}
+
+/// The node reports of a run none of whose nodes was reached.
+fn unreached(plan: &Plan) -> report::NodeReports {
+    (plan.nodes.iter())
+        .map(|node| (Arc::clone(&node.id), report::NodeReport::default()))
+        .collect()
 }
 
 /// Why a stored run cannot be resumed or retried.
@@ -123,11 +176,25 @@ impl Engine {
                 sync_folders: false,
                 interaction: None,
                 principal: None,
+                templates: Arc::default(),
+                limits: Limits::default(),
             }),
             single: Arc::new(single),
             journal: None,
             active: Arc::default(),
         }
+    }
+
+    /// Runs and evaluates templates under `limits` instead of the defaults.
+    pub fn with_limits(mut self, limits: Limits) -> Engine {
+        let env = Arc::make_mut(&mut self.env);
+        env.templates = Arc::new(template::Templates::new(limits.template));
+        env.limits = limits;
+        self
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.env.limits
     }
 
     /// Records every workflow run in `journal`, so that runs outlive the process.
@@ -276,17 +343,13 @@ impl Engine {
             unit_cancels: None,
             refused,
             recorded_ms,
+            poisoned: None,
         }
     }
 
     async fn drive(&self, mut setup: RunSetup) -> RunReport {
         if let Some(why) = setup.refused.take() {
-            let nodes = setup
-                .plan
-                .nodes
-                .iter()
-                .map(|node| (Arc::clone(&node.id), report::NodeReport::default()))
-                .collect();
+            let nodes = unreached(&setup.plan);
             return RunReport {
                 run_id: setup.run_id.to_string(),
                 workflow: setup.plan.name.clone(),
@@ -298,7 +361,9 @@ impl Engine {
         }
         let durable = setup.journal.is_some();
         let run_id = setup.run_id.to_string();
-        if durable {
+        // Removes the run from `active` however the drive ends: returned, panicked, or
+        // dropped with its task.
+        let _active = durable.then(|| {
             let (units, requests) = tokio::sync::mpsc::unbounded_channel();
             setup.unit_cancels = Some(requests);
             let active = Active {
@@ -306,12 +371,28 @@ impl Engine {
                 units,
             };
             self.lock_active().insert(run_id.clone(), active);
+            ActiveGuard {
+                active: Arc::clone(&self.active),
+                run_id: run_id.clone(),
+            }
+        });
+        let plan = Arc::clone(&setup.plan);
+        let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
+        match futures::FutureExt::catch_unwind(drive).await {
+            Ok(report) => report,
+            Err(_) => {
+                // A bug in the scheduler itself: the caller still gets an answer.
+                tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
+                RunReport {
+                    run_id,
+                    workflow: plan.name.clone(),
+                    status: RunStatus::Failed,
+                    output: Value::Null,
+                    error: Some("internal error: the run's scheduler panicked".into()),
+                    nodes: unreached(&plan),
+                }
+            }
         }
-        let report = scheduler::Run::new(setup).drive().await;
-        if durable {
-            self.lock_active().remove(&run_id);
-        }
-        report
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Active>> {
@@ -359,8 +440,17 @@ impl Engine {
         // whoever takes the run over after it.
         let parked = options.park_questions.then_some(Answers::Parked);
         journal.claim(run_id, parked)?;
+        let takeovers = stored.takeovers;
         let env = self.env_for(&options, stored.owner.principal.as_deref());
         let mut setup = RunSetup::from_stored(stored, env);
+        if takeovers >= MAX_TAKEOVERS {
+            tracing::warn!(%run_id, takeovers, "the run is poisoned: failing it instead of taking it over again");
+            setup.poisoned = Some(format!(
+                "run_poisoned: the run was taken over {takeovers} times from processes that \
+                 stopped while driving it, with no node finished in between; it is failed \
+                 rather than driven again (`workflows retry` runs it anew)"
+            ));
+        }
         if let Some(answers) = parked {
             setup.answers = answers;
         }

@@ -66,6 +66,21 @@ pub struct Batch {
     pub writes: Vec<Write>,
 }
 
+impl Batch {
+    /// Whether a unit of the run reaches a terminal state in this batch.
+    fn finishes_a_unit(&self) -> bool {
+        self.writes.iter().any(|write| match write {
+            Write::Nodes(rows) => rows.iter().any(|row| {
+                matches!(
+                    row.status.as_str(),
+                    "succeeded" | "failed" | "skipped" | "cancelled"
+                )
+            }),
+            _ => false,
+        })
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Queue {
     next: u64,
@@ -81,7 +96,9 @@ impl Tx<'_> {
     /// Returns the run's key, for more writes in the same transaction.
     pub fn apply(&self, batch: &Batch) -> Result<i64, StoreError> {
         let key = match &batch.fence {
-            Some((owner, until)) => self.fence(&batch.run_id, owner, *until)?,
+            Some((owner, until)) => {
+                self.fence(&batch.run_id, owner, *until, batch.finishes_a_unit())?
+            }
             None => self.run_key(&batch.run_id)?,
         };
         self.apply_writes(key, &batch.writes)?;

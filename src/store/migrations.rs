@@ -287,6 +287,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER audit_chain_no_delete BEFORE DELETE ON audit_chain
     BEGIN SELECT RAISE(ABORT, 'audit_chain is fixed'); END;
     "#,
+    // 9: how often a run was taken over from a process that died holding it, since a unit
+    // of it last finished: a run that kills every process that drives it is failed as
+    // poisoned instead of being taken over for ever.
+    r#"
+    ALTER TABLE runs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -28,6 +28,9 @@ pub struct RunRow {
     pub updated_at: String,
     pub finished_at: Option<String>,
     pub owner: Owner,
+    /// How often the run was taken over from another process since a unit of it last
+    /// finished.
+    pub takeovers: i64,
 }
 
 /// Who a run belongs to, where the server tells callers apart: the principal whose token
@@ -132,7 +135,7 @@ pub struct RunEnd {
 
 const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.error, r.output, \
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
-     r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session";
+     r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session, r.takeovers";
 
 fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
     Ok(RunRow {
@@ -157,6 +160,7 @@ fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
             principal: r.get(17)?,
             session: r.get(18)?,
         },
+        takeovers: r.get(19)?,
     })
 }
 
@@ -227,7 +231,15 @@ impl Tx<'_> {
     /// Checks that `owner` still holds the run's lease and extends it; `LeaseLost` if not.
     /// Every batch a driver commits starts here, so a process that lost a run writes
     /// nothing. Returns the run's key.
-    pub fn fence(&self, run_id: &str, owner: &str, until_ms: i64) -> Result<i64, StoreError> {
+    /// When `progressed` (a unit of the run finished in this batch), the run's count of
+    /// takeovers starts again.
+    pub fn fence(
+        &self,
+        run_id: &str,
+        owner: &str,
+        until_ms: i64,
+        progressed: bool,
+    ) -> Result<i64, StoreError> {
         // Found, then extended, in the caller's write transaction: an `UPDATE … RETURNING`
         // would stage its one row in a temporary table, at every batch of every run. On
         // PostgreSQL, where writers do not wait for each other to begin, the row is locked
@@ -244,8 +256,10 @@ impl Tx<'_> {
                 run_id: run_id.to_owned(),
             })?;
         self.db.execute(
-            "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3 WHERE key = ?1",
-            &[&key, &until_ms, &clock::now_iso()],
+            "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3,
+                 takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END
+             WHERE key = ?1",
+            &[&key, &until_ms, &clock::now_iso(), &progressed],
         )?;
         Ok(key)
     }
@@ -273,13 +287,19 @@ impl Tx<'_> {
 /// Claims a run if it is unfinished and its lease free, expired, already the claimant's,
 /// or held by an owner known to be dead. On PostgreSQL a run whose row another host holds
 /// locked (it is committing the run's progress, so it lives) is skipped, not waited for.
+/// A claim from another owner that held the run (it died, or its lease ran out) counts a
+/// takeover; a lease given up (`lease_owner` NULL) or renewed does not.
 const CLAIM_SQLITE: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
-         updated_at = ?6, answers = COALESCE(?7, answers)
+         updated_at = ?6, answers = COALESCE(?7, answers),
+         takeovers = takeovers + CASE WHEN lease_owner IS NOT NULL AND lease_owner <> ?2
+                                      THEN 1 ELSE 0 END
      WHERE id = ?1 AND status = 'running'
        AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
             OR lease_owner = ?5)";
 const CLAIM_POSTGRES: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
-         updated_at = ?6, answers = COALESCE(?7, answers)
+         updated_at = ?6, answers = COALESCE(?7, answers),
+         takeovers = takeovers + CASE WHEN lease_owner IS NOT NULL AND lease_owner <> ?2
+                                      THEN 1 ELSE 0 END
      WHERE key = (SELECT key FROM runs
                   WHERE id = ?1 AND status = 'running'
                     AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use super::Registry;
-use crate::engine::journal::RunOrigin;
-use crate::engine::{Engine, RunOptions};
+use crate::engine::journal::{JournalError, RunOrigin};
+use crate::engine::{Engine, ResumeError, RunOptions};
 
 /// What the loop does besides renewing leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,11 @@ pub struct Chores {
 /// (PostgreSQL tells of those made on other hosts), so that they take effect promptly.
 pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHandle<()> {
     let every = registry.config().lease / 3;
+    let renewing = renew_on_own_thread(engine.clone(), Arc::clone(&registry), every);
     tokio::spawn(async move {
+        // Dropped with this task, which stops the renewing thread.
+        let _renewing = renewing;
+        let mut warned = Warned::default();
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let store = registry.store().clone();
@@ -35,13 +39,39 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
                 _ = wakes.cancelled.notified() => {}
                 _ = wakes.released.notified(), if chores.take_over => {}
             }
-            round(&engine, &registry, chores);
+            round_warning_once(&engine, &registry, chores, &mut warned);
         }
     })
 }
 
-/// One round of housekeeping.
-pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
+/// Renews this process's leases every `every` on a thread of its own, so that renewal
+/// never waits for the runtime's workers, whatever a run's node keeps them busy with. The
+/// thread stops when the returned sender is dropped.
+fn renew_on_own_thread(
+    engine: Engine,
+    registry: Arc<Registry>,
+    every: std::time::Duration,
+) -> Option<std::sync::mpsc::Sender<()>> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("lease-renewal".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
+            {
+                renew(&engine, &registry);
+            }
+        });
+    match spawned {
+        Ok(_) => Some(stop),
+        Err(error) => {
+            tracing::warn!(%error, "cannot start the lease renewal thread; leases are renewed by the runtime");
+            None
+        }
+    }
+}
+
+/// Renews this process's leases, and cancels the runs another process asked to cancel.
+fn renew(engine: &Engine, registry: &Registry) {
     match registry.renew() {
         Ok(cancelled) => {
             for run_id in cancelled {
@@ -52,6 +82,19 @@ pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
         }
         Err(error) => tracing::warn!(%error, "could not renew leases"),
     }
+}
+
+/// The runs whose takeover failed and was said so at `warn`: it is said once per run.
+pub type Warned = std::collections::HashSet<String>;
+
+/// One round of housekeeping.
+pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
+    round_warning_once(engine, registry, chores, &mut Warned::default());
+}
+
+/// One round of housekeeping, a failing takeover said at `warn` unless `warned` has it.
+fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, warned: &mut Warned) {
+    renew(engine, registry);
     if chores.take_over {
         match registry.expire_rounds() {
             Ok(expired) => {
@@ -62,7 +105,7 @@ pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
             }
             Err(error) => tracing::warn!(%error, "could not expire unanswered questions"),
         }
-        take_over(engine, registry);
+        take_over(engine, registry, warned);
     }
     if chores.purge {
         match registry.purge_expired() {
@@ -73,7 +116,7 @@ pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
     }
 }
 
-fn take_over(engine: &Engine, registry: &Registry) {
+fn take_over(engine: &Engine, registry: &Registry, warned: &mut Warned) {
     let orphans = match registry.orphans() {
         Ok(orphans) => orphans,
         Err(error) => return tracing::warn!(%error, "could not look for orphaned runs"),
@@ -95,7 +138,19 @@ fn take_over(engine: &Engine, registry: &Registry) {
                     }
                 });
             }
-            Err(error) => tracing::debug!(%run_id, %error, "not taking the run over"),
+            // Another process got there first, or this one drives it: nothing is wrong.
+            Err(
+                error @ (ResumeError::AlreadyActive(_)
+                | ResumeError::Journal(
+                    JournalError::Held(_) | JournalError::Finished { .. },
+                )),
+            ) => tracing::debug!(%run_id, %error, "not taking the run over"),
+            // A takeover that keeps failing (a stored run that cannot be read, a database
+            // that refuses the claim) is said once, then at `debug` at every round.
+            Err(error) if warned.insert(run_id.clone()) => {
+                tracing::warn!(%run_id, %error, "cannot take the run over; will keep trying")
+            }
+            Err(error) => tracing::debug!(%run_id, %error, "still cannot take the run over"),
         }
     }
 }

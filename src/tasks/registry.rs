@@ -281,6 +281,7 @@ impl Journal for Registry {
             finished: RunStatus::parse(&run.status),
             units,
             owner: run.owner,
+            takeovers: u32::try_from(run.takeovers).unwrap_or(u32::MAX),
         })
     }
 

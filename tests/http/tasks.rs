@@ -333,3 +333,30 @@ fn the_internal_names_of_2025_11_25_task_methods_cannot_be_called_from_outside()
     let listed = server.post(&session, &request(31, "tasks/list", json!({})));
     assert!(listed.response(31)["result"]["tasks"].is_array());
 }
+
+#[test]
+fn runs_whose_filter_used_to_panic_are_answered_and_give_their_run_slot_back() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--http-max-runs", "2"]);
+    let alice = open_session(&server, ALICE);
+    // Rust panics on a format width above 65 535: this filter took the call, its answer
+    // and its run slot with it.
+    let pad = json!({"nodes": {"pad": {"render": "{{ 1 | zero_pad(70000) }}"}}});
+    let over = json!({"nodes": {"pad": {"render": "{{ 1 | zero_pad(100000000) }}"}}});
+    for id in 10..44 {
+        let definition = if id % 2 == 0 { &pad } else { &over };
+        let reply = call(id, "run_workflow", json!({"definition": definition}));
+        let reply = server.post(&alice, &reply).response(id);
+        let structured = &reply["result"]["structuredContent"];
+        if id % 2 == 0 {
+            assert_eq!(structured["ok"], true, "{reply}");
+            let text = structured["data"]["nodes"]["pad"]["output"]
+                .as_str()
+                .unwrap();
+            assert_eq!(text.len(), 70000);
+        } else {
+            assert_eq!(structured["error"]["code"], "run_failed", "{reply}");
+            let error = &structured["data"]["nodes"]["pad"]["error"];
+            assert_eq!(error["code"], "budget_exceeded", "{reply}");
+        }
+    }
+}

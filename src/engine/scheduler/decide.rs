@@ -12,17 +12,53 @@ use crate::engine::actions::{self, Resolved};
 use crate::engine::attempt::Outcome;
 use crate::engine::plan::NodeAction;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
-use crate::engine::{template, trigger};
+use crate::engine::trigger;
 
 impl Run {
     /// Decides every node whose upstream is complete: skip it, fail it, or queue its units.
-    pub(super) fn decide_ready(&mut self) {
+    /// Decides nodes, and resolves `for_each` instances, for one time slice at most; true
+    /// if some are left. Each evaluation is bounded by its fuel, and the run yields between
+    /// slices, so that a run full of costly templates never holds its worker thread for
+    /// long. The clock is read only from the second decision on: a one-node run pays
+    /// nothing for this.
+    pub(super) fn decide_ready(&mut self) -> bool {
+        let mut started = None;
         while self.stop.is_none() {
-            let Some(node) = self.node_ready.pop_front() else {
-                break;
-            };
-            self.decide(node);
+            if let Some((node, k)) = self.instance_ready.pop_front() {
+                self.resolve_instance(node, k);
+            } else if let Some(node) = self.node_ready.pop_front() {
+                self.decide(node);
+            } else {
+                return false;
+            }
+            let started = started.get_or_insert_with(std::time::Instant::now);
+            let more = !self.instance_ready.is_empty() || !self.node_ready.is_empty();
+            if more && started.elapsed() >= super::DECIDE_SLICE {
+                return true;
+            }
         }
+        false
+    }
+
+    /// Resolves instance `k` of `for_each` node `node` and queues it.
+    fn resolve_instance(&mut self, node: usize, k: usize) {
+        let Some(items) = self.fan_items.get(&node).map(Arc::clone) else {
+            return;
+        };
+        if k + 1 == items.len() {
+            self.fan_items.remove(&node);
+        }
+        // Cancelled, or finished before a resume, meanwhile.
+        if self.state.unit(node, Some(k)).status.is_terminal() {
+            return;
+        }
+        let plan = Arc::clone(&self.plan);
+        let NodeAction::Defined(action) = &plan.nodes[node].action else {
+            unreachable!("a one-node plan has no for_each")
+        };
+        let ctx = self.context(node, Some((&items[k], k)));
+        let resolved = actions::resolve(&self.env.templates, action, &ctx);
+        self.queue_unit(node, Some(k), resolved);
     }
 
     fn decide(&mut self, i: usize) {
@@ -32,6 +68,15 @@ impl Run {
         }
         let plan = Arc::clone(&self.plan);
         let node = &plan.nodes[i];
+        if self.units > self.env.limits.max_run_units {
+            let message = format!(
+                "node `{}`: the run has {} nodes, over the max-run-units budget ({})",
+                node.id,
+                plan.nodes.len(),
+                self.env.limits.max_run_units
+            );
+            return self.fail(i, NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
         let upstream = node.upstream.iter().map(|&u| self.state.status(u));
         if let Err(reason) = trigger::verdict(node.trigger, upstream) {
             return self.complete(i, NodeStatus::Skipped, Some(reason.to_owned()), None, None);
@@ -51,34 +96,31 @@ impl Run {
             false => minijinja::Value::UNDEFINED,
         };
         if let Some(when) = &node.when {
-            match template::eval_bool(when, &ctx) {
+            match self.env.templates.eval_bool(when, &ctx) {
                 Ok(true) => {}
                 Ok(false) => {
                     let reason = Some("condition false".into());
                     return self.complete(i, NodeStatus::Skipped, reason, None, None);
                 }
-                Err(e) => {
-                    let error = NodeError::new(NodeErrorKind::Template, format!("when: {e}"));
-                    return self.fail(i, error);
-                }
+                Err(e) => return self.fail(i, actions::template_error("when", e)),
             }
         }
         let Some(expr) = &node.for_each else {
-            let resolved = actions::resolve(action, &ctx);
+            let resolved = actions::resolve(&self.env.templates, action, &ctx);
             return self.queue_unit(i, None, resolved);
         };
-        let items = match template::eval(expr, &ctx) {
+        let items = match self.env.templates.eval(expr, &ctx) {
             Ok(Value::Array(items)) => items,
             Ok(other) => {
                 let kind = json_type(&other);
                 let error = format!("for_each: expected a list, got {kind}");
                 return self.fail(i, NodeError::new(NodeErrorKind::Template, error));
             }
-            Err(e) => {
-                let error = NodeError::new(NodeErrorKind::Template, format!("for_each: {e}"));
-                return self.fail(i, error);
-            }
+            Err(e) => return self.fail(i, actions::template_error("for_each", e)),
         };
+        if let Err(error) = self.admit_instances(i, items.len()) {
+            return self.fail(i, error);
+        }
         if items.is_empty() {
             let output = Some(Value::Array(Vec::new()));
             return self.complete(i, NodeStatus::Succeeded, None, output, None);
@@ -89,20 +131,42 @@ impl Run {
             .map(std::mem::take)
             .unwrap_or_default();
         self.state.expand(i, Fan::new(items.len(), restored));
-        for (k, item) in items.iter().enumerate() {
-            if self.state.unit(i, Some(k)).status.is_terminal() {
-                continue;
-            }
-            let ctx = self.context(i, Some((item, k)));
-            let resolved = actions::resolve(action, &ctx);
-            self.queue_unit(i, Some(k), resolved);
-        }
+        // The instances are resolved in turn by `decide_ready`, a slice at a time.
+        self.instance_ready.extend((0..items.len()).map(|k| (i, k)));
+        self.fan_items.insert(i, Arc::new(items));
         if self.state.fans[i]
             .as_ref()
             .is_some_and(|fan| fan.remaining == 0)
         {
             self.collect(i);
         }
+    }
+
+    /// Counts `n` instances of node `i` against the `for_each` and the run's unit budgets:
+    /// over either, the node fails before any instance is made.
+    fn admit_instances(&mut self, i: usize, n: usize) -> Result<(), NodeError> {
+        let limits = self.env.limits;
+        let id = &self.plan.nodes[i].id;
+        if n > limits.max_for_each {
+            let message = format!(
+                "for_each: node `{id}` expands to {n} instances, over the max-for-each \
+                 budget ({})",
+                limits.max_for_each
+            );
+            return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
+        // Each instance is a unit (a stored row) beside its node's own.
+        let units = self.units.saturating_add(n);
+        if units > limits.max_run_units {
+            let message = format!(
+                "for_each: node `{id}` would bring the run to {units} units, over the \
+                 max-run-units budget ({})",
+                limits.max_run_units
+            );
+            return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
+        self.units = units;
+        Ok(())
     }
 
     pub(super) fn queue_unit(
@@ -114,9 +178,9 @@ impl Run {
         match resolved {
             Ok(action) => self.unit_ready.push_back((node, instance, action)),
             Err(error) => self.settle_wake(UnitWake {
+                outcome: Outcome::Failed(self.named(node, error)),
                 node,
                 instance,
-                outcome: Outcome::Failed(error),
                 attempted: false,
                 action: None,
             }),
@@ -125,7 +189,19 @@ impl Run {
 
     /// Fails node `i`; a `fail_run` node stops the run (see `node_finished`).
     pub(super) fn fail(&mut self, i: usize, error: NodeError) {
+        let error = self.named(i, error);
         self.complete(i, NodeStatus::Failed, None, None, Some(error));
+    }
+
+    /// A budget error names its node, so that the message alone says where it happened.
+    fn named(&self, i: usize, error: NodeError) -> NodeError {
+        let id = &self.plan.nodes[i].id;
+        let tag = format!("node `{id}`");
+        if error.kind != NodeErrorKind::BudgetExceeded || error.message.contains(&tag) {
+            return error;
+        }
+        let message = format!("{tag}: {}", error.message);
+        NodeError { message, ..error }
     }
 
     /// The template context of node `i`: inputs, the nodes it reads, the run, the item.

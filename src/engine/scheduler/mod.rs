@@ -41,6 +41,10 @@ use units::Woken;
 /// How many units may finish synchronously before the run yields to other tasks.
 const YIELD_EVERY: usize = 256;
 
+/// How long a run may decide nodes and resolve their templates before it yields to other
+/// tasks (the server's other calls, on a one-thread runtime).
+const DECIDE_SLICE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// How long units that finish synchronously may go uncommitted, so that a run that never
 /// waits still shows its progress to other processes. Losing them to a crash costs only
 /// their recomputation: they have no effects, since a tool call commits everything before
@@ -53,6 +57,9 @@ enum Stop {
     Cancelled,
     NodeFailed(usize),
     TimedOut,
+    /// The run was taken over again and again from processes that died driving it, with no
+    /// unit finished in between: it is failed rather than driven once more.
+    Poisoned(String),
     /// The journal refused a write (the lease went to another process, or storage failed):
     /// this process stops driving the run and writes nothing more of it.
     Lost(String),
@@ -81,6 +88,8 @@ pub(crate) struct RunSetup {
     /// When this setup recorded a new run (ms since the Unix epoch); `None` for a stored
     /// run taken over, or a run that is not recorded.
     pub recorded_ms: Option<i64>,
+    /// Why a stored run is poisoned: it is failed at once, nothing of it driven.
+    pub poisoned: Option<String>,
 }
 
 impl RunSetup {
@@ -105,6 +114,7 @@ impl RunSetup {
             unit_cancels: None,
             refused: None,
             recorded_ms: None,
+            poisoned: None,
         }
     }
 }
@@ -128,6 +138,9 @@ pub(super) struct Run {
     /// Upstream nodes of each node that are not yet terminal.
     waiting_on: Vec<usize>,
     node_ready: VecDeque<usize>,
+    /// `for_each` instances to resolve, and the items of their nodes.
+    instance_ready: VecDeque<(usize, usize)>,
+    fan_items: std::collections::HashMap<usize, Arc<Vec<Value>>>,
     unit_ready: VecDeque<(usize, Option<usize>, Resolved)>,
     /// Units waiting: on a timer, an answer, or a retry's backoff.
     running: FuturesUnordered<BoxFuture<Woken>>,
@@ -138,6 +151,10 @@ pub(super) struct Run {
     /// The audit rows of file actions made since the last commit, which commits them
     /// with the records of their units.
     audits: Vec<crate::engine::journal::FileAudit>,
+    poisoned: Option<String>,
+    /// The run's units so far (its nodes and the instances of its `for_each` nodes),
+    /// counted against `max_run_units`.
+    units: usize,
 }
 
 /// What woke the run loop.
@@ -202,12 +219,16 @@ impl Run {
             state,
             waiting_on,
             node_ready,
+            instance_ready: VecDeque::new(),
+            fan_items: Default::default(),
             unit_ready: VecDeque::new(),
             running: FuturesUnordered::new(),
             committed_at: std::time::Instant::now(),
             unit_cancels: setup.unit_cancels,
             unit_tokens: Default::default(),
             audits: Vec::new(),
+            units: n,
+            poisoned: setup.poisoned,
             plan,
         }
     }
@@ -224,6 +245,9 @@ impl Run {
             workflow: &self.plan.name,
             total: self.plan.steps(),
         });
+        if let Some(why) = self.poisoned.take() {
+            self.halt(Stop::Poisoned(why));
+        }
         let deadline = self.deadline();
         let mut since_yield = 0;
         loop {
@@ -231,15 +255,15 @@ impl Run {
                 self.halt(Stop::Cancelled);
             }
             while self.stop.is_none() {
-                self.decide_ready();
+                let more = self.decide_ready();
                 let finished = self.launch();
-                if finished == 0 {
+                if finished == 0 && !more {
                     break;
                 }
-                // Units finished synchronously; a long chain of them must not hold this
-                // worker for the whole run.
+                // Units finished synchronously, or decisions are left after a slice; a long
+                // chain of them must not hold this worker for the whole run.
                 since_yield += finished;
-                if since_yield >= YIELD_EVERY {
+                if more || since_yield >= YIELD_EVERY {
                     since_yield = 0;
                     if self.committed_at.elapsed() >= COMMIT_AT_LEAST_EVERY {
                         self.flush();
@@ -307,7 +331,7 @@ impl Run {
                 ),
                 None => "run timed out".to_owned(),
             },
-            Some(Stop::Lost(why)) => why.clone(),
+            Some(Stop::Lost(why)) | Some(Stop::Poisoned(why)) => why.clone(),
             None => "not reached".to_owned(),
         }
     }

@@ -118,6 +118,15 @@ pub(super) fn left_until(at_ms: i64) -> Duration {
     Duration::from_millis(at_ms.saturating_sub(clock::now_ms()).max(0) as u64)
 }
 
+/// Runs an attempt's work, a panic in it made the node's `internal_error`: the node fails,
+/// the run goes on by its rules, and the call that started it is answered.
+pub(super) fn contained<T>(work: impl FnOnce() -> T) -> Result<T, NodeError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| {
+        tracing::error!("a node's work panicked; the node fails");
+        NodeError::new(NodeErrorKind::Panicked, "the node's work panicked")
+    })
+}
+
 fn is_synchronous(action: &Resolved) -> bool {
     matches!(
         action,
@@ -231,17 +240,25 @@ impl Run {
             Resolved::Tool { .. } if self.journal.is_none() => {
                 return Some(self.grouped_call(node, instance, action));
             }
-            Resolved::Tool { name, args } => self.call_tool(node, instance, number, name, args)?,
+            Resolved::Tool { name, args } => {
+                match contained(|| self.call_tool(node, instance, number, name, args)) {
+                    Ok(retry) => retry?,
+                    Err(error) => self.settle_here(node, instance, number, Err(error)),
+                }
+            }
             Resolved::WriteFile {
                 path,
                 content,
                 overwrite,
             } => {
-                let result = self.write_file(node, instance, path, content, *overwrite)?;
+                let result =
+                    contained(|| self.write_file(node, instance, path, content, *overwrite))
+                        .unwrap_or_else(|error| Some(Err(error)))?;
                 self.settle_here(node, instance, number, result)
             }
             Resolved::ListDir(_) | Resolved::ReadFile { .. } => {
-                let result = self.read(node, instance, &action);
+                let result =
+                    contained(|| self.read(node, instance, &action)).and_then(|result| result);
                 self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),

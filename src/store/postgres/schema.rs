@@ -188,7 +188,7 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM OLD.status)
         EXECUTE FUNCTION mcp_tasks_notify('task');
     "#,
-    // 2: the audit log's digest and hash chain, as SQLite's migration 8. Appends take an
+    // 3: the audit log's digest and hash chain, as SQLite's migration 8. Appends take an
     // advisory lock (`store/audit.rs`) rather than a row of this table, which is written
     // once.
     r#"
@@ -201,6 +201,10 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
     CREATE TRIGGER audit_chain_no_truncate BEFORE TRUNCATE ON audit_chain
         FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+    "#,
+    // 4: SQLite's migration 9, the takeovers of a run since a unit of it last finished.
+    r#"
+    ALTER TABLE runs ADD COLUMN takeovers BIGINT NOT NULL DEFAULT 0;
     "#,
 ];
 
