@@ -3,10 +3,12 @@
 //! while the same server keeps answering a plain call meanwhile; and a server restarted on
 //! that database must find no run left `running`.
 //!
-//! A client whose answers never fit their question ends its node, not the server. Room is
-//! left for the inline secret reads (`read_file`/`list_dir` in an inline definition),
-//! refused at validation, and for a forged or replayed `requestState` (covered over the
-//! 2026-07-28 wire in `task_protocols.rs`).
+//! Inline secret reads (`read_file`/`list_dir` in an inline definition) are refused at
+//! validation, before any run starts, every offending node named. A client whose answers
+//! never fit their question ends its node, not the server. A forged or replayed
+//! `requestState` is refused over the 2026-07-28 wire on both backends in
+//! `task_protocols.rs` (`a_forged_or_foreign_request_state_is_refused`, and the older
+//! round refused in `a_call_without_tasks_asks_in_rounds_…`).
 
 mod common;
 
@@ -39,6 +41,11 @@ enum Expect {
     },
     /// The run succeeds: what used to crash the server is answered.
     Succeeds,
+    /// The call is refused before any run starts, with `code`, naming each of `words`.
+    Refused {
+        code: &'static str,
+        words: &'static [&'static str],
+    },
 }
 
 struct Case {
@@ -67,6 +74,25 @@ fn cases() -> Vec<Case> {
         many.insert(format!("n{i}"), node);
     }
     vec![
+        Case {
+            name: "inline secret reads",
+            definition: json!({ "nodes": {
+                "env": { "read_file": ".env" },
+                "tokens": { "read_file": { "path": "tokens.txt", "max_bytes": 100 } },
+                "keys": { "read_file": ".ssh/id_ed25519" },
+                "look": { "list_dir": "." },
+                "leak": { "render": "{{ nodes.env.output.content }}", "needs": ["env"] }
+            } }),
+            expect: Expect::Refused {
+                code: "invalid_input",
+                words: &[
+                    "nodes.env.read_file",
+                    "nodes.tokens.read_file",
+                    "nodes.keys.read_file",
+                    "nodes.look.list_dir",
+                ],
+            },
+        },
         Case {
             name: "nested loop",
             definition: render(
@@ -203,6 +229,23 @@ fn check(case: &Case, result: &CallToolResult) {
             let data = common::expect_ok(result);
             assert_eq!(data["status"], "succeeded", "{}: {data:#}", case.name);
         }
+        Expect::Refused { code, words } => {
+            assert_eq!(structured["ok"], false, "{}: {structured:#}", case.name);
+            assert_eq!(structured["error"]["code"], *code, "{}", case.name);
+            let message = structured["error"]["message"].as_str().unwrap_or_default();
+            for word in *words {
+                assert!(
+                    message.contains(word),
+                    "{}: {word:?} not in {message}",
+                    case.name
+                );
+            }
+            assert!(
+                !message.contains("hunter2"),
+                "{}: a secret leaked",
+                case.name
+            );
+        }
         Expect::Fails { node, code, words } => {
             let report = &structured["data"];
             assert_ne!(report["status"], "running", "{}: {structured:#}", case.name);
@@ -223,6 +266,9 @@ fn check(case: &Case, result: &CallToolResult) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_hostile_definition_ends_in_its_failure_while_the_server_answers() {
     let server = Server::start().await;
+    // The workspace defaults to the server's working directory, where secrets may live.
+    let cwd = server.db.parent().expect("the database's folder");
+    std::fs::write(cwd.join(".env"), "API_KEY=hunter2\n").expect("write .env");
     for case in cases() {
         let result = run_beside_a_plain_call(&server, case.name, case.definition.clone()).await;
         check(&case, &result);
