@@ -70,7 +70,7 @@ struct UpdateParams {
 }
 
 /// The request of a frequent method, or `None` for the general path to parse.
-pub(super) fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+pub(crate) fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     let frame: Frame<'_> = serde_json::from_slice(text).ok()?;
     let params = frame.params.get();
     let request = match frame.method.as_ref() {

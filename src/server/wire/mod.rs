@@ -8,9 +8,9 @@
 //! (`Writer`), so that a burst of replies costs a few system calls, not one each.
 
 mod direct;
-mod fast;
+pub(crate) mod fast;
 pub(crate) mod legacy;
-mod screen;
+pub(crate) mod screen;
 
 use std::sync::Arc;
 

@@ -1,0 +1,82 @@
+//! The fuzzers' findings, replayed on stable: every committed corpus input of every target
+//! (`fuzz/corpus/<target>/`) through the same harness the fuzz target runs
+//! (`mcp_task_server::fuzzing`), and each crash the fuzzers found as a named test of its
+//! own (`fuzz/regressions/<target>/<name>`).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use mcp_task_server::fuzzing::TARGETS;
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+fn harness(target: &str) -> fn(&[u8]) {
+    TARGETS
+        .iter()
+        .find(|(name, _)| *name == target)
+        .map(|(_, run)| *run)
+        .unwrap_or_else(|| panic!("no fuzz target named {target}"))
+}
+
+#[test]
+fn every_committed_corpus_input_holds_its_targets_properties() {
+    let mut failed = Vec::new();
+    for (target, run) in TARGETS {
+        let folder = fuzz_dir().join("corpus").join(target);
+        let entries = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+            .map(|entry| entry.unwrap().path())
+            .collect::<Vec<_>>();
+        assert!(!entries.is_empty(), "{target} has no corpus");
+        for path in entries {
+            let data = std::fs::read(&path).unwrap();
+            if catch_unwind(AssertUnwindSafe(|| run(&data))).is_err() {
+                failed.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(failed.is_empty(), "inputs that fail: {failed:#?}");
+}
+
+/// Replays `fuzz/regressions/<target>/<name>`.
+fn replay(target: &str, name: &str) {
+    let path = fuzz_dir().join("regressions").join(target).join(name);
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    harness(target)(&data);
+}
+
+#[test]
+fn every_regression_file_is_replayed_by_a_named_test() {
+    let source = include_str!("fuzz_corpus.rs");
+    let Ok(targets) = std::fs::read_dir(fuzz_dir().join("regressions")) else {
+        return;
+    };
+    for target in targets {
+        let target = target.unwrap();
+        for file in std::fs::read_dir(target.path()).unwrap() {
+            let name = file.unwrap().file_name().into_string().unwrap();
+            let target = target.file_name().into_string().unwrap();
+            let call = format!("replay(\"{target}\", \"{name}\")");
+            assert!(source.contains(&call), "no test replays {target}/{name}");
+        }
+    }
+}
+
+/// An answer to `initialize` whose `result` is no object: the rewrite indexed into it as
+/// an object, and serde_json panics on that.
+#[test]
+fn an_initialize_answer_whose_result_is_no_object_streams_through() {
+    replay("http_rewrite", "initialize_result_not_an_object");
+}
+
+#[test]
+fn an_initialize_answer_whose_capabilities_are_no_object_streams_through() {
+    replay("http_rewrite", "initialize_capabilities_not_an_object");
+}
+
+#[test]
+fn a_tools_list_answer_whose_result_is_no_object_streams_through() {
+    replay("http_rewrite", "tools_list_result_not_an_object");
+}
