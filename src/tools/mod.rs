@@ -319,4 +319,6 @@ fn append_audit(
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
