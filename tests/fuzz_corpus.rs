@@ -80,3 +80,18 @@ fn an_initialize_answer_whose_capabilities_are_no_object_streams_through() {
 fn a_tools_list_answer_whose_result_is_no_object_streams_through() {
     replay("http_rewrite", "tools_list_result_not_an_object");
 }
+
+/// A `tools/call` whose parameters hold a key rmcp ignores, with a number beyond `f64` in
+/// it: the fast parse skipped the key unread and served the call, the general parse reads
+/// it whole and refuses the message.
+#[test]
+fn an_ignored_parameter_is_read_whole_by_both_parses() {
+    replay("stdio_screen", "ignored_parameter_with_a_number_beyond_f64");
+}
+
+/// An inline definition whose `when` holds `}}` followed by more text: minijinja's lexer
+/// panicked while validation compiled it.
+#[test]
+fn an_expression_closing_a_block_it_never_opened_is_refused_without_a_panic() {
+    replay("inline_definition", "expression_closing_a_block_it_never_opened");
+}

@@ -35,6 +35,47 @@ impl From<minijinja::Error> for TemplateError {
     }
 }
 
+/// An expression compiled, once it is known not to close a variable block (`}}`) that it
+/// never opened.
+///
+/// minijinja 2.24 lexes a standalone expression as the inside of a `{{ … }}`: a `}}`
+/// there (outside brackets and strings) ends that block, and any input after it makes
+/// the lexer panic on its empty stack. Such a `}}` is never valid in an expression, so it
+/// is refused here, before the lexer sees it.
+fn compile_expression(expr: &str) -> Result<minijinja::Expression<'_, '_>, TemplateError> {
+    if let Some(at) = closes_a_block(expr) {
+        return Err(TemplateError(format!(
+            "syntax error: unexpected `}}}}` at byte {at} of the expression"
+        )));
+    }
+    Ok(ENV.compile_expression(expr)?)
+}
+
+/// Where `expr` holds a `}}` that minijinja's lexer would take for the end of a variable
+/// block: outside string literals, with every bracket opened before it closed. The scan
+/// follows the lexer: brackets of the three kinds count alike, and a string runs to the
+/// next unescaped quote of its kind.
+fn closes_a_block(expr: &str) -> Option<usize> {
+    let bytes = expr.as_bytes();
+    let (mut at, mut balance) = (0, 0isize);
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'\'' | b'"') => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != quote {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'}' if balance == 0 && bytes.get(at + 1) == Some(&b'}') => return Some(at),
+            b'(' | b'[' | b'{' => balance += 1,
+            b')' | b']' | b'}' => balance -= 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
 /// Whether `text` uses template syntax at all; plain strings are taken literally.
 pub fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%") || text.contains("{#")
@@ -53,13 +94,13 @@ pub fn render(source: &str, ctx: &minijinja::Value) -> Result<String, TemplateEr
 
 /// Evaluates an expression to a JSON value.
 pub fn eval(expr: &str, ctx: &minijinja::Value) -> Result<Value, TemplateError> {
-    let value = ENV.compile_expression(expr)?.eval(ctx)?;
+    let value = compile_expression(expr)?.eval(ctx)?;
     to_json(&value)
 }
 
 /// Evaluates an expression for its truth (`when`).
 pub fn eval_bool(expr: &str, ctx: &minijinja::Value) -> Result<bool, TemplateError> {
-    Ok(ENV.compile_expression(expr)?.eval(ctx)?.is_true())
+    Ok(compile_expression(expr)?.eval(ctx)?.is_true())
 }
 
 fn to_json(value: &minijinja::Value) -> Result<Value, TemplateError> {
@@ -110,7 +151,7 @@ pub fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateErr
 
 /// The dotted variable paths an expression names.
 pub fn expression_references(expr: &str) -> Result<BTreeSet<String>, TemplateError> {
-    let expression = ENV.compile_expression(expr)?;
+    let expression = compile_expression(expr)?;
     Ok(expression.undeclared_variables(true).into_iter().collect())
 }
 
@@ -202,6 +243,21 @@ mod tests {
             refs.contains("inputs.count") && refs.contains("run.id"),
             "{refs:?}"
         );
+    }
+
+    #[test]
+    fn an_expression_that_closes_a_block_it_never_opened_is_a_syntax_error() {
+        // Each of these made minijinja's lexer panic.
+        for expr in ["inputs.x }}.\n", "a }} b", "(1) }}}}", "x -}} y", "{} }} {"] {
+            let error = expression_references(expr).unwrap_err();
+            assert!(error.0.contains("unexpected `}}`"), "{expr}: {error}");
+            assert!(eval(expr, &ctx()).is_err(), "{expr}");
+            assert!(eval_bool(expr, &ctx()).is_err(), "{expr}");
+        }
+        // A `}}` in a string or closing nested brackets is no block's end.
+        assert_eq!(eval("'}}' ~ 'x }} y'", &ctx()).unwrap(), json!("}}x }} y"));
+        assert_eq!(eval("{'a': {'b': 1}}.a.b", &ctx()).unwrap(), json!(1));
+        assert_eq!(eval("[{'a': '\\'}}'}]", &ctx()).unwrap(), json!([{"a": "'}}"}]));
     }
 
     #[test]
