@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
-use mcp_task_server::engine::Engine;
+use mcp_task_server::engine::{self, Engine};
 use mcp_task_server::server::Server;
 use mcp_task_server::server::http::{HttpOptions, Tokens};
 use mcp_task_server::store::{self, Durability, Store};
@@ -142,6 +142,39 @@ struct Common {
     /// more help workflows whose steps compute for long.
     #[arg(long, env = "TASKS_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), global = true)]
     worker_threads: u16,
+
+    /// The fuel of one template or expression evaluation: minijinja instructions, plus the
+    /// work of filters by the size of what they are given. A node whose evaluation runs
+    /// out fails with `budget_exceeded`.
+    #[arg(long, env = "TASKS_TEMPLATE_FUEL", value_name = "N", default_value_t = engine::budget::DEFAULT_FUEL, value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    template_fuel: u64,
+
+    /// The most bytes one evaluation may produce (rendered text, or a value as JSON), and
+    /// the largest value a filter is handed.
+    #[arg(long, env = "TASKS_TEMPLATE_MAX_OUTPUT", value_name = "BYTES", default_value_t = engine::budget::DEFAULT_MAX_OUTPUT as u64, value_parser = clap::value_parser!(u64).range(1024..=(1 << 32)), global = true)]
+    template_max_output: u64,
+
+    /// The most instances one `for_each` node may expand to.
+    #[arg(long, env = "TASKS_MAX_FOR_EACH", value_name = "N", default_value_t = engine::DEFAULT_MAX_FOR_EACH as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
+    max_for_each: u64,
+
+    /// The most units (nodes and `for_each` instances) one run may have.
+    #[arg(long, env = "TASKS_MAX_RUN_UNITS", value_name = "N", default_value_t = engine::DEFAULT_MAX_RUN_UNITS as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
+    max_run_units: u64,
+}
+
+impl Common {
+    /// The budgets of runs and evaluations the operator set.
+    fn limits(&self) -> engine::Limits {
+        engine::Limits {
+            template: engine::template::TemplateLimits {
+                fuel: self.template_fuel,
+                max_output: self.template_max_output as usize,
+            },
+            max_for_each: self.max_for_each as usize,
+            max_run_units: self.max_run_units as usize,
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -327,7 +360,9 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
         ..RegistryConfig::default()
     };
     let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, &common.workspace).with_journal(registry.clone());
+    let engine = Engine::new(tools, &common.workspace)
+        .with_limits(common.limits())
+        .with_journal(registry.clone());
     Ok(Durable { engine, registry })
 }
 

@@ -93,5 +93,8 @@ fn an_ignored_parameter_is_read_whole_by_both_parses() {
 /// panicked while validation compiled it.
 #[test]
 fn an_expression_closing_a_block_it_never_opened_is_refused_without_a_panic() {
-    replay("inline_definition", "expression_closing_a_block_it_never_opened");
+    replay(
+        "inline_definition",
+        "expression_closing_a_block_it_never_opened",
+    );
 }

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::Limits;
 use super::definition::ActionDef;
 use super::report::{NodeError, NodeErrorKind};
-use super::template;
+use super::template::{self, Templates};
 use crate::tools::Tools;
 
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -40,6 +41,10 @@ pub struct ActionEnv {
     pub interaction: Option<Arc<dyn Interaction>>,
     /// The principal the run acts for, named in the audit rows of its calls.
     pub principal: Option<Arc<str>>,
+    /// Templates evaluated under the budgets of `limits.template`.
+    pub templates: Arc<Templates>,
+    /// The budgets of a run and of each evaluation in it.
+    pub limits: Limits,
 }
 
 /// An action with its templates expanded, ready to perform (and to retry as it is).
@@ -77,22 +82,42 @@ pub enum Resolved {
 
 const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
 
-fn template_error(what: &str, error: template::TemplateError) -> NodeError {
-    NodeError::new(NodeErrorKind::Template, format!("{what}: {error}"))
+/// The node error of a template that failed: an exhausted budget is `budget_exceeded`,
+/// anything else a template error; `what` names the field.
+pub fn template_error(what: &str, error: template::TemplateError) -> NodeError {
+    let kind = match error {
+        template::TemplateError::Budget { .. } => NodeErrorKind::BudgetExceeded,
+        template::TemplateError::Failed(_) => NodeErrorKind::Template,
+    };
+    NodeError::new(kind, format!("{what}: {error}"))
 }
 
-fn render(what: &str, text: &str, ctx: &minijinja::Value) -> Result<String, NodeError> {
+fn render(
+    templates: &Templates,
+    what: &str,
+    text: &str,
+    ctx: &minijinja::Value,
+) -> Result<String, NodeError> {
     if !template::is_template(text) {
         return Ok(text.to_owned());
     }
-    template::render(text, ctx).map_err(|e| template_error(what, e))
+    templates
+        .render(text, ctx)
+        .map_err(|e| template_error(what, e))
 }
 
 /// Expands the action's templates against `ctx`.
-pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, NodeError> {
+pub fn resolve(
+    templates: &Templates,
+    action: &ActionDef,
+    ctx: &minijinja::Value,
+) -> Result<Resolved, NodeError> {
+    let render = |what: &str, text: &str| render(templates, what, text, ctx);
     Ok(match action {
         ActionDef::Tool { name, args } => {
-            let args = template::expand(args, ctx).map_err(|e| template_error("args", e))?;
+            let args = templates
+                .expand(args, ctx)
+                .map_err(|e| template_error("args", e))?;
             let Value::Object(args) = args else {
                 return Err(NodeError::new(
                     NodeErrorKind::Template,
@@ -104,19 +129,19 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
                 args,
             }
         }
-        ActionDef::Render { template } => Resolved::Text(render("render", template, ctx)?),
+        ActionDef::Render { template } => Resolved::Text(render("render", template)?),
         ActionDef::WriteFile {
             path,
             content,
             overwrite,
         } => Resolved::WriteFile {
-            path: render("write_file.path", path, ctx)?,
-            content: render("write_file.content", content, ctx)?,
+            path: render("write_file.path", path)?,
+            content: render("write_file.content", content)?,
             overwrite: *overwrite,
         },
         ActionDef::Wait { duration } => Resolved::Wait(*duration),
         ActionDef::WaitFor { duration } => {
-            let text = render("wait", duration, ctx)?;
+            let text = render("wait", duration)?;
             let duration = crate::engine::duration::parse_duration(text.trim()).map_err(|e| {
                 NodeError::new(
                     NodeErrorKind::Template,
@@ -130,8 +155,8 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
             schema,
             default,
         } => Resolved::Input {
-            message: render("input.message", message, ctx)?,
-            schema: expand_form(schema, ctx)?,
+            message: render("input.message", message)?,
+            schema: expand_form(templates, schema, ctx)?,
             default: default.clone(),
         },
         ActionDef::Sample {
@@ -139,17 +164,19 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
             system,
             max_tokens,
         } => Resolved::Sample {
-            prompt: render("sample.prompt", prompt, ctx)?,
+            prompt: render("sample.prompt", prompt)?,
             system: system
                 .as_deref()
-                .map(|s| render("sample.system", s, ctx))
+                .map(|s| render("sample.system", s))
                 .transpose()?,
             max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
         },
-        ActionDef::Value { expr, schema } => Resolved::Value(value_of(expr, schema, ctx)?),
-        ActionDef::ListDir { path } => Resolved::ListDir(render("list_dir", path, ctx)?),
+        ActionDef::Value { expr, schema } => {
+            Resolved::Value(value_of(templates, expr, schema, ctx)?)
+        }
+        ActionDef::ListDir { path } => Resolved::ListDir(render("list_dir", path)?),
         ActionDef::ReadFile { path, max_bytes } => Resolved::ReadFile {
-            path: render("read_file.path", path, ctx)?,
+            path: render("read_file.path", path)?,
             max_bytes: *max_bytes,
         },
     })
@@ -158,11 +185,14 @@ pub fn resolve(action: &ActionDef, ctx: &minijinja::Value) -> Result<Resolved, N
 /// A `value` node's expression evaluated, and checked against its schema: every misfit is
 /// named in the node's error.
 fn value_of(
+    templates: &Templates,
     expr: &str,
     schema: &Option<Value>,
     ctx: &minijinja::Value,
 ) -> Result<Value, NodeError> {
-    let value = template::eval(expr, ctx).map_err(|e| template_error("value", e))?;
+    let value = templates
+        .eval(expr, ctx)
+        .map_err(|e| template_error("value", e))?;
     let Some(schema) = schema else {
         return Ok(value);
     };
@@ -176,11 +206,17 @@ fn value_of(
 
 /// An `input` node's form with its templates expanded; choices computed upstream must
 /// come out as a non-empty list of strings.
-fn expand_form(schema: &Value, ctx: &minijinja::Value) -> Result<Value, NodeError> {
+fn expand_form(
+    templates: &Templates,
+    schema: &Value,
+    ctx: &minijinja::Value,
+) -> Result<Value, NodeError> {
     if !template::has_template(schema) {
         return Ok(schema.clone());
     }
-    let form = template::expand(schema, ctx).map_err(|e| template_error("input.schema", e))?;
+    let form = templates
+        .expand(schema, ctx)
+        .map_err(|e| template_error("input.schema", e))?;
     let properties = form["properties"].as_object().into_iter().flatten();
     for (name, property) in properties {
         for key in ["enum", "enumNames"] {

@@ -5,17 +5,169 @@
 //! Each one is total on what it is documented to take, and fails with a message that says
 //! what it got otherwise: a template error names the node it happened in.
 
-use minijinja::{Error, ErrorKind, Value};
+use minijinja::value::{Rest, ValueKind};
+use minijinja::{Error, ErrorKind, State, Value};
+
+use super::budget::{self, Budget};
 
 pub(super) fn register(env: &mut minijinja::Environment<'static>) {
-    env.add_filter("from_json", from_json);
+    guard_builtin_filters(env);
+    env.add_filter("from_json", |text: Value| {
+        budget::charge(&text, "from_json's input")?;
+        from_json(text.as_str().unwrap_or_default())
+    });
     env.add_filter("slug", slug);
     env.add_filter("number_prefix", number_prefix);
     env.add_filter("zero_pad", zero_pad);
     env.add_filter("shorten", shorten);
-    env.add_filter("tail", tail);
+    env.add_filter("tail", |items: Value, n: usize| {
+        budget::charge(&items, "tail's input")?;
+        let items: Vec<Value> = items.try_iter()?.collect();
+        Ok::<_, Error>(tail(items, n))
+    });
     env.add_function("today", today);
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
+}
+
+/// Registers each of minijinja's filters again behind a check: every argument is charged
+/// against the evaluation's fuel and output cap before the filter runs, and an argument
+/// that would make the filter build more than the cap (`indent(10**9)`, `batch(10**9)`,
+/// `replace('', big)`) is refused. Without it one filter call can do unbounded work in one
+/// instruction of fuel, or allocate until the process aborts.
+fn guard_builtin_filters(env: &mut minijinja::Environment<'static>) {
+    use minijinja::filters as f;
+    macro_rules! guarded {
+        ($($name:literal => $filter:path),* $(,)?) => {$(
+            let filter = Value::from_function($filter);
+            env.add_filter($name, move |state: &State, args: Rest<Value>| {
+                check_args($name, &args)?;
+                filter.call(state, &args)
+            });
+        )*};
+    }
+    guarded! {
+        "safe" => f::safe, "escape" => f::escape, "e" => f::escape,
+        "lower" => f::lower, "upper" => f::upper, "title" => f::title,
+        "capitalize" => f::capitalize, "replace" => f::replace, "length" => f::length,
+        "count" => f::length, "dictsort" => f::dictsort, "items" => f::items,
+        "reverse" => f::reverse, "trim" => f::trim, "join" => f::join, "split" => f::split,
+        "lines" => f::lines, "default" => f::default, "d" => f::default,
+        "round" => f::round, "abs" => f::abs, "int" => f::int, "float" => f::float,
+        "attr" => f::attr, "first" => f::first, "last" => f::last, "min" => f::min,
+        "max" => f::max, "sort" => f::sort, "list" => f::list, "string" => f::string,
+        "bool" => f::bool, "batch" => f::batch, "slice" => f::slice, "sum" => f::sum,
+        "indent" => f::indent, "select" => f::select, "reject" => f::reject,
+        "selectattr" => f::selectattr, "rejectattr" => f::rejectattr, "map" => f::map,
+        "groupby" => f::groupby, "unique" => f::unique, "chain" => f::chain,
+        "zip" => f::zip, "pprint" => f::pprint, "format" => f::format,
+        "tojson" => f::tojson,
+    }
+}
+
+/// The check of a builtin filter's arguments (the first is its input).
+fn check_args(name: &str, args: &[Value]) -> Result<(), Error> {
+    let what = format!("the input of `{name}`");
+    for arg in args {
+        budget::charge(arg, &what)?;
+    }
+    let limits = budget::limits();
+    let input = args.first().cloned().unwrap_or_default();
+    let numbers = || args.iter().skip(1).flat_map(numbers_in);
+    match name {
+        // The builders of lists with a count: the count is what they allocate.
+        "batch" | "slice" if numbers().any(|n| n > limits.max_items() as u64) => {
+            let what = format!("`{name}`'s count");
+            return Err(budget::exceeded(Budget::Output, &what));
+        }
+        // Each line gets `width` spaces.
+        "indent" => {
+            let text = input.as_str().unwrap_or_default();
+            let lines = text.bytes().filter(|&b| b == b'\n').count() as u64 + 1;
+            let widest = numbers().max().unwrap_or(0);
+            let size = lines
+                .saturating_mul(widest)
+                .saturating_add(text.len() as u64);
+            budget::check_size(
+                usize::try_from(size).unwrap_or(usize::MAX),
+                "`indent`'s result",
+            )?;
+        }
+        "tojson" | "pprint" if numbers().any(|n| n > MAX_JSON_INDENT) => {
+            let message = format!("{name}: an indent over {MAX_JSON_INDENT} is not allowed");
+            return Err(invalid(message));
+        }
+        "replace" => check_replace(args)?,
+        "join" => {
+            let separator = args.get(1).and_then(Value::as_str).map_or(0, str::len);
+            let items = input.len().unwrap_or(0);
+            let size = items.saturating_mul(separator);
+            budget::check_size(size, "`join`'s result")?;
+        }
+        "format" => check_format(input.as_str().unwrap_or_default())?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The widest indent `tojson` and `pprint` take.
+const MAX_JSON_INDENT: u64 = 16;
+
+/// The numbers among a filter's arguments, keyword arguments included.
+fn numbers_in(arg: &Value) -> Vec<u64> {
+    match arg.kind() {
+        ValueKind::Number => arg.as_i64().map(|n| n.max(0) as u64).into_iter().collect(),
+        ValueKind::Map => arg
+            .try_iter()
+            .into_iter()
+            .flatten()
+            .filter_map(|key| arg.get_item(&key).ok())
+            .filter_map(|value| value.as_i64())
+            .map(|n| n.max(0) as u64)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `replace` writes its replacement once per match, and between every character when
+/// the pattern is empty: the result must fit the output cap.
+fn check_replace(args: &[Value]) -> Result<(), Error> {
+    let text = args.first().and_then(Value::as_str).unwrap_or_default();
+    let from = args.get(1).and_then(Value::as_str).unwrap_or_default();
+    let to = args.get(2).and_then(Value::as_str).unwrap_or_default();
+    let matches = match from.is_empty() {
+        true => text.chars().count() + 1,
+        false => text.matches(from).count(),
+    };
+    let size = text.len().saturating_add(matches.saturating_mul(to.len()));
+    budget::check_size(size, "`replace`'s result")
+}
+
+/// The widest field a `format` string may ask for: minijinja pads with that many
+/// characters, and Rust panics on a precision above 65 535.
+const MAX_FORMAT_WIDTH: u64 = 1024;
+
+/// Refuses a `format` string whose widths or precisions are over [`MAX_FORMAT_WIDTH`].
+fn check_format(format: &str) -> Result<(), Error> {
+    for spec in format.split('%').skip(1) {
+        // `%(name)10s` names its argument before the flags.
+        let spec = match spec.strip_prefix('(') {
+            Some(named) => named.split_once(')').map_or("", |(_, rest)| rest),
+            None => spec,
+        };
+        let flags = spec
+            .split(|c: char| !(c.is_ascii_digit() || "-+ #.,".contains(c)))
+            .next()
+            .unwrap_or_default();
+        let too_wide = flags
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|number| !number.is_empty())
+            .any(|number| number.parse::<u64>().map_or(true, |n| n > MAX_FORMAT_WIDTH));
+        if too_wide {
+            let message = format!("format: a width over {MAX_FORMAT_WIDTH} is not allowed");
+            return Err(invalid(message));
+        }
+    }
+    Ok(())
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`. A node that reads the clock should be a `value`
@@ -119,11 +271,17 @@ pub fn tail(items: Vec<Value>, n: usize) -> Vec<Value> {
 }
 
 /// `n` written with at least `width` digits, zeros in front: `7 | zero_pad(4)` is `0007`.
+/// The padding is built here, not by a format width, which panics above 65 535; a width
+/// over the output cap is refused.
 pub fn zero_pad(n: i64, width: usize) -> Result<String, Error> {
     if n < 0 {
         return Err(invalid(format!("zero_pad: {n} is negative")));
     }
-    Ok(format!("{n:0width$}"))
+    let digits = n.to_string();
+    budget::check_size(width, "zero_pad's width")?;
+    let mut padded = "0".repeat(width.saturating_sub(digits.len()));
+    padded.push_str(&digits);
+    Ok(padded)
 }
 
 /// `text` cut to at most `max` UTF-16 code units (the unit tool limits count in), with a

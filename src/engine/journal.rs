@@ -50,6 +50,12 @@ impl RunOrigin {
 /// sampling reply to a `sample`, or a refusal), whichever way it came.
 pub const ANSWER_AUDIT: &str = "answer";
 
+/// The audit log's name for a node failed over a budget (`budget_exceeded`).
+pub const BUDGET_AUDIT: &str = "budget_exceeded";
+
+/// The audit log's name for a node whose work panicked (`internal_error`).
+pub const PANIC_AUDIT: &str = "node_panicked";
+
 /// Who answers a run's questions (`input` and `sample` nodes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Answers {

@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod attempt;
+pub mod budget;
 pub mod catalog;
 pub mod definition;
 pub mod duration;
@@ -71,6 +72,33 @@ pub struct RunOptions {
     pub owner: Owner,
 }
 
+/// The budgets of runs and of the evaluations in them, set by the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The budgets of one template or expression evaluation.
+    pub template: template::TemplateLimits,
+    /// The most instances one `for_each` node may expand to.
+    pub max_for_each: usize,
+    /// The most units (nodes and `for_each` instances) one run may have.
+    pub max_run_units: usize,
+}
+
+/// Instances one `for_each` node may have by default.
+pub const DEFAULT_MAX_FOR_EACH: usize = 10_000;
+
+/// Units one run may have by default.
+pub const DEFAULT_MAX_RUN_UNITS: usize = 100_000;
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            template: template::TemplateLimits::default(),
+            max_for_each: DEFAULT_MAX_FOR_EACH,
+            max_run_units: DEFAULT_MAX_RUN_UNITS,
+        }
+    }
+}
+
 /// A run started in the background.
 pub struct RunHandle {
     pub run_id: String,
@@ -122,11 +150,25 @@ impl Engine {
                 workspace: workspace.to_path_buf(),
                 interaction: None,
                 principal: None,
+                templates: Arc::default(),
+                limits: Limits::default(),
             }),
             single: Arc::new(single),
             journal: None,
             active: Arc::default(),
         }
+    }
+
+    /// Runs and evaluates templates under `limits` instead of the defaults.
+    pub fn with_limits(mut self, limits: Limits) -> Engine {
+        let env = Arc::make_mut(&mut self.env);
+        env.templates = Arc::new(template::Templates::new(limits.template));
+        env.limits = limits;
+        self
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.env.limits
     }
 
     /// Records every workflow run in `journal`, so that runs outlive the process.

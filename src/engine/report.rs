@@ -93,6 +93,12 @@ pub enum NodeErrorKind {
     Refused,
     /// A `value` node's value does not fit its schema.
     Invalid,
+    /// An evaluation or the run went over one of its budgets (fuel, output size, `for_each`
+    /// instances, units per run): it would do so again, so it is never retried.
+    BudgetExceeded,
+    /// The node's work panicked: a bug, contained to the node (`internal_error`). A panic
+    /// would recur on the same input, so it is not retried.
+    Panicked,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -116,6 +122,8 @@ impl NodeError {
             NodeErrorKind::Unsupported => "unsupported",
             NodeErrorKind::Refused => "refused",
             NodeErrorKind::Invalid => "invalid_value",
+            NodeErrorKind::BudgetExceeded => "budget_exceeded",
+            NodeErrorKind::Panicked => "internal_error",
         };
         NodeError {
             code,
@@ -134,7 +142,9 @@ impl NodeError {
             NodeErrorKind::Template
             | NodeErrorKind::Unsupported
             | NodeErrorKind::Refused
-            | NodeErrorKind::Invalid => false,
+            | NodeErrorKind::Invalid
+            | NodeErrorKind::BudgetExceeded
+            | NodeErrorKind::Panicked => false,
         }
     }
 
@@ -162,6 +172,8 @@ impl NodeError {
     pub fn to_stored(&self) -> String {
         let kind = match self.kind {
             NodeErrorKind::Tool(code) => format!("tool:{}", code.as_str()),
+            // Its code is a tool's code; the stored kind keeps it apart.
+            NodeErrorKind::Panicked => "panicked".to_owned(),
             _ => self.code.to_owned(),
         };
         let stored = StoredError {
@@ -180,6 +192,8 @@ impl NodeError {
             "unsupported" => NodeErrorKind::Unsupported,
             "refused" => NodeErrorKind::Refused,
             "invalid_value" => NodeErrorKind::Invalid,
+            "budget_exceeded" => NodeErrorKind::BudgetExceeded,
+            "panicked" => NodeErrorKind::Panicked,
             other => NodeErrorKind::Tool(ErrorCode::parse(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))
@@ -234,6 +248,8 @@ mod tests {
             NodeError::new(NodeErrorKind::File, "exists"),
             NodeError::new(NodeErrorKind::Unsupported, "nobody to ask"),
             NodeError::new(NodeErrorKind::Refused, "the user declined to answer"),
+            NodeError::new(NodeErrorKind::BudgetExceeded, "the template-fuel budget"),
+            NodeError::new(NodeErrorKind::Panicked, "the node's work panicked"),
         ];
         for error in errors {
             let back = NodeError::from_stored(&error.to_stored()).expect("reads back");

@@ -1,5 +1,5 @@
 //! The targets of the workflow engine: inline definitions through validation to a plan,
-//! and form answers against their schemas.
+//! form answers against their schemas, and templates under their budgets.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::parts;
 use crate::engine::plan::Plan;
+use crate::engine::template::{self, TemplateLimits, Templates};
 use crate::engine::validate::{self, Limits};
 use crate::engine::{form, loader, schema};
 use crate::tools::Tools;
@@ -139,5 +140,66 @@ fn is_form(schema: &Value) -> bool {
     loader::parse_json(&def).is_ok()
 }
 
-/// `template`: filled in below when the budgets land.
-pub fn template(_data: &[u8]) {}
+/// `template`: any template or expression evaluated under the budgets ends, with a value,
+/// a template error or a budget error, and never panics; what it produces never exceeds
+/// the output cap (for a JSON value, its size as JSON; for an expanded value, the sum over
+/// its expanded strings, as `Templates::expand` counts it). That it ends is the fuzzer's to
+/// check: an input that runs past its timeout is a finding.
+///
+/// Input: a byte choosing how the text is evaluated (rendered, evaluated as an expression
+/// or as a condition, or expanded inside a JSON value) and the budgets, then the text. The
+/// budgets are small, so that an input that would run away exhausts them at once.
+pub fn template(data: &[u8]) {
+    let [mode, source @ ..] = data else {
+        return;
+    };
+    let Ok(source) = std::str::from_utf8(source) else {
+        return;
+    };
+    let limits = TemplateLimits {
+        fuel: [1_000, 20_000, 200_000, 1][usize::from(mode >> 2 & 3)],
+        max_output: [64 * 1024, 1024, 16, 0][usize::from(mode >> 4 & 3)],
+    };
+    let templates = Templates::new(limits);
+    let ctx = minijinja::Value::from_serialize(json!({
+        "inputs": { "title": "Ship", "count": 3, "items": ["a", "b"], "text": "x{{y}}" },
+        "nodes": { "plan": { "output": { "n": 2, "list": [1, 2, 3] }, "status": "succeeded" } },
+        "run": { "id": "r1" },
+        "item": { "k": "v" },
+        "index": 0,
+    }));
+    let produced = match mode & 3 {
+        0 => templates.render(source, &ctx).map(|text| text.len()),
+        1 => templates.eval(source, &ctx).map(|value| json_size(&value)),
+        2 => templates.eval_bool(source, &ctx).map(|_| 0),
+        _ => {
+            let value = json!({ "a": source, "b": [source, { "c": source }] });
+            templates.expand(&value, &ctx).map(|expanded| {
+                let leaves = [&expanded["a"], &expanded["b"][0], &expanded["b"][1]["c"]];
+                match template::is_template(source) {
+                    true => leaves.into_iter().map(expanded_size).sum(),
+                    false => 0,
+                }
+            })
+        }
+    };
+    if let Ok(size) = produced {
+        assert!(
+            size <= limits.max_output,
+            "{size} bytes over a cap of {}",
+            limits.max_output
+        );
+    }
+}
+
+fn json_size(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(0, |text| text.len())
+}
+
+/// The size `Templates::expand` counts for one expanded string.
+fn expanded_size(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len(),
+        other => json_size(other),
+    }
+}

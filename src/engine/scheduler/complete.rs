@@ -91,6 +91,9 @@ impl Run {
         output: Option<Value>,
         error: Option<NodeError>,
     ) {
+        if let Some(error) = &error {
+            self.audit_fault(node, error);
+        }
         let stamp = self.journal.is_some();
         let unit = self.state.unit_mut(node, None);
         unit.output = output;
@@ -118,6 +121,26 @@ impl Run {
         {
             self.halt(super::Stop::NodeFailed(node));
         }
+    }
+
+    /// A node that failed over a budget, or whose work panicked, leaves an audit row: the
+    /// operator sees what was refused, or what broke, and for whom.
+    fn audit_fault(&self, node: usize, error: &NodeError) {
+        let audit = match error.kind {
+            NodeErrorKind::BudgetExceeded => crate::engine::journal::BUDGET_AUDIT,
+            NodeErrorKind::Panicked => crate::engine::journal::PANIC_AUDIT,
+            _ => return,
+        };
+        let mut args = serde_json::Map::new();
+        args.insert("code".into(), Value::String(error.code.to_owned()));
+        args.insert("error".into(), Value::String(error.message.clone()));
+        let origin = crate::tools::Origin {
+            run_id: Some(&self.run_id),
+            node_id: Some(&self.plan.nodes[node].id),
+            principal: self.env.principal.as_deref(),
+        };
+        let outcome = crate::tools::AuditOutcome::Error;
+        self.env.tools.audit(audit, &args, outcome, origin);
     }
 
     pub(super) fn node_changed(&self, node: usize) {

@@ -12,7 +12,7 @@ use crate::engine::actions::{self, Resolved};
 use crate::engine::attempt::Outcome;
 use crate::engine::plan::NodeAction;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
-use crate::engine::{template, trigger};
+use crate::engine::trigger;
 
 impl Run {
     /// Decides every node whose upstream is complete: skip it, fail it, or queue its units.
@@ -32,6 +32,15 @@ impl Run {
         }
         let plan = Arc::clone(&self.plan);
         let node = &plan.nodes[i];
+        if self.units > self.env.limits.max_run_units {
+            let message = format!(
+                "node `{}`: the run has {} nodes, over the max-run-units budget ({})",
+                node.id,
+                plan.nodes.len(),
+                self.env.limits.max_run_units
+            );
+            return self.fail(i, NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
         let upstream = node.upstream.iter().map(|&u| self.state.status(u));
         if let Err(reason) = trigger::verdict(node.trigger, upstream) {
             return self.complete(i, NodeStatus::Skipped, Some(reason.to_owned()), None, None);
@@ -51,34 +60,31 @@ impl Run {
             false => minijinja::Value::UNDEFINED,
         };
         if let Some(when) = &node.when {
-            match template::eval_bool(when, &ctx) {
+            match self.env.templates.eval_bool(when, &ctx) {
                 Ok(true) => {}
                 Ok(false) => {
                     let reason = Some("condition false".into());
                     return self.complete(i, NodeStatus::Skipped, reason, None, None);
                 }
-                Err(e) => {
-                    let error = NodeError::new(NodeErrorKind::Template, format!("when: {e}"));
-                    return self.fail(i, error);
-                }
+                Err(e) => return self.fail(i, actions::template_error("when", e)),
             }
         }
         let Some(expr) = &node.for_each else {
-            let resolved = actions::resolve(action, &ctx);
+            let resolved = actions::resolve(&self.env.templates, action, &ctx);
             return self.queue_unit(i, None, resolved);
         };
-        let items = match template::eval(expr, &ctx) {
+        let items = match self.env.templates.eval(expr, &ctx) {
             Ok(Value::Array(items)) => items,
             Ok(other) => {
                 let kind = json_type(&other);
                 let error = format!("for_each: expected a list, got {kind}");
                 return self.fail(i, NodeError::new(NodeErrorKind::Template, error));
             }
-            Err(e) => {
-                let error = NodeError::new(NodeErrorKind::Template, format!("for_each: {e}"));
-                return self.fail(i, error);
-            }
+            Err(e) => return self.fail(i, actions::template_error("for_each", e)),
         };
+        if let Err(error) = self.admit_instances(i, items.len()) {
+            return self.fail(i, error);
+        }
         if items.is_empty() {
             let output = Some(Value::Array(Vec::new()));
             return self.complete(i, NodeStatus::Succeeded, None, output, None);
@@ -94,7 +100,7 @@ impl Run {
                 continue;
             }
             let ctx = self.context(i, Some((item, k)));
-            let resolved = actions::resolve(action, &ctx);
+            let resolved = actions::resolve(&self.env.templates, action, &ctx);
             self.queue_unit(i, Some(k), resolved);
         }
         if self.state.fans[i]
@@ -103,6 +109,33 @@ impl Run {
         {
             self.collect(i);
         }
+    }
+
+    /// Counts `n` instances of node `i` against the `for_each` and the run's unit budgets:
+    /// over either, the node fails before any instance is made.
+    fn admit_instances(&mut self, i: usize, n: usize) -> Result<(), NodeError> {
+        let limits = self.env.limits;
+        let id = &self.plan.nodes[i].id;
+        if n > limits.max_for_each {
+            let message = format!(
+                "for_each: node `{id}` expands to {n} instances, over the max-for-each \
+                 budget ({})",
+                limits.max_for_each
+            );
+            return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
+        // The node itself is already counted among the plan's nodes.
+        let units = self.units.saturating_add(n.saturating_sub(1));
+        if units > limits.max_run_units {
+            let message = format!(
+                "for_each: node `{id}` would bring the run to {units} units, over the \
+                 max-run-units budget ({})",
+                limits.max_run_units
+            );
+            return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
+        self.units = units;
+        Ok(())
     }
 
     pub(super) fn queue_unit(
@@ -114,9 +147,9 @@ impl Run {
         match resolved {
             Ok(action) => self.unit_ready.push_back((node, instance, action)),
             Err(error) => self.settle_wake(UnitWake {
+                outcome: Outcome::Failed(self.named(node, error)),
                 node,
                 instance,
-                outcome: Outcome::Failed(error),
                 attempted: false,
                 action: None,
             }),
@@ -125,7 +158,19 @@ impl Run {
 
     /// Fails node `i`; a `fail_run` node stops the run (see `node_finished`).
     pub(super) fn fail(&mut self, i: usize, error: NodeError) {
+        let error = self.named(i, error);
         self.complete(i, NodeStatus::Failed, None, None, Some(error));
+    }
+
+    /// A budget error names its node, so that the message alone says where it happened.
+    fn named(&self, i: usize, error: NodeError) -> NodeError {
+        let id = &self.plan.nodes[i].id;
+        let tag = format!("node `{id}`");
+        if error.kind != NodeErrorKind::BudgetExceeded || error.message.contains(&tag) {
+            return error;
+        }
+        let message = format!("{tag}: {}", error.message);
+        NodeError { message, ..error }
     }
 
     /// The template context of node `i`: inputs, the nodes it reads, the run, the item.

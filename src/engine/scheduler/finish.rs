@@ -10,7 +10,6 @@ use super::{Run, Stop};
 use crate::engine::journal::RunEnd;
 use crate::engine::observer::Event;
 use crate::engine::report::{NodeReport, NodeReports, NodeStatus, RunReport, RunStatus};
-use crate::engine::template;
 
 impl Run {
     pub(super) fn finalize(mut self) -> RunReport {
@@ -109,7 +108,7 @@ impl Run {
         let ctx = minijinja::context! { inputs, nodes, run };
         let mut first_error = None;
         for (name, expr) in &self.plan.output {
-            match template::eval(expr, &ctx) {
+            match self.env.templates.eval(expr, &ctx) {
                 Ok(value) => {
                     output.insert(name.clone(), value);
                 }

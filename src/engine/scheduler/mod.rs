@@ -135,6 +135,9 @@ pub(super) struct Run {
     committed_at: std::time::Instant,
     unit_cancels: Option<tokio::sync::mpsc::UnboundedReceiver<UnitCancel>>,
     unit_tokens: cancel::UnitTokens,
+    /// The run's units so far (its nodes and the instances of its `for_each` nodes),
+    /// counted against `max_run_units`.
+    units: usize,
 }
 
 /// What woke the run loop.
@@ -204,6 +207,7 @@ impl Run {
             committed_at: std::time::Instant::now(),
             unit_cancels: setup.unit_cancels,
             unit_tokens: Default::default(),
+            units: n,
             plan,
         }
     }
