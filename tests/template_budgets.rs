@@ -33,7 +33,8 @@ fn piece() -> impl Strategy<Value = String> {
 }
 
 fn limits() -> impl Strategy<Value = TemplateLimits> {
-    (1u64..50_000, 0usize..10_000).prop_map(|(fuel, max_output)| TemplateLimits { fuel, max_output })
+    (1u64..50_000, 0usize..10_000)
+        .prop_map(|(fuel, max_output)| TemplateLimits { fuel, max_output })
 }
 
 fn ctx() -> minijinja::Value {
