@@ -98,3 +98,11 @@ fn an_expression_closing_a_block_it_never_opened_is_refused_without_a_panic() {
         "expression_closing_a_block_it_never_opened",
     );
 }
+
+/// A file where one line's token is the end of another line's name and the backtick that
+/// quotes that name in its problem: the text of the problem holds the token, but no token
+/// is shown. (The property was too strict; the parser was right.)
+#[test]
+fn a_token_that_spans_a_shown_name_and_its_quote_is_no_token_shown() {
+    replay("tokens_file", "token_spanning_a_shown_name_and_its_quote");
+}
