@@ -106,3 +106,9 @@ fn an_expression_closing_a_block_it_never_opened_is_refused_without_a_panic() {
 fn a_token_that_spans_a_shown_name_and_its_quote_is_no_token_shown() {
     replay("tokens_file", "token_spanning_a_shown_name_and_its_quote");
 }
+
+/// The same, where the name that holds the token also holds other lines' names.
+#[test]
+fn a_token_inside_a_name_that_holds_other_names_is_no_token_shown() {
+    replay("tokens_file", "token_inside_a_name_holding_other_names");
+}

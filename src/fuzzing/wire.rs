@@ -116,14 +116,18 @@ fn chunks(stream: &[u8], step: u8) -> Vec<&[u8]> {
 /// else to anyone; a file that does not never shows a token in its problems.
 pub fn tokens_file(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let pairs: Vec<(&str, &str)> = text
+    // The `name token` lines, by line number as the problems count them.
+    let pairs: Vec<(usize, &str, &str)> = text
         .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .filter_map(|line| {
+        .enumerate()
+        .filter_map(|(index, line)| {
+            let line = line.trim();
+            if line.starts_with('#') {
+                return None;
+            }
             let fields: Vec<&str> = line.split_whitespace().collect();
             match fields[..] {
-                [name, token] => Some((name, token)),
+                [name, token] => Some((index + 1, name, token)),
                 _ => None,
             }
         })
@@ -131,12 +135,12 @@ pub fn tokens_file(data: &[u8]) {
     match Tokens::parse(&text) {
         Ok(tokens) => {
             assert!(!pairs.is_empty(), "a file with no token is accepted");
-            for (name, token) in &pairs {
+            for (_, name, token) in &pairs {
                 let principal = tokens.principal(token.as_bytes()).map(|p| p.0.as_str());
                 assert_eq!(principal, Some(*name), "the token of `{name}`");
                 let mut longer = token.as_bytes().to_vec();
                 longer.push(b'!');
-                if !pairs.iter().any(|(_, t)| t.as_bytes() == longer) {
+                if !pairs.iter().any(|(_, _, t)| t.as_bytes() == longer) {
                     assert_eq!(tokens.principal(&longer), None, "a longer token is taken");
                 }
             }
@@ -145,13 +149,18 @@ pub fn tokens_file(data: &[u8]) {
         Err(problems) => {
             assert!(!problems.is_empty());
             for problem in &problems {
-                // Names are shown, and a token may be written inside one, or span a name
-                // and the quotes around it: what is left without the names is checked.
-                let mut rest = problem.clone();
-                for (name, _) in &pairs {
-                    rest = rest.replace(name, "\n");
-                }
-                for (_, token) in pairs.iter().filter(|(_, token)| token.len() >= 16) {
+                // A problem shows the name of its line, and a token may be written inside
+                // that name, or span it and its quotes: what is left without it is checked.
+                let line = problem
+                    .strip_prefix("line ")
+                    .and_then(|rest| rest.split_once(':'))
+                    .and_then(|(number, _)| number.parse::<usize>().ok());
+                let shown = pairs.iter().find(|(number, _, _)| Some(*number) == line);
+                let rest = match shown {
+                    Some((_, name, _)) => problem.replace(name, "\n"),
+                    None => problem.clone(),
+                };
+                for (_, _, token) in pairs.iter().filter(|(_, _, token)| token.len() >= 16) {
                     assert!(!rest.contains(token), "a problem shows a token: {problem}");
                 }
             }
