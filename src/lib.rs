@@ -17,3 +17,6 @@ pub mod server;
 pub mod store;
 pub mod tasks;
 pub mod tools;
+
+#[doc(hidden)]
+pub mod fuzzing;

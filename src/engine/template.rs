@@ -167,7 +167,7 @@ impl Templates {
         expr: &str,
         ctx: &minijinja::Value,
     ) -> Result<minijinja::Value, TemplateError> {
-        let expression = self.env.compile_expression(expr)?;
+        let expression = compile_expression(&self.env, expr)?;
         expression.eval(ctx).map_err(|e| self.error(armed, e))
     }
 
@@ -235,6 +235,50 @@ impl Templates {
     }
 }
 
+/// An expression compiled, once it is known not to close a variable block (`}}`) that it
+/// never opened.
+///
+/// minijinja 2.24 lexes a standalone expression as the inside of a `{{ … }}`: a `}}`
+/// there (outside brackets and strings) ends that block, and any input after it makes
+/// the lexer panic on its empty stack. Such a `}}` is never valid in an expression, so it
+/// is refused here, before the lexer sees it.
+fn compile_expression<'e, 's>(
+    env: &'e Environment<'static>,
+    expr: &'s str,
+) -> Result<minijinja::Expression<'e, 's>, TemplateError> {
+    if let Some(at) = closes_a_block(expr) {
+        return Err(TemplateError::Failed(format!(
+            "syntax error: unexpected `}}}}` at byte {at} of the expression"
+        )));
+    }
+    Ok(env.compile_expression(expr)?)
+}
+
+/// Where `expr` holds a `}}` that minijinja's lexer would take for the end of a variable
+/// block: outside string literals, with every bracket opened before it closed. The scan
+/// follows the lexer: brackets of the three kinds count alike, and a string runs to the
+/// next unescaped quote of its kind.
+fn closes_a_block(expr: &str) -> Option<usize> {
+    let bytes = expr.as_bytes();
+    let (mut at, mut balance) = (0, 0isize);
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'\'' | b'"') => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != quote {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'}' if balance == 0 && bytes.get(at + 1) == Some(&b'}') => return Some(at),
+            b'(' | b'[' | b'{' => balance += 1,
+            b')' | b']' | b'}' => balance -= 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
 /// Whether `text` uses template syntax at all; plain strings are taken literally.
 pub fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%") || text.contains("{#")
@@ -264,7 +308,7 @@ pub fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateErr
 
 /// The dotted variable paths an expression names.
 pub fn expression_references(expr: &str) -> Result<BTreeSet<String>, TemplateError> {
-    let expression = COMPILER.compile_expression(expr)?;
+    let expression = compile_expression(&COMPILER, expr)?;
     Ok(expression.undeclared_variables(true).into_iter().collect())
 }
 
@@ -361,6 +405,26 @@ mod tests {
             refs.contains("inputs.count") && refs.contains("run.id"),
             "{refs:?}"
         );
+    }
+
+    #[test]
+    fn an_expression_that_closes_a_block_it_never_opened_is_a_syntax_error() {
+        let templates = Templates::default();
+        // Each of these made minijinja's lexer panic.
+        for expr in ["inputs.x }}.\n", "a }} b", "(1) }}}}", "x -}} y", "{} }} {"] {
+            let error = expression_references(expr).unwrap_err();
+            assert!(
+                error.to_string().contains("unexpected `}}`"),
+                "{expr}: {error}"
+            );
+            assert!(templates.eval(expr, &ctx()).is_err(), "{expr}");
+            assert!(templates.eval_bool(expr, &ctx()).is_err(), "{expr}");
+        }
+        // A `}}` in a string or closing nested brackets is no block's end.
+        let eval = |expr: &str| templates.eval(expr, &ctx()).unwrap();
+        assert_eq!(eval("'}}' ~ 'x }} y'"), json!("}}x }} y"));
+        assert_eq!(eval("{'a': {'b': 1}}.a.b"), json!(1));
+        assert_eq!(eval("[{'a': '\\'}}'}]"), json!([{"a": "'}}"}]));
     }
 
     #[test]

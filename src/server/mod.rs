@@ -15,7 +15,7 @@ mod progress;
 mod results;
 mod run_tools;
 mod tasks;
-mod wire;
+pub(crate) mod wire;
 mod workflow_tools;
 
 pub use wire::DEFAULT_WRITE_QUEUE;

@@ -3,12 +3,12 @@
 //! Every call goes through [`Tools::invoke`]: validate the raw arguments strictly, run,
 //! append an audit row, and return a structured result. Nothing here knows MCP.
 
-mod add_task;
-mod complete_task;
-mod delete_task;
-mod list_tasks;
+pub(crate) mod add_task;
+pub(crate) mod complete_task;
+pub(crate) mod delete_task;
+pub(crate) mod list_tasks;
 mod schema;
-mod search_tasks;
+pub(crate) mod search_tasks;
 pub mod validate;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -332,5 +332,7 @@ fn append_audit(
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;

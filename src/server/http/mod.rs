@@ -16,9 +16,9 @@
 //!
 //! Invariant: no token reaches a log line or a response.
 
-mod rewrite;
+pub(crate) mod rewrite;
 mod sessions;
-mod tokens;
+pub(crate) mod tokens;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -27,11 +27,11 @@ use crate::server::wire::legacy::{self, Patch, Route};
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// What the answer to a request needs on its way out.
-pub(super) struct Outbound {
-    id: Value,
-    patch: Patch,
-    tasks: bool,
-    legacy: bool,
+pub(crate) struct Outbound {
+    pub(crate) id: Value,
+    pub(crate) patch: Patch,
+    pub(crate) tasks: bool,
+    pub(crate) legacy: bool,
 }
 
 /// Reads a POST's body and applies the legacy layer to it. `Err` is the reply to give
@@ -156,13 +156,13 @@ fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
 
 /// An SSE stream read event by event until the awaited answer has passed; the rest
 /// streams through untouched.
-struct Events {
+pub(crate) struct Events {
     awaited: Option<Outbound>,
     pending: BytesMut,
 }
 
 impl Events {
-    fn new(outbound: Outbound) -> Events {
+    pub(crate) fn new(outbound: Outbound) -> Events {
         Events {
             awaited: Some(outbound),
             pending: BytesMut::new(),
@@ -170,7 +170,7 @@ impl Events {
     }
 
     /// The bytes to send for a chunk received: whole events, the awaited one patched.
-    fn feed(&mut self, chunk: Bytes) -> Bytes {
+    pub(crate) fn feed(&mut self, chunk: Bytes) -> Bytes {
         let Some(outbound) = &self.awaited else {
             return chunk;
         };

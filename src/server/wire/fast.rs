@@ -9,10 +9,13 @@
 //!
 //! Invariant: this path takes only what the general path takes, and gives the same
 //! message for it; anything else (a notification, a response, a misfit, an unknown key
-//! in the frame) returns `None` and goes the general way, which parses and reports it
-//! exactly as before.
+//! in the frame or in the parameters) returns `None` and goes the general way, which
+//! parses and reports it exactly as before. A key rmcp ignores is still read whole by the
+//! general path, which refuses what no JSON value holds (a number beyond `f64`, say):
+//! so no key is skipped here unread.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -22,7 +25,8 @@ use rmcp::model::{
     UpdateTaskRequest,
 };
 use rmcp::service::RxJsonRpcMessage;
-use serde::Deserialize;
+use serde::de::{MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 /// A request's frame, its parameters left as text.
@@ -37,10 +41,11 @@ struct Frame<'a> {
     params: &'a RawValue,
 }
 
-/// `tools/call`'s parameters. Unknown keys are ignored, as rmcp ignores them (a
-/// 2025-11-25 `task` among them, which the legacy layer reads from the text).
+/// `tools/call`'s parameters. rmcp ignores a 2025-11-25 `task` (the legacy layer reads
+/// it from the text), so it is read here and dropped; any other key rmcp does not know
+/// is left to the general path.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CallParams {
     name: String,
     arguments: Option<JsonObject>,
@@ -48,11 +53,67 @@ struct CallParams {
     request_state: Option<String>,
     #[serde(rename = "_meta")]
     meta: Option<JsonObject>,
+    #[serde(rename = "task")]
+    _task: Option<Whole>,
+}
+
+/// A JSON value read whole, as the general path reads every value (each number converted,
+/// each string decoded), and kept nowhere.
+struct Whole;
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Whole, D::Error> {
+        deserializer.deserialize_any(Whole)
+    }
+}
+
+impl<'de> Visitor<'de> for Whole {
+    type Value = Whole;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_unit<E>(self) -> Result<Whole, E> {
+        Ok(Whole)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Whole, A::Error> {
+        while items.next_element::<Whole>()?.is_some() {}
+        Ok(Whole)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Whole, A::Error> {
+        while entries.next_key::<Whole>()?.is_some() {
+            entries.next_value::<Whole>()?;
+        }
+        Ok(Whole)
+    }
 }
 
 /// The parameters of `tasks/get` and `tasks/cancel`.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct TaskParams {
     task_id: String,
     #[serde(rename = "_meta")]
@@ -61,7 +122,7 @@ struct TaskParams {
 
 /// `tasks/update`'s parameters.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct UpdateParams {
     task_id: String,
     input_responses: InputResponses,
@@ -70,7 +131,7 @@ struct UpdateParams {
 }
 
 /// The request of a frequent method, or `None` for the general path to parse.
-pub(super) fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+pub(crate) fn frequent_request(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     let frame: Frame<'_> = serde_json::from_slice(text).ok()?;
     let params = frame.params.get();
     let request = match frame.method.as_ref() {
@@ -156,7 +217,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":4,"method":"tasks/cancel","params":{"taskId":"t"}}"#.to_owned(),
             format!(r#"{{"params":{{{meta},"taskId":"t"}},"method":"tasks/cancel","id":"c","jsonrpc":"2.0"}}"#),
             r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"w","arguments":null,"requestState":"s","inputResponses":{"q":{"action":"decline"}}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"w","_meta":null,"extra":[1]}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"w","_meta":null,"task":{"ttl":[1e3,"\u00e9",null,true]}}}"#.to_owned(),
         ];
         for line in &lines {
             let fast = frequent_request(line.as_bytes()).expect(line);
@@ -185,6 +246,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get"}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"taskId":"t"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"\ud800"}}"#,
+            // A key rmcp ignores, but reads whole: this number fits no f64.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","extra":{"a":1e400}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t","extra":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{"ttl":1e400}}}"#,
         ];
         for line in lines {
             assert!(frequent_request(line.as_bytes()).is_none(), "{line}");

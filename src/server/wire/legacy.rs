@@ -229,25 +229,37 @@ pub(crate) fn rename_json(raw: &mut Value) {
 pub(crate) fn patch_result(patch: Patch, tasks: bool, legacy: bool, result: &mut Value) {
     match patch {
         Patch::Initialize if tasks => {
-            let capabilities = &mut result["capabilities"];
-            capabilities["tasks"] = json!({
-                "list": {},
-                "cancel": {},
-                "requests": { "tools": { "call": {} } }
-            });
+            // Indexing a JSON value that is no object panics on assignment: a result of
+            // another shape is left as it is.
+            let Some(result) = result.as_object_mut() else {
+                return;
+            };
+            let capabilities = result.entry("capabilities").or_insert(Value::Null);
+            if capabilities.is_null() {
+                *capabilities = json!({});
+            }
+            let Some(capabilities) = capabilities.as_object_mut() else {
+                return;
+            };
+            capabilities.insert(
+                "tasks".into(),
+                json!({
+                    "list": {},
+                    "cancel": {},
+                    "requests": { "tools": { "call": {} } }
+                }),
+            );
             // The extension is for 2026-07-28 requests; `server/discover` names it.
-            if let Some(extensions) = capabilities["extensions"].as_object_mut() {
+            if let Some(Value::Object(extensions)) = capabilities.get_mut("extensions") {
                 extensions.remove(TASKS_EXTENSION);
-                if extensions.is_empty()
-                    && let Some(capabilities) = capabilities.as_object_mut()
-                {
+                if extensions.is_empty() {
                     capabilities.remove("extensions");
                 }
             }
         }
         Patch::Initialize => {}
         Patch::ToolsList => {
-            if let Some(tools) = result["tools"].as_array_mut() {
+            if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
                 for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
                     mark_task_support(tool, legacy);
                 }

@@ -14,10 +14,10 @@
 //! write error (the client is gone) ends the queue, so that nothing waits on it for ever.
 
 mod direct;
-mod fast;
+pub(crate) mod fast;
 mod flights;
 pub(crate) mod legacy;
-mod screen;
+pub(crate) mod screen;
 
 use std::sync::Arc;
 

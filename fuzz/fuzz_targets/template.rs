@@ -1,0 +1,4 @@
+//! `template`: the oracle is documented on `mcp_task_server::fuzzing::template`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_task_server::fuzzing::template(data));

@@ -1,0 +1,169 @@
+//! The targets at the edges of the transports: the stdio screen, the HTTP event rewrite,
+//! and the tokens file.
+
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::server::http::rewrite::{Events, Outbound};
+use crate::server::http::tokens::Tokens;
+use crate::server::wire::legacy::Patch;
+use crate::server::wire::screen::{Screened, screen, screen_general, top_level_id};
+
+/// `stdio_screen`: the screen with its fast parse answers every line exactly as the
+/// general parse alone does.
+///
+/// "The same" is: the same rmcp message (equal as JSON and in its `Debug` form, which
+/// shows the `_meta` kept in the request's extensions), or the same error reply, or both
+/// skipping the line. And a line the screen skips carries no id that would await a reply.
+pub fn stdio_screen(data: &[u8]) {
+    let fast = screen(data);
+    let general = screen_general(data);
+    match (&fast, &general) {
+        (Screened::Message(fast), Screened::Message(general)) => {
+            assert_eq!(
+                serde_json::to_value(fast).ok(),
+                serde_json::to_value(general).ok(),
+                "the two parses give different messages"
+            );
+            assert_eq!(format!("{fast:?}"), format!("{general:?}"));
+        }
+        (Screened::Reply(fast), Screened::Reply(general)) => assert_eq!(fast, general),
+        (Screened::Skip, Screened::Skip) => {
+            let text = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
+            let id = top_level_id(text.trim_ascii());
+            assert!(
+                id.is_none(),
+                "a message with id {id:?} is skipped unanswered"
+            );
+        }
+        _ => panic!(
+            "the fast path screens as {}, the general path as {}",
+            kind(&fast),
+            kind(&general)
+        ),
+    }
+}
+
+fn kind(screened: &Screened) -> &'static str {
+    match screened {
+        Screened::Message(_) => "a message",
+        Screened::Reply(_) => "a reply",
+        Screened::Skip => "nothing",
+    }
+}
+
+/// `http_rewrite`: an SSE stream fed to the rewrite in any chunking gives the bytes it
+/// gives fed whole; and while no event was patched, what comes out is what went in.
+///
+/// Input: a byte of flags (patch, tasks, legacy, and the awaited id in the high bits), a
+/// byte that shapes the chunking, then the stream.
+pub fn http_rewrite(data: &[u8]) {
+    let [flags, step, stream @ ..] = data else {
+        return;
+    };
+    let outbound = || Outbound {
+        id: json!(flags >> 3),
+        patch: match flags & 1 {
+            0 => Patch::Initialize,
+            _ => Patch::ToolsList,
+        },
+        tasks: flags & 2 != 0,
+        legacy: flags & 4 != 0,
+    };
+    let whole = feed(Events::new(outbound()), [stream]);
+    let bytewise = feed(Events::new(outbound()), stream.chunks(1));
+    assert_eq!(whole, bytewise, "fed byte by byte");
+    let chunked = feed(Events::new(outbound()), chunks(stream, *step));
+    assert_eq!(whole, chunked, "fed in chunks shaped by {step}");
+    if whole.len() < stream.len() && stream.starts_with(&whole) {
+        // Nothing patched: every whole event came out, and no part of one.
+        assert!(
+            whole.is_empty() || whole.ends_with(b"\n\n"),
+            "part of an event let through"
+        );
+        let held = &stream[whole.len()..];
+        assert!(
+            !held.windows(2).any(|w| w == b"\n\n"),
+            "a whole event held back"
+        );
+    }
+}
+
+fn feed<'a>(mut events: Events, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in chunks {
+        out.extend_from_slice(&events.feed(Bytes::copy_from_slice(chunk)));
+    }
+    out
+}
+
+/// `stream` cut into chunks of sizes 1 to 32, in a sequence set by `step`, so that the
+/// cuts fall inside `\n\n` and inside `data:` lines as well as between events.
+fn chunks(stream: &[u8], step: u8) -> Vec<&[u8]> {
+    let mut chunks = Vec::new();
+    let (mut at, mut state) = (0, u32::from(step) | 1);
+    while at < stream.len() {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let size = 1 + (state >> 16) as usize % 32;
+        let end = (at + size).min(stream.len());
+        chunks.push(&stream[at..end]);
+        at = end;
+    }
+    chunks
+}
+
+/// `tokens_file`: a file that parses maps each of its tokens to its name, and nothing
+/// else to anyone; a file that does not never shows a token in its problems.
+pub fn tokens_file(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    // The `name token` lines, by line number as the problems count them.
+    let pairs: Vec<(usize, &str, &str)> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(index, line)| {
+            let line = line.trim();
+            if line.starts_with('#') {
+                return None;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match fields[..] {
+                [name, token] => Some((index + 1, name, token)),
+                _ => None,
+            }
+        })
+        .collect();
+    match Tokens::parse(&text) {
+        Ok(tokens) => {
+            assert!(!pairs.is_empty(), "a file with no token is accepted");
+            for (_, name, token) in &pairs {
+                let principal = tokens.principal(token.as_bytes()).map(|p| p.0.as_str());
+                assert_eq!(principal, Some(*name), "the token of `{name}`");
+                let mut longer = token.as_bytes().to_vec();
+                longer.push(b'!');
+                if !pairs.iter().any(|(_, _, t)| t.as_bytes() == longer) {
+                    assert_eq!(tokens.principal(&longer), None, "a longer token is taken");
+                }
+            }
+            assert_eq!(tokens.principal(b""), None);
+        }
+        Err(problems) => {
+            assert!(!problems.is_empty());
+            for problem in &problems {
+                // A problem shows the name of its line, and a token may be written inside
+                // that name, or span it and its quotes: what is left without it is checked.
+                let line = problem
+                    .strip_prefix("line ")
+                    .and_then(|rest| rest.split_once(':'))
+                    .and_then(|(number, _)| number.parse::<usize>().ok());
+                let shown = pairs.iter().find(|(number, _, _)| Some(*number) == line);
+                let rest = match shown {
+                    Some((_, name, _)) => problem.replace(name, "\n"),
+                    None => problem.clone(),
+                };
+                for (_, _, token) in pairs.iter().filter(|(_, _, token)| token.len() >= 16) {
+                    assert!(!rest.contains(token), "a problem shows a token: {problem}");
+                }
+            }
+        }
+    }
+}
