@@ -1,0 +1,326 @@
+//! The HTTP connections themselves, before any request reaches the gate: how many may be
+//! open, how long a client may take to send a request's head, how long a keep-alive
+//! connection may sit idle, and what happens when `accept` fails.
+//!
+//! All of this is checked before any token is, so that a peer that never authenticates
+//! cannot hold the server's file descriptors, memory or CPU:
+//! - at most `max` connections are open; beyond that, new ones wait in the kernel's
+//!   accept backlog (no descriptor, no task) until one closes;
+//! - a connection must deliver a complete request head within `header_timeout` of its
+//!   first byte (or of being accepted), else it is closed;
+//! - a keep-alive connection with no request in progress is closed after
+//!   `idle_timeout`; a response still streaming (an SSE stream) is a request in progress
+//!   and is never cut;
+//! - a failing `accept` (out of file descriptors, say) is retried after a pause that
+//!   grows to a second, with one log line per burst of failures.
+//!
+//! hyper's own header-read timeout is not used: it starts counting as soon as a
+//! connection turns idle, so it would close every idle keep-alive connection after the
+//! header timeout, and the idle timeout could never be longer.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Body, Gate};
+
+/// The longest pause between two attempts to accept after `accept` failed.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The first pause after `accept` failed.
+const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+
+/// The limits on connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// At most this many connections are open at once.
+    pub max: usize,
+    /// How long a client has to send a complete request head.
+    pub header_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+}
+
+/// Accepts connections and serves each on a task of its own until `shutdown` is
+/// cancelled; returns the tasks of the connections still open.
+pub(super) async fn accept(
+    listener: TcpListener,
+    gate: Arc<Gate>,
+    limits: Limits,
+    shutdown: CancellationToken,
+) -> JoinSet<()> {
+    let slots = Arc::new(Semaphore::new(limits.max));
+    let mut connections = JoinSet::new();
+    let mut backoff = Backoff::default();
+    loop {
+        // Finished connections are dropped here, so that the set holds open ones only.
+        while connections.try_join_next().is_some() {}
+        // Take a slot before accepting: at the cap, new connections wait in the backlog.
+        let slot = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                let pause = backoff.failed(&error);
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => continue,
+                }
+            }
+        };
+        backoff.succeeded();
+        // Responses go out in pieces (the head, then each SSE event): without this,
+        // Nagle's algorithm holds each piece back until the client acknowledges the one
+        // before, which a client delaying its acknowledgements makes 40 ms.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+        }
+        let connection = serve(stream, peer, gate.clone(), limits, shutdown.clone(), slot);
+        connections.spawn(connection);
+    }
+    connections
+}
+
+/// The pauses after failed `accept`s: growing while they fail, logged once per burst.
+#[derive(Default)]
+struct Backoff {
+    /// The failures since the last accepted connection.
+    failures: u64,
+    pause: Duration,
+}
+
+impl Backoff {
+    /// How long to wait after `error`.
+    fn failed(&mut self, error: &io::Error) -> Duration {
+        if self.failures == 0 {
+            tracing::warn!(
+                %error,
+                "cannot accept connections; retrying with pauses of up to {MAX_BACKOFF:?} \
+                 (if out of file descriptors, raise `ulimit -n` or lower \
+                 --http-max-connections)"
+            );
+        }
+        self.failures += 1;
+        self.pause = (self.pause * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+        self.pause
+    }
+
+    fn succeeded(&mut self) {
+        if self.failures > 0 {
+            tracing::info!(failures = self.failures, "accepting connections again");
+        }
+        *self = Backoff::default();
+    }
+}
+
+/// Serves one connection until it ends, times out, or shutdown has let it finish.
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    gate: Arc<Gate>,
+    limits: Limits,
+    shutdown: CancellationToken,
+    _slot: OwnedSemaphorePermit,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        stream,
+        activity: activity.clone(),
+    });
+    let served = activity.clone();
+    let service = hyper::service::service_fn(move |request| {
+        let busy = served.begin();
+        let handled = gate.clone().handle(request);
+        async move {
+            let response = handled.await?;
+            Ok::<_, std::convert::Infallible>(busy.until_sent(response))
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    let served = tokio::select! {
+        served = connection.as_mut() => served,
+        expired = activity.expired(limits) => {
+            tracing::debug!(%peer, "closing the HTTP connection: {expired}");
+            return;
+        }
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = served {
+        tracing::debug!(%peer, %error, "HTTP connection ended with an error");
+    }
+}
+
+/// What a connection is doing, which decides the timeout that applies to it.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for a request's head, since this instant.
+    Head(Instant),
+    /// This many requests are being served (their responses not yet all sent).
+    Serving(usize),
+    /// Waiting for the next request since this instant, with no byte of it yet.
+    Idle(Instant),
+}
+
+/// A connection's phase, shared by its reads, its requests and its watchdog.
+struct Activity {
+    phase: Mutex<Phase>,
+    changed: Notify,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            phase: Mutex::new(Phase::Head(Instant::now())),
+            changed: Notify::new(),
+        }
+    }
+
+    fn set(&self, phase: Phase) {
+        *self.phase.lock() = phase;
+        self.changed.notify_waiters();
+    }
+
+    /// Bytes arrived: an idle connection now owes a request head.
+    fn received(&self) {
+        let mut phase = self.phase.lock();
+        if let Phase::Idle(_) = *phase {
+            *phase = Phase::Head(Instant::now());
+            drop(phase);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// A request's head was read: the connection serves it until its response is sent.
+    fn begin(self: &Arc<Self>) -> Busy {
+        let serving = match *self.phase.lock() {
+            Phase::Serving(n) => n + 1,
+            Phase::Head(_) | Phase::Idle(_) => 1,
+        };
+        self.set(Phase::Serving(serving));
+        Busy(self.clone())
+    }
+
+    /// Resolves when the connection has overstayed its phase, saying which way.
+    async fn expired(&self, limits: Limits) -> &'static str {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the phase is read, so that no change is missed.
+            changed.as_mut().enable();
+            let deadline = match *self.phase.lock() {
+                Phase::Head(since) => Some((since + limits.header_timeout, "no request head")),
+                Phase::Idle(since) => Some((since + limits.idle_timeout, "idle")),
+                Phase::Serving(_) => None,
+            };
+            match deadline {
+                None => changed.await,
+                Some((at, why)) => tokio::select! {
+                    _ = changed => {}
+                    _ = tokio::time::sleep_until(at) => return why,
+                },
+            }
+        }
+    }
+}
+
+/// A request being served; when dropped, the connection is idle unless it serves others.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    /// The response, holding this until its body has been sent or dropped.
+    fn until_sent(self, response: http::Response<Body>) -> http::Response<Body> {
+        use http_body_util::BodyExt;
+        response.map(|body| {
+            body.map_frame(move |frame| {
+                let _held = &self;
+                frame
+            })
+            .boxed()
+        })
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let next = match *self.0.phase.lock() {
+            Phase::Serving(n) if n > 1 => Phase::Serving(n - 1),
+            _ => Phase::Idle(Instant::now()),
+        };
+        self.0.set(next);
+    }
+}
+
+/// A TCP stream that tells its connection's [`Activity`] when bytes arrive.
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.received();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
