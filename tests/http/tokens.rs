@@ -15,7 +15,7 @@ use super::*;
 
 /// What a server printed on stderr, read as it comes.
 #[derive(Clone)]
-struct Captured(Arc<Mutex<Vec<String>>>);
+pub(super) struct Captured(Arc<Mutex<Vec<String>>>);
 
 impl Captured {
     fn new(stderr: std::process::ChildStderr) -> Captured {
@@ -30,7 +30,7 @@ impl Captured {
     }
 
     /// The first line that `matches`, waiting for it.
-    fn wait_for(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
+    pub(super) fn wait_for(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
         loop {
             if let Some(line) = self.0.lock().unwrap().iter().find(|l| matches(l)) {
@@ -45,7 +45,7 @@ impl Captured {
         }
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.0.lock().unwrap().join("\n")
     }
 }
@@ -55,7 +55,13 @@ impl Captured {
 fn start_captured(extra: &[&str], log: &str) -> (HttpServer, Captured) {
     let db = common::TempDb::new();
     let mut command = HttpServer::command(&db, extra);
-    let mut child = command.env("RUST_LOG", log).spawn().unwrap();
+    command.env("RUST_LOG", log);
+    launch(db, &mut command)
+}
+
+/// Starts `command`, a server's on `db`, and waits for its address on stderr.
+pub(super) fn launch(db: common::TempDb, command: &mut Command) -> (HttpServer, Captured) {
+    let mut child = command.spawn().unwrap();
     let captured = Captured::new(child.stderr.take().unwrap());
     let line = captured.wait_for("address", |l| l.contains("http://"));
     let at = line.split("http://").nth(1).unwrap();
@@ -118,12 +124,15 @@ fn a_line_with_name_and_token_swapped_prints_no_token() {
     ];
     let stderr = refused(&db, &args);
     assert!(stderr.contains("line 2:"), "{stderr}");
-    assert!(!stderr.contains("swapped-"), "a token is never printed: {stderr}");
+    assert!(
+        !stderr.contains("swapped-"),
+        "a token is never printed: {stderr}"
+    );
     assert!(!stderr.contains(ALICE), "{stderr}");
 }
 
 /// Opens `session`'s GET stream and reads its head; the stream stays open.
-fn open_stream(server: &HttpServer, session: &[String]) -> TcpStream {
+pub(super) fn open_stream(server: &HttpServer, session: &[String]) -> TcpStream {
     let mut stream = TcpStream::connect(server.addr).unwrap();
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
     let mut head = format!(
@@ -211,10 +220,7 @@ fn without_a_tokens_file_a_token_is_made_printed_on_stderr_and_required() {
     let entry: serde_json::Value = serde_json::from_str(entry.trim()).unwrap();
     assert_eq!(entry["type"], "http");
     assert_eq!(entry["url"], format!("http://{}/mcp", server.addr));
-    assert_eq!(
-        entry["headers"]["Authorization"],
-        format!("Bearer {token}")
-    );
+    assert_eq!(entry["headers"]["Authorization"], format!("Bearer {token}"));
 
     let refused = server.post(&[], &initialize(1));
     assert_eq!(refused.status, 401);

@@ -4,8 +4,11 @@
 //!
 //! All of this is checked before any token is, so that a peer that never authenticates
 //! cannot hold the server's file descriptors, memory or CPU:
-//! - at most `max` connections are open; beyond that, new ones wait in the kernel's
-//!   accept backlog (no descriptor, no task) until one closes;
+//! - at most `max` connections are open; when one more arrives (or `accept` runs out of
+//!   file descriptors), the connection that has waited longest for a request head is
+//!   closed to make room, so that a flood of connections that never send a request
+//!   cannot keep clients out; when every connection is serving or idle, new ones wait
+//!   in the kernel's accept backlog (no descriptor, no task) until one closes;
 //! - a connection must deliver a complete request head within `header_timeout` of its
 //!   first byte (or of being accepted), else it is closed;
 //! - a keep-alive connection with no request in progress is closed after
@@ -21,7 +24,8 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -62,22 +66,23 @@ pub(super) async fn accept(
     shutdown: CancellationToken,
 ) -> JoinSet<()> {
     let slots = Arc::new(Semaphore::new(limits.max));
+    let open = Open::default();
     let mut connections = JoinSet::new();
     let mut backoff = Backoff::default();
     loop {
         // Finished connections are dropped here, so that the set holds open ones only.
         while connections.try_join_next().is_some() {}
-        // Take a slot before accepting: at the cap, new connections wait in the backlog.
-        let slot = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
-        };
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
+            Err(error) if out_of_descriptors(&error) && open.evict_oldest_waiting() => {
+                // The evicted connection's task, woken, runs first and frees a descriptor.
+                tokio::task::yield_now().await;
+                continue;
+            }
             Err(error) => {
                 let pause = backoff.failed(&error);
                 tokio::select! {
@@ -87,16 +92,82 @@ pub(super) async fn accept(
             }
         };
         backoff.succeeded();
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                // Full: make room if a connection idles before its request; else wait,
+                // accepting nothing more meanwhile.
+                open.evict_oldest_waiting();
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+                }
+            }
+        };
         // Responses go out in pieces (the head, then each SSE event): without this,
         // Nagle's algorithm holds each piece back until the client acknowledges the one
         // before, which a client delaying its acknowledgements makes 40 ms.
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
         }
-        let connection = serve(stream, peer, gate.clone(), limits, shutdown.clone(), slot);
+        let activity = Arc::new(Activity::new());
+        open.add(&activity);
+        let connection = serve(
+            stream,
+            peer,
+            gate.clone(),
+            limits,
+            activity,
+            shutdown.clone(),
+            slot,
+        );
         connections.spawn(connection);
     }
     connections
+}
+
+/// Whether `accept` failed for want of file descriptors (of the process or the system).
+fn out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// The connections open, to close the one that has waited longest for a request head.
+#[derive(Default)]
+struct Open(Mutex<Vec<Weak<Activity>>>);
+
+impl Open {
+    fn add(&self, activity: &Arc<Activity>) {
+        let mut open = self.0.lock();
+        // Closed connections are forgotten whenever the list would grow.
+        if open.len() == open.capacity() {
+            open.retain(|connection| connection.strong_count() > 0);
+        }
+        open.push(Arc::downgrade(activity));
+    }
+
+    /// Closes the connection that has waited longest for a request head, if any does;
+    /// whether one did.
+    fn evict_oldest_waiting(&self) -> bool {
+        let mut open = self.0.lock();
+        open.retain(|connection| connection.strong_count() > 0);
+        let oldest = open
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|activity| !activity.evicted.load(Ordering::Relaxed))
+            .filter_map(|activity| match *activity.phase.lock() {
+                Phase::Head(since) => Some((since, activity.clone())),
+                Phase::Serving(_) | Phase::Idle(_) => None,
+            })
+            .min_by_key(|(since, _)| *since);
+        drop(open);
+        match oldest {
+            Some((_, activity)) => {
+                activity.evict();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The pauses after failed `accept`s: growing while they fail, logged once per burst.
@@ -137,10 +208,10 @@ async fn serve(
     peer: SocketAddr,
     gate: Arc<Gate>,
     limits: Limits,
+    activity: Arc<Activity>,
     shutdown: CancellationToken,
     _slot: OwnedSemaphorePermit,
 ) {
-    let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Watched {
         stream,
         activity: activity.clone(),
@@ -188,6 +259,8 @@ enum Phase {
 /// A connection's phase, shared by its reads, its requests and its watchdog.
 struct Activity {
     phase: Mutex<Phase>,
+    /// Set to close the connection now, to make room for another.
+    evicted: AtomicBool,
     changed: Notify,
 }
 
@@ -195,8 +268,14 @@ impl Activity {
     fn new() -> Activity {
         Activity {
             phase: Mutex::new(Phase::Head(Instant::now())),
+            evicted: AtomicBool::new(false),
             changed: Notify::new(),
         }
+    }
+
+    fn evict(&self) {
+        self.evicted.store(true, Ordering::Relaxed);
+        self.changed.notify_waiters();
     }
 
     fn set(&self, phase: Phase) {
@@ -231,6 +310,9 @@ impl Activity {
             tokio::pin!(changed);
             // Registered before the phase is read, so that no change is missed.
             changed.as_mut().enable();
+            if self.evicted.load(Ordering::Relaxed) {
+                return "closed to make room for another, having sent no request head";
+            }
             let deadline = match *self.phase.lock() {
                 Phase::Head(since) => Some((since + limits.header_timeout, "no request head")),
                 Phase::Idle(since) => Some((since + limits.idle_timeout, "idle")),
@@ -254,13 +336,34 @@ impl Busy {
     /// The response, holding this until its body has been sent or dropped.
     fn until_sent(self, response: http::Response<Body>) -> http::Response<Body> {
         use http_body_util::BodyExt;
-        response.map(|body| {
-            body.map_frame(move |frame| {
-                let _held = &self;
-                frame
-            })
-            .boxed()
-        })
+        response.map(|body| Holding { body, _busy: self }.boxed())
+    }
+}
+
+/// A response body that keeps its request counted as in progress while it lasts; its
+/// size, when known, still goes out as `Content-Length`.
+struct Holding {
+    body: Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Holding {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 
