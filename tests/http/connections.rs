@@ -117,12 +117,17 @@ struct Probe(TcpStream);
 
 impl Probe {
     fn new(addr: SocketAddr) -> Probe {
-        let probe = Probe(TcpStream::connect(addr).unwrap());
+        Probe::within(addr, DEADLINE).expect("a connection")
+    }
+
+    /// A connection made within `limit`, whose answers must come within a second.
+    fn within(addr: SocketAddr, limit: Duration) -> Option<Probe> {
+        let probe = Probe(TcpStream::connect_timeout(&addr, limit).ok()?);
         probe
             .0
             .set_read_timeout(Some(Duration::from_secs(1)))
             .unwrap();
-        probe
+        Some(probe)
     }
 
     /// Asks `/healthz`; whether `ok` came back within the read timeout.
@@ -170,6 +175,13 @@ async fn two_thousand_half_open_connections_starve_nobody_and_are_closed_after_t
     // Throughout the flood and until the server has closed it all, both probes answer.
     while started.elapsed() < header_timeout * 4 {
         assert!(probe.healthy(), "/healthz after {:?}", started.elapsed());
+        // A new connection gets in too: one that waited for a request head makes room.
+        let fresh = Probe::within(server.addr, Duration::from_secs(1));
+        assert!(
+            fresh.is_some_and(|mut fresh| fresh.healthy()),
+            "/healthz on a new connection after {:?}",
+            started.elapsed()
+        );
         let title = format!("during the flood {added}");
         let call = CallToolRequestParams::new("add_task")
             .with_arguments(json!({"title": title}).as_object().unwrap().clone());

@@ -46,6 +46,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The first pause after `accept` failed.
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 
+/// A connection is closed to make room only once it has waited this long for a request
+/// head: one just accepted has had no chance to read the request its client sent.
+const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
+
 /// The limits on connections.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -145,9 +149,10 @@ impl Open {
         open.push(Arc::downgrade(activity));
     }
 
-    /// Closes the connection that has waited longest for a request head, if any does;
-    /// whether one did.
+    /// Closes the connection that has waited longest for a request head, if one has
+    /// waited [`EVICTABLE_AFTER`]; whether one did.
     fn evict_oldest_waiting(&self) -> bool {
+        let waited_since = Instant::now() - EVICTABLE_AFTER;
         let mut open = self.0.lock();
         open.retain(|connection| connection.strong_count() > 0);
         let oldest = open
@@ -155,8 +160,8 @@ impl Open {
             .filter_map(Weak::upgrade)
             .filter(|activity| !activity.evicted.load(Ordering::Relaxed))
             .filter_map(|activity| match *activity.phase.lock() {
-                Phase::Head(since) => Some((since, activity.clone())),
-                Phase::Serving(_) | Phase::Idle(_) => None,
+                Phase::Head(since) if since <= waited_since => Some((since, activity.clone())),
+                Phase::Head(_) | Phase::Serving(_) | Phase::Idle(_) => None,
             })
             .min_by_key(|(since, _)| *since);
         drop(open);
