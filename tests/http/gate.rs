@@ -67,15 +67,27 @@ fn a_named_host_is_served_and_other_paths_are_not_found() {
 /// Starts the server with `args` on `db`, expects it to refuse them, and returns what it
 /// said on stderr.
 pub(super) fn refused(db: &common::TempDb, args: &[&std::ffi::OsStr]) -> String {
-    let output = Command::new(common::BIN)
+    let mut child = Command::new(common::BIN)
         .env_remove("TASKS_HTTP_TOKENS_FILE")
         .env_remove("TASKS_HTTP_NO_AUTH")
         .arg("--db")
         .arg(&db.path)
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server started instead of refusing {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
     String::from_utf8_lossy(&output.stderr).into_owned()

@@ -160,9 +160,15 @@ pub(super) fn open_stream(server: &HttpServer, session: &[String]) -> TcpStream 
 /// Whether the SSE stream `stream` ends (its last chunk, or the connection closing)
 /// before the deadline.
 fn stream_ends(stream: &mut TcpStream) -> bool {
+    let deadline = Instant::now() + DEADLINE;
     let mut seen = Vec::new();
     let mut buffer = [0u8; 4096];
     loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
         match stream.read(&mut buffer) {
             Ok(0) => return true,
             Ok(n) => {
