@@ -432,3 +432,20 @@ impl AsyncWrite for Watched {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_after_failed_accepts_grow_to_a_second_and_start_over_after_a_success() {
+        let mut backoff = Backoff::default();
+        let error = io::Error::from_raw_os_error(libc::EMFILE);
+        let pauses: Vec<Duration> = (0..12).map(|_| backoff.failed(&error)).collect();
+        assert_eq!(pauses[0], FIRST_BACKOFF);
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(pauses[11], MAX_BACKOFF);
+        backoff.succeeded();
+        assert_eq!(backoff.failed(&error), FIRST_BACKOFF);
+    }
+}

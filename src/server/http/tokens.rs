@@ -218,6 +218,29 @@ mod tests {
     }
 
     #[test]
+    fn a_line_with_name_and_token_swapped_is_told_by_its_number_alone() {
+        let problems = Tokens::parse("0123456789abcdef-secret alice\n")
+            .err()
+            .unwrap();
+        assert_eq!(
+            problems,
+            ["line 1: the token (the second field) is shorter than 16 characters"]
+        );
+    }
+
+    #[test]
+    fn a_made_token_is_64_hex_digits_held_by_the_local_principal_alone() {
+        let (tokens, token) = Tokens::generate();
+        let (_, other) = Tokens::generate();
+        assert_eq!(token.len(), 64);
+        assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(token, other);
+        let found = tokens.principal(&digest(token.as_bytes()));
+        assert_eq!(found.map(|p| p.0.as_str()), Some(GENERATED_PRINCIPAL));
+        assert!(!tokens.holds(&digest(other.as_bytes())));
+    }
+
+    #[test]
     fn the_debug_form_names_principals_and_no_token() {
         let tokens = Tokens::parse("alice 0123456789abcdef-alice\n").unwrap();
         let shown = format!("{tokens:?}");
