@@ -169,6 +169,9 @@ impl Server {
             .arg("serve")
             .env("RUST_LOG", "info")
             .env_remove("TASKS_HTTP")
+            // Loopback without tokens, as before the server made one of its own; as an
+            // environment variable, which a binary older than the option ignores.
+            .env("TASKS_HTTP_NO_AUTH", "true")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

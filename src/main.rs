@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine::{self, Engine};
-use mcp_task_server::server::http::{HttpOptions, Tokens};
+use mcp_task_server::server::http::{Auth, HttpOptions, Limits};
 use mcp_task_server::server::{InlineWorkflows, Server};
 use mcp_task_server::store::{self, Durability, Store};
 use mcp_task_server::tasks::housekeeping::{self, Chores};
@@ -50,8 +50,10 @@ struct HttpArgs {
     #[arg(long, env = "TASKS_HTTP", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765", value_parser = http_addr, global = true)]
     http: Option<SocketAddr>,
 
-    /// File of bearer tokens, one `name token` pair a line; then every HTTP request needs
-    /// one. Required to serve beyond loopback.
+    /// File of bearer tokens, one `name token` pair a line, readable by this user only
+    /// (`chmod 600`); every HTTP request needs one of them, and SIGHUP reloads the file.
+    /// Required to serve beyond loopback. Without it, the server makes a token at start
+    /// and prints it on stderr.
     #[arg(
         long,
         env = "TASKS_HTTP_TOKENS_FILE",
@@ -59,6 +61,31 @@ struct HttpArgs {
         global = true
     )]
     http_tokens: Option<PathBuf>,
+
+    /// Serve HTTP on loopback without any token: every local user, and every container
+    /// sharing the host's network, may then call every tool as this server's user.
+    #[arg(
+        long,
+        env = "TASKS_HTTP_NO_AUTH",
+        conflicts_with = "http_tokens",
+        global = true
+    )]
+    http_no_auth: bool,
+
+    /// At most this many HTTP connections open at once; more wait in the kernel's accept
+    /// backlog until one closes. Keep it below the file-descriptor limit (`ulimit -n`).
+    #[arg(long, env = "TASKS_HTTP_MAX_CONNECTIONS", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_connections: u32,
+
+    /// How long a client has to send a request's head (its line and headers), counted from
+    /// its first byte or from the connection's start; then the connection is closed.
+    #[arg(long, env = "TASKS_HTTP_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration, global = true)]
+    http_header_timeout: Duration,
+
+    /// How long a keep-alive connection with no request in progress stays open. A response
+    /// still streaming (an SSE stream) is a request in progress.
+    #[arg(long, env = "TASKS_HTTP_IDLE_TIMEOUT", value_name = "DURATION", default_value = "60s", value_parser = duration, global = true)]
+    http_idle_timeout: Duration,
 
     /// A host name clients reach the HTTP server by, besides localhost and the bound
     /// address (repeatable): requests with another `Host` or `Origin` are refused.
@@ -450,19 +477,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve => {
             let http = match cli.http.http {
                 Some(addr) => {
-                    let tokens = cli
-                        .http
-                        .http_tokens
-                        .as_deref()
-                        .map(Tokens::load)
-                        .transpose()?;
+                    let auth = match &cli.http.http_tokens {
+                        Some(path) => Auth::from_file(path.clone())?,
+                        None if cli.http.http_no_auth => Auth::Off,
+                        None => Auth::Generated,
+                    };
                     let options = HttpOptions {
                         addr,
-                        tokens,
+                        auth,
                         hosts: cli.http.http_hosts.clone(),
                         max_sessions: cli.http.http_max_sessions as usize,
                         max_streams: cli.http.http_max_streams as usize,
                         max_runs: u64::from(cli.http.http_max_runs),
+                        connections: Limits {
+                            max: cli.http.http_max_connections as usize,
+                            header_timeout: cli.http.http_header_timeout,
+                            idle_timeout: cli.http.http_idle_timeout,
+                        },
                     };
                     // `serve_http` checks too; here, before the database is opened.
                     options.check()?;

@@ -17,6 +17,7 @@ pub mod status;
 mod view;
 
 pub use admin::{ASKED_AT_MOST, AnswerError, OpenQuestion, Refusal};
+pub(crate) use outcome::random_key;
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{RunListing, TaskView};

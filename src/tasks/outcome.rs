@@ -136,7 +136,7 @@ fn ms(duration: std::time::Duration) -> i64 {
 }
 
 /// 32 random bytes from the operating system.
-fn random_key() -> Vec<u8> {
+pub(crate) fn random_key() -> Vec<u8> {
     use std::io::Read;
     let mut key = vec![0u8; 32];
     match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)) {

@@ -1,13 +1,16 @@
 //! MCP over Streamable HTTP, end to end: the server binary with `--http`, spoken to with
 //! plain HTTP/1.1 requests, so that each test shows the exact status, headers and events a
-//! client gets: the gate (tokens, hosts, limits, shutdown) in `gate.rs`, tasks and who
-//! owns them in `tasks.rs`, and a load test in `load.rs`.
+//! client gets: the gate (tokens, hosts, limits, shutdown) in `gate.rs`, tokens and
+//! their reload in `tokens.rs`, connections that misbehave before any token in
+//! `connections.rs`, tasks and who owns them in `tasks.rs`, and a load test in `load.rs`.
 
 #[path = "../common/mod.rs"]
 mod common;
+mod connections;
 mod gate;
 mod load;
 mod tasks;
+mod tokens;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -29,20 +32,42 @@ struct HttpServer {
     db: common::TempDb,
 }
 
+/// Writes a tokens file only its owner may read, as the server requires.
+fn write_private(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 impl HttpServer {
+    /// With `--http-tokens {tokens}` in `extra`, the tokens of alice and bob are needed;
+    /// without, the server serves with `--http-no-auth`.
     fn start(extra: &[&str]) -> HttpServer {
+        let mut extra = extra.to_vec();
+        if !extra.contains(&"--http-tokens") {
+            extra.push("--http-no-auth");
+        }
         let db = common::TempDb::new();
+        let mut command = HttpServer::command(&db, &extra);
+        let mut child = command.spawn().expect("start the server");
+        let addr = common::listening_address(child.stderr.take().unwrap());
+        HttpServer { child, addr, db }
+    }
+
+    /// The server's command line with `extra`, in which `{tokens}` names a tokens file of
+    /// alice and bob; its stdout and stderr piped.
+    fn command(db: &common::TempDb, extra: &[&str]) -> Command {
         let tokens = db.dir.path().join("tokens");
-        std::fs::write(
+        write_private(
             &tokens,
-            format!("# test tokens\nalice {ALICE}\nbob {BOB}\n"),
-        )
-        .unwrap();
+            &format!("# test tokens\nalice {ALICE}\nbob {BOB}\n"),
+        );
         let mut command = Command::new(common::BIN);
         command
             .env_remove("TASKS_DB_PATH")
             .env_remove("TASKS_HTTP")
             .env_remove("TASKS_HTTP_TOKENS_FILE")
+            .env_remove("TASKS_HTTP_NO_AUTH")
             .env("RUST_LOG", "info")
             .current_dir(db.dir.path())
             .arg("--db")
@@ -57,9 +82,7 @@ impl HttpServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("start the server");
-        let addr = common::listening_address(child.stderr.take().unwrap());
-        HttpServer { child, addr, db }
+        command
     }
 
     /// One request on a connection of its own; returns the status, the headers (names in

@@ -20,7 +20,8 @@ impl HttpServer {
         HttpServer::start_line(sandbox, sandbox.server(), extra)
     }
 
-    /// Runs server command line `line` (the binary, then its arguments) with `--http`.
+    /// Runs server command line `line` (the binary, then its arguments) with `--http`;
+    /// without `--http-tokens` in `extra`, with `--http-no-auth`.
     pub(super) fn start_line(
         sandbox: &Sandbox,
         line: Vec<OsString>,
@@ -30,7 +31,11 @@ impl HttpServer {
         command
             .args(&line[1..])
             .args(["--http", "127.0.0.1:0"])
-            .args(extra)
+            .args(extra);
+        if !extra.contains(&OsStr::new("--http-tokens")) {
+            command.arg("--http-no-auth");
+        }
+        command
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -46,6 +51,8 @@ impl HttpServer {
     fn with_token(sandbox: &Sandbox) -> HttpServer {
         let tokens = sandbox.path("tokens");
         std::fs::write(&tokens, format!("ts {TOKEN}\n")).unwrap();
+        let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+        std::fs::set_permissions(&tokens, private).unwrap();
         HttpServer::start(sandbox, &["--http-tokens".as_ref(), tokens.as_os_str()])
     }
 }

@@ -4,8 +4,11 @@
 //! Safe by default:
 //! - it binds loopback unless told otherwise, and a non-loopback address is refused
 //!   without a tokens file;
-//! - with a tokens file, every request but `GET /healthz` needs a bearer token from it,
-//!   loopback included;
+//! - every request but `GET /healthz` needs a bearer token, loopback included: one of the
+//!   tokens file (reloaded on SIGHUP, `keys.rs`), or without a file one made at start and
+//!   printed on stderr; only `--http-no-auth` serves without, on loopback, with a warning;
+//! - connections are capped and timed out before any token is checked
+//!   (`connections.rs`);
 //! - `Host` and `Origin` are checked against the loopback names and the names the
 //!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
 //! - request bodies are capped at 4 MiB, open sessions by `max_sessions`, open SSE
@@ -16,12 +19,16 @@
 //!
 //! Invariant: no token reaches a log line or a response.
 
+mod connections;
+mod keys;
 pub(crate) mod rewrite;
 mod sessions;
 pub(crate) mod tokens;
 
 use std::convert::Infallible;
+use std::io::Write as _;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,15 +37,15 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use keys::Keys;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sessions::{Bounded, Sessions};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+pub use connections::Limits;
 pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
@@ -50,12 +57,31 @@ pub const DEFAULT_PORT: u16 = 8765;
 /// How long open connections get to finish once shutdown begins.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// Who may call.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// The holders of the tokens of this file (already read), reloaded on SIGHUP.
+    File { path: PathBuf, tokens: Tokens },
+    /// The holder of a token made at start and printed on stderr.
+    Generated,
+    /// Anyone who can reach the address: loopback only, and only when asked for.
+    Off,
+}
+
+impl Auth {
+    /// The tokens of the file at `path`, or why it is refused.
+    pub fn from_file(path: PathBuf) -> anyhow::Result<Auth> {
+        let tokens = Tokens::load(&path)?;
+        Ok(Auth::File { path, tokens })
+    }
+}
+
 /// Where and for whom to serve.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// With tokens, every request needs one of them.
-    pub tokens: Option<Tokens>,
+    /// Which bearer tokens requests need, if any.
+    pub auth: Auth,
     /// Host names besides the loopback ones that clients may reach the server by.
     pub hosts: Vec<String>,
     /// At most this many 2025-11-25 sessions are open at once.
@@ -64,12 +90,14 @@ pub struct HttpOptions {
     pub max_streams: usize,
     /// At most this many unfinished runs per principal (with tokens).
     pub max_runs: u64,
+    /// The cap on connections and their timeouts.
+    pub connections: Limits,
 }
 
 impl HttpOptions {
     /// The options as given, or why they are refused.
     pub fn check(&self) -> anyhow::Result<()> {
-        if !self.addr.ip().is_loopback() && self.tokens.is_none() {
+        if !self.addr.ip().is_loopback() && !matches!(self.auth, Auth::File { .. }) {
             anyhow::bail!(
                 "refusing to serve HTTP on {} without tokens: beyond loopback every request \
                  must carry a bearer token; give --http-tokens FILE (or TASKS_HTTP_TOKENS_FILE), \
@@ -110,7 +138,8 @@ type Body = BoxBody<Bytes, Infallible>;
 
 /// What every request passes before rmcp sees it.
 struct Gate {
-    tokens: Option<Tokens>,
+    /// The tokens requests need; `None` with `--http-no-auth`.
+    keys: Option<Arc<Keys>>,
     /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
     tasks: bool,
     sessions: Arc<Sessions>,
@@ -131,25 +160,23 @@ impl Gate {
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
             });
         }
-        if let Some(tokens) = &self.tokens {
-            let principal = bearer(&request).and_then(|token| tokens.principal(token));
-            let Some(principal) = principal else {
-                let mut reply = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
-                reply.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    "Bearer".parse().expect("a header value"),
-                );
-                return Ok(reply);
+        // The digest of the request's token, to end the session it opens with the token.
+        let mut token = None;
+        if let Some(keys) = &self.keys {
+            let given = bearer(&request);
+            let Some((principal, digest)) = given.and_then(|t| keys.principal(t)) else {
+                return Ok(unauthorized(given.is_some()));
             };
             tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
             // rmcp hands the request's parts to the handler, which tells callers apart.
-            let principal = principal.clone();
             request.extensions_mut().insert(principal);
+            token = Some(digest);
         }
         if request.uri().path() != "/mcp" {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
         }
-        if opens_session(&request) && self.sessions.is_full().await {
+        let opens = opens_session(&request);
+        if opens && self.sessions.is_full().await {
             return Ok(busy("too many open sessions; close one or retry later\n"));
         }
         let mut mcp = self.mcp.clone();
@@ -169,6 +196,9 @@ impl Gate {
                 Err(reply) => return Ok(reply),
             };
             let response = tower_service::Service::call(&mut mcp, request).await?;
+            if opens {
+                self.record_session(&response, token).await;
+            }
             match outbound {
                 Some(outbound) => rewrite::outbound(response, outbound),
                 None => response,
@@ -176,6 +206,35 @@ impl Gate {
         };
         Ok(holding_while_streaming(response, permit))
     }
+
+    /// Records which token opened the session `response` names, if it names one.
+    async fn record_session(&self, response: &Response<Body>, token: Option<tokens::TokenDigest>) {
+        let (Some(keys), Some(token)) = (&self.keys, token) else {
+            return;
+        };
+        let id = response.headers().get("mcp-session-id");
+        if let Some(id) = id.and_then(|id| id.to_str().ok()) {
+            keys.opened(id.into(), token, &self.sessions).await;
+        }
+    }
+}
+
+/// 401, with the challenge of RFC 6750: `invalid_token` when a bearer token was given.
+fn unauthorized(token_given: bool) -> Response<Body> {
+    let (text, challenge) = if token_given {
+        (
+            "the bearer token is not valid\n",
+            r#"Bearer error="invalid_token""#,
+        )
+    } else {
+        ("a bearer token is required\n", "Bearer")
+    };
+    let mut reply = plain(StatusCode::UNAUTHORIZED, text);
+    reply.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        challenge.parse().expect("a header value"),
+    );
+    reply
 }
 
 /// 503 with `Retry-After`, for a limit reached.
@@ -283,8 +342,37 @@ impl Server {
         ));
         let mcp =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
+        let url = format!("http://{local}/mcp");
+        let (keys, hangups) = match &options.auth {
+            Auth::File { path, tokens } => {
+                // Watched before the address is announced: SIGHUP's default ends the process.
+                let hangups =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                        .context("cannot watch for SIGHUP, which reloads the tokens file")?;
+                let keys = Keys::new(tokens.clone(), Some(path.clone()));
+                (Some(Arc::new(keys)), Some(hangups))
+            }
+            Auth::Generated => {
+                let (tokens, token) = Tokens::generate();
+                announce_token(&url, &token);
+                (Some(Arc::new(Keys::new(tokens, None))), None)
+            }
+            Auth::Off => {
+                tracing::warn!(
+                    "serving HTTP without tokens (--http-no-auth): every local user, and every \
+                     container that shares this host's network, may call every tool as this \
+                     server's user"
+                );
+                (None, None)
+            }
+        };
+        if let (Some(hangups), Some(keys)) = (hangups, &keys) {
+            let reload =
+                keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
+            tokio::spawn(reload);
+        }
         let gate = Arc::new(Gate {
-            tokens: options.tokens.clone(),
+            keys,
             tasks,
             sessions,
             streams: Arc::new(Semaphore::new(options.max_streams)),
@@ -292,47 +380,16 @@ impl Server {
         });
         tracing::info!(
             address = %local,
-            tokens = options.tokens.is_some(),
-            "serving MCP over Streamable HTTP at http://{local}/mcp"
+            auth = match options.auth {
+                Auth::File { .. } => "tokens file",
+                Auth::Generated => "generated token",
+                Auth::Off => "none",
+            },
+            max_connections = options.connections.max,
+            "serving MCP over Streamable HTTP at {url}"
         );
-        let mut connections = JoinSet::new();
-        loop {
-            let (stream, peer) = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot accept a connection");
-                        continue;
-                    }
-                },
-            };
-            // Responses go out in pieces (the head, then each SSE event): without this,
-            // Nagle's algorithm holds each piece back until the client acknowledges the
-            // one before, which a client delaying its acknowledgements makes 40 ms.
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-            }
-            let gate = gate.clone();
-            let shutdown = shutdown.clone();
-            connections.spawn(async move {
-                let service =
-                    hyper::service::service_fn(move |request| gate.clone().handle(request));
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(connection);
-                let served = tokio::select! {
-                    served = connection.as_mut() => served,
-                    _ = shutdown.cancelled() => {
-                        connection.as_mut().graceful_shutdown();
-                        connection.await
-                    }
-                };
-                if let Err(error) = served {
-                    tracing::debug!(%peer, %error, "HTTP connection ended with an error");
-                }
-            });
-        }
+        let mut connections =
+            connections::accept(listener, gate, options.connections, shutdown.clone()).await;
         tracing::info!("HTTP shutdown: no new connections; finishing open ones");
         let drained = tokio::time::timeout(DRAIN, async {
             while connections.join_next().await.is_some() {}
@@ -347,4 +404,24 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// Tells the person who started the server the token it made, and how a client sends it.
+/// Written straight to stderr, not logged: the token must not reach log files or
+/// collectors, and must show whatever `RUST_LOG` says.
+fn announce_token(url: &str, token: &str) {
+    let entry = serde_json::json!({
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": format!("Bearer {token}")},
+    });
+    let text = format!(
+        "\nMCP over Streamable HTTP at {url}\n\
+         No tokens file was given, so this run made a token of its own; every request needs\n\
+         \n    Authorization: Bearer {token}\n\n\
+         An MCP client entry for it:\n\n    {entry}\n\n\
+         For lasting tokens, give --http-tokens FILE; to serve without one, --http-no-auth.\n\n"
+    );
+    // One write, so that no log line lands inside it.
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
