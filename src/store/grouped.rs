@@ -13,8 +13,10 @@
 //! Invariant: a call's result is delivered only after the transaction holding its writes
 //! has committed; if the commit fails, every call of the group fails and none of their
 //! writes is kept.
-//! Invariant: each call runs under a savepoint of its own; a call whose work fails (its
-//! audit row refused included) is undone alone, and the others commit.
+//! Invariant: a call whose work fails (its audit row refused included) is undone alone,
+//! and the others commit: each call of a group runs under a savepoint of its own, and a
+//! call alone in its group (the lock-step case) under the transaction itself, which its
+//! failure rolls back, so that it pays for no savepoint.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -225,9 +227,21 @@ fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
         }
         Err(error) => return fail_all(group, &error.into()),
     };
-    for call in &mut group {
-        if let Err(error) = run_one(&tx, call.as_mut()) {
-            return fail_all(group, &error);
+    // Alone in its group, a call needs no savepoint: its failure undoes the transaction.
+    if let [call] = &mut group[..] {
+        let ok = call.run(&Tx::sqlite_tx(&tx));
+        if tx.is_autocommit() {
+            return fail_all(group, &rolled_back());
+        }
+        if !ok {
+            drop(tx);
+            return group.into_iter().for_each(|call| call.finish(Ok(())));
+        }
+    } else {
+        for call in &mut group {
+            if let Err(error) = run_one(&tx, call.as_mut()) {
+                return fail_all(group, &error);
+            }
         }
     }
     match tx.commit() {
@@ -241,12 +255,14 @@ fn run_one(tx: &WriteTx<'_>, call: &mut dyn Call) -> Result<(), StoreError> {
     tx.savepoint()?;
     let ok = call.run(&Tx::sqlite_tx(tx));
     if tx.is_autocommit() {
-        return Err(StoreError::Commit(
-            "the database rolled the group's transaction back".into(),
-        ));
+        return Err(rolled_back());
     }
     tx.end_savepoint(ok)?;
     Ok(())
+}
+
+fn rolled_back() -> StoreError {
+    StoreError::Commit("the database rolled the group's transaction back".into())
 }
 
 fn fail_all(group: Vec<Box<dyn Call>>, error: &StoreError) {
@@ -292,6 +308,26 @@ mod tests {
             runtime.block_on(async { (first.await, failing.await, last.await) });
         assert!(first.is_ok() && failing.is_err() && last.is_ok());
         assert_eq!(titles(&store), ["first", "last"]);
+    }
+
+    #[test]
+    fn a_call_alone_in_its_group_that_fails_keeps_nothing_and_the_next_group_commits() {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let failing = runtime.block_on(store.grouped(|tx| {
+            add("undone")(tx)?;
+            Err::<(), _>(StoreError::Commit("refused".into()))
+        }));
+        assert!(failing.is_err());
+        assert!(
+            titles(&store).is_empty(),
+            "the failed call's write is undone"
+        );
+        let next = runtime.block_on(store.grouped(add("next")));
+        assert!(next.is_ok());
+        assert_eq!(titles(&store), ["next"]);
     }
 
     #[test]
