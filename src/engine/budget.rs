@@ -7,9 +7,15 @@
 //! fuel before it runs, and refuses input or arguments that would build more than the
 //! output cap. The charge lives in a thread-local scope armed for the evaluation: an
 //! evaluation is synchronous and never leaves its thread.
+//!
+//! Operators are in the same case (`a ~ a` doubles a string, `==` walks two lazily
+//! repeated lists), and minijinja has no hook on them: the vendored copy
+//! (vendor/minijinja/PATCHES.md) calls the check armed here on each operand an operator
+//! walks or formats and on the size of each string it builds, before doing the work.
 
 use std::cell::Cell;
 
+use minijinja::operation_check::{self, Operand};
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Value};
 
@@ -76,6 +82,8 @@ struct Scope {
     work_left: u64,
     /// The budget a filter found exhausted, to tell it from the filter's own errors.
     exhausted: Option<Budget>,
+    /// Bytes of operator work not yet charged: less than one unit of fuel.
+    pending: usize,
 }
 
 thread_local! {
@@ -85,6 +93,7 @@ thread_local! {
 /// The armed budget of the evaluation running on this thread, while it lives.
 pub(crate) struct Armed {
     previous: Option<Scope>,
+    previous_check: Option<operation_check::Check>,
 }
 
 /// Arms `limits` for the evaluation that follows on this thread.
@@ -93,9 +102,11 @@ pub(crate) fn arm(limits: TemplateLimits) -> Armed {
         limits,
         work_left: limits.fuel,
         exhausted: None,
+        pending: 0,
     };
     Armed {
         previous: SCOPE.with(|cell| cell.replace(Some(scope))),
+        previous_check: operation_check::set_operation_check(Some(check_operation)),
     }
 }
 
@@ -109,6 +120,7 @@ impl Armed {
 impl Drop for Armed {
     fn drop(&mut self) {
         SCOPE.with(|cell| cell.set(self.previous));
+        operation_check::set_operation_check(self.previous_check);
     }
 }
 
@@ -139,6 +151,38 @@ pub(crate) fn check_size(size: usize, what: &str) -> Result<(), Error> {
     }
 }
 
+/// The check minijinja's operators call before they walk or format an operand, or build
+/// a string: the operand is charged like a filter's input, the string refused past the
+/// output cap and its bytes charged against the fuel.
+fn check_operation(operand: Operand<'_>) -> Result<(), Error> {
+    match operand {
+        Operand::Value(value) => charge(value, "an operand"),
+        Operand::Size(size) => {
+            check_size(size, "the string an operator builds")?;
+            charge_bytes(size, "the string an operator builds")
+        }
+    }
+}
+
+/// Charges `bytes` of work against the fuel, the remainder of a unit kept for the next.
+fn charge_bytes(bytes: usize, what: &str) -> Result<(), Error> {
+    let starved = SCOPE.with(|cell| {
+        let Some(mut scope) = cell.get() else {
+            return false;
+        };
+        let bytes = scope.pending.saturating_add(bytes);
+        scope.pending = bytes % BYTES_PER_FUEL;
+        let cost = (bytes / BYTES_PER_FUEL) as u64;
+        scope.work_left = scope.work_left.saturating_sub(cost);
+        cell.set(Some(scope));
+        scope.work_left == 0
+    });
+    match starved {
+        true => Err(exceeded(Budget::Fuel, what)),
+        false => Ok(()),
+    }
+}
+
 /// Charges the work of handling `value` (its size, nested items included) against the
 /// evaluation's fuel, and refuses a value larger than the output cap. The walk stops at
 /// the cap, so that a lazily repeated list costs no more to refuse than the cap.
@@ -148,19 +192,7 @@ pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
     if !size_within(value, &mut left) {
         return Err(exceeded(Budget::Output, what));
     }
-    let cost = ((max - left) / BYTES_PER_FUEL) as u64;
-    let starved = SCOPE.with(|cell| {
-        let Some(mut scope) = cell.get() else {
-            return false;
-        };
-        scope.work_left = scope.work_left.saturating_sub(cost);
-        cell.set(Some(scope));
-        scope.work_left == 0
-    });
-    match starved {
-        true => Err(exceeded(Budget::Fuel, what)),
-        false => Ok(()),
-    }
+    charge_bytes(max - left, what)
 }
 
 /// Whether `value` (nested items included) is at most `max` bytes, by the measure of
