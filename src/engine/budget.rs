@@ -186,27 +186,43 @@ fn charge_bytes(bytes: usize, what: &str) -> Result<(), Error> {
 /// Charges the work of handling `value` (its size, nested items included) against the
 /// evaluation's fuel, and refuses a value larger than the output cap. The walk stops at
 /// the cap, so that a lazily repeated list costs no more to refuse than the cap.
+/// Each scalar, item or string walked costs a unit of fuel besides its bytes: walking a
+/// list (`==` on two of them, `join`) takes as long per item as an instruction.
 pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
     let max = limits().max_output;
-    let mut left = max;
-    if !size_within(value, &mut left) {
+    let mut walk = Walk {
+        left: max,
+        items: 0,
+    };
+    if !size_within(value, &mut walk) {
         return Err(exceeded(Budget::Output, what));
     }
-    charge_bytes(max - left, what)
+    let items = walk.items.saturating_mul(BYTES_PER_FUEL);
+    charge_bytes((max - walk.left).saturating_add(items), what)
 }
 
 /// Whether `value` (nested items included) is at most `max` bytes, by the measure of
 /// [`charge`]: cheap for a long string, and stopped at `max` for a long list.
 pub(crate) fn fits(value: &Value, max: usize) -> bool {
-    let mut left = max;
-    size_within(value, &mut left)
+    let mut walk = Walk {
+        left: max,
+        items: 0,
+    };
+    size_within(value, &mut walk)
 }
 
-/// Takes `n` from `left`; false if there was not that much.
-fn take(left: &mut usize, n: usize) -> bool {
-    match left.checked_sub(n) {
+/// A walk over a value: the bytes left under the cap, and the items met so far.
+struct Walk {
+    left: usize,
+    items: usize,
+}
+
+/// Takes `n` from what is left, for one more item; false if there was not that much.
+fn take(walk: &mut Walk, n: usize) -> bool {
+    walk.items += 1;
+    match walk.left.checked_sub(n) {
         Some(rest) => {
-            *left = rest;
+            walk.left = rest;
             true
         }
         None => false,
@@ -215,13 +231,13 @@ fn take(left: &mut usize, n: usize) -> bool {
 
 /// Whether `value`, nested items included, fits in `left` bytes (one per scalar or item
 /// besides a string's bytes); `left` is what remains.
-fn size_within(value: &Value, left: &mut usize) -> bool {
+fn size_within(value: &Value, left: &mut Walk) -> bool {
     match value.kind() {
         ValueKind::String => take(left, value.as_str().map_or(0, str::len).max(1)),
         ValueKind::Bytes => take(left, value.as_bytes().map_or(0, <[u8]>::len).max(1)),
         ValueKind::Seq | ValueKind::Iterable => {
             // A sized list longer than what is left is refused before it is walked.
-            if value.len().is_some_and(|n| n > *left) || !take(left, 1) {
+            if value.len().is_some_and(|n| n > left.left) || !take(left, 1) {
                 return false;
             }
             let Ok(items) = value.try_iter() else {
@@ -235,7 +251,7 @@ fn size_within(value: &Value, left: &mut usize) -> bool {
             true
         }
         ValueKind::Map => {
-            if value.len().is_some_and(|n| n > *left) || !take(left, 1) {
+            if value.len().is_some_and(|n| n > left.left) || !take(left, 1) {
                 return false;
             }
             let Ok(keys) = value.try_iter() else {
