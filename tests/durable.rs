@@ -990,3 +990,68 @@ on_both_backends! {
         assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
     }
 }
+
+/// A caller with a bug: its answer panics while the run waits on it.
+struct Panicking;
+
+impl mcp_task_server::engine::actions::Interaction for Panicking {
+    fn ask(
+        &self,
+        _message: String,
+        _schema: Value,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(async { panic!("a caller's bug") })
+    }
+
+    fn sample(
+        &self,
+        _prompt: String,
+        _system: Option<String>,
+        _max_tokens: u32,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(async { panic!("a caller's bug") })
+    }
+}
+
+on_both_backends! {
+    async fn a_panic_in_a_waiting_attempt_fails_its_node_and_the_run_goes_on(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let caller = RunOptions {
+            interaction: Some(Arc::new(Panicking)),
+            ..RunOptions::default()
+        };
+        let handle = start(
+            &a,
+            r#"
+            [nodes.ask]
+            input = { message = "Go?", schema = { type = "object" } }
+            on_failure = "continue"
+            [nodes.think]
+            sample = { prompt = "Why?" }
+            on_failure = "continue"
+            [nodes.beside]
+            render = "went on"
+            "#,
+            json!({}),
+            caller,
+        );
+        let id = handle.run_id.clone();
+        let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+            .await
+            .expect("the run ends")
+            .expect("the run's task does not unwind");
+        for node in ["ask", "think"] {
+            assert_eq!(report.nodes[node].status, NodeStatus::Failed, "{report:?}");
+            let error = report.nodes[node].error.as_ref().unwrap();
+            assert_eq!(error.code, "internal_error", "{error:?}");
+        }
+        assert_eq!(report.nodes["beside"].output, Some(json!("went on")));
+        let stored = world.store().run(&id).unwrap().expect("the run is stored");
+        assert_ne!(stored.status, "running");
+    }
+}
