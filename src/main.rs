@@ -209,6 +209,12 @@ struct Common {
     /// The most units (nodes and `for_each` instances) one run may have.
     #[arg(long, env = "TASKS_MAX_RUN_UNITS", value_name = "N", default_value_t = engine::DEFAULT_MAX_RUN_UNITS as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
     max_run_units: u64,
+
+    /// Takeovers of a run from processes that stopped while driving it, with no node
+    /// finished in between, after which the run is failed as `run_poisoned` instead of
+    /// taken over again.
+    #[arg(long, env = "TASKS_MAX_TAKEOVERS", value_name = "N", default_value_t = engine::DEFAULT_MAX_TAKEOVERS, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    max_takeovers: u32,
 }
 
 impl Common {
@@ -221,6 +227,7 @@ impl Common {
             },
             max_for_each: self.max_for_each as usize,
             max_run_units: self.max_run_units as usize,
+            max_takeovers: self.max_takeovers,
         }
     }
 }

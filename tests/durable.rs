@@ -13,7 +13,7 @@ use backends::{Place, on_both_backends};
 use engine_support::{checked_inputs, plan};
 use mcp_task_server::engine::journal::JournalError;
 use mcp_task_server::engine::report::{NodeStatus, RunReport, RunStatus};
-use mcp_task_server::engine::{Engine, ResumeError, RunHandle, RunOptions};
+use mcp_task_server::engine::{Engine, Limits, ResumeError, RunHandle, RunOptions};
 use mcp_task_server::store::{Durability, Store};
 use mcp_task_server::tasks::housekeeping::{self, Chores};
 use mcp_task_server::tasks::{Registry, RegistryConfig};
@@ -28,6 +28,10 @@ struct Proc {
 }
 
 fn process(db: &str, workspace: &Path, lease: Duration) -> Proc {
+    process_with(db, workspace, lease, Limits::default())
+}
+
+fn process_with(db: &str, workspace: &Path, lease: Duration, limits: Limits) -> Proc {
     let store = Store::open_at(db, Durability::Normal).expect("the database opens");
     let tools = Tools::new(store.clone());
     let config = RegistryConfig {
@@ -35,7 +39,9 @@ fn process(db: &str, workspace: &Path, lease: Duration) -> Proc {
         ..RegistryConfig::default()
     };
     let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, workspace).with_journal(registry.clone());
+    let engine = Engine::new(tools, workspace)
+        .with_limits(limits)
+        .with_journal(registry.clone());
     Proc { engine, registry }
 }
 
@@ -59,6 +65,10 @@ impl World {
 
     fn process(&self, lease: Duration) -> Proc {
         process(&self.db(), self.dir.path(), lease)
+    }
+
+    fn process_with(&self, lease: Duration, limits: Limits) -> Proc {
+        process_with(&self.db(), self.dir.path(), lease, limits)
     }
 
     fn store(&self) -> Store {
@@ -932,7 +942,7 @@ on_both_backends! {
         crash(handle).await;
         // Each process takes the run over and dies at the same point, no node finished.
         let mut processes = vec![a];
-        for _ in 0..mcp_task_server::engine::MAX_TAKEOVERS {
+        for _ in 0..mcp_task_server::engine::DEFAULT_MAX_TAKEOVERS {
             tokio::time::sleep(SHORT * 2).await;
             let next = world.process(SHORT);
             let handle = next.engine.resume(&run_id, RunOptions::default()).unwrap();
@@ -962,7 +972,7 @@ on_both_backends! {
     async fn a_run_that_finishes_a_node_between_takeovers_is_not_poisoned(place) {
         let world = World::new(place);
         let mut toml = String::new();
-        let steps = mcp_task_server::engine::MAX_TAKEOVERS + 1;
+        let steps = mcp_task_server::engine::DEFAULT_MAX_TAKEOVERS + 1;
         for i in 0..=steps {
             let needs = match i {
                 0 => String::new(),
@@ -988,5 +998,103 @@ on_both_backends! {
         }
         let (_last, report) = resume_elsewhere(&world, &run_id).await;
         assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
+    }
+}
+
+/// A caller with a bug: its answer panics while the run waits on it.
+struct Panicking;
+
+impl mcp_task_server::engine::actions::Interaction for Panicking {
+    fn ask(
+        &self,
+        _message: String,
+        _schema: Value,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(async { panic!("a caller's bug") })
+    }
+
+    fn sample(
+        &self,
+        _prompt: String,
+        _system: Option<String>,
+        _max_tokens: u32,
+    ) -> mcp_task_server::engine::actions::BoxFuture<
+        Result<Value, mcp_task_server::engine::report::NodeError>,
+    > {
+        Box::pin(async { panic!("a caller's bug") })
+    }
+}
+
+on_both_backends! {
+    async fn a_panic_in_a_waiting_attempt_fails_its_node_and_the_run_goes_on(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let caller = RunOptions {
+            interaction: Some(Arc::new(Panicking)),
+            ..RunOptions::default()
+        };
+        let handle = start(
+            &a,
+            r#"
+            [nodes.ask]
+            input = { message = "Go?", schema = { type = "object" } }
+            on_failure = "continue"
+            [nodes.think]
+            sample = { prompt = "Why?" }
+            on_failure = "continue"
+            [nodes.beside]
+            render = "went on"
+            "#,
+            json!({}),
+            caller,
+        );
+        let id = handle.run_id.clone();
+        let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+            .await
+            .expect("the run ends")
+            .expect("the run's task does not unwind");
+        for node in ["ask", "think"] {
+            assert_eq!(report.nodes[node].status, NodeStatus::Failed, "{report:?}");
+            let error = report.nodes[node].error.as_ref().unwrap();
+            assert_eq!(error.code, "internal_error", "{error:?}");
+        }
+        assert_eq!(report.nodes["beside"].output, Some(json!("went on")));
+        let stored = world.store().run(&id).unwrap().expect("the run is stored");
+        assert_ne!(stored.status, "running");
+    }
+}
+
+on_both_backends! {
+    async fn the_operator_sets_how_many_takeovers_poison_a_run(place) {
+        let world = World::new(place);
+        let once = Limits {
+            max_takeovers: 1,
+            ..Limits::default()
+        };
+        let a = world.process_with(SHORT, once);
+        let toml = "[nodes.stuck]\nwait = \"1h\"\n";
+        let handle = start(&a, toml, json!({}), RunOptions::default());
+        let store = world.store();
+        let run_id = handle.run_id.clone();
+        until_running(&store, &run_id, "stuck").await;
+        crash(handle).await;
+        tokio::time::sleep(SHORT * 2).await;
+        let b = world.process_with(SHORT, once);
+        let handle = b.engine.resume(&run_id, RunOptions::default()).unwrap();
+        tokio::time::sleep(SHORT / 3).await;
+        crash(handle).await;
+        // One takeover is all this operator allows: the next process fails the run.
+        tokio::time::sleep(SHORT * 2).await;
+        let c = world.process_with(SHORT, once);
+        let handle = c.engine.resume(&run_id, RunOptions::default()).unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+            .await
+            .expect("the poisoned run ends at once")
+            .unwrap();
+        let error = report.error.unwrap_or_default();
+        assert!(error.starts_with("run_poisoned"), "{error}");
+        drop((a, b));
     }
 }

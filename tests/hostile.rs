@@ -58,6 +58,12 @@ fn render(template: &str) -> Value {
     json!({ "nodes": { "bomb": { "render": template } } })
 }
 
+/// A megabyte string doubled a dozen times by `op`: one instruction each, 4 GiB in all.
+fn doubled(op: &str) -> String {
+    let double = format!("{{% set a = a {op} a %}}").repeat(12);
+    format!("{{% set a = 'x' * 1000000 %}}{double}{{{{ a | length }}}}")
+}
+
 fn cases() -> Vec<Case> {
     let fuel = &["template-fuel", "bomb"];
     let output = &["template-max-output", "bomb"];
@@ -174,6 +180,98 @@ fn cases() -> Vec<Case> {
                 node: "bomb",
                 code: "budget_exceeded",
                 words: output,
+            },
+        },
+        Case {
+            name: "string doubled by ~",
+            definition: render(&doubled("~")),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "string doubled by +",
+            definition: render(&doubled("+")),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated list concatenated",
+            definition: render("{{ ((range(100000) * 100000) ~ '') | length }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated lists compared",
+            definition: render("{{ (range(100000) * 100000) == (range(100000) * 100000) }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated list searched",
+            definition: render("{{ -1 in range(100000) * 100000 }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated lists compared by a test",
+            definition: render("{{ (range(100000) * 100000) is eq(range(100000) * 100000) }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated list sliced backwards",
+            definition: render("{{ ((range(100000) * 100000)[::-1]) | first }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated list indexed",
+            definition: render("{{ (range(100000) * 100000)[9999999999] }}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "repeated list unpacked",
+            definition: render("{% set a, b = range(100000) * 100000 %}"),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: output,
+            },
+        },
+        Case {
+            name: "long lists compared in a loop",
+            definition: render(
+                "{% set l = range(100000) * 10 %}{% for i in range(100000) %}{% if l == l + [] %}{% endif %}{% endfor %}",
+            ),
+            expect: Expect::Fails {
+                node: "bomb",
+                code: "budget_exceeded",
+                words: fuel,
             },
         },
         Case {

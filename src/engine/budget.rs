@@ -7,9 +7,15 @@
 //! fuel before it runs, and refuses input or arguments that would build more than the
 //! output cap. The charge lives in a thread-local scope armed for the evaluation: an
 //! evaluation is synchronous and never leaves its thread.
+//!
+//! Operators are in the same case (`a ~ a` doubles a string, `==` walks two lazily
+//! repeated lists), and minijinja has no hook on them: the vendored copy
+//! (vendor/minijinja/PATCHES.md) calls the check armed here on each operand an operator
+//! walks or formats and on the size of each string it builds, before doing the work.
 
 use std::cell::Cell;
 
+use minijinja::operation_check::{self, Operand};
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Value};
 
@@ -76,6 +82,8 @@ struct Scope {
     work_left: u64,
     /// The budget a filter found exhausted, to tell it from the filter's own errors.
     exhausted: Option<Budget>,
+    /// Bytes of operator work not yet charged: less than one unit of fuel.
+    pending: usize,
 }
 
 thread_local! {
@@ -85,6 +93,7 @@ thread_local! {
 /// The armed budget of the evaluation running on this thread, while it lives.
 pub(crate) struct Armed {
     previous: Option<Scope>,
+    previous_check: Option<operation_check::Check>,
 }
 
 /// Arms `limits` for the evaluation that follows on this thread.
@@ -93,9 +102,11 @@ pub(crate) fn arm(limits: TemplateLimits) -> Armed {
         limits,
         work_left: limits.fuel,
         exhausted: None,
+        pending: 0,
     };
     Armed {
         previous: SCOPE.with(|cell| cell.replace(Some(scope))),
+        previous_check: operation_check::set_operation_check(Some(check_operation)),
     }
 }
 
@@ -109,6 +120,7 @@ impl Armed {
 impl Drop for Armed {
     fn drop(&mut self) {
         SCOPE.with(|cell| cell.set(self.previous));
+        operation_check::set_operation_check(self.previous_check);
     }
 }
 
@@ -139,20 +151,28 @@ pub(crate) fn check_size(size: usize, what: &str) -> Result<(), Error> {
     }
 }
 
-/// Charges the work of handling `value` (its size, nested items included) against the
-/// evaluation's fuel, and refuses a value larger than the output cap. The walk stops at
-/// the cap, so that a lazily repeated list costs no more to refuse than the cap.
-pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
-    let max = limits().max_output;
-    let mut left = max;
-    if !size_within(value, &mut left) {
-        return Err(exceeded(Budget::Output, what));
+/// The check minijinja's operators call before they walk or format an operand, or build
+/// a string: the operand is charged like a filter's input, the string refused past the
+/// output cap and its bytes charged against the fuel.
+fn check_operation(operand: Operand<'_>) -> Result<(), Error> {
+    match operand {
+        Operand::Value(value) => charge(value, "an operand"),
+        Operand::Size(size) => {
+            check_size(size, "the string an operator builds")?;
+            charge_bytes(size, "the string an operator builds")
+        }
     }
-    let cost = ((max - left) / BYTES_PER_FUEL) as u64;
+}
+
+/// Charges `bytes` of work against the fuel, the remainder of a unit kept for the next.
+fn charge_bytes(bytes: usize, what: &str) -> Result<(), Error> {
     let starved = SCOPE.with(|cell| {
         let Some(mut scope) = cell.get() else {
             return false;
         };
+        let bytes = scope.pending.saturating_add(bytes);
+        scope.pending = bytes % BYTES_PER_FUEL;
+        let cost = (bytes / BYTES_PER_FUEL) as u64;
         scope.work_left = scope.work_left.saturating_sub(cost);
         cell.set(Some(scope));
         scope.work_left == 0
@@ -163,18 +183,46 @@ pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
     }
 }
 
+/// Charges the work of handling `value` (its size, nested items included) against the
+/// evaluation's fuel, and refuses a value larger than the output cap. The walk stops at
+/// the cap, so that a lazily repeated list costs no more to refuse than the cap.
+/// Each scalar, item or string walked costs a unit of fuel besides its bytes: walking a
+/// list (`==` on two of them, `join`) takes as long per item as an instruction.
+pub(crate) fn charge(value: &Value, what: &str) -> Result<(), Error> {
+    let max = limits().max_output;
+    let mut walk = Walk {
+        left: max,
+        items: 0,
+    };
+    if !size_within(value, &mut walk) {
+        return Err(exceeded(Budget::Output, what));
+    }
+    let items = walk.items.saturating_mul(BYTES_PER_FUEL);
+    charge_bytes((max - walk.left).saturating_add(items), what)
+}
+
 /// Whether `value` (nested items included) is at most `max` bytes, by the measure of
 /// [`charge`]: cheap for a long string, and stopped at `max` for a long list.
 pub(crate) fn fits(value: &Value, max: usize) -> bool {
-    let mut left = max;
-    size_within(value, &mut left)
+    let mut walk = Walk {
+        left: max,
+        items: 0,
+    };
+    size_within(value, &mut walk)
 }
 
-/// Takes `n` from `left`; false if there was not that much.
-fn take(left: &mut usize, n: usize) -> bool {
-    match left.checked_sub(n) {
+/// A walk over a value: the bytes left under the cap, and the items met so far.
+struct Walk {
+    left: usize,
+    items: usize,
+}
+
+/// Takes `n` from what is left, for one more item; false if there was not that much.
+fn take(walk: &mut Walk, n: usize) -> bool {
+    walk.items += 1;
+    match walk.left.checked_sub(n) {
         Some(rest) => {
-            *left = rest;
+            walk.left = rest;
             true
         }
         None => false,
@@ -183,13 +231,13 @@ fn take(left: &mut usize, n: usize) -> bool {
 
 /// Whether `value`, nested items included, fits in `left` bytes (one per scalar or item
 /// besides a string's bytes); `left` is what remains.
-fn size_within(value: &Value, left: &mut usize) -> bool {
+fn size_within(value: &Value, left: &mut Walk) -> bool {
     match value.kind() {
         ValueKind::String => take(left, value.as_str().map_or(0, str::len).max(1)),
         ValueKind::Bytes => take(left, value.as_bytes().map_or(0, <[u8]>::len).max(1)),
         ValueKind::Seq | ValueKind::Iterable => {
             // A sized list longer than what is left is refused before it is walked.
-            if value.len().is_some_and(|n| n > *left) || !take(left, 1) {
+            if value.len().is_some_and(|n| n > left.left) || !take(left, 1) {
                 return false;
             }
             let Ok(items) = value.try_iter() else {
@@ -203,7 +251,7 @@ fn size_within(value: &Value, left: &mut usize) -> bool {
             true
         }
         ValueKind::Map => {
-            if value.len().is_some_and(|n| n > *left) || !take(left, 1) {
+            if value.len().is_some_and(|n| n > left.left) || !take(left, 1) {
                 return false;
             }
             let Ok(keys) = value.try_iter() else {

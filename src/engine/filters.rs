@@ -12,6 +12,7 @@ use super::budget::{self, Budget};
 
 pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     guard_builtin_filters(env);
+    guard_builtin_tests(env);
     env.add_filter("from_json", |text: Value| {
         budget::charge(&text, "from_json's input")?;
         from_json(text.as_str().unwrap_or_default())
@@ -61,6 +62,35 @@ fn guard_builtin_filters(env: &mut minijinja::Environment<'static>) {
         "groupby" => f::groupby, "unique" => f::unique, "chain" => f::chain,
         "zip" => f::zip, "pprint" => f::pprint, "format" => f::format,
         "tojson" => f::tojson,
+    }
+}
+
+/// Registers minijinja's comparing tests again behind the same charge: `is eq`, `is in`
+/// and the rest walk whole sequences (a lazily repeated one too) in one instruction, and
+/// `is in` would take a refused operation for `false`.
+fn guard_builtin_tests(env: &mut minijinja::Environment<'static>) {
+    use minijinja::tests as t;
+    macro_rules! guarded {
+        ($($name:literal => $test:path),* $(,)?) => {$(
+            let test = Value::from_function($test);
+            env.add_test($name, move |state: &State, args: Rest<Value>| {
+                let what = format!("the operand of `is {}`", $name);
+                for arg in args.iter() {
+                    budget::charge(arg, &what)?;
+                }
+                Ok::<_, Error>(test.call(state, &args)?.is_true())
+            });
+        )*};
+    }
+    guarded! {
+        "eq" => t::is_eq, "equalto" => t::is_eq, "==" => t::is_eq,
+        "ne" => t::is_ne, "!=" => t::is_ne,
+        "lt" => t::is_lt, "lessthan" => t::is_lt, "<" => t::is_lt,
+        "le" => t::is_le, "<=" => t::is_le,
+        "gt" => t::is_gt, "greaterthan" => t::is_gt, ">" => t::is_gt,
+        "ge" => t::is_ge, ">=" => t::is_ge,
+        "in" => t::is_in, "startingwith" => t::is_startingwith,
+        "endingwith" => t::is_endingwith,
     }
 }
 

@@ -82,6 +82,10 @@ pub struct Limits {
     /// The most units one run may have: its nodes, and the instances of its `for_each`
     /// nodes (each a stored row and a sub-task).
     pub max_run_units: usize,
+    /// Takeovers of a run, from processes that stopped while driving it with no node
+    /// finished in between, after which the run is failed as poisoned instead of taken
+    /// over again.
+    pub max_takeovers: u32,
 }
 
 /// Instances one `for_each` node may have by default.
@@ -96,13 +100,13 @@ impl Default for Limits {
             template: template::TemplateLimits::default(),
             max_for_each: DEFAULT_MAX_FOR_EACH,
             max_run_units: DEFAULT_MAX_RUN_UNITS,
+            max_takeovers: DEFAULT_MAX_TAKEOVERS,
         }
     }
 }
 
-/// Takeovers of a run, from processes that stopped while driving it with no node finished
-/// in between, after which the run is failed as poisoned instead of taken over again.
-pub const MAX_TAKEOVERS: u32 = 3;
+/// Takeovers of a run with no node finished in between allowed by default.
+pub const DEFAULT_MAX_TAKEOVERS: u32 = 3;
 
 /// A run started in the background.
 pub struct RunHandle {
@@ -443,7 +447,7 @@ impl Engine {
         let takeovers = stored.takeovers;
         let env = self.env_for(&options, stored.owner.principal.as_deref());
         let mut setup = RunSetup::from_stored(stored, env);
-        if takeovers >= MAX_TAKEOVERS {
+        if takeovers >= self.env.limits.max_takeovers {
             tracing::warn!(%run_id, takeovers, "the run is poisoned: failing it instead of taking it over again");
             setup.poisoned = Some(format!(
                 "run_poisoned: the run was taken over {takeovers} times from processes that \

@@ -302,12 +302,15 @@ pub fn has_template(value: &Value) -> bool {
 
 /// The dotted variable paths a template names (`inputs.title`, `nodes.plan.output`).
 pub fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateError> {
+    // Compiling folds constant operations (`'x' * 10**8 ~ …`): they are checked too.
+    let _armed = budget::arm(TemplateLimits::default());
     let template = COMPILER.template_from_str(source)?;
     Ok(template.undeclared_variables(true).into_iter().collect())
 }
 
 /// The dotted variable paths an expression names.
 pub fn expression_references(expr: &str) -> Result<BTreeSet<String>, TemplateError> {
+    let _armed = budget::arm(TemplateLimits::default());
     let expression = compile_expression(&COMPILER, expr)?;
     Ok(expression.undeclared_variables(true).into_iter().collect())
 }
@@ -491,6 +494,73 @@ mod tests {
         );
         let render = templates.render(&format!("{{{{ {bomb} }}}}"), &ctx());
         assert_eq!(budget_of(render), Budget::Output);
+    }
+
+    /// Templates whose operators build or walk, in one instruction each, far more than
+    /// the output cap: each is refused before the work, at the output cap.
+    fn operator_bombs() -> Vec<String> {
+        // A string doubled by `~`, then by `+`: 2**12 MB in a dozen instructions.
+        let doubled = |op: &str| {
+            let double = format!("{{% set a = a {op} a %}}").repeat(12);
+            format!("{{% set a = 'x' * 1000000 %}}{double}{{{{ a | length }}}}")
+        };
+        let mut bombs = vec![doubled("~"), doubled("+")];
+        bombs.extend(OPERATOR_BOMBS.iter().map(|bomb| bomb.to_string()));
+        bombs
+    }
+
+    const OPERATOR_BOMBS: &[&str] = &[
+        // A lazily repeated list of 10**10 items, formatted, compared, searched, sliced,
+        // indexed, unpacked.
+        "{{ ((range(100000) * 100000) ~ '') | length }}",
+        "{{ ([range(100000) * 100000] ~ '') | length }}",
+        "{{ (range(100000) * 100000) == (range(100000) * 100000) }}",
+        "{{ (range(100000) * 100000) < (range(100000) * 100000) }}",
+        "{{ ((range(100000) * 100000) + [1]) != ((range(100000) * 100000) + [1]) }}",
+        "{{ -1 in range(100000) * 100000 }}",
+        "{{ (range(100000) * 100000) in 'abc' }}",
+        "{{ (range(100000) * 100000) is eq(range(100000) * 100000) }}",
+        "{{ -1 is in(range(100000) * 100000) }}",
+        "{{ ((range(100000) * 100000)[::-1]) | first }}",
+        "{{ (range(100000) * 100000)[9999999999] }}",
+        "{% set a, b = range(100000) * 100000 %}",
+    ];
+
+    #[test]
+    fn operators_that_build_or_walk_past_the_cap_are_refused_before_the_work() {
+        let templates = Templates::default();
+        let bombs = operator_bombs();
+        for bomb in &bombs {
+            let result = templates.render(bomb, &ctx());
+            assert!(
+                matches!(result, Err(TemplateError::Budget { .. })),
+                "{bomb}: {result:?}"
+            );
+        }
+        let error = templates.render(&bombs[0], &ctx()).unwrap_err();
+        assert!(error.to_string().contains("template-max-output"), "{error}");
+        // The same operators on what fits still work.
+        let fits = "{% set a = 'ab' %}{% set a = a ~ a + a %}{{ a }} {{ [1, 2] ~ '' }} \
+                    {{ [1] + [2] == [1, 2] }} {{ 2 in range(3) * 2 }} {{ (range(3) * 2)[4] }}";
+        assert_eq!(
+            templates.render(fits, &ctx()).unwrap(),
+            "ababab [1, 2] True True 1"
+        );
+    }
+
+    #[test]
+    fn operators_walking_long_lists_in_a_loop_run_out_of_fuel() {
+        let templates = Templates::default();
+        let bomb = "{% set l = range(100000) * 10 %}{% for i in range(100000) %}\
+                    {% if l == l + [] %}{% endif %}{% endfor %}";
+        assert_eq!(budget_of(templates.render(bomb, &ctx())), Budget::Fuel);
+    }
+
+    #[test]
+    fn folding_constants_at_validation_is_checked_too() {
+        // Compiling folds `'x' * 10**8 ~ …`; refused, it is left to the evaluation.
+        let refs = template_references("{{ ('x' * 100000000) ~ ('x' * 100000000) }}").unwrap();
+        assert!(refs.is_empty(), "{refs:?}");
     }
 
     #[test]

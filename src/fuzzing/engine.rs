@@ -6,16 +6,20 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::parts;
+use crate::engine::definition::{ActionDef, Problems, WorkflowDef};
 use crate::engine::plan::Plan;
-use crate::engine::template::{self, TemplateLimits, Templates};
+use crate::engine::template::{self, TemplateError, TemplateLimits, Templates};
 use crate::engine::validate::{self, Limits};
 use crate::engine::{form, loader, schema};
 use crate::tools::Tools;
 
 /// `inline_definition`: a definition passed inline is decoded and validated as
-/// `run_workflow` does it, without a panic; one that validates always plans, its plan is
-/// acyclic with every index in range, and its snapshot reads back as the same plan. What
-/// the inline limits accept, the file limits accept too.
+/// `run_workflow` does it, without a panic. The inline limits find what the file limits
+/// find, and besides exactly this: every node that would touch the host's files
+/// (`read_file`, `list_dir`, `write_file`), each named, and a count of nodes over the
+/// inline cap; so what the inline limits accept, the file limits accept too. One that
+/// validates (as a file, and so inline too) always plans, its plan is acyclic with every
+/// index in range, and its snapshot reads back as the same plan.
 ///
 /// Input: the definition as JSON.
 pub fn inline_definition(data: &[u8]) {
@@ -23,14 +27,14 @@ pub fn inline_definition(data: &[u8]) {
         return;
     };
     let checked = loader::parse_json_checked(&value, &|def| {
-        validate::validate(def, &Tools::exists, Limits::INLINE)
+        let inline = validate::validate(def, &Tools::exists, Limits::INLINE);
+        let file = validate::validate(def, &Tools::exists, Limits::FILE);
+        inline_refusals_are_the_files_and_the_host_files(def, &inline, &file);
+        file
     });
     let Ok(def) = checked else {
         return;
     };
-    if let Err(problems) = validate::validate(&def, &Tools::exists, Limits::FILE) {
-        panic!("valid inline, invalid as a file: {problems}");
-    }
     let _ = validate::check_inputs(&def, &Map::new());
     let count = def.nodes.len();
     let plan = Plan::new(Arc::new(def));
@@ -50,6 +54,50 @@ pub fn inline_definition(data: &[u8]) {
     let restored = Plan::from_snapshot(&snapshot.text).expect("a snapshot reads back");
     let again = serde_json::to_string(&restored).expect("a plan serialises");
     assert_eq!(again, snapshot.text, "a snapshot read back is another plan");
+}
+
+/// The problems `inline` finds are those `file` finds, one for each node with a file
+/// action (at `nodes.<id>.<action>`, saying it is not allowed inline), and one for a count
+/// of nodes over the inline cap: compared as lists of paths, sorted.
+fn inline_refusals_are_the_files_and_the_host_files(
+    def: &WorkflowDef,
+    inline: &Result<(), Problems>,
+    file: &Result<(), Problems>,
+) {
+    let paths = |result: &Result<(), Problems>| -> Vec<String> {
+        let problems = result.as_ref().err().map_or(&[][..], |p| &p.0[..]);
+        problems.iter().map(|p| p.location.path.clone()).collect()
+    };
+    let touching: Vec<String> = def
+        .nodes
+        .values()
+        .filter(|node| {
+            matches!(
+                node.action,
+                ActionDef::ReadFile { .. }
+                    | ActionDef::ListDir { .. }
+                    | ActionDef::WriteFile { .. }
+            )
+        })
+        .map(|node| format!("nodes.{}.{}", node.id, node.action.kind()))
+        .collect();
+    let over = |limits: Limits| (def.nodes.len() > limits.max_nodes).then(|| "nodes".to_owned());
+    let mut found = paths(inline);
+    found.extend(over(Limits::FILE));
+    let mut expected = paths(file);
+    expected.extend(touching.iter().cloned());
+    expected.extend(over(Limits::INLINE));
+    found.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(found, expected, "inline: {inline:?}\nas a file: {file:?}");
+    let problems = inline.as_ref().err().map_or(&[][..], |p| &p.0[..]);
+    for path in &touching {
+        assert!(
+            problems.iter().any(|p| &p.location.path == path
+                && p.message.contains("is not allowed in inline definitions")),
+            "{path} is not refused as a file action: {problems:?}"
+        );
+    }
 }
 
 /// Whether every node can be taken after all its upstream nodes (Kahn's algorithm).
@@ -141,7 +189,8 @@ fn is_form(schema: &Value) -> bool {
 }
 
 /// `template`: any template or expression evaluated under the budgets ends, with a value,
-/// a template error or a budget error, and never panics; what it produces never exceeds
+/// a template error or a budget error, and never panics (not even in a way the server
+/// contains); what it produces never exceeds
 /// the output cap (for a JSON value, its size as JSON; for an expanded value, the sum over
 /// its expanded strings, as `Templates::expand` counts it). That it ends is the fuzzer's to
 /// check: an input that runs past its timeout is a finding.
@@ -183,6 +232,11 @@ pub fn template(data: &[u8]) {
             })
         }
     };
+    // The server contains a panic of an evaluation as an error of its node; here it is
+    // still a finding (and in the fuzz build the panic aborts before it is caught).
+    if let Err(TemplateError::Panicked(message)) = &produced {
+        panic!("the evaluation panicked: {message}");
+    }
     if let Ok(size) = produced {
         assert!(
             size <= limits.max_output,

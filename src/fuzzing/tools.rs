@@ -8,8 +8,9 @@ use crate::tools::{add_task, complete_task, delete_task, list_tasks, search_task
 
 /// `tool_args`: a tool accepts exactly the arguments its published input schema accepts
 /// (the schema read by the small interpreter below, with `format: date` a real calendar
-/// date); a rejection names every field the schema finds wrong; and what is accepted
-/// comes out as it was sent.
+/// date, and no string holding U+0000, which PostgreSQL's `text` cannot store); a rejection
+/// names every field the schema finds wrong; and what is accepted comes out as it was
+/// sent.
 ///
 /// Input: a byte choosing the tool, then the arguments as JSON.
 pub fn tool_args(data: &[u8]) {
@@ -151,7 +152,9 @@ fn string_fits(schema: &Value, text: &str) -> bool {
     let units = text.encode_utf16().count() as u64;
     let limit = |key: &str| schema.get(key).and_then(Value::as_u64);
     let options = schema.get("enum").and_then(Value::as_array);
-    limit("minLength").is_none_or(|min| units >= min)
+    // Beyond what a schema states: the store takes no NUL, on either backend.
+    !text.contains('\0')
+        && limit("minLength").is_none_or(|min| units >= min)
         && limit("maxLength").is_none_or(|max| units <= max)
         && options.is_none_or(|options| options.iter().any(|o| o == text))
         && (schema.get("format").is_none_or(|f| f != "date") || is_date(text))

@@ -14,10 +14,18 @@ use crate::server::wire::screen::{Screened, screen, screen_general, top_level_id
 ///
 /// "The same" is: the same rmcp message (equal as JSON and in its `Debug` form, which
 /// shows the `_meta` kept in the request's extensions), or the same error reply, or both
-/// skipping the line. And a line the screen skips carries no id that would await a reply.
+/// skipping the line. And a line the screen skips carries no id that would await a reply;
+/// a line that is not UTF-8 but would be a JSON object naming an id once its bad bytes are
+/// replaced gets its error under that id.
 pub fn stdio_screen(data: &[u8]) {
     let fast = screen(data);
     let general = screen_general(data);
+    if let Some(id) = lossy_id(data) {
+        let Screened::Reply(reply) = &fast else {
+            panic!("a line that is not UTF-8 screens as {}", kind(&fast));
+        };
+        assert_eq!(reply["id"], id, "the error of a line that is not UTF-8");
+    }
     match (&fast, &general) {
         (Screened::Message(fast), Screened::Message(general)) => {
             assert_eq!(
@@ -42,6 +50,20 @@ pub fn stdio_screen(data: &[u8]) {
             kind(&general)
         ),
     }
+}
+
+/// The id a line that is not UTF-8 names, read as JSON once its bad bytes are replaced:
+/// `None` for a line that is UTF-8, is no JSON object even so, or names no number or
+/// string as its id.
+fn lossy_id(data: &[u8]) -> Option<serde_json::Value> {
+    let text = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
+    if std::str::from_utf8(text).is_ok() {
+        return None;
+    }
+    let lossy = String::from_utf8_lossy(text);
+    let value: serde_json::Value = serde_json::from_str(&lossy).ok()?;
+    let id = value.get("id")?;
+    (id.is_number() || id.is_string()).then(|| id.clone())
 }
 
 fn kind(screened: &Screened) -> &'static str {

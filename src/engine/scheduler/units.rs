@@ -127,6 +127,28 @@ pub(super) fn contained<T>(work: impl FnOnce() -> T) -> Result<T, NodeError> {
     })
 }
 
+/// [`contained`] for an attempt that waits: a panic while its future is polled (an
+/// answer's handling, a client's interaction) is the node's `internal_error`, not the end
+/// of the task that drives the whole run.
+pub(super) fn contained_async(
+    attempt: impl Future<Output = Result<Value, NodeError>> + Send + 'static,
+) -> BoxFuture<Result<Value, NodeError>> {
+    use futures::FutureExt;
+    Box::pin(
+        std::panic::AssertUnwindSafe(attempt)
+            .catch_unwind()
+            .map(|caught| {
+                caught.unwrap_or_else(|_| {
+                    tracing::error!("a node's waiting attempt panicked; the node fails");
+                    Err(NodeError::new(
+                        NodeErrorKind::Panicked,
+                        "the node's work panicked",
+                    ))
+                })
+            }),
+    )
+}
+
 fn is_synchronous(action: &Resolved) -> bool {
     matches!(
         action,
@@ -289,7 +311,9 @@ impl Run {
         };
         Box::pin(async move {
             let result = match call {
-                Ok(call) => call.await.map_err(NodeError::from),
+                Ok(call) => {
+                    contained_async(async move { call.await.map_err(NodeError::from) }).await
+                }
                 Err(unknown) => Err(unknown),
             };
             Woken::attempted(node, instance, result.into(), action)

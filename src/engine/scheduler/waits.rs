@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Run;
-use super::units::{Woken, left_until, millis};
+use super::units::{Woken, contained_async, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, timed_out, with_timeout};
@@ -67,6 +67,7 @@ impl Run {
                 })
             }
         };
+        let attempt = contained_async(attempt);
         Box::pin(async move {
             let outcome = tokio::select! {
                 biased;
