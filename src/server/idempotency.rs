@@ -102,7 +102,7 @@ impl Server {
         };
         let found = registry
             .store()
-            .run_by_idempotency_key(&retryable.key)
+            .run_by_idempotency_key(retryable.principal.as_deref(), &retryable.key)
             .map_err(|_| envelope::of_result(Err(ToolError::internal())))?;
         match found {
             None => Ok(None),
