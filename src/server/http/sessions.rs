@@ -1,4 +1,5 @@
-//! A cap on the number of open 2025-11-25 sessions, around rmcp's session manager.
+//! A cap on the number of open 2025-11-25 sessions, around rmcp's session manager, which
+//! also tells the table of owners (`owners.rs`) of every session that closes.
 //!
 //! Each session holds a worker task and its channels until the client closes it or it
 //! idles out (rmcp's keep-alive, five minutes), so a client that opens sessions in a loop
@@ -11,6 +12,8 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
+
+use super::owners::Owners;
 
 /// How many sessions a manager holds open now.
 pub(super) trait OpenSessions {
@@ -31,21 +34,29 @@ pub(super) enum BoundedError<E> {
     Inner(E),
 }
 
-/// A session manager that opens at most `max` sessions.
+/// A session manager that opens at most `max` sessions, and forgets each session's
+/// owner when it closes (rmcp closes an idle session through this manager too).
 pub(super) struct Bounded<M> {
     inner: M,
     max: usize,
+    owners: Owners,
     /// Held from the count to the new session's insertion, so that the count is exact.
     creating: tokio::sync::Mutex<()>,
 }
 
 impl<M> Bounded<M> {
-    pub(super) fn new(inner: M, max: usize) -> Bounded<M> {
+    pub(super) fn new(inner: M, max: usize, owners: Owners) -> Bounded<M> {
         Bounded {
             inner,
             max,
+            owners,
             creating: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Who owns each open session.
+    pub(super) fn owners(&self) -> &Owners {
+        &self.owners
     }
 }
 
@@ -92,10 +103,9 @@ where
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.inner
-            .close_session(id)
-            .await
-            .map_err(BoundedError::Inner)
+        let closed = self.inner.close_session(id).await;
+        self.owners.forget(id);
+        closed.map_err(BoundedError::Inner)
     }
 
     async fn create_stream(
@@ -144,7 +154,11 @@ mod tests {
 
     #[tokio::test]
     async fn sessions_opened_at_once_never_exceed_the_cap() {
-        let sessions = Arc::new(Bounded::new(LocalSessionManager::default(), 3));
+        let sessions = Arc::new(Bounded::new(
+            LocalSessionManager::default(),
+            3,
+            Owners::new(3),
+        ));
         let attempts: Vec<_> = (0..8)
             .map(|_| {
                 let sessions = sessions.clone();
