@@ -92,17 +92,17 @@ pub struct HttpOptions {
     pub hosts: Vec<String>,
     /// At most this many 2025-11-25 sessions are open at once.
     pub max_sessions: usize,
-    /// At most this many of them opened by one principal (with tokens).
+    /// At most this many of them opened by one principal of a tokens file.
     pub max_sessions_per_principal: usize,
     /// At most this many SSE streams are open at once.
     pub max_streams: usize,
-    /// At most this many of them held by one principal (with tokens).
+    /// At most this many of them held by one principal of a tokens file.
     pub max_streams_per_principal: usize,
     /// At most this many unfinished runs per principal (with tokens).
     pub max_runs: u64,
     /// At most this many `tasks/result` requests wait at once.
     pub max_result_waits: usize,
-    /// At most this many of them from one principal (with tokens).
+    /// At most this many of them from one principal of a tokens file.
     pub max_result_waits_per_principal: usize,
     /// The cap on connections and their timeouts.
     pub connections: Limits,
@@ -197,18 +197,24 @@ impl Server {
             .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
         let tasks = self.registry.is_some();
+        // The per-principal caps keep the principals of a tokens file from each other; a
+        // server with one principal (the token made at start) has the totals alone.
+        let per_principal = |cap: usize| match options.auth {
+            Auth::File { .. } => cap,
+            Auth::Generated | Auth::Off => usize::MAX,
+        };
         let server = Server {
             max_runs: Some(options.max_runs),
             result_waits: Some(Slots::new(
                 options.max_result_waits,
-                options.max_result_waits_per_principal,
+                per_principal(options.max_result_waits_per_principal),
             )),
             ..self
         };
         let sessions = Arc::new(Bounded::new(
             LocalSessionManager::default(),
             options.max_sessions,
-            Owners::new(options.max_sessions_per_principal),
+            Owners::new(per_principal(options.max_sessions_per_principal)),
         ));
         let mcp =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
@@ -245,7 +251,10 @@ impl Server {
             keys,
             tasks,
             sessions,
-            streams: Slots::new(options.max_streams, options.max_streams_per_principal),
+            streams: Slots::new(
+                options.max_streams,
+                per_principal(options.max_streams_per_principal),
+            ),
             mcp,
         });
         tracing::info!(

@@ -147,26 +147,20 @@ impl Server {
         let Some(waits) = &self.result_waits else {
             return Ok(None);
         };
-        let (code, message) = match waits.take(caller.principal()) {
+        let message = match waits.take(caller.principal()) {
             Ok(slot) => return Ok(Some(slot)),
-            Err(Full::All) => (
-                "too_many_result_waits",
-                "as many tasks/result requests wait as this server allows \
-                 (--http-max-result-waits); poll with tasks/get, or retry later"
-                    .to_owned(),
-            ),
-            Err(Full::Principal) => (
-                "too_many_result_waits",
-                format!(
-                    "{} has as many tasks/result requests waiting as this server allows each \
-                     caller (--http-max-result-waits-per-principal); poll with tasks/get, or \
-                     retry later",
-                    caller.principal().unwrap_or_default()
-                ),
+            Err(Full::All) => "as many tasks/result requests wait as this server allows \
+                               (--http-max-result-waits); poll with tasks/get, or retry later"
+                .to_owned(),
+            Err(Full::Principal) => format!(
+                "{} has as many tasks/result requests waiting as this server allows each \
+                 caller (--http-max-result-waits-per-principal); poll with tasks/get, or \
+                 retry later",
+                caller.principal().unwrap_or_default()
             ),
         };
         // Shaped as a refused call (`too_many_runs`) is.
-        let envelope = crate::server::envelope::failed(code, &message, None);
+        let envelope = crate::server::envelope::failed("too_many_result_waits", &message, None);
         Err(McpError::invalid_params(message, Some(envelope.body)))
     }
 
