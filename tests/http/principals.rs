@@ -264,6 +264,27 @@ fn a_principal_at_its_result_wait_cap_is_refused_another_wait_and_others_are_not
     );
 }
 
+#[test]
+fn waiting_tasks_result_requests_are_capped_in_all_without_tokens_too() {
+    let server = HttpServer::start(&["--http-max-result-waits", "1"]);
+    let sessions = [
+        open_session_as(&server, vec![]).0,
+        open_session_as(&server, vec![]).0,
+    ];
+    let sleeping = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    let mut held = Vec::new();
+    for session in &sessions {
+        let task_id = start_legacy_task(&server, session, sleeping.clone());
+        let wait = request(4, "tasks/result", json!({"taskId": task_id}));
+        held.push(post_held(&server, session, &wait));
+    }
+    let [first, second] = &mut held[..] else {
+        unreachable!()
+    };
+    let (_, refused) = first_to_send(&mut [first, second], "too_many_result_waits");
+    assert!(refused.contains("(--http-max-result-waits)"), "{refused}");
+}
+
 /// A `run_workflow` task started in `session` with `key`; returns the reply.
 fn start_keyed(server: &HttpServer, session: &[String], key: &str, definition: Value) -> Value {
     let params = json!({"name": "run_workflow", "task": {"ttl": 60000},

@@ -150,6 +150,7 @@ pub(super) type Sessions = Bounded<LocalSessionManager>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::http::tokens::Principal;
     use std::sync::Arc;
 
     #[tokio::test]
@@ -177,5 +178,20 @@ mod tests {
         sessions.close_session(&opened[0]).await.unwrap();
         assert!(!sessions.is_full().await);
         assert!(sessions.create_session().await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_session_closed_however_it_closes_is_forgotten_with_its_owner() {
+        let sessions = Bounded::new(LocalSessionManager::default(), 3, Owners::new(1));
+        let alice = Principal("alice".to_owned());
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        let opening = sessions.owners().reserve(&alice, [7; 32]).unwrap();
+        sessions.owners().record(id.clone(), opening);
+        assert!(sessions.owners().owns(&id, &alice));
+        assert!(sessions.owners().reserve(&alice, [7; 32]).is_none());
+        // rmcp closes an idle session, as a DELETE does, through the manager.
+        sessions.close_session(&id).await.unwrap();
+        assert!(!sessions.owners().owns(&id, &alice));
+        assert!(sessions.owners().reserve(&alice, [7; 32]).is_some());
     }
 }
