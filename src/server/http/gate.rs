@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use super::keys::Keys;
 use super::owners::Opening;
 use super::sessions::Sessions;
-use super::tokens::Principal;
+use super::tokens::{Principal, TokenDigest};
 use super::{Body, plain, rewrite};
 use crate::server::Server;
 use crate::server::slots::{Full, Slot, Slots};
@@ -36,6 +36,9 @@ pub(super) struct Gate {
     pub(super) mcp: StreamableHttpService<Server, Sessions>,
 }
 
+/// The principal of a request's token, and the token's digest.
+type Caller = (Principal, TokenDigest);
+
 impl Gate {
     pub(super) async fn handle(
         self: Arc<Self>,
@@ -47,18 +50,10 @@ impl Gate {
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
             });
         }
-        // The principal of the request's token, and the token's digest.
-        let mut caller = None;
-        if let Some(keys) = &self.keys {
-            let given = bearer(&request);
-            let Some((principal, digest)) = given.and_then(|t| keys.principal(t)) else {
-                return Ok(unauthorized(given.is_some()));
-            };
-            tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
-            // rmcp hands the request's parts to the handler, which tells callers apart.
-            request.extensions_mut().insert(principal.clone());
-            caller = Some((principal, digest));
-        }
+        let caller = match self.authenticate(&mut request) {
+            Ok(caller) => caller,
+            Err(refused) => return Ok(*refused),
+        };
         if request.uri().path() != "/mcp" {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
         }
@@ -68,22 +63,10 @@ impl Gate {
             // As rmcp answers for a session it does not know.
             return Ok(plain(StatusCode::NOT_FOUND, "Not Found: Session not found"));
         }
-        let mut opening = None;
-        if opens_session(&request) {
-            if self.sessions.is_full().await {
-                return Ok(busy("too many open sessions; close one or retry later\n"));
-            }
-            if let Some((principal, digest)) = &caller {
-                let owners = self.sessions.owners();
-                let Some(reserved) = owners.reserve(principal, *digest) else {
-                    return Ok(busy(
-                        "too many open sessions for this principal \
-                         (--http-max-sessions-per-principal); close one or retry later\n",
-                    ));
-                };
-                opening = Some(reserved);
-            }
-        }
+        let opening = match self.reserve_session(&request, caller.as_ref()).await {
+            Ok(opening) => opening,
+            Err(refused) => return Ok(refused),
+        };
         let mut mcp = self.mcp.clone();
         // Only a GET (the session's stream) or a POST (answered as a stream) may open one;
         // a DELETE that closes a session is served even when the streams are all taken.
@@ -118,6 +101,51 @@ impl Gate {
             }
         };
         Ok(holding_while_streaming(response, slot))
+    }
+
+    /// The caller named by the request's token, which the request then carries for the
+    /// handler (rmcp hands it the request's parts); `None` without tokens. `Err` is the
+    /// 401 to answer.
+    fn authenticate(
+        &self,
+        request: &mut Request<Incoming>,
+    ) -> Result<Option<Caller>, Box<Response<Body>>> {
+        let Some(keys) = &self.keys else {
+            return Ok(None);
+        };
+        let given = bearer(request);
+        let Some((principal, digest)) = given.and_then(|t| keys.principal(t)) else {
+            return Err(Box::new(unauthorized(given.is_some())));
+        };
+        tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
+        request.extensions_mut().insert(principal.clone());
+        Ok(Some((principal, digest)))
+    }
+
+    /// For a request that may open a session, a slot of the caller's sessions, held until
+    /// the session is recorded; `Err` is the 503 to answer when the sessions in all, or
+    /// the caller's, are at their cap.
+    async fn reserve_session(
+        &self,
+        request: &Request<Incoming>,
+        caller: Option<&Caller>,
+    ) -> Result<Option<Opening>, Response<Body>> {
+        if !opens_session(request) {
+            return Ok(None);
+        }
+        if self.sessions.is_full().await {
+            return Err(busy("too many open sessions; close one or retry later\n"));
+        }
+        let Some((principal, digest)) = caller else {
+            return Ok(None);
+        };
+        match self.sessions.owners().reserve(principal, *digest) {
+            Some(opening) => Ok(Some(opening)),
+            None => Err(busy(
+                "too many open sessions for this principal \
+                 (--http-max-sessions-per-principal); close one or retry later\n",
+            )),
+        }
     }
 
     /// Whether the request names a session that `principal` did not open (or that is not
