@@ -621,7 +621,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -1094,6 +1094,34 @@ on_both_backends! {
         let owner = db.store.run_owner("bob").unwrap().unwrap();
         assert_eq!(owner.principal.as_deref(), Some("bob"));
         assert_eq!(db.store.run_owner("nobody-knows").unwrap(), None);
+    }
+}
+
+on_both_backends! {
+    fn idempotency_keys_are_each_principals_own(place) {
+        let store = place.store();
+        let start = |id: &'static str, principal: Option<&'static str>, call: &'static str| {
+            store.try_transaction(|tx| {
+                let mut run = run_held_by_me(id);
+                run.principal = principal;
+                run.idempotency = Some(("key-1", call));
+                tx.insert_run(&run)
+            })
+        };
+        start("alices", Some("alice"), "alice's call").unwrap();
+        // Another principal's run under the same key is a run of its own.
+        start("bobs", Some("bob"), "bob's call").unwrap();
+        start("nobodys", None, "a local call").unwrap();
+        let found = |principal| store.run_by_idempotency_key(principal, "key-1").unwrap();
+        let run = |id: &str, call: &str| Some((id.to_owned(), call.to_owned()));
+        assert_eq!(found(Some("alice")), run("alices", "alice's call"));
+        assert_eq!(found(Some("bob")), run("bobs", "bob's call"));
+        assert_eq!(found(None), run("nobodys", "a local call"));
+        assert_eq!(found(Some("carol")), None);
+        // Within one principal the key still names one run.
+        assert!(start("alices-again", Some("alice"), "alice's call").is_err());
+        assert!(start("nobodys-again", None, "a local call").is_err());
+        assert_eq!(found(Some("alice")), run("alices", "alice's call"));
     }
 }
 
