@@ -49,7 +49,7 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         answers: "none",
         deadline_ms: None,
         lease_owner: "me",
-        lease_expires_ms: i64::MAX,
+        lease_ms: 3_600_000,
         retry_of: None,
         idempotency: None,
         principal: None,

@@ -163,13 +163,13 @@ pub struct RunBatch<'a> {
     pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
     pub progress: RunProgress<'a>,
     pub end: Option<RunEnd<'a>>,
-    /// The audit rows of the file actions whose units this batch settles, committed with
-    /// their records.
+    /// The audit rows of the file actions and of the caller's answers whose units this
+    /// batch settles, committed with their records.
     pub audits: &'a [FileAudit],
 }
 
-/// The audit row of a file action (`read_file`, `list_dir`, `write_file`), kept until the
-/// batch that records its unit commits.
+/// The audit row of a file action (`read_file`, `list_dir`, `write_file`) or of a caller's
+/// answer (`answer`), kept until the batch that records its unit commits.
 #[derive(Debug, Clone)]
 pub struct FileAudit {
     /// The action's name, the row's tool.
@@ -267,6 +267,18 @@ pub trait Journal: Send + Sync {
         call: &ToolCall<'_>,
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError>;
+
+    /// In one transaction: commits `batch`, its lease checked and extended first, then
+    /// calls `place`, then commits. `place` is called only if this process holds the
+    /// run's lease, and while no other can take it (the run's row stays locked until the
+    /// commit, and the extension just made outlasts the call by half a lease): what it
+    /// does never happens after another process took the run over. Not called at all when
+    /// the lease is lost; the error then says why.
+    fn commit_placing(
+        &self,
+        batch: &RunBatch<'_>,
+        place: &mut dyn FnMut(),
+    ) -> Result<(), JournalError>;
 
     /// Reads a run back, to resume it or to run it again.
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError>;
