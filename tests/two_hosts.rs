@@ -8,7 +8,8 @@
 //! Beside those: a host whose clock runs ahead takes no live run (`skew.rs`); a host cut
 //! off from the database by the network loses its runs and, back, writes nothing more of
 //! them, and a host that loses its lease mid-`write_file` does not land its file
-//! (`fencing.rs`, through the proxy of `proxy.rs`).
+//! (`fencing.rs`, through the proxy of `proxy.rs`), nor record a sampled answer
+//! (`sampled.rs`).
 //!
 //! PostgreSQL only: it skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
 
@@ -16,6 +17,8 @@
 mod fencing;
 #[path = "two_hosts/proxy.rs"]
 mod proxy;
+#[path = "two_hosts/sampled.rs"]
+mod sampled;
 #[path = "two_hosts/skew.rs"]
 mod skew;
 
@@ -55,18 +58,26 @@ const RUNS_PER_HOST: u64 = 4;
 
 /// A host: `serve` on the shared database, given `runs` as 2025-11-25 tasks at once.
 fn host(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>) -> Child {
-    let mut child = serve(dir, db, &["--lease", "1s"], &[], Stdio::null());
+    let mut child = serve(
+        dir,
+        db,
+        &["--lease", "1s"],
+        &[],
+        Stdio::null(),
+        Stdio::null(),
+    );
     give(&mut child, "job", runs);
     child
 }
 
 /// `serve` on the database `db`, with the workflows of `dir`/workflows and `dir` as its
-/// workspace, `args` and `env` besides; its log goes to `log`.
+/// workspace, `args` and `env` besides; its replies go to `out`, its log to `log`.
 fn serve(
     dir: &std::path::Path,
     db: &str,
     args: &[&str],
     env: &[(&str, &str)],
+    out: Stdio,
     log: impl Into<Stdio>,
 ) -> Child {
     Command::new(BIN)
@@ -80,7 +91,7 @@ fn serve(
         .arg(dir)
         .arg("serve")
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(out)
         .stderr(log)
         .spawn()
         .expect("the host starts")

@@ -47,9 +47,23 @@ fn a_host_whose_clock_runs_30_s_ahead_takes_no_live_run_from_another() {
     // A lease of 3 s, renewed every second: long enough that a live host never lets one
     // run out on a busy machine, far shorter than the skew.
     let lease = ["--lease", "3s"];
-    let mut a = serve(dir.path(), scratch.url(), &lease, &[], Stdio::null());
+    let mut a = serve(
+        dir.path(),
+        scratch.url(),
+        &lease,
+        &[],
+        Stdio::null(),
+        Stdio::null(),
+    );
     let ahead = [("TASKS_CLOCK_OFFSET_MS", "30000")];
-    let mut b = serve(dir.path(), scratch.url(), &lease, &ahead, Stdio::null());
+    let mut b = serve(
+        dir.path(),
+        scratch.url(),
+        &lease,
+        &ahead,
+        Stdio::null(),
+        Stdio::null(),
+    );
     give(&mut a, "long_job", 0..RUNS);
     give(&mut b, "long_job", RUNS..2 * RUNS);
     let all = (2 * RUNS) as usize;
