@@ -564,6 +564,26 @@ mod tests {
     }
 
     #[test]
+    fn a_staged_file_lands_only_when_placed_and_a_discarded_one_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = || {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        let staged = stage(dir.path(), "out/a.md", "a", WriteMode::default()).unwrap();
+        assert!(!dir.path().join("out/a.md").exists(), "not in place yet");
+        staged.discard();
+        assert!(names().is_empty(), "{:?}", names());
+        let staged = stage(dir.path(), "out/a.md", "a", WriteMode::default()).unwrap();
+        assert_eq!(staged.place().unwrap()["bytes"], 1);
+        assert_eq!(names(), ["a.md"]);
+    }
+
+    #[test]
     fn a_write_replaces_the_temporary_file_its_writers_killed_attempt_left() {
         let dir = tempfile::tempdir().unwrap();
         // What an attempt killed between its temporary file and the rename leaves.

@@ -30,7 +30,7 @@ tool = "add_task"
 args = { title = "job {{ inputs.n }} first" }
 
 [nodes.pause]
-wait = "8s"
+wait = "10s"
 needs = ["first"]
 
 [nodes.file]
