@@ -163,15 +163,16 @@ pub struct RunBatch<'a> {
     pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
     pub progress: RunProgress<'a>,
     pub end: Option<RunEnd<'a>>,
-    /// The audit rows of the file actions and of the caller's answers whose units this
-    /// batch settles, committed with their records.
-    pub audits: &'a [FileAudit],
+    /// The audit rows of the file actions, the caller's answers and the node faults whose
+    /// units this batch settles, committed with their records.
+    pub audits: &'a [PendingAudit],
 }
 
-/// The audit row of a file action (`read_file`, `list_dir`, `write_file`) or of a caller's
-/// answer (`answer`), kept until the batch that records its unit commits.
+/// An audit row of a recorded run kept until the batch that records its unit commits,
+/// under the run's lease: a file action's (`read_file`, `list_dir`, `write_file`), a
+/// caller's answer's (`answer`), a node fault's (`budget_exceeded`, `node_panicked`).
 #[derive(Debug, Clone)]
-pub struct FileAudit {
+pub struct PendingAudit {
     /// The action's name, the row's tool.
     pub action: &'static str,
     pub node_id: Arc<str>,

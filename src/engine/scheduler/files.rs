@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Run;
 use crate::engine::actions::Resolved;
 use crate::engine::files::{self, WriteMode};
-use crate::engine::journal::FileAudit;
+use crate::engine::journal::PendingAudit;
 use crate::engine::report::NodeError;
 use crate::tools::{AuditOutcome, Origin};
 
@@ -165,7 +165,7 @@ impl Run {
             return;
         }
         if self.journal.is_some() {
-            self.audits.push(FileAudit {
+            self.audits.push(PendingAudit {
                 action,
                 node_id: Arc::clone(&self.plan.nodes[node].id),
                 args,

@@ -12,7 +12,7 @@ use super::units::{Woken, contained_async, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, timed_out, with_timeout};
-use crate::engine::journal::{Answers, FileAudit};
+use crate::engine::journal::{Answers, PendingAudit};
 use crate::engine::report::NodeError;
 use crate::tools::Origin;
 
@@ -162,7 +162,7 @@ impl Run {
             return;
         }
         if self.journal.is_some() {
-            self.audits.push(FileAudit {
+            self.audits.push(PendingAudit {
                 action: audit,
                 node_id: Arc::clone(&self.plan.nodes[node].id),
                 args,
