@@ -49,7 +49,7 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         answers: "none",
         deadline_ms: None,
         lease_owner: "me",
-        lease_expires_ms: i64::MAX,
+        lease_ms: 3_600_000,
         retry_of: None,
         idempotency: None,
         principal: None,
@@ -1219,4 +1219,38 @@ async fn a_grouped_call_whose_drainer_was_dropped_unpolled_still_commits() {
         listed(&db.store, TodoFilter::default()),
         ["first", "second"]
     );
+}
+
+on_both_backends! {
+    /// Leases are set and expired by the database's clock, in milliseconds since the epoch;
+    /// the callers give only their length.
+    fn a_lease_runs_its_length_on_the_databases_clock_and_then_may_be_claimed(place) {
+        let store = place.store();
+        let since_epoch = || {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            i64::try_from(now.unwrap().as_millis()).unwrap()
+        };
+        let before = since_epoch();
+        store
+            .try_transaction(|tx| tx.insert_run(&run_held_by_me("r")))
+            .unwrap();
+        let after = since_epoch();
+        let expires = store.run("r").unwrap().unwrap().lease_expires_ms.unwrap();
+        // The database and this test share a machine, so a clock: a second either side.
+        let hour = 3_600_000;
+        assert!(
+            (before + hour - 1000..=after + hour + 1000).contains(&expires),
+            "{before} + 1 h <= {expires} <= {after} + 1 h"
+        );
+        let held = |store: &Store| store.unfinished_runs("cli", "other").unwrap();
+        assert_eq!(held(&store), [("r".to_owned(), Some("me".to_owned()), false)]);
+        assert!(!store.claim_run("r", "other", hour, None, None).unwrap());
+
+        // Renewed for no time at all, the lease has run out a moment later.
+        store.renew_leases("me", 0).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(held(&store), [("r".to_owned(), Some("me".to_owned()), true)]);
+        assert!(store.claim_run("r", "other", hour, None, None).unwrap());
+        assert_eq!(store.lease_owner("r").unwrap(), Some(Some("other".to_owned())));
+    }
 }
