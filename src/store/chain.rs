@@ -23,12 +23,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.extend_from_slice(&[
-            DIGITS[usize::from(byte >> 4)],
-            DIGITS[usize::from(byte & 0x0f)],
-        ]);
+    let mut out = vec![0; bytes.len() * 2];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
     }
     String::from_utf8(out).expect("hex digits are ASCII")
 }
