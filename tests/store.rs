@@ -498,6 +498,40 @@ fn append(store: &Store, tool: &str, args: &str, outcome: AuditOutcome) {
 }
 
 on_both_backends! {
+    /// Each store appends after the head it last wrote unless another wrote since, or the
+    /// transaction that wrote it rolled back: the log stays one chain either way.
+    fn appends_from_two_stores_and_after_a_rollback_stay_one_chain(place) {
+        let a = place.store();
+        let b = place.store();
+        let entry = |tool| AuditEntry {
+            tool,
+            args: "{}",
+            outcome: AuditOutcome::Ok,
+            run_id: None,
+            node_id: None,
+            principal: None,
+        };
+        a.append_audit(&entry("a1")).unwrap();
+        a.append_audit(&entry("a2")).unwrap();
+        b.append_audit(&entry("b1")).unwrap();
+        a.append_audit(&entry("a3")).unwrap();
+        let rolled_back = a.try_transaction(|tx| {
+            tx.append_audit(&entry("undone"))?;
+            Err::<(), _>(StoreError::Commit("rolled back on purpose".into()))
+        });
+        assert!(rolled_back.is_err());
+        a.append_audit(&entry("a4")).unwrap();
+        b.append_audit(&entry("b2")).unwrap();
+        let rows = a.audit_rows().unwrap();
+        let tools: Vec<&str> = rows.iter().map(|row| row.tool.as_str()).collect();
+        assert_eq!(tools, ["a1", "a2", "b1", "a3", "a4", "b2"]);
+        assert_eq!(rows.iter().map(|row| row.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+        let intact = a.verify_audit_chain().unwrap().expect("one chain");
+        assert_eq!(intact.checked, 6);
+    }
+}
+
+on_both_backends! {
     fn audit_rows_read_back_in_order_of_writing(place) {
         let db = On { store: place.store() };
         append(&db.store, "add_task", r#"{"title":"a"}"#, AuditOutcome::Ok);

@@ -1,7 +1,9 @@
 //! The append-only audit log: one row per tool call, accepted or rejected.
 
 use super::chain::{Break, Fields, GENESIS, Intact, Walk, chain_hash, sha256_hex};
-use super::sql::{Db, Row};
+use std::cell::RefCell;
+
+use super::sql::{Db, Dialects, Param, Row};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -103,39 +105,61 @@ fn read_row(r: &Row<'_>) -> Result<AuditRow, StoreError> {
     })
 }
 
+/// SQLite: the chain's head (its last row's id and hash) as this process last appended
+/// it. A hint only: the append that uses it checks, in its own statement, that it is
+/// still the head (`APPEND_AT_HEAD`), and reads the head otherwise. It spares each
+/// append a statement of its own to read the head, on the path of every call.
+#[derive(Default)]
+pub(crate) struct HeadHint(RefCell<Option<(i64, String)>>);
+
+/// Appends a row after the row `?1 - 1` whose hash is `?10`, if that row is the last:
+/// otherwise nothing (another process appended since, or the transaction that appended
+/// the hinted row was rolled back).
+const APPEND_AT_HEAD: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, \
+    node_id, principal, args_sha256, prev_hash, hash) \
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
+    WHERE (SELECT hash FROM audit_log WHERE id = ?1 - 1) = ?10 \
+    AND NOT EXISTS (SELECT 1 FROM audit_log WHERE id >= ?1)";
+
+const APPEND: Dialects = Dialects {
+    sqlite: "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal, \
+        args_sha256, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    postgres: "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal,
+                                      args_sha256, prev_hash, hash)
+               OVERRIDING SYSTEM VALUE
+               VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+};
+
 impl Tx<'_> {
     /// Appends a row, chained to the last one. An error leaves the transaction to fail:
     /// the caller's effect must not commit without its row.
+    ///
+    /// Invariant: a row is appended only right after the chain's head: one read in this
+    /// transaction, which holds the write lock, or a hinted one that the appending
+    /// statement itself finds to be the head.
     pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
         self.still_open()?;
         let args: &str = &cap_args(entry.args);
         let args_sha256 = sha256_hex(entry.args.as_bytes());
         let at = clock::now_iso();
-        let (last, prev) = self.chain_head()?;
-        let id = last + 1;
-        let fields = Fields {
-            id,
-            at: &at,
-            tool: entry.tool,
-            args,
-            args_sha256: &args_sha256,
-            outcome: entry.outcome.as_str(),
-            run_id: entry.run_id,
-            node_id: entry.node_id,
-            principal: entry.principal,
+        let row = |(last, prev): &(i64, String)| {
+            let id = last + 1;
+            let fields = Fields {
+                id,
+                at: &at,
+                tool: entry.tool,
+                args,
+                args_sha256: &args_sha256,
+                outcome: entry.outcome.as_str(),
+                run_id: entry.run_id,
+                node_id: entry.node_id,
+                principal: entry.principal,
+            };
+            (id, chain_hash(prev, &fields))
         };
-        let hash = chain_hash(&prev, &fields);
-        self.db.execute(
-            self.db.dialect(
-                "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal,
-                                        args_sha256, prev_hash, hash)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal,
-                                        args_sha256, prev_hash, hash)
-                 OVERRIDING SYSTEM VALUE
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            ),
-            &[
+        let append = |sql: &str, head: &(i64, String)| {
+            let (id, hash) = row(head);
+            let params: [&dyn Param; 11] = [
                 &id,
                 &at,
                 &entry.tool,
@@ -145,10 +169,25 @@ impl Tx<'_> {
                 &entry.node_id,
                 &entry.principal,
                 &args_sha256,
-                &prev,
+                &head.1,
                 &hash,
-            ],
-        )?;
+            ];
+            Ok::<_, StoreError>((self.db.execute(sql, &params)? == 1).then_some((id, hash)))
+        };
+        let hint = self.audit_head.map(|hint| &hint.0);
+        let hinted = hint.and_then(|hint| hint.borrow().clone());
+        let appended = match hinted {
+            Some(head) => append(APPEND_AT_HEAD, &head)?,
+            None => None,
+        };
+        let appended = match appended {
+            Some(appended) => appended,
+            None => append(self.db.pick(APPEND), &self.chain_head()?)?
+                .ok_or_else(|| StoreError::Commit("the audit row was not appended".into()))?,
+        };
+        if let Some(hint) = hint {
+            *hint.borrow_mut() = Some(appended);
+        }
         Ok(())
     }
 

@@ -202,10 +202,7 @@ impl Store {
 
 /// One transaction for the whole group. A batch that fails (its fence, or a statement) is
 /// undone alone and the others commit; a failure of the transaction itself fails them all.
-fn commit_group(
-    conn: &rusqlite::Connection,
-    group: &[(u64, Batch)],
-) -> Vec<Result<(), StoreError>> {
+fn commit_group(conn: &super::Conn, group: &[(u64, Batch)]) -> Vec<Result<(), StoreError>> {
     let failed_all = |error: &StoreError| {
         let message = error.to_string();
         group

@@ -22,11 +22,10 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use futures::future::Either;
-use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::write_tx::WriteTx;
-use super::{Backend, Sqlite, Store, StoreError, Tx};
+use super::{Backend, Conn, Sqlite, Store, StoreError, Tx};
 
 /// A call waiting for a transaction: run inside it, then told whether it committed.
 trait Call: Send {
@@ -153,7 +152,7 @@ impl Store {
     }
 
     /// Commits what is queued, group after group, until nothing is.
-    fn drain(&self, conn: &Connection) {
+    fn drain(&self, conn: &Conn) {
         loop {
             let group = {
                 let mut calls = lock_calls(&self.sqlite().calls);
@@ -215,7 +214,7 @@ impl Drop for Drainer {
 ///
 /// On a read-only database no write transaction can start: the calls run as they come
 /// (their reads succeed, their writes fail).
-fn commit_calls(conn: &Connection, mut group: Vec<Box<dyn Call>>) {
+fn commit_calls(conn: &Conn, mut group: Vec<Box<dyn Call>>) {
     let tx = match WriteTx::begin(conn) {
         Ok(tx) => tx,
         Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {

@@ -147,6 +147,8 @@ pub struct Tx<'c> {
     /// rolls a transaction back on its own after some errors (`SQLITE_FULL`, I/O errors):
     /// the statements after would then each commit alone.
     in_transaction: bool,
+    /// SQLite: the chain's head as this process last appended it (`audit.rs`).
+    audit_head: Option<&'c audit::HeadHint>,
 }
 
 /// A handle to the database, cheap to clone.
@@ -171,7 +173,7 @@ enum Backend {
 
 /// A SQLite database: its one connection, and the queues of the work waiting for it.
 struct Sqlite {
-    conn: ReentrantMutex<Connection>,
+    conn: ReentrantMutex<Conn>,
     queue: commit::GroupQueue,
     calls: grouped::CallQueue,
 }
@@ -287,7 +289,7 @@ impl Store {
         probe(&conn)?;
         Ok(Store {
             backend: Backend::Sqlite(Arc::new(Sqlite {
-                conn: ReentrantMutex::new(conn),
+                conn: ReentrantMutex::new(Conn::new(conn)),
                 queue: Default::default(),
                 calls: Default::default(),
             })),
@@ -447,24 +449,51 @@ impl Store {
 impl Sqlite {
     /// The connection. A panic while holding it cannot leave SQLite inconsistent (an open
     /// transaction is rolled back when its guard drops), so the lock knows no poisoning.
-    fn lock(&self) -> ReentrantMutexGuard<'_, Connection> {
+    fn lock(&self) -> ReentrantMutexGuard<'_, Conn> {
         self.conn.lock()
     }
 }
 
+/// The SQLite connection, with what this process remembers of its database between
+/// transactions. Only hints: the statement that uses one checks it, so that a hint gone
+/// stale (another process wrote, a transaction rolled back) costs a statement, never a
+/// wrong row.
+pub(crate) struct Conn {
+    connection: Connection,
+    audit_head: audit::HeadHint,
+}
+
+impl Conn {
+    fn new(connection: Connection) -> Conn {
+        Conn {
+            connection,
+            audit_head: audit::HeadHint::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.connection
+    }
+}
+
 impl<'c> Tx<'c> {
-    fn sqlite(conn: &'c Connection) -> Tx<'c> {
+    fn sqlite(conn: &'c Conn) -> Tx<'c> {
         Tx {
-            db: Db::Sqlite(conn),
+            db: Db::Sqlite(&conn.connection),
             in_transaction: false,
+            audit_head: Some(&conn.audit_head),
         }
     }
 
     /// Inside the write transaction `tx`.
     fn sqlite_tx(tx: &'c WriteTx<'_>) -> Tx<'c> {
         Tx {
-            db: Db::Sqlite(tx),
             in_transaction: true,
+            ..Tx::sqlite(tx.conn())
         }
     }
 
@@ -472,6 +501,7 @@ impl<'c> Tx<'c> {
         Tx {
             db: Db::Postgres(session),
             in_transaction: false,
+            audit_head: None,
         }
     }
 

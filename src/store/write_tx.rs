@@ -6,17 +6,24 @@
 
 use rusqlite::Connection;
 
+use super::Conn;
+
 /// Open until [`WriteTx::commit`] succeeds; dropped before that, it rolls back.
 pub(crate) struct WriteTx<'c> {
-    conn: &'c Connection,
+    conn: &'c Conn,
 }
 
 impl<'c> WriteTx<'c> {
     /// `BEGIN IMMEDIATE`: takes the write lock now, so that the busy timeout covers the
     /// wait for it and no statement inside fails for want of it.
-    pub(crate) fn begin(conn: &'c Connection) -> rusqlite::Result<WriteTx<'c>> {
+    pub(crate) fn begin(conn: &'c Conn) -> rusqlite::Result<WriteTx<'c>> {
         run(conn, "BEGIN IMMEDIATE")?;
         Ok(WriteTx { conn })
+    }
+
+    /// The connection the transaction runs on.
+    pub(crate) fn conn(&self) -> &'c Conn {
+        self.conn
     }
 
     /// Commits. On failure the transaction is still open, and dropping `self` rolls it
@@ -72,10 +79,10 @@ mod tests {
             .unwrap()
     }
 
-    fn table() -> Connection {
+    fn table() -> Conn {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
-        conn
+        Conn::new(conn)
     }
 
     #[test]
