@@ -105,21 +105,42 @@ fn read_row(r: &Row<'_>) -> Result<AuditRow, StoreError> {
     })
 }
 
-/// SQLite: the chain's head (its last row's id and hash) as this process last appended
-/// it. A hint only: the append that uses it checks, in its own statement, that it is
-/// still the head (`APPEND_AT_HEAD`), and reads the head otherwise. It spares each
-/// append a statement of its own to read the head, on the path of every call.
+/// SQLite: the chain's head (its last row's id and hash) as this connection last wrote
+/// it, so that an append need not read it with a statement of its own, on the path of
+/// every audited call.
+///
+/// Invariant: the hint names a row that is committed (or written earlier in the open
+/// transaction): it is set from a transaction only once that transaction commits, and
+/// forgotten when the transaction, or a savepoint in it, rolls back. It may be behind the
+/// head (another process appended since); then the row it would append takes an id
+/// already there, the primary key refuses it, and the head is read instead. It is never
+/// ahead of the head, so an append after it never leaves a gap nor chains to a row that
+/// is not there.
 #[derive(Default)]
-pub(crate) struct HeadHint(RefCell<Option<(i64, String)>>);
+pub(crate) struct HeadHint {
+    committed: RefCell<Option<(i64, String)>>,
+    /// Written by the open transaction, not yet committed.
+    pending: RefCell<Option<(i64, String)>>,
+}
 
-/// Appends a row after the row `?1 - 1` whose hash is `?10`, if that row is the last:
-/// otherwise nothing (another process appended since, or the transaction that appended
-/// the hinted row was rolled back).
-const APPEND_AT_HEAD: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, \
-    node_id, principal, args_sha256, prev_hash, hash) \
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-    WHERE (SELECT hash FROM audit_log WHERE id = ?1 - 1) = ?10 \
-    AND NOT EXISTS (SELECT 1 FROM audit_log WHERE id >= ?1)";
+impl HeadHint {
+    fn get(&self) -> Option<(i64, String)> {
+        let pending = self.pending.borrow();
+        pending.clone().or_else(|| self.committed.borrow().clone())
+    }
+
+    /// The open transaction committed: what it wrote is the head now.
+    pub(crate) fn committed(&self) {
+        if let Some(head) = self.pending.take() {
+            *self.committed.borrow_mut() = Some(head);
+        }
+    }
+
+    /// The open transaction, or a savepoint in it, rolled back: what it wrote is gone.
+    pub(crate) fn rolled_back(&self) {
+        self.pending.take();
+    }
+}
 
 const APPEND: Dialects = Dialects {
     sqlite: "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal, \
@@ -130,19 +151,25 @@ const APPEND: Dialects = Dialects {
                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 };
 
+/// Whether `error` is SQLite refusing a row whose id is taken.
+fn id_taken(error: &StoreError) -> bool {
+    matches!(error, StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+        if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
 impl Tx<'_> {
     /// Appends a row, chained to the last one. An error leaves the transaction to fail:
     /// the caller's effect must not commit without its row.
     ///
-    /// Invariant: a row is appended only right after the chain's head: one read in this
-    /// transaction, which holds the write lock, or a hinted one that the appending
-    /// statement itself finds to be the head.
+    /// Invariant: a row is appended only right after the chain's head: read in this
+    /// transaction, which holds the write lock, or hinted ([`HeadHint`]) and found to be
+    /// the head by the primary key, which refuses any id but the one after it.
     pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
         self.still_open()?;
         let args: &str = &cap_args(entry.args);
         let args_sha256 = sha256_hex(entry.args.as_bytes());
         let at = clock::now_iso();
-        let row = |(last, prev): &(i64, String)| {
+        let append = |(last, prev): &(i64, String)| {
             let id = last + 1;
             let fields = Fields {
                 id,
@@ -155,10 +182,7 @@ impl Tx<'_> {
                 node_id: entry.node_id,
                 principal: entry.principal,
             };
-            (id, chain_hash(prev, &fields))
-        };
-        let append = |sql: &str, head: &(i64, String)| {
-            let (id, hash) = row(head);
+            let hash = chain_hash(prev, &fields);
             let params: [&dyn Param; 11] = [
                 &id,
                 &at,
@@ -169,24 +193,26 @@ impl Tx<'_> {
                 &entry.node_id,
                 &entry.principal,
                 &args_sha256,
-                &head.1,
+                prev,
                 &hash,
             ];
-            Ok::<_, StoreError>((self.db.execute(sql, &params)? == 1).then_some((id, hash)))
+            self.db.execute(self.db.pick(APPEND), &params)?;
+            Ok::<_, StoreError>((id, hash))
         };
-        let hint = self.audit_head.map(|hint| &hint.0);
-        let hinted = hint.and_then(|hint| hint.borrow().clone());
-        let appended = match hinted {
-            Some(head) => append(APPEND_AT_HEAD, &head)?,
-            None => None,
-        };
-        let appended = match appended {
-            Some(appended) => appended,
-            None => append(self.db.pick(APPEND), &self.chain_head()?)?
-                .ok_or_else(|| StoreError::Commit("the audit row was not appended".into()))?,
+        let hint = self.audit_head;
+        let appended = match hint.and_then(HeadHint::get) {
+            Some(head) => match append(&head) {
+                Err(error) if id_taken(&error) => append(&self.chain_head()?)?,
+                other => other?,
+            },
+            None => append(&self.chain_head()?)?,
         };
         if let Some(hint) = hint {
-            *hint.borrow_mut() = Some(appended);
+            match self.in_transaction {
+                true => *hint.pending.borrow_mut() = Some(appended),
+                // The statement committed on its own.
+                false => *hint.committed.borrow_mut() = Some(appended),
+            }
         }
         Ok(())
     }
@@ -253,5 +279,52 @@ impl Store {
                 _ => return Ok(Ok(walk.finish())),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::write_tx::WriteTx;
+    use crate::store::{Backend, Durability};
+
+    fn entry(tool: &str) -> AuditEntry<'_> {
+        AuditEntry {
+            tool,
+            args: "{}",
+            outcome: AuditOutcome::Ok,
+            run_id: None,
+            node_id: None,
+            principal: None,
+        }
+    }
+
+    /// A row appended under a savepoint that is then rolled back is gone: the next append
+    /// in the same transaction chains to the row before it, not to the one undone.
+    #[test]
+    fn an_append_after_a_savepoint_rolled_back_chains_to_what_stayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.db");
+        let store = Store::open_at(path.to_str().unwrap(), Durability::Normal).unwrap();
+        let Backend::Sqlite(sqlite) = &store.backend else {
+            unreachable!("a path opens SQLite")
+        };
+        {
+            let conn = sqlite.lock();
+            let tx = WriteTx::begin(&conn).unwrap();
+            Tx::sqlite_tx(&tx).append_audit(&entry("kept")).unwrap();
+            tx.savepoint().unwrap();
+            Tx::sqlite_tx(&tx).append_audit(&entry("undone")).unwrap();
+            tx.end_savepoint(false).unwrap();
+            Tx::sqlite_tx(&tx).append_audit(&entry("after")).unwrap();
+            tx.commit().unwrap();
+        }
+        store.append_audit(&entry("next")).unwrap();
+        let rows = store.audit_rows().unwrap();
+        let tools: Vec<&str> = rows.iter().map(|row| row.tool.as_str()).collect();
+        assert_eq!(tools, ["kept", "after", "next"]);
+        assert_eq!(rows.iter().map(|row| row.id).collect::<Vec<_>>(), [1, 2, 3]);
+        let intact = store.verify_audit_chain().unwrap().expect("one chain");
+        assert_eq!(intact.checked, 3);
     }
 }

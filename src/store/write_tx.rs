@@ -29,7 +29,9 @@ impl<'c> WriteTx<'c> {
     /// Commits. On failure the transaction is still open, and dropping `self` rolls it
     /// back.
     pub(crate) fn commit(self) -> rusqlite::Result<()> {
-        run(self.conn, "COMMIT")
+        run(self.conn, "COMMIT")?;
+        self.conn.audit_head.committed();
+        Ok(())
     }
 
     /// A savepoint inside the transaction, and its end: `keep` releases it, otherwise
@@ -40,6 +42,7 @@ impl<'c> WriteTx<'c> {
 
     pub(crate) fn end_savepoint(&self, keep: bool) -> rusqlite::Result<()> {
         if !keep {
+            self.conn.audit_head.rolled_back();
             run(self.conn, "ROLLBACK TO batch")?;
         }
         run(self.conn, "RELEASE batch")
@@ -56,6 +59,8 @@ impl std::ops::Deref for WriteTx<'_> {
 
 impl Drop for WriteTx<'_> {
     fn drop(&mut self) {
+        // Committed, nothing is pending; otherwise what the transaction wrote is gone.
+        self.conn.audit_head.rolled_back();
         // After a successful COMMIT the connection is back in autocommit mode; SQLite may
         // also have rolled back on its own after some errors. Either way nothing is open.
         if !self.conn.is_autocommit()
