@@ -22,14 +22,24 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = vec![0; bytes.len() * 2];
     for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
     }
     String::from_utf8(out).expect("hex digits are ASCII")
 }
+
+/// The two lowercase hex digits of each byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
+        byte += 1;
+    }
+    pairs
+};
 
 /// The fields of a row that its hash covers: all of them but the hash itself.
 #[derive(Debug, Clone, Copy)]

@@ -110,10 +110,13 @@ impl<W> Writer<W> {
 
     /// Returns once the queue has room for another line, or has ended.
     async fn has_room(&self) {
-        if self.room.try_acquire().is_err() {
-            self.stalls
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A read of the count, without taking a permit and giving it back: this runs
+        // before every request read.
+        if self.room.available_permits() > 0 {
+            return;
         }
+        self.stalls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let _ = self.room.acquire().await;
     }
 
@@ -261,7 +264,15 @@ where
     let cost = u32::try_from(line.len())
         .unwrap_or(u32::MAX)
         .min(writer.bound);
-    match writer.room.acquire_many(cost).await {
+    // Room is there nearly always: taken without building the future that waits for it.
+    let taken = match writer.room.try_acquire_many(cost) {
+        Err(tokio::sync::TryAcquireError::NoPermits) => writer.room.acquire_many(cost).await,
+        Ok(permit) => Ok(permit),
+        Err(tokio::sync::TryAcquireError::Closed) => {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+    };
+    match taken {
         Ok(permit) => permit.forget(),
         Err(_) => return Err(std::io::ErrorKind::BrokenPipe.into()),
     }
