@@ -35,7 +35,7 @@ use write_tx::WriteTx;
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
-pub use postgres::{is_url, redacted};
+pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 pub use scratch::{Held, Scratch, TEST_POSTGRES};
@@ -180,10 +180,19 @@ impl Store {
     /// Opens the database at `location`: a PostgreSQL URL (`postgres://…`) or a SQLite
     /// path. `durability` is SQLite's; PostgreSQL commits as its server is configured.
     pub fn open_at(location: &str, durability: Durability) -> Result<Store, StoreError> {
+        Self::open_at_with(location, durability, PgOptions::default())
+    }
+
+    /// [`Store::open_at`], with the pool and authentication options of a PostgreSQL store.
+    pub fn open_at_with(
+        location: &str,
+        durability: Durability,
+        postgres: PgOptions,
+    ) -> Result<Store, StoreError> {
         if is_url(location) {
             let wakes = Arc::default();
             Ok(Store {
-                backend: Backend::Postgres(Arc::new(Pg::connect(location, &wakes)?)),
+                backend: Backend::Postgres(Arc::new(Pg::connect(location, postgres, &wakes)?)),
                 wakes,
             })
         } else {
