@@ -30,18 +30,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// listener.
 #[derive(Clone)]
 pub(crate) struct Target {
-    pub(super) config: Config,
+    pub(crate) config: Config,
     tls: MakeRustlsConnect,
     allow_insecure_auth: bool,
 }
 
-pub(super) type Stream = Guarded<Socket>;
-pub(super) type Conn = Connection<Stream, <MakeRustlsConnect as MakeTlsConnect<Stream>>::Stream>;
+pub(crate) type Stream = Guarded<Socket>;
+pub(crate) type Conn = Connection<Stream, <MakeRustlsConnect as MakeTlsConnect<Stream>>::Stream>;
 
 impl Target {
     /// Reads `url`; `allow_insecure_auth`: answer a server that asks for the password in
     /// clear text or as MD5 without TLS.
-    pub(super) fn parse(url: &str, allow_insecure_auth: bool) -> Result<Target, StoreError> {
+    pub(crate) fn parse(url: &str, allow_insecure_auth: bool) -> Result<Target, StoreError> {
         let (mut config, mode, roots) = read_url(url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
@@ -55,7 +55,7 @@ impl Target {
     }
 
     /// Opens a connection: each host of the URL in turn, the first that answers.
-    pub(super) async fn open(
+    pub(crate) async fn open(
         &self,
         config: &Config,
     ) -> Result<(Client, Conn), tokio_postgres::Error> {
@@ -221,7 +221,7 @@ fn percent_decoded(text: &str) -> Result<String, StoreError> {
 }
 
 /// A connection's socket.
-pub(super) enum Socket {
+pub(crate) enum Socket {
     Tcp(TcpStream),
     #[cfg(unix)]
     Unix(UnixStream),

@@ -23,7 +23,7 @@ const AUTH_CLEARTEXT: u32 = 3;
 const AUTH_MD5: u32 = 5;
 
 /// A stream whose server-side bytes are watched until authentication is over.
-pub(super) struct Guarded<S> {
+pub(crate) struct Guarded<S> {
     inner: S,
     allow_insecure: bool,
     state: State,

@@ -13,7 +13,7 @@
 //!   runtime. On a multi-threaded runtime the wait is announced with `block_in_place`,
 //!   so that the runtime moves its other tasks to another thread meanwhile.
 
-mod connect;
+pub(super) mod connect;
 mod guard;
 mod listen;
 mod password;
