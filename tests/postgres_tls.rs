@@ -325,3 +325,100 @@ needs = ["pause"]
     );
     add_task(&store, "this store's connections came back too");
 }
+
+/// The test targets whose tests run on both backends (tests/backends/mod.rs).
+const CONTRACT_TARGETS: [&str; 9] = [
+    "store",
+    "audit",
+    "durable",
+    "crash",
+    "crash_tasks",
+    "tasks",
+    "task_protocols",
+    "adr_planning",
+    "builtin_workflows",
+];
+
+/// The suites that run on both backends, run again with `TASKS_TEST_POSTGRES` naming the
+/// private cluster over `verify-full`: every store operation they make then goes over
+/// TLS. They are the test binaries of this build (`cargo test` builds them all first).
+#[test]
+fn the_contract_suite_passes_over_verified_tls() {
+    let Some(cluster) = Cluster::start(true) else {
+        return;
+    };
+    let required = std::env::var("TASKS_REAL_CLIENTS").is_ok_and(|v| v == "required");
+    let mut ran = 0;
+    for target in CONTRACT_TARGETS {
+        let Some(binary) = contract_binary(target) else {
+            let note = format!(
+                "the test binary of `{target}` is missing or older than the library: build \
+                 every test target first (`cargo test --no-run`)"
+            );
+            assert!(!required, "{note}");
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED the contract suite over TLS: {note}"
+            );
+            return;
+        };
+        let out = Command::new(&binary)
+            .args(["::postgres", "--test-threads", "2"])
+            .env("TASKS_TEST_POSTGRES", cluster.verified_url())
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let output = text(&out);
+        assert!(out.status.success(), "{target} over TLS:\n{output}");
+        assert!(!output.contains("SKIPPED on PostgreSQL"), "{output}");
+        ran += passed(&output);
+    }
+    assert!(ran > 50, "only {ran} tests ran");
+    let log = cluster.log();
+    assert!(
+        log.lines()
+            .filter(|line| line.contains("connection authorized: user=tasks"))
+            .all(|line| line.contains("SSL enabled")),
+        "every connection was encrypted"
+    );
+}
+
+/// The newest test binary of `target`, if it was linked after the library this test
+/// binary was (the newest library older than it).
+fn contract_binary(target: &str) -> Option<std::path::PathBuf> {
+    let this = std::env::current_exe().ok()?;
+    let linked = std::fs::metadata(&this).ok()?.modified().ok()?;
+    let deps = this.parent()?.to_path_buf();
+    let built = |name: &dyn Fn(&str) -> bool| -> Vec<(std::time::SystemTime, std::path::PathBuf)> {
+        std::fs::read_dir(&deps)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_name().to_str().is_some_and(name))
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .collect()
+    };
+    let prefix = format!("{target}-");
+    let (binary_built, binary) = built(&|name: &str| {
+        name.strip_prefix(&prefix)
+            .is_some_and(|hash| hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()))
+    })
+    .into_iter()
+    .max()?;
+    let (library_built, _) =
+        built(&|name: &str| name.starts_with("libmcp_task_server-") && name.ends_with(".rlib"))
+            .into_iter()
+            .filter(|(built, _)| *built <= linked)
+            .max()?;
+    (binary_built >= library_built).then_some(binary)
+}
+
+/// The tests libtest says passed.
+fn passed(output: &str) -> usize {
+    output
+        .lines()
+        .filter_map(|line| line.strip_prefix("test result: ok. "))
+        .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+        .sum()
+}
