@@ -417,6 +417,16 @@ fn main() -> ExitCode {
         .finish()
         .with(no_parameters)
         .init();
+    let db = cli.common.db.as_str();
+    if store::url_holds_password(db)
+        && std::env::args_os().any(|arg| arg.to_string_lossy().contains(db))
+    {
+        tracing::warn!(
+            "the PostgreSQL password is on the command line, where any user of this machine \
+             can read it (ps): leave it out of --db and set PGPASSWORD or a password file \
+             (PGPASSFILE, ~/.pgpass), or pass the URL in TASKS_DB_PATH"
+        );
+    }
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

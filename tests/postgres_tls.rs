@@ -212,6 +212,27 @@ fn the_password_comes_from_pgpassword_or_a_private_password_file_and_is_never_lo
         text(&out)
     );
 
+    // A password on the command line works, with a warning that says where it shows.
+    let out = server(&["--db", &cluster.verified_url(), "db", "migrate"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("password is on the command line"),
+        "{}",
+        text(&out)
+    );
+    let out = server(&["db", "migrate"])
+        .env("TASKS_DB_PATH", cluster.verified_url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !text(&out).contains("on the command line"),
+        "{}",
+        text(&out)
+    );
+
     let log = cluster.log();
     assert!(log.contains("statement:"), "statements are logged: {log}");
     assert!(!log.contains(PASSWORD), "{log}");

@@ -35,7 +35,7 @@ use write_tx::WriteTx;
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
-pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted};
+pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted, url_holds_password};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 pub use scratch::{Held, Scratch, TEST_POSTGRES};

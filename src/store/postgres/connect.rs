@@ -64,10 +64,23 @@ impl Target {
             .copied()
             .unwrap_or(CONNECT_TIMEOUT);
         let ports = config.get_ports();
+        let (hosts, addresses) = (config.get_hosts(), config.get_hostaddrs());
         let mut last = None;
-        for (i, host) in config.get_hosts().iter().enumerate() {
+        for i in 0..hosts.len().max(addresses.len()) {
             let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-            let opened = tokio::time::timeout(timeout, self.open_one(config, host, port)).await;
+            // libpq: `hostaddr` is where to connect, `host` the name the certificate is
+            // checked against (the address itself where no name is given).
+            let host = match (hosts.get(i), addresses.get(i)) {
+                (Some(Host::Tcp(name)), Some(address)) => {
+                    Peer::Tcp(address.to_string(), name.clone())
+                }
+                (_, Some(address)) => Peer::Tcp(address.to_string(), address.to_string()),
+                (Some(Host::Tcp(name)), None) => Peer::Tcp(name.clone(), name.clone()),
+                #[cfg(unix)]
+                (Some(Host::Unix(dir)), None) => Peer::Unix(dir.clone()),
+                (None, None) => unreachable!("i counts hosts or addresses"),
+            };
+            let opened = tokio::time::timeout(timeout, self.open_one(config, &host, port)).await;
             match opened {
                 Ok(Ok(connected)) => return Ok(connected),
                 Ok(Err(error)) => last = Some(error),
@@ -92,11 +105,11 @@ impl Target {
     async fn open_one(
         &self,
         config: &Config,
-        host: &Host,
+        host: &Peer,
         port: u16,
     ) -> Result<(Client, Conn), tokio_postgres::Error> {
         let (socket, name, local) = match host {
-            Host::Tcp(name) => match TcpStream::connect((name.as_str(), port)).await {
+            Peer::Tcp(address, name) => match TcpStream::connect((address.as_str(), port)).await {
                 Ok(stream) => {
                     let _ = stream.set_nodelay(true);
                     (Socket::Tcp(stream), name.as_str(), false)
@@ -104,7 +117,7 @@ impl Target {
                 Err(error) => return self.fail(config, error).await,
             },
             #[cfg(unix)]
-            Host::Unix(dir) => {
+            Peer::Unix(dir) => {
                 match UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).await {
                     Ok(stream) => (Socket::Unix(stream), "localhost", true),
                     Err(error) => return self.fail(config, error).await,
@@ -144,6 +157,14 @@ impl Target {
                 .expect("localhost is a server name");
         config.connect_raw(stream, connector).await
     }
+}
+
+/// Where one connection goes: an address (or name) with the name its certificate must
+/// bear, or a Unix socket's folder.
+enum Peer {
+    Tcp(String, String),
+    #[cfg(unix)]
+    Unix(std::path::PathBuf),
 }
 
 /// The pool's way to open a connection, driven on the connections' runtime.

@@ -80,6 +80,12 @@ pub fn logs_statement_parameters(metadata: &tracing::Metadata<'_>) -> bool {
     metadata.target() == "tokio_postgres::query" && *metadata.level() >= tracing::Level::DEBUG
 }
 
+/// Whether `location` is a PostgreSQL URL that holds a password itself.
+pub fn url_holds_password(location: &str) -> bool {
+    is_url(location)
+        && connect::read_url(location).is_ok_and(|(config, _, _)| config.get_password().is_some())
+}
+
 /// A database location fit for a log line: a PostgreSQL URL without its user and password
 /// (`host:port/database`); a SQLite path as it is.
 pub fn redacted(location: &str) -> String {
