@@ -17,6 +17,9 @@ pub const PASSWORD: &str = "pw-never-in-logs-7c1f";
 pub const DATABASE: &str = "tasks";
 /// A role the server asks for its password in clear text (`pg_hba` method `password`).
 pub const CLEARTEXT_USER: &str = "cleartext";
+/// A role the server asks for an MD5 hash of its password (`pg_hba` method `md5`, the
+/// password kept as MD5).
+pub const MD5_USER: &str = "md5user";
 
 pub struct Cluster {
     dir: tempfile::TempDir,
@@ -157,6 +160,7 @@ impl Cluster {
             format!(
                 "local all all trust\n\
                  host all {CLEARTEXT_USER} 127.0.0.1/32 password\n\
+                 host all {MD5_USER} 127.0.0.1/32 md5\n\
                  host all all 127.0.0.1/32 scram-sha-256\n"
             ),
         )
@@ -166,6 +170,9 @@ impl Cluster {
         self.sql(&format!(
             "CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'; \
              CREATE ROLE {CLEARTEXT_USER} LOGIN PASSWORD '{PASSWORD}';"
+        ));
+        self.sql(&format!(
+            "SET password_encryption = 'md5'; CREATE ROLE {MD5_USER} LOGIN PASSWORD '{PASSWORD}';"
         ));
         self.sql(&format!("CREATE DATABASE {DATABASE} OWNER {USER}"));
         self.sql(&format!(

@@ -329,4 +329,18 @@ mod tests {
         );
         assert!(split_tls_parameters("postgres://u@h/db?sslmode=allow").is_err());
     }
+
+    #[test]
+    fn a_url_with_tls_parameters_is_redacted_to_its_place_and_its_password_noticed() {
+        let url =
+            "postgres://u:secret@db.example:5433/tasks?sslmode=verify-full&sslrootcert=/ca.pem";
+        assert_eq!(
+            super::super::redacted(url),
+            "postgres://db.example:5433/tasks"
+        );
+        assert!(super::super::url_holds_password(url));
+        assert!(!super::super::url_holds_password(
+            "postgres://u@db.example/tasks?sslmode=require"
+        ));
+    }
 }
