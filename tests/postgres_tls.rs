@@ -297,6 +297,46 @@ fn an_exhausted_pool_waits_for_its_timeout_then_says_what_to_raise() {
     add_task(&store, "once the connection is free");
 }
 
+/// A restart while a run commits node after node: the transactions cut off are run again
+/// on new connections, and every node's todo is there once.
+#[test]
+fn a_restart_while_a_run_commits_loses_and_doubles_nothing() {
+    let Some(cluster) = Cluster::start(true) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let flow = dir.path().join("flow.toml");
+    let nodes = 60;
+    let mut definition = String::new();
+    for i in 0..nodes {
+        definition +=
+            &format!("[nodes.n{i:02}]\ntool = \"add_task\"\nargs = {{ title = \"t{i:02}\" }}\n");
+        if i > 0 {
+            definition += &format!("needs = [\"n{:02}\"]\n", i - 1);
+        }
+    }
+    std::fs::write(&flow, definition).unwrap();
+    let run = server(&["--db", &cluster.verified_url(), "workflows", "run"])
+        .arg(&flow)
+        .args(["--workspace"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let store = open(&cluster.verified_url()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while titles(&store).len() < 5 {
+        assert!(Instant::now() < deadline, "the run never began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cluster.restart();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let expected: Vec<String> = (0..nodes).map(|i| format!("t{i:02}")).collect();
+    assert_eq!(titles(&store), expected, "nothing lost or doubled");
+}
+
 #[test]
 fn runs_go_on_across_a_postgresql_restart_with_nothing_lost_or_doubled() {
     let Some(cluster) = Cluster::start(true) else {

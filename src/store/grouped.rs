@@ -99,7 +99,7 @@ impl Store {
         // is the answer to SQLite's one writer.
         if let Backend::Postgres(_) = self.backend {
             let store = self.clone();
-            return Either::Left(async move { store.try_transaction(work) });
+            return Either::Left(async move { store.try_transaction_once(work) });
         }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {

@@ -335,19 +335,34 @@ impl Store {
     /// reads succeed, the writes fail). A database that is busy or locked beyond the busy
     /// timeout is an error, never a reason to run the statements apart.
     /// An error is the commit's: then nothing `work` wrote is kept.
-    pub fn transaction<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> Result<T, StoreError> {
+    ///
+    /// On PostgreSQL, `work` may run again when the connection was lost before the commit
+    /// (a restart of the server): it must do nothing but the statements it sends.
+    pub fn transaction<T>(&self, mut work: impl FnMut(&Tx<'_>) -> T) -> Result<T, StoreError> {
         self.try_transaction(|tx| Ok(work(tx)))
     }
 
     /// Like [`Store::transaction`], but an `Err` from `work` rolls everything back.
     pub fn try_transaction<T>(
         &self,
+        mut work: impl FnMut(&Tx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Backend::Postgres(pg) = &self.backend {
+            return pg.transaction(|session| work(&Tx::postgres(session)));
+        }
+        self.try_transaction_once(work)
+    }
+
+    /// [`Store::try_transaction`] for work that must not run twice: on PostgreSQL, a
+    /// connection lost before the commit is an error (nothing of it was kept).
+    pub fn try_transaction_once<T>(
+        &self,
         work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
             Backend::Postgres(pg) => {
-                return pg.transaction(|session| work(&Tx::postgres(session)));
+                return pg.transaction_once(|session| work(&Tx::postgres(session)));
             }
         };
         let conn = sqlite.lock();

@@ -38,6 +38,9 @@ use super::wakes::Wakes;
 
 /// How long a caller waits for a new connection to open, trying again meanwhile.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a transaction whose connection was lost is tried again: long enough for the
+/// server to restart.
+const RECONNECT_WINDOW: Duration = Duration::from_secs(30);
 
 /// How a process reaches PostgreSQL, beyond what the URL says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +215,8 @@ impl Pg {
                         client: Some(client),
                         open: Cell::new(false),
                         failed: Cell::new(false),
+                        lost: Cell::new(false),
+                        committing: Cell::new(false),
                     });
                 }
                 Ok(Err(deadpool_postgres::PoolError::Timeout(
@@ -251,13 +256,68 @@ impl Pg {
     /// Runs `work` in one transaction, committed when it returns `Ok` and rolled back
     /// otherwise. A statement that failed inside fails the commit too: PostgreSQL will
     /// have aborted the transaction, and nothing of it is kept.
+    ///
+    /// When the connection is lost before the commit is sent (the server restarted, or
+    /// ended the session), nothing of the transaction was kept either: `work` runs again
+    /// on a new connection, for up to [`RECONNECT_WINDOW`], so that a restart of the
+    /// server fails no run. A connection lost during the commit is an error: the server
+    /// may or may not have committed, and running `work` again could do it twice.
     pub(crate) fn transaction<T>(
+        &self,
+        work: impl FnMut(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.transaction_with(true, work)
+    }
+
+    /// [`Pg::transaction`] for work that runs once at most: a lost connection is an error.
+    pub(crate) fn transaction_once<T>(
         &self,
         work: impl FnOnce(&Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let session = self.session()?;
+        let mut work = Some(work);
+        self.transaction_with(false, |session| {
+            (work.take().expect("run once: never retried"))(session)
+        })
+    }
+
+    fn transaction_with<T>(
+        &self,
+        again: bool,
+        mut work: impl FnMut(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let mut retrying = false;
+        loop {
+            let session = match self.session() {
+                Err(StoreError::Unreachable { .. })
+                    if retrying && started.elapsed() < RECONNECT_WINDOW =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                session => session?,
+            };
+            let out = Self::attempt(&session, &mut work);
+            if out.is_err()
+                && again
+                && session.lost.get()
+                && !session.committing.get()
+                && started.elapsed() < RECONNECT_WINDOW
+            {
+                tracing::info!(target = %self.target, "connection to PostgreSQL lost inside a transaction; nothing of it was kept, running it again");
+                retrying = true;
+                continue;
+            }
+            return out;
+        }
+    }
+
+    fn attempt<T>(
+        session: &Session,
+        work: &mut impl FnMut(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         session.begin()?;
-        let out = work(&session);
+        let out = work(session);
         let out = match out {
             Ok(_) if session.failed.get() => Err(StoreError::Commit(
                 "a statement of the transaction failed; nothing of it was kept".into(),
@@ -266,11 +326,18 @@ impl Pg {
         };
         match out {
             Ok(value) => {
+                session.committing.set(true);
                 session.end("COMMIT")?;
                 Ok(value)
             }
             Err(error) => {
-                session.end("ROLLBACK")?;
+                // On a lost connection the rollback fails too; the session then closes
+                // its connection rather than return it to the pool.
+                let _ = session.end("ROLLBACK").map_err(|rollback| {
+                    if !session.lost.get() {
+                        tracing::warn!(error = %rollback, "rollback failed");
+                    }
+                });
                 Err(error)
             }
         }
@@ -311,6 +378,18 @@ fn causes<'a>(
     })
 }
 
+/// Whether `error` says the connection is gone: closed, or ended by the server
+/// (`admin_shutdown`, `crash_shutdown`, `idle_session_timeout` and the like, class 57P).
+fn connection_lost(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    match error.as_db_error() {
+        Some(db) => db.code().code().starts_with("57P"),
+        None => causes(error).any(|cause| cause.downcast_ref::<std::io::Error>().is_some()),
+    }
+}
+
 /// An error with its causes, `a: b: c`.
 fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -345,6 +424,11 @@ pub(crate) struct Session {
     open: Cell<bool>,
     /// Whether a statement failed since the transaction began.
     failed: Cell<bool>,
+    /// Whether a statement failed because the connection was lost (the server ended the
+    /// session, or the socket closed).
+    lost: Cell<bool>,
+    /// Whether the transaction's `COMMIT` was sent.
+    committing: Cell<bool>,
 }
 
 impl Session {
@@ -410,6 +494,9 @@ impl Session {
     fn noted<T>(&self, result: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
         result.map_err(|error| {
             self.failed.set(true);
+            if connection_lost(&error) {
+                self.lost.set(true);
+            }
             StoreError::from(error)
         })
     }
