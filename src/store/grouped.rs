@@ -93,13 +93,13 @@ impl Store {
     ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F>
     where
         T: Send + 'static,
-        F: FnOnce(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnMut(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         // PostgreSQL: each call commits on a connection of its own, as it comes; grouping
         // is the answer to SQLite's one writer.
         if let Backend::Postgres(_) = self.backend {
             let store = self.clone();
-            return Either::Left(async move { store.try_transaction_once(work) });
+            return Either::Left(async move { store.try_transaction(work) });
         }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {
@@ -278,7 +278,7 @@ mod tests {
     use super::*;
     use crate::store::{NewTodo, TodoFilter};
 
-    fn add(title: &str) -> impl FnOnce(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
+    fn add(title: &str) -> impl FnMut(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
         let todo = NewTodo {
             title: title.to_owned(),
             due: None,

@@ -347,22 +347,10 @@ impl Store {
         &self,
         mut work: impl FnMut(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if let Backend::Postgres(pg) = &self.backend {
-            return pg.transaction(|session| work(&Tx::postgres(session)));
-        }
-        self.try_transaction_once(work)
-    }
-
-    /// [`Store::try_transaction`] for work that must not run twice: on PostgreSQL, a
-    /// connection lost before the commit is an error (nothing of it was kept).
-    pub fn try_transaction_once<T>(
-        &self,
-        work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
             Backend::Postgres(pg) => {
-                return pg.transaction_once(|session| work(&Tx::postgres(session)));
+                return pg.transaction(|session| work(&Tx::postgres(session)));
             }
         };
         let conn = sqlite.lock();

@@ -264,25 +264,6 @@ impl Pg {
     /// may or may not have committed, and running `work` again could do it twice.
     pub(crate) fn transaction<T>(
         &self,
-        work: impl FnMut(&Session) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.transaction_with(true, work)
-    }
-
-    /// [`Pg::transaction`] for work that runs once at most: a lost connection is an error.
-    pub(crate) fn transaction_once<T>(
-        &self,
-        work: impl FnOnce(&Session) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut work = Some(work);
-        self.transaction_with(false, |session| {
-            (work.take().expect("run once: never retried"))(session)
-        })
-    }
-
-    fn transaction_with<T>(
-        &self,
-        again: bool,
         mut work: impl FnMut(&Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let started = Instant::now();
@@ -299,7 +280,6 @@ impl Pg {
             };
             let out = Self::attempt(&session, &mut work);
             if out.is_err()
-                && again
                 && session.lost.get()
                 && !session.committing.get()
                 && started.elapsed() < RECONNECT_WINDOW
