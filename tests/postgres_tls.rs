@@ -483,3 +483,26 @@ fn passed(output: &str) -> usize {
         .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
         .sum()
 }
+
+#[test]
+fn verify_full_checks_the_host_name_and_verify_ca_does_not() {
+    let Some(cluster) = Cluster::start(true) else {
+        return;
+    };
+    // The certificate is made out to 127.0.0.1 and localhost; `hostaddr` reaches the
+    // server under a name it does not bear.
+    let url = |mode: &str| {
+        format!(
+            "postgres://tasks:{PASSWORD}@db.wrong.example:{}/tasks?hostaddr=127.0.0.1&sslmode={mode}&sslrootcert={}",
+            cluster.port,
+            cluster.ca().display()
+        )
+    };
+    let error = open_error(&url("verify-full"), PgOptions::default());
+    assert!(
+        error.contains("certificate was refused") && error.contains("host name"),
+        "{error}"
+    );
+    let store = open(&url("verify-ca")).expect("verify-ca checks the chain alone");
+    add_task(&store, "under another name");
+}
