@@ -110,6 +110,14 @@ impl Journal for PerTransition {
         self.0.commit_tool_call(batch, call, settle)
     }
 
+    fn commit_placing(
+        &self,
+        batch: &RunBatch<'_>,
+        place: &mut dyn FnMut(),
+    ) -> Result<(), JournalError> {
+        self.0.commit_placing(batch, place)
+    }
+
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
         self.0.load(run_id)
     }

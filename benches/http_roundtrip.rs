@@ -23,85 +23,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/http_client.rs"]
+mod http_client;
+
+use http_client::Connection;
+
 const WARMUP: usize = 200;
-
-/// One keep-alive HTTP/1.1 connection.
-struct Connection {
-    read: BufReader<TcpStream>,
-    write: TcpStream,
-    host: String,
-}
-
-impl Connection {
-    fn open(addr: SocketAddr) -> Connection {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_nodelay(true).unwrap();
-        Connection {
-            read: BufReader::new(stream.try_clone().unwrap()),
-            write: stream,
-            host: addr.to_string(),
-        }
-    }
-
-    /// POSTs `body` with `headers`; returns the response's headers and body.
-    fn post(&mut self, path: &str, headers: &[String], body: &str) -> (Vec<String>, String) {
-        let mut request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            self.host,
-            body.len()
-        );
-        for header in headers {
-            request.push_str(header);
-            request.push_str("\r\n");
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        self.write.write_all(request.as_bytes()).unwrap();
-        self.response()
-    }
-
-    fn response(&mut self) -> (Vec<String>, String) {
-        let mut head = Vec::new();
-        loop {
-            let mut line = String::new();
-            self.read.read_line(&mut line).unwrap();
-            let line = line.trim_end().to_owned();
-            if line.is_empty() {
-                break;
-            }
-            head.push(line);
-        }
-        assert!(
-            head[0].contains(" 200 ") || head[0].contains(" 202 "),
-            "{head:?}"
-        );
-        let header = |name: &str| {
-            head.iter().find_map(|h| {
-                let (k, v) = h.split_once(':')?;
-                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-            })
-        };
-        let mut body = Vec::new();
-        if let Some(length) = header("content-length") {
-            body.resize(length.parse().unwrap(), 0);
-            self.read.read_exact(&mut body).unwrap();
-        } else {
-            loop {
-                let mut size = String::new();
-                self.read.read_line(&mut size).unwrap();
-                let size = usize::from_str_radix(size.trim(), 16).unwrap();
-                let mut chunk = vec![0; size + 2];
-                self.read.read_exact(&mut chunk).unwrap();
-                if size == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..size]);
-            }
-        }
-        (head, String::from_utf8(body).unwrap())
-    }
-}
 
 /// An HTTP/1.1 server that answers every POST with its body, a thread per connection.
 fn echo_server() -> SocketAddr {

@@ -1,4 +1,8 @@
 //! Wall-clock timestamps as the tools report them: ISO 8601, UTC, millisecond precision.
+//!
+//! This host's clock: no lease is compared against it (leases run on the database's
+//! clock, `store/runs.rs`). A test hook, `TASKS_CLOCK_OFFSET_MS`, shifts it by that many
+//! milliseconds, so that tests can run hosts whose clocks disagree; it is not an option.
 
 use time::OffsetDateTime;
 
@@ -14,7 +18,19 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX / 1000);
-    secs * 1000 + i64::from(since.subsec_millis())
+    (secs * 1000 + i64::from(since.subsec_millis())).saturating_add(offset_ms())
+}
+
+/// The test hook's shift of this host's clock: `TASKS_CLOCK_OFFSET_MS` (an integer, maybe
+/// negative), read once; 0 when unset or not an integer.
+fn offset_ms() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var("TASKS_CLOCK_OFFSET_MS")
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// A millisecond timestamp as [`now_iso`] writes it; times before 1970 write as 1970, and

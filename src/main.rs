@@ -106,15 +106,36 @@ struct HttpArgs {
     #[arg(long, env = "TASKS_HTTP_MAX_SESSIONS", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     http_max_sessions: u32,
 
+    /// At most this many of those sessions opened by one principal of the tokens file, so
+    /// that one principal cannot take them all; one more gets 503 likewise.
+    #[arg(long, env = "TASKS_HTTP_MAX_SESSIONS_PER_PRINCIPAL", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_sessions_per_principal: u32,
+
     /// At most this many SSE streams open at once (each session's GET stream, and each
     /// request answered as a stream while it lasts); beyond that, 503.
     #[arg(long, env = "TASKS_HTTP_MAX_STREAMS", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     http_max_streams: u32,
 
+    /// At most this many of those streams held by one principal of the tokens file; one
+    /// more gets 503 likewise.
+    #[arg(long, env = "TASKS_HTTP_MAX_STREAMS_PER_PRINCIPAL", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_streams_per_principal: u32,
+
     /// At most this many unfinished runs per principal of the tokens file; a call that
     /// would start one more is refused with `too_many_runs`.
     #[arg(long, env = "TASKS_HTTP_MAX_RUNS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     http_max_runs: u32,
+
+    /// At most this many 2025-11-25 `tasks/result` requests waiting at once (each holds
+    /// its task's questions and a stream); one more is refused with the JSON-RPC error
+    /// `too_many_result_waits` (`tasks/get` still polls).
+    #[arg(long, env = "TASKS_HTTP_MAX_RESULT_WAITS", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_result_waits: u32,
+
+    /// At most this many of those waiting `tasks/result` requests from one principal of
+    /// the tokens file.
+    #[arg(long, env = "TASKS_HTTP_MAX_RESULT_WAITS_PER_PRINCIPAL", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_result_waits_per_principal: u32,
 }
 
 fn http_addr(text: &str) -> Result<SocketAddr, String> {
@@ -537,8 +558,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         auth,
                         hosts: cli.http.http_hosts.clone(),
                         max_sessions: cli.http.http_max_sessions as usize,
+                        max_sessions_per_principal: cli.http.http_max_sessions_per_principal
+                            as usize,
                         max_streams: cli.http.http_max_streams as usize,
+                        max_streams_per_principal: cli.http.http_max_streams_per_principal as usize,
                         max_runs: u64::from(cli.http.http_max_runs),
+                        max_result_waits: cli.http.http_max_result_waits as usize,
+                        max_result_waits_per_principal: cli.http.http_max_result_waits_per_principal
+                            as usize,
                         connections: Limits {
                             max: cli.http.http_max_connections as usize,
                             header_timeout: cli.http.http_header_timeout,

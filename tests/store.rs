@@ -49,7 +49,7 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         answers: "none",
         deadline_ms: None,
         lease_owner: "me",
-        lease_expires_ms: i64::MAX,
+        lease_ms: 3_600_000,
         retry_of: None,
         idempotency: None,
         principal: None,
@@ -621,7 +621,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -1097,6 +1097,34 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    fn idempotency_keys_are_each_principals_own(place) {
+        let store = place.store();
+        let start = |id: &'static str, principal: Option<&'static str>, call: &'static str| {
+            store.try_transaction(|tx| {
+                let mut run = run_held_by_me(id);
+                run.principal = principal;
+                run.idempotency = Some(("key-1", call));
+                tx.insert_run(&run)
+            })
+        };
+        start("alices", Some("alice"), "alice's call").unwrap();
+        // Another principal's run under the same key is a run of its own.
+        start("bobs", Some("bob"), "bob's call").unwrap();
+        start("nobodys", None, "a local call").unwrap();
+        let found = |principal| store.run_by_idempotency_key(principal, "key-1").unwrap();
+        let run = |id: &str, call: &str| Some((id.to_owned(), call.to_owned()));
+        assert_eq!(found(Some("alice")), run("alices", "alice's call"));
+        assert_eq!(found(Some("bob")), run("bobs", "bob's call"));
+        assert_eq!(found(None), run("nobodys", "a local call"));
+        assert_eq!(found(Some("carol")), None);
+        // Within one principal the key still names one run.
+        assert!(start("alices-again", Some("alice"), "alice's call").is_err());
+        assert!(start("nobodys-again", None, "a local call").is_err());
+        assert_eq!(found(Some("alice")), run("alices", "alice's call"));
+    }
+}
+
 fn new_todo(title: &str) -> NewTodo {
     NewTodo {
         title: title.to_owned(),
@@ -1191,4 +1219,38 @@ async fn a_grouped_call_whose_drainer_was_dropped_unpolled_still_commits() {
         listed(&db.store, TodoFilter::default()),
         ["first", "second"]
     );
+}
+
+on_both_backends! {
+    /// Leases are set and expired by the database's clock, in milliseconds since the epoch;
+    /// the callers give only their length.
+    fn a_lease_runs_its_length_on_the_databases_clock_and_then_may_be_claimed(place) {
+        let store = place.store();
+        let since_epoch = || {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            i64::try_from(now.unwrap().as_millis()).unwrap()
+        };
+        let before = since_epoch();
+        store
+            .try_transaction(|tx| tx.insert_run(&run_held_by_me("r")))
+            .unwrap();
+        let after = since_epoch();
+        let expires = store.run("r").unwrap().unwrap().lease_expires_ms.unwrap();
+        // The database and this test share a machine, so a clock: a second either side.
+        let hour = 3_600_000;
+        assert!(
+            (before + hour - 1000..=after + hour + 1000).contains(&expires),
+            "{before} + 1 h <= {expires} <= {after} + 1 h"
+        );
+        let held = |store: &Store| store.unfinished_runs("cli", "other").unwrap();
+        assert_eq!(held(&store), [("r".to_owned(), Some("me".to_owned()), false)]);
+        assert!(!store.claim_run("r", "other", hour, None, None).unwrap());
+
+        // Renewed for no time at all, the lease has run out a moment later.
+        store.renew_leases("me", 0).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(held(&store), [("r".to_owned(), Some("me".to_owned()), true)]);
+        assert!(store.claim_run("r", "other", hour, None, None).unwrap());
+        assert_eq!(store.lease_owner("r").unwrap(), Some(Some("other".to_owned())));
+    }
 }

@@ -22,6 +22,8 @@ fn piece() -> impl Strategy<Value = String> {
         number().prop_map(|n| format!("{{{{ range({n}) | join(',') }}}}")),
         number().prop_map(|n| format!("{{{{ ('x' * {n}) | replace('x', 'yy') | length }}}}")),
         Just("{% macro f(k) %}{{ f(k) }}{% endmacro %}{{ f(1) }}".to_owned()),
+        (number(), number(), number())
+            .prop_map(|(a, b, c)| format!("{{{{ [] * {a} * {b} * {c} }}}}")),
     ];
     leaf.prop_recursive(3, 16, 3, |inner| {
         prop_oneof![
@@ -95,5 +97,21 @@ proptest! {
                 Err(TemplateError::Panicked(why)) => prop_assert!(false, "{expr}: it panicked: {why}"),
             }
         }
+    }
+}
+
+/// A list repeated to no item is an empty list, whatever the counts: `[] * n` and `x * 0`
+/// print as `[]` and have no length.
+#[test]
+fn a_list_repeated_to_no_item_is_an_empty_list() {
+    let templates = Templates::new(TemplateLimits::default());
+    for (template, expected) in [
+        ("{{ [1, 2] * 0 }}", "[]"),
+        ("{{ [] * 3 }}", "[]"),
+        ("{{ ([] * 30 * 2222220 * 6893) | length }}", "0"),
+        ("{{ [1, 2] * 2 }}", "[1, 2, 1, 2]"),
+    ] {
+        let text = templates.render(template, &ctx());
+        assert_eq!(text.as_deref().ok(), Some(expected), "{template}: {text:?}");
     }
 }

@@ -4,7 +4,23 @@
 //! its runs taken over by the other once their leases expire; started again, it writes
 //! nothing more of them. Every todo is made exactly once.
 //!
+//!
+//! Beside those: a host whose clock runs ahead takes no live run (`skew.rs`); a host cut
+//! off from the database by the network loses its runs and, back, writes nothing more of
+//! them, and a host that loses its lease mid-`write_file` does not land its file
+//! (`fencing.rs`, through the proxy of `proxy.rs`), nor record a sampled answer
+//! (`sampled.rs`).
+//!
 //! PostgreSQL only: it skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
+
+#[path = "two_hosts/fencing.rs"]
+mod fencing;
+#[path = "two_hosts/proxy.rs"]
+mod proxy;
+#[path = "two_hosts/sampled.rs"]
+mod sampled;
+#[path = "two_hosts/skew.rs"]
+mod skew;
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -42,19 +58,49 @@ const RUNS_PER_HOST: u64 = 4;
 
 /// A host: `serve` on the shared database, given `runs` as 2025-11-25 tasks at once.
 fn host(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>) -> Child {
-    let mut child = Command::new(BIN)
+    let mut child = serve(
+        dir,
+        db,
+        &["--lease", "1s"],
+        &[],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    give(&mut child, "job", runs);
+    child
+}
+
+/// `serve` on the database `db`, with the workflows of `dir`/workflows and `dir` as its
+/// workspace, `args` and `env` besides; its replies go to `out`, its log to `log`.
+fn serve(
+    dir: &std::path::Path,
+    db: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: Stdio,
+    log: impl Into<Stdio>,
+) -> Child {
+    Command::new(BIN)
         .env_remove("RUST_LOG")
-        .args(["--db", db, "--lease", "1s", "--workflows"])
+        .envs(env.iter().copied())
+        .args(["--db", db])
+        .args(args)
+        .arg("--workflows")
         .arg(dir.join("workflows"))
         .arg("--workspace")
         .arg(dir)
         .arg("serve")
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(out)
+        .stderr(log)
         .spawn()
-        .expect("the host starts");
-    let stdin = child.stdin.as_mut().unwrap();
+        .expect("the host starts")
+}
+
+/// Starts a session with the host and calls `tool` with `{n}` as a task for each `n` of
+/// `runs`, at once.
+fn give(host: &mut Child, tool: &str, runs: std::ops::Range<u64>) {
+    let stdin = host.stdin.as_mut().unwrap();
     let mut send = |message: serde_json::Value| writeln!(stdin, "{message}").unwrap();
     send(
         json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -65,11 +111,72 @@ fn host(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>) -> Child {
     for n in runs {
         send(
             json!({ "jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
-            "params": { "name": "job", "arguments": { "n": n }, "task": {} } }),
+            "params": { "name": tool, "arguments": { "n": n }, "task": {} } }),
         );
     }
     stdin.flush().unwrap();
-    child
+}
+
+/// The prefix of the lease owners of a host's process (`pid@machine:uuid`).
+fn owner_prefix(host: &Child) -> String {
+    format!("{}@", host.id())
+}
+
+/// The `n` input a run of the tests' workflows was given.
+fn input_n(store: &Store, run_id: &str) -> u64 {
+    let run = store.run(run_id).unwrap().unwrap();
+    let inputs: serde_json::Value = serde_json::from_str(&run.inputs).unwrap();
+    inputs["n"].as_u64().unwrap()
+}
+
+/// How many unfinished runs a lease owner starting with `prefix` holds.
+fn held_by(store: &Store, prefix: &str) -> usize {
+    store
+        .list_runs(Some("running"), Scope::Everyone, 100)
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            let run = store.run(&r.id).unwrap().unwrap();
+            run.lease_owner.is_some_and(|o| o.starts_with(prefix))
+        })
+        .count()
+}
+
+/// The titles of every todo, sorted.
+fn todo_titles(store: &Store) -> Vec<String> {
+    let mut titles: Vec<String> = store
+        .list_todos(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.title)
+        .collect();
+    titles.sort();
+    titles
+}
+
+/// "job {n} first" and "job {n} second" for each `n` of `runs`, sorted.
+fn job_titles(runs: std::ops::Range<u64>) -> Vec<String> {
+    let mut expected: Vec<String> = runs
+        .flat_map(|n| [format!("job {n} first"), format!("job {n} second")])
+        .collect();
+    expected.sort();
+    expected
+}
+
+/// A folder with the workflows folder holding `workflows` (name, text).
+fn workspace(workflows: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("workflows")).unwrap();
+    for (name, text) in workflows {
+        std::fs::write(dir.path().join(format!("workflows/{name}.toml")), text).unwrap();
+    }
+    dir
+}
+
+/// Kills a host and reaps it.
+fn stop(mut host: Child) {
+    host.kill().unwrap();
+    host.wait().unwrap();
 }
 
 fn signal(child: &Child, signal: i32) {
@@ -114,34 +221,19 @@ fn two_hosts_lose_one(loss: Loss) {
     let Some(scratch) = Scratch::postgres("two_hosts") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("workflows")).unwrap();
-    std::fs::write(dir.path().join("workflows/job.toml"), JOB).unwrap();
+    let dir = workspace(&[("job", JOB)]);
     let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
 
     let mut a = host(dir.path(), scratch.url(), 0..RUNS_PER_HOST);
-    let mut b = host(dir.path(), scratch.url(), RUNS_PER_HOST..2 * RUNS_PER_HOST);
+    let b = host(dir.path(), scratch.url(), RUNS_PER_HOST..2 * RUNS_PER_HOST);
     let all = (2 * RUNS_PER_HOST) as usize;
     wait_until(
         "every run has made its first todo",
         Duration::from_secs(20),
         || store.list_todos(&Default::default()).unwrap().len() >= all,
     );
-    let a_owner_prefix = format!("{}@", a.id());
-    let held_by_a = || {
-        store
-            .list_runs(Some("running"), Scope::Everyone, 100)
-            .unwrap()
-            .iter()
-            .filter(|r| {
-                let run = store.run(&r.id).unwrap().unwrap();
-                run.lease_owner
-                    .is_some_and(|o| o.starts_with(&a_owner_prefix))
-            })
-            .count()
-    };
     assert_eq!(
-        held_by_a(),
+        held_by(&store, &owner_prefix(&a)),
         RUNS_PER_HOST as usize,
         "each host drives the runs it was given"
     );
@@ -165,21 +257,13 @@ fn two_hosts_lose_one(loss: Loss) {
         a.kill().unwrap();
         a.wait().unwrap();
     }
-    b.kill().unwrap();
-    b.wait().unwrap();
+    stop(b);
 
-    let mut titles: Vec<String> = store
-        .list_todos(&Default::default())
-        .unwrap()
-        .into_iter()
-        .map(|t| t.title)
-        .collect();
-    titles.sort();
-    let mut expected: Vec<String> = (0..2 * RUNS_PER_HOST)
-        .flat_map(|n| [format!("job {n} first"), format!("job {n} second")])
-        .collect();
-    expected.sort();
-    assert_eq!(titles, expected, "every todo exactly once");
+    assert_eq!(
+        todo_titles(&store),
+        job_titles(0..2 * RUNS_PER_HOST),
+        "every todo exactly once"
+    );
     let audit = store.audit_rows().unwrap();
     let calls = audit.iter().filter(|r| r.tool == "add_task").count();
     assert_eq!(calls, 2 * all, "one audited call per todo");

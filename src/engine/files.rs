@@ -14,7 +14,7 @@
 //! so that a FIFO or a device never holds a thread; a file with other hard links is refused
 //! too, since one of them may name a file outside the workspace.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -200,6 +200,31 @@ pub fn write_file(
     content: &str,
     mode: WriteMode<'_>,
 ) -> Result<Value, NodeError> {
+    stage(root, path, content, mode)?.place()
+}
+
+/// A file written in full beside its target, under a temporary name, and not yet renamed
+/// into place: [`write_file`] in two steps, so that a recorded run renames it only while
+/// it still holds the run's lease (`scheduler/files.rs`).
+#[derive(Debug)]
+pub struct Staged {
+    parent: File,
+    temp: OsString,
+    name: OsString,
+    path: String,
+    bytes: usize,
+    overwrite: bool,
+    sync_folders: bool,
+}
+
+/// The first step of [`write_file`]: the folders made, the content written to the
+/// temporary file and synced.
+pub fn stage(
+    root: &Path,
+    path: &str,
+    content: &str,
+    mode: WriteMode<'_>,
+) -> Result<Staged, NodeError> {
     let parts = components(path)?;
     let Some((name, folders)) = parts.split_last() else {
         return Err(file_error(format!("`{path}` names no file")));
@@ -220,9 +245,8 @@ pub fn write_file(
         }
         None => format!(".{name_text}.{}.tmp", uuid::Uuid::new_v4().simple()),
     };
-    let temp = OsStr::new(&temp);
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-    let mut file = open_beneath(dir, temp, flags, 0o666)
+    let mut file = open_beneath(dir, OsStr::new(&temp), flags, 0o666)
         .map(File::from)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP | libc::EXDEV | libc::ENOSYS) => refusal(path, "write", &e),
@@ -232,22 +256,47 @@ pub fn write_file(
         .write_all(content.as_bytes())
         .and_then(|()| file.sync_data());
     drop(file);
-    let placed = written.and_then(|()| rename_at(dir, temp, name, !mode.overwrite));
-    if let Err(error) = placed {
-        let _ = unlink_at(dir, temp);
-        return Err(match error.kind() {
-            io::ErrorKind::AlreadyExists => file_error(format!(
-                "`{path}` already exists; set overwrite = true to replace it"
-            )),
-            _ => cannot(error),
-        });
+    if let Err(error) = written {
+        let _ = unlink_at(dir, OsStr::new(&temp));
+        return Err(cannot(error));
     }
-    if mode.sync_folders {
-        parent
-            .sync_all()
-            .map_err(|e| file_error(format!("cannot sync the folder of `{path}`: {e}")))?;
+    Ok(Staged {
+        parent,
+        temp: temp.into(),
+        name: name.to_os_string(),
+        path: path.to_owned(),
+        bytes: content.len(),
+        overwrite: mode.overwrite,
+        sync_folders: mode.sync_folders,
+    })
+}
+
+impl Staged {
+    /// The second step of [`write_file`]: the rename into place (and the folder's sync).
+    pub fn place(self) -> Result<Value, NodeError> {
+        let path = &self.path;
+        let dir = std::os::fd::AsFd::as_fd(&self.parent);
+        if let Err(error) = rename_at(dir, &self.temp, &self.name, !self.overwrite) {
+            let _ = unlink_at(dir, &self.temp);
+            return Err(match error.kind() {
+                io::ErrorKind::AlreadyExists => file_error(format!(
+                    "`{path}` already exists; set overwrite = true to replace it"
+                )),
+                _ => file_error(format!("cannot write `{path}`: {error}")),
+            });
+        }
+        if self.sync_folders {
+            self.parent
+                .sync_all()
+                .map_err(|e| file_error(format!("cannot sync the folder of `{path}`: {e}")))?;
+        }
+        Ok(json!({ "path": path, "bytes": self.bytes }))
     }
-    Ok(json!({ "path": path, "bytes": content.len() }))
+
+    /// Removes the temporary file: the write is not to land.
+    pub fn discard(self) {
+        let _ = unlink_at(std::os::fd::AsFd::as_fd(&self.parent), &self.temp);
+    }
 }
 
 /// The folder `folders` names under the workspace, made where missing: each component is
@@ -512,6 +561,26 @@ mod tests {
             json!([])
         );
         assert!(list_dir(dir.path(), "../etc").is_err());
+    }
+
+    #[test]
+    fn a_staged_file_lands_only_when_placed_and_a_discarded_one_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = || {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        let staged = stage(dir.path(), "out/a.md", "a", WriteMode::default()).unwrap();
+        assert!(!dir.path().join("out/a.md").exists(), "not in place yet");
+        staged.discard();
+        assert!(names().is_empty(), "{:?}", names());
+        let staged = stage(dir.path(), "out/a.md", "a", WriteMode::default()).unwrap();
+        assert_eq!(staged.place().unwrap()["bytes"], 1);
+        assert_eq!(names(), ["a.md"]);
     }
 
     #[test]

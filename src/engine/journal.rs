@@ -163,15 +163,16 @@ pub struct RunBatch<'a> {
     pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
     pub progress: RunProgress<'a>,
     pub end: Option<RunEnd<'a>>,
-    /// The audit rows of the file actions whose units this batch settles, committed with
-    /// their records.
-    pub audits: &'a [FileAudit],
+    /// The audit rows of the file actions, the caller's answers and the node faults whose
+    /// units this batch settles, committed with their records.
+    pub audits: &'a [PendingAudit],
 }
 
-/// The audit row of a file action (`read_file`, `list_dir`, `write_file`), kept until the
-/// batch that records its unit commits.
+/// An audit row of a recorded run kept until the batch that records its unit commits,
+/// under the run's lease: a file action's (`read_file`, `list_dir`, `write_file`), a
+/// caller's answer's (`answer`), a node fault's (`budget_exceeded`, `node_panicked`).
 #[derive(Debug, Clone)]
-pub struct FileAudit {
+pub struct PendingAudit {
     /// The action's name, the row's tool.
     pub action: &'static str,
     pub node_id: Arc<str>,
@@ -267,6 +268,18 @@ pub trait Journal: Send + Sync {
         call: &ToolCall<'_>,
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError>;
+
+    /// In one transaction: commits `batch`, its lease checked and extended first, then
+    /// calls `place`, then commits. `place` is called only if this process holds the
+    /// run's lease, and while no other can take it (the run's row stays locked until the
+    /// commit, and the extension just made outlasts the call by half a lease): what it
+    /// does never happens after another process took the run over. Not called at all when
+    /// the lease is lost; the error then says why.
+    fn commit_placing(
+        &self,
+        batch: &RunBatch<'_>,
+        place: &mut dyn FnMut(),
+    ) -> Result<(), JournalError>;
 
     /// Reads a run back, to resume it or to run it again.
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError>;

@@ -21,13 +21,17 @@ impl Server {
         context: &RequestContext<RoleServer>,
         caller: &super::caller::Caller,
     ) -> rmcp::model::CallToolResult {
-        if let Err(refused) = self.run_quota(caller, name, &args) {
-            return results::reply_as(refused, self.result_form(name));
-        }
         let retryable = match self.take_idempotency_key(name, &mut args, caller.principal()) {
             Ok(retryable) => retryable,
             Err(rejected) => return results::reply(rejected),
         };
+        // A call with a key checks the quota once it knows the key starts a new run: a
+        // retry of a run already started is answered even at the cap.
+        if retryable.is_none()
+            && let Err(refused) = self.run_quota(caller, name, &args)
+        {
+            return results::reply_as(refused, self.result_form(name));
+        }
         let request = context.id.to_string();
         let mut options = RunOptions {
             origin: RunOrigin::Mcp,
@@ -56,7 +60,7 @@ impl Server {
                 )
                 .await
             }
-            Some(retryable) => self.run_once(name, &args, retryable, options).await,
+            Some(retryable) => self.run_once(name, &args, retryable, options, caller).await,
         };
         self.lock_runs().remove(&request);
         if let Some(task) = forwarder {
@@ -74,6 +78,7 @@ impl Server {
         args: &serde_json::Map<String, Value>,
         retryable: super::idempotency::Retryable,
         mut options: RunOptions,
+        caller: &super::caller::Caller,
     ) -> super::envelope::Envelope {
         let handle = {
             let _starting = self.lock_starting();
@@ -86,6 +91,9 @@ impl Server {
                 Ok(None) => {}
             }
             let principal = retryable.principal.as_deref();
+            if let Err(refused) = self.run_quota(caller, name, args) {
+                return refused;
+            }
             let request = match workflow_tools::prepare_run(
                 &self.engine,
                 &self.catalog,

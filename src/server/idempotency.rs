@@ -3,7 +3,9 @@
 //! second one; the same key with other arguments is refused.
 //!
 //! The key and the call, as canonical JSON, are recorded with the run, under a unique
-//! index, so that a retry after a restart, or through another process, finds it too.
+//! index on principal and key, so that a retry after a restart, or through another
+//! process, finds it too, and a key is its principal's own: another principal's call with
+//! it neither finds the run nor is refused because of it.
 
 use serde_json::{Map, Value, json};
 
@@ -102,7 +104,7 @@ impl Server {
         };
         let found = registry
             .store()
-            .run_by_idempotency_key(&retryable.key)
+            .run_by_idempotency_key(retryable.principal.as_deref(), &retryable.key)
             .map_err(|_| envelope::of_result(Err(ToolError::internal())))?;
         match found {
             None => Ok(None),

@@ -14,6 +14,7 @@ mod interaction;
 mod progress;
 mod results;
 mod run_tools;
+mod slots;
 mod tasks;
 pub(crate) mod wire;
 mod workflow_tools;
@@ -53,6 +54,9 @@ pub struct Server {
     starting: Arc<std::sync::Mutex<()>>,
     /// At most this many unfinished runs per principal (served over HTTP with tokens).
     max_runs: Option<u64>,
+    /// A slot for each `tasks/result` request waiting, capped in all and per principal
+    /// (served over HTTP).
+    result_waits: Option<Arc<slots::Slots>>,
     /// Whether `run_workflow` accepts a definition from the client.
     inline: InlineWorkflows,
     /// The bound of a stdio session's write queue, in bytes.
@@ -77,6 +81,7 @@ impl Server {
             finished: Arc::default(),
             starting: Arc::default(),
             max_runs: None,
+            result_waits: None,
             inline: InlineWorkflows::On,
             write_queue: wire::DEFAULT_WRITE_QUEUE,
         }

@@ -23,12 +23,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)] as char);
-        out.push(DIGITS[usize::from(byte & 0x0f)] as char);
+    let mut out = vec![0; bytes.len() * 2];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
     }
-    out
+    String::from_utf8(out).expect("hex digits are ASCII")
 }
 
 /// The fields of a row that its hash covers: all of them but the hash itself.
@@ -62,21 +62,11 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The hash of a row whose predecessor's hash is `prev`.
+/// The hash of a row whose predecessor's hash is `prev`. The encoding is written out
+/// whole, then hashed at once: one call of the hash per row instead of three per field,
+/// on the path of every audited call.
 pub fn chain_hash(prev: &str, fields: &Fields<'_>) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(DOMAIN);
-    let mut field = |value: Option<&[u8]>| match value {
-        Some(bytes) => {
-            hasher.update([1]);
-            hasher.update((bytes.len() as u64).to_be_bytes());
-            hasher.update(bytes);
-        }
-        None => hasher.update([0]),
-    };
-    field(Some(prev.as_bytes()));
-    field(Some(&fields.id.to_be_bytes()));
-    for value in [
+    let texts = [
         Some(fields.at),
         Some(fields.tool),
         Some(fields.args),
@@ -85,10 +75,31 @@ pub fn chain_hash(prev: &str, fields: &Fields<'_>) -> String {
         fields.run_id,
         fields.node_id,
         fields.principal,
-    ] {
+    ];
+    let size = DOMAIN.len()
+        + 2 * 9
+        + prev.len()
+        + 8
+        + texts
+            .iter()
+            .map(|t| 9 + t.map_or(0, str::len))
+            .sum::<usize>();
+    let mut encoding = Vec::with_capacity(size);
+    encoding.extend_from_slice(DOMAIN);
+    let mut field = |value: Option<&[u8]>| match value {
+        Some(bytes) => {
+            encoding.push(1);
+            encoding.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+            encoding.extend_from_slice(bytes);
+        }
+        None => encoding.push(0),
+    };
+    field(Some(prev.as_bytes()));
+    field(Some(&fields.id.to_be_bytes()));
+    for value in texts {
         field(value.map(str::as_bytes));
     }
-    hex(&hasher.finalize())
+    sha256_hex(&encoding)
 }
 
 /// Where the chain breaks: the first row that does not hold.

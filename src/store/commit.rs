@@ -61,7 +61,8 @@ pub struct AuditRecord {
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub run_id: String,
-    /// The lease the writer must still hold: (owner, new expiry in ms).
+    /// The lease the writer must still hold: (owner, the lease's new length in ms from
+    /// now, by the database's clock).
     pub fence: Option<(String, i64)>,
     pub writes: Vec<Write>,
 }
@@ -96,8 +97,8 @@ impl Tx<'_> {
     /// Returns the run's key, for more writes in the same transaction.
     pub fn apply(&self, batch: &Batch) -> Result<i64, StoreError> {
         let key = match &batch.fence {
-            Some((owner, until)) => {
-                self.fence(&batch.run_id, owner, *until, batch.finishes_a_unit())?
+            Some((owner, lease_ms)) => {
+                self.fence(&batch.run_id, owner, *lease_ms, batch.finishes_a_unit())?
             }
             None => self.run_key(&batch.run_id)?,
         };

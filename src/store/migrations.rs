@@ -293,6 +293,15 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 10: an idempotency key is its principal's own: two principals may each use one key,
+    // and each finds only its own run under it. Without tokens (no principal) keys stay
+    // one namespace, the empty principal's.
+    r#"
+    DROP INDEX runs_by_idempotency_key;
+    CREATE UNIQUE INDEX runs_by_idempotency_key
+        ON runs (coalesce(principal, ''), idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

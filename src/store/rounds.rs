@@ -61,15 +61,20 @@ impl Store {
         })
     }
 
-    /// The run started under idempotency key `key`, with the call that started it.
+    /// The run `principal` started under idempotency key `key`, with the call that started
+    /// it. Another principal's run under the same key is not found: keys are each
+    /// principal's own (`None`, without tokens, is one principal of its own).
     pub fn run_by_idempotency_key(
         &self,
+        principal: Option<&str>,
         key: &str,
     ) -> Result<Option<(String, String)>, StoreError> {
+        let principal = principal.unwrap_or("");
         self.with(|tx| {
             tx.db.query_opt(
-                "SELECT id, idempotency_request FROM runs WHERE idempotency_key = ?1",
-                &[&key],
+                "SELECT id, idempotency_request FROM runs
+                 WHERE coalesce(principal, '') = ?1 AND idempotency_key = ?2",
+                &[&principal, &key],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
         })

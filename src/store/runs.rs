@@ -2,8 +2,13 @@
 //!
 //! Deadlines and lease expiries are milliseconds since the Unix epoch; the times a person
 //! reads are ISO 8601 text, as elsewhere in the store.
+//!
+//! Leases run on the database's clock: every statement that sets a lease's expiry or
+//! compares against it reads the time from the database itself (`NOW_MS`, see
+//! [`on_db_clock`]), and callers pass only a lease's length. Hosts whose clocks disagree
+//! then agree on whose lease ran out.
 
-use super::sql::Row;
+use super::sql::{Row, on_db_clock};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -114,7 +119,8 @@ pub struct NewRun<'a> {
     pub answers: &'a str,
     pub deadline_ms: Option<i64>,
     pub lease_owner: &'a str,
-    pub lease_expires_ms: i64,
+    /// How long the lease lasts, in ms, from now by the database's clock.
+    pub lease_ms: i64,
     pub retry_of: Option<&'a str>,
     /// The key a client may retry the starting call under, and that call.
     pub idempotency: Option<(&'a str, &'a str)>,
@@ -122,8 +128,32 @@ pub struct NewRun<'a> {
     pub session: Option<&'a str>,
 }
 
-/// Who holds an unfinished run: (run id, lease owner, lease expiry in ms).
-pub type Lease = (String, Option<String>, Option<i64>);
+/// Who holds an unfinished run: (run id, lease owner, whether the lease ran out by the
+/// database's clock, or has no expiry).
+pub type Lease = (String, Option<String>, bool);
+
+/// The longest lease a statement sets, in ms: far beyond any use, and far from overflowing
+/// when added to the time.
+const LONGEST_LEASE_MS: i64 = i64::MAX / 4;
+
+/// A lease's length as the statements take it.
+fn lease_length(ms: i64) -> i64 {
+    ms.clamp(0, LONGEST_LEASE_MS)
+}
+
+const INSERT_RUN: super::sql::Dialects = on_db_clock!(
+    "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
+         lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
+         idempotency_key, idempotency_request, principal, session)
+     VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, " NOW_MS " + ?8, ?9, ?10, ?10, ?11, ?12,
+             ?13, ?14)"
+);
+
+const EXTEND_LEASE: super::sql::Dialects = on_db_clock!(
+    "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2, updated_at = ?3,
+         takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END
+     WHERE key = ?1"
+);
 
 /// How a run ended.
 #[derive(Debug, Clone)]
@@ -170,11 +200,7 @@ impl Tx<'_> {
         let plan = self.plan_key(run)?;
         let now = clock::now_iso();
         let key = self.db.insert(
-            "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
-                 lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
-                 idempotency_key, idempotency_request, principal, session)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12,
-                     ?13, ?14)",
+            self.db.pick(INSERT_RUN),
             "key",
             &[
                 &run.id,
@@ -184,7 +210,7 @@ impl Tx<'_> {
                 &run.answers,
                 &run.deadline_ms,
                 &run.lease_owner,
-                &run.lease_expires_ms,
+                &lease_length(run.lease_ms),
                 &run.retry_of,
                 &now,
                 &run.idempotency.map(|(key, _)| key),
@@ -228,16 +254,16 @@ impl Tx<'_> {
             .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))
     }
 
-    /// Checks that `owner` still holds the run's lease and extends it; `LeaseLost` if not.
-    /// Every batch a driver commits starts here, so a process that lost a run writes
-    /// nothing. Returns the run's key.
+    /// Checks that `owner` still holds the run's lease and extends it to `lease_ms` from
+    /// now, by the database's clock; `LeaseLost` if not. Every batch a driver commits
+    /// starts here, so a process that lost a run writes nothing. Returns the run's key.
     /// When `progressed` (a unit of the run finished in this batch), the run's count of
     /// takeovers starts again.
     pub fn fence(
         &self,
         run_id: &str,
         owner: &str,
-        until_ms: i64,
+        lease_ms: i64,
         progressed: bool,
     ) -> Result<i64, StoreError> {
         // Found, then extended, in the caller's write transaction: an `UPDATE … RETURNING`
@@ -256,10 +282,13 @@ impl Tx<'_> {
                 run_id: run_id.to_owned(),
             })?;
         self.db.execute(
-            "UPDATE runs SET lease_expires_ms = ?2, updated_at = ?3,
-                 takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END
-             WHERE key = ?1",
-            &[&key, &until_ms, &clock::now_iso(), &progressed],
+            self.db.pick(EXTEND_LEASE),
+            &[
+                &key,
+                &lease_length(lease_ms),
+                &clock::now_iso(),
+                &progressed,
+            ],
         )?;
         Ok(key)
     }
@@ -284,27 +313,50 @@ impl Tx<'_> {
     }
 }
 
-/// Claims a run if it is unfinished and its lease free, expired, already the claimant's,
-/// or held by an owner known to be dead. On PostgreSQL a run whose row another host holds
-/// locked (it is committing the run's progress, so it lives) is skipped, not waited for.
-/// A claim from another owner that held the run (it died, or its lease ran out) counts a
-/// takeover; a lease given up (`lease_owner` NULL) or renewed does not.
-const CLAIM_SQLITE: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
-         updated_at = ?6, answers = COALESCE(?7, answers),
+/// Claims a run if it is unfinished and its lease free, expired (by the database's
+/// clock), already the claimant's, or held by an owner known to be dead. On PostgreSQL a
+/// run whose row another host holds locked (it is committing the run's progress, so it
+/// lives) is skipped, not waited for. A claim from another owner that held the run (it
+/// died, or its lease ran out) counts a takeover; a lease given up (`lease_owner` NULL) or
+/// renewed does not.
+const CLAIM_SQLITE: &str = on_db_clock!(
+    "UPDATE runs SET lease_owner = ?2, lease_expires_ms = " NOW_MS " + ?3,
+         updated_at = ?5, answers = COALESCE(?6, answers),
          takeovers = takeovers + CASE WHEN lease_owner IS NOT NULL AND lease_owner <> ?2
                                       THEN 1 ELSE 0 END
      WHERE id = ?1 AND status = 'running'
-       AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
-            OR lease_owner = ?5)";
-const CLAIM_POSTGRES: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3,
-         updated_at = ?6, answers = COALESCE(?7, answers),
+       AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < " NOW_MS "
+            OR lease_owner = ?4)"
+)
+.sqlite;
+const CLAIM_POSTGRES: &str = on_db_clock!(
+    "UPDATE runs SET lease_owner = ?2, lease_expires_ms = " NOW_MS " + ?3,
+         updated_at = ?5, answers = COALESCE(?6, answers),
          takeovers = takeovers + CASE WHEN lease_owner IS NOT NULL AND lease_owner <> ?2
                                       THEN 1 ELSE 0 END
      WHERE key = (SELECT key FROM runs
                   WHERE id = ?1 AND status = 'running'
-                    AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4
-                         OR lease_owner = ?5)
-                  FOR UPDATE SKIP LOCKED)";
+                    AND (lease_owner IS NULL OR lease_owner = ?2
+                         OR lease_expires_ms < " NOW_MS " OR lease_owner = ?4)
+                  FOR UPDATE SKIP LOCKED)"
+)
+.postgres;
+
+/// Extends every lease an owner holds, by the database's clock.
+const RENEW: super::sql::Dialects = on_db_clock!(
+    "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2
+     WHERE lease_owner = ?1 AND status = 'running'"
+);
+
+/// Unfinished runs of an origin that another owner holds or held, and whether their
+/// lease ran out by the database's clock.
+const UNFINISHED: super::sql::Dialects = on_db_clock!(
+    "SELECT id, lease_owner,
+            lease_expires_ms IS NULL OR lease_expires_ms < " NOW_MS "
+     FROM runs
+     WHERE status = 'running' AND origin = ?1 AND lease_owner IS DISTINCT FROM ?2
+     ORDER BY created_at, key"
+);
 
 impl Store {
     pub fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
@@ -412,14 +464,15 @@ impl Store {
         })
     }
 
-    /// Hands the run's lease to `owner` if the run is unfinished and its lease is free,
-    /// expired, already `owner`'s, or held by `gone` (an owner known to be dead). One
-    /// statement, so two processes claiming at once cannot both win.
+    /// Hands the run's lease, for `lease_ms` from now by the database's clock, to `owner`
+    /// if the run is unfinished and its lease is free, expired, already `owner`'s, or held
+    /// by `gone` (an owner known to be dead). One statement, so two processes claiming at
+    /// once cannot both win.
     pub fn claim_run(
         &self,
         run_id: &str,
         owner: &str,
-        until_ms: i64,
+        lease_ms: i64,
         gone: Option<&str>,
         answers: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -429,8 +482,7 @@ impl Store {
                 &[
                     &run_id,
                     &owner,
-                    &until_ms,
-                    &clock::now_ms(),
+                    &lease_length(lease_ms),
                     &gone,
                     &clock::now_iso(),
                     &answers,
@@ -440,27 +492,23 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Unfinished runs of `origin` that some other owner holds or held.
+    /// Unfinished runs of `origin` that some other owner holds or held, each with whether
+    /// its lease ran out (by the database's clock).
     pub fn unfinished_runs(&self, origin: &str, owner: &str) -> Result<Vec<Lease>, StoreError> {
         self.with(|tx| {
-            tx.db.query(
-                "SELECT id, lease_owner, lease_expires_ms FROM runs
-                 WHERE status = 'running' AND origin = ?1 AND lease_owner IS DISTINCT FROM ?2
-                 ORDER BY created_at, key",
-                &[&origin, &owner],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
+            tx.db
+                .query(tx.db.pick(UNFINISHED), &[&origin, &owner], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
         })
     }
 
-    /// Extends every lease `owner` holds; returns the runs whose cancel was requested.
-    pub fn renew_leases(&self, owner: &str, until_ms: i64) -> Result<Vec<String>, StoreError> {
+    /// Extends every lease `owner` holds to `lease_ms` from now, by the database's clock;
+    /// returns the runs whose cancel was requested.
+    pub fn renew_leases(&self, owner: &str, lease_ms: i64) -> Result<Vec<String>, StoreError> {
         self.with(|tx| {
-            tx.db.execute(
-                "UPDATE runs SET lease_expires_ms = ?2
-                 WHERE lease_owner = ?1 AND status = 'running'",
-                &[&owner, &until_ms],
-            )?;
+            tx.db
+                .execute(tx.db.pick(RENEW), &[&owner, &lease_length(lease_ms)])?;
             tx.db.query(
                 "SELECT id FROM runs
                  WHERE lease_owner = ?1 AND status = 'running' AND cancel_requested = TRUE",

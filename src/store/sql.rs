@@ -46,7 +46,42 @@ impl Row<'_> {
     }
 }
 
+/// A statement in both dialects, for [`Db::pick`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dialects {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+/// A statement that reads the database's clock, written once: its parts are string
+/// literals and `NOW_MS`, the database's time in milliseconds since the Unix epoch
+/// (PostgreSQL's `clock_timestamp()`, SQLite's `unixepoch('subsec')`). Leases are claimed,
+/// renewed and expired by it, so that no host's clock enters a lease comparison.
+macro_rules! on_db_clock {
+    (@sqlite NOW_MS) => {
+        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+    };
+    (@postgres NOW_MS) => {
+        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+    };
+    (@$db:ident $text:literal) => {
+        $text
+    };
+    ($($part:tt)+) => {
+        $crate::store::sql::Dialects {
+            sqlite: concat!($($crate::store::sql::on_db_clock!(@sqlite $part)),+),
+            postgres: concat!($($crate::store::sql::on_db_clock!(@postgres $part)),+),
+        }
+    };
+}
+pub(crate) use on_db_clock;
+
 impl<'c> Db<'c> {
+    /// The text of `statement` for this database.
+    pub(crate) fn pick(self, statement: Dialects) -> &'static str {
+        self.dialect(statement.sqlite, statement.postgres)
+    }
+
     /// `sqlite` on SQLite, `postgres` on PostgreSQL: for the statements whose dialects
     /// differ. Both may use `?N` parameters.
     pub(crate) fn dialect(self, sqlite: &'static str, postgres: &'static str) -> &'static str {

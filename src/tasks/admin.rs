@@ -36,19 +36,18 @@ impl Registry {
     /// Extends the leases this process holds; returns the runs whose cancel was asked for
     /// by another process.
     pub fn renew(&self) -> Result<Vec<String>, StoreError> {
-        let until = clock::now_ms() + self.config().lease.as_millis() as i64;
-        self.store().renew_leases(self.owner(), until)
+        self.store().renew_leases(self.owner(), self.lease_ms())
     }
 
-    /// Unfinished runs started over MCP whose lease expired or whose owner is gone.
+    /// Unfinished runs started over MCP whose lease expired (by the database's clock) or
+    /// whose owner is gone.
     pub fn orphans(&self) -> Result<Vec<String>, StoreError> {
-        let now = clock::now_ms();
         let runs = self.store().unfinished_runs("mcp", self.owner())?;
         Ok(runs
             .into_iter()
-            .filter(|(_, owner, expires)| match owner {
+            .filter(|(_, owner, expired)| match owner {
                 None => true,
-                Some(owner) => expires.is_none_or(|at| at < now) || owner_is_gone(owner),
+                Some(owner) => *expired || owner_is_gone(owner),
             })
             .map(|(id, _, _)| id)
             .collect())

@@ -150,14 +150,15 @@ impl Registry {
         }
     }
 
-    fn lease_until(&self) -> i64 {
-        clock::now_ms() + ms(self.config.lease)
+    /// The lease's length in ms: its expiry is set by the database's clock.
+    pub(super) fn lease_ms(&self) -> i64 {
+        ms(self.config.lease)
     }
 
     fn store_batch(&self, batch: &RunBatch<'_>) -> Batch {
         Batch {
             run_id: batch.run_id.to_owned(),
-            fence: Some((self.owner.clone(), self.lease_until())),
+            fence: Some((self.owner.clone(), self.lease_ms())),
             writes: records::writes(batch),
         }
     }
@@ -188,7 +189,7 @@ impl Journal for Registry {
             answers: start.answers.as_str(),
             deadline_ms: start.deadline_ms,
             lease_owner: &self.owner,
-            lease_expires_ms: self.lease_until(),
+            lease_ms: self.lease_ms(),
             retry_of: start.retry_of,
             idempotency: start.idempotency,
             principal: start.owner.principal.as_deref(),
@@ -253,6 +254,42 @@ impl Journal for Registry {
             .map_err(storage)
     }
 
+    /// The lease is extended by the database's clock at some moment after `sent`, so it
+    /// lasts at least until `sent` plus the lease, by this host's steady clock; `place`
+    /// runs only within the first half of that, and with the run's row locked by this
+    /// transaction (on SQLite, the database's write lock), so no claim can come between.
+    fn commit_placing(
+        &self,
+        batch: &RunBatch<'_>,
+        place: &mut dyn FnMut(),
+    ) -> Result<(), JournalError> {
+        let batch = self.store_batch(batch);
+        let half = self.config.lease / 2;
+        self.store
+            .try_transaction(|tx| {
+                let mut sent = std::time::Instant::now();
+                tx.apply(&batch)?;
+                // A slow round trip (a busy server, a lock waited for) ate into the lease:
+                // extend it again, the row still locked, until one is quick enough.
+                let mut tries = 0;
+                while sent.elapsed() >= half {
+                    tries += 1;
+                    if tries > 3 {
+                        return Err(StoreError::Busy(format!(
+                            "the lease of run {} could not be extended quickly enough to \
+                             place a file within it",
+                            batch.run_id
+                        )));
+                    }
+                    sent = std::time::Instant::now();
+                    tx.fence(&batch.run_id, &self.owner, self.lease_ms(), false)?;
+                }
+                place();
+                Ok(())
+            })
+            .map_err(storage)
+    }
+
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
         let run = self
             .store
@@ -298,7 +335,7 @@ impl Journal for Registry {
             .claim_run(
                 run_id,
                 &self.owner,
-                self.lease_until(),
+                self.lease_ms(),
                 gone.as_deref(),
                 answers.map(Answers::as_str),
             )

@@ -2,13 +2,16 @@
 //! plain HTTP/1.1 requests, so that each test shows the exact status, headers and events a
 //! client gets: the gate (tokens, hosts, limits, shutdown) in `gate.rs`, tokens and
 //! their reload in `tokens.rs`, connections that misbehave before any token in
-//! `connections.rs`, tasks and who owns them in `tasks.rs`, and a load test in `load.rs`.
+//! `connections.rs`, tasks and who owns them in `tasks.rs`, what principals cannot do to
+//! each other (sessions, caps, idempotency keys) in `principals.rs`, and a load test in
+//! `load.rs`.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;
 mod gate;
 mod load;
+mod principals;
 mod tasks;
 mod tokens;
 

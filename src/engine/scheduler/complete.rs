@@ -102,8 +102,8 @@ impl Run {
     /// A node is terminal: count it, tell the observer, release the nodes waiting on it,
     /// and stop the run if it failed with `fail_run`.
     pub(super) fn node_finished(&mut self, node: usize) {
-        if let Some(error) = &self.state.nodes[node].error {
-            self.audit_fault(node, error);
+        if let Some(error) = self.state.nodes[node].error.clone() {
+            self.audit_fault(node, &error);
         }
         self.state.done += 1;
         self.state.current = Some(node);
@@ -124,8 +124,9 @@ impl Run {
     }
 
     /// A node that failed over a budget, or whose work panicked, leaves an audit row: the
-    /// operator sees what was refused, or what broke, and for whom.
-    fn audit_fault(&self, node: usize, error: &NodeError) {
+    /// operator sees what was refused, or what broke, and for whom. In a recorded run the
+    /// row commits with the node's record, under the lease; a run given up here writes none.
+    fn audit_fault(&mut self, node: usize, error: &NodeError) {
         let audit = match error.kind {
             NodeErrorKind::BudgetExceeded => crate::engine::journal::BUDGET_AUDIT,
             NodeErrorKind::Panicked => crate::engine::journal::PANIC_AUDIT,
@@ -134,12 +135,25 @@ impl Run {
         let mut args = serde_json::Map::new();
         args.insert("code".into(), Value::String(error.code.to_owned()));
         args.insert("error".into(), Value::String(error.message.clone()));
+        let outcome = crate::tools::AuditOutcome::Error;
+        if self.lost() {
+            return;
+        }
+        if self.journal.is_some() {
+            self.audits.push(crate::engine::journal::PendingAudit {
+                action: audit,
+                node_id: Arc::clone(&self.plan.nodes[node].id),
+                args,
+                outcome,
+                principal: self.env.principal.clone(),
+            });
+            return;
+        }
         let origin = crate::tools::Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&self.plan.nodes[node].id),
             principal: self.env.principal.as_deref(),
         };
-        let outcome = crate::tools::AuditOutcome::Error;
         self.env.tools.audit(audit, &args, outcome, origin);
     }
 

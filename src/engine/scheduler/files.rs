@@ -10,14 +10,16 @@ use serde_json::{Map, Value, json};
 use super::Run;
 use crate::engine::actions::Resolved;
 use crate::engine::files::{self, WriteMode};
-use crate::engine::journal::FileAudit;
+use crate::engine::journal::PendingAudit;
 use crate::engine::report::NodeError;
 use crate::tools::{AuditOutcome, Origin};
 
 impl Run {
     /// Writes a file so that a resumed run never writes it twice, nor calls its own
-    /// earlier write a conflict: the content's hash is committed before the write, the
-    /// write is a temporary file renamed into place, and a resumed attempt whose hash was
+    /// earlier write a conflict, nor lands it once another process took the run over: the
+    /// content's hash is committed before the write, the write is a temporary file renamed
+    /// into place by the journal's [`commit_placing`](crate::engine::journal::Journal::commit_placing)
+    /// (so only while this process holds the lease), and a resumed attempt whose hash was
     /// recorded finds the identical file there and is done. The temporary file is named
     /// after the unit, so that a resumed attempt replaces one a killed attempt left.
     /// `None` if the journal refused.
@@ -36,6 +38,9 @@ impl Run {
             sync_folders: self.env.sync_folders,
         };
         if self.journal.is_none() {
+            if self.lost() {
+                return None;
+            }
             let result = files::write_file(&root, path, content, mode);
             self.audit_file(node, instance, "write_file", path, &result);
             return Some(result);
@@ -52,11 +57,7 @@ impl Run {
         }
         self.state.unit_mut(node, instance).intent = Some(intent);
         self.flush();
-        if self
-            .stop
-            .as_ref()
-            .is_some_and(|s| matches!(s, super::Stop::Lost(_)))
-        {
+        if self.lost() {
             return None;
         }
         let writer = match instance {
@@ -64,9 +65,43 @@ impl Run {
             None => format!("{}.{node}", self.run_id),
         };
         mode.writer = Some(&writer);
-        let result = files::write_file(&root, path, content, mode);
+        let result = match files::stage(&root, path, content, mode) {
+            Ok(staged) => self.place(staged)?,
+            Err(error) => Err(error),
+        };
         self.audit_file(node, instance, "write_file", path, &result);
         Some(result)
+    }
+
+    /// Renames a staged file into place inside a transaction that first checks and
+    /// extends this process's lease on the run; `None`, the file discarded, if the lease
+    /// is lost (the run is then given up here).
+    fn place(&mut self, staged: files::Staged) -> Option<Result<Value, NodeError>> {
+        let journal = Arc::clone(self.journal.as_ref()?);
+        let mut staged = Some(staged);
+        let mut placed = None;
+        let committed = journal.commit_placing(&self.batch(None), &mut || {
+            placed = staged.take().map(files::Staged::place);
+        });
+        match committed {
+            Ok(()) => {
+                self.committed();
+                placed
+            }
+            Err(error) => {
+                if let Some(staged) = staged {
+                    staged.discard();
+                }
+                self.lose(error);
+                None
+            }
+        }
+    }
+
+    /// Whether this process gave the run up, its journal having refused a write: it then
+    /// writes nothing more of the run, files and audit rows included.
+    pub(super) fn lost(&self) -> bool {
+        matches!(self.stop, Some(super::Stop::Lost(_)))
     }
 
     /// A `list_dir` or `read_file` attempt, audited.
@@ -126,8 +161,11 @@ impl Run {
                 AuditOutcome::Error
             }
         };
+        if self.lost() {
+            return;
+        }
         if self.journal.is_some() {
-            self.audits.push(FileAudit {
+            self.audits.push(PendingAudit {
                 action,
                 node_id: Arc::clone(&self.plan.nodes[node].id),
                 args,

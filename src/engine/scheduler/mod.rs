@@ -150,7 +150,7 @@ pub(super) struct Run {
     unit_tokens: cancel::UnitTokens,
     /// The audit rows of file actions made since the last commit, which commits them
     /// with the records of their units.
-    audits: Vec<crate::engine::journal::FileAudit>,
+    audits: Vec<crate::engine::journal::PendingAudit>,
     poisoned: Option<String>,
     /// The run's units so far (its nodes and the instances of its `for_each` nodes),
     /// counted against `max_run_units`.

@@ -30,13 +30,16 @@ impl Run {
         }
         let committed = journal.commit(&self.batch(None));
         match committed {
-            Ok(()) => {
-                self.state.clear_changes();
-                self.audits.clear();
-                self.committed_at = std::time::Instant::now();
-            }
+            Ok(()) => self.committed(),
             Err(error) => self.lose(error),
         }
+    }
+
+    /// Forgets the changes the journal just committed.
+    pub(super) fn committed(&mut self) {
+        self.state.clear_changes();
+        self.audits.clear();
+        self.committed_at = std::time::Instant::now();
     }
 
     /// The journal refused a write: this process stops driving the run and writes nothing

@@ -257,6 +257,10 @@ impl Run {
         instance: Option<usize>,
         action: Resolved,
     ) -> Option<BoxFuture<Woken>> {
+        if self.lost() {
+            // Given up here: another process drives the run, and this one writes nothing.
+            return None;
+        }
         let number = self.state.unit(node, instance).attempts + 1;
         let retry = match &action {
             Resolved::Tool { .. } if self.journal.is_none() => {

@@ -12,7 +12,7 @@ use super::units::{Woken, contained_async, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, timed_out, with_timeout};
-use crate::engine::journal::Answers;
+use crate::engine::journal::{Answers, PendingAudit};
 use crate::engine::report::NodeError;
 use crate::tools::Origin;
 
@@ -132,9 +132,11 @@ impl Run {
     }
 
     /// Writes the caller's reply to a question to the audit log: the answer, or why
-    /// there is none.
+    /// there is none. In a recorded run the row commits with the answer's record, in the
+    /// run's next batch, so only while this process holds the run's lease; a run given up
+    /// here writes none.
     pub(super) fn audit_answer(
-        &self,
+        &mut self,
         node: usize,
         instance: Option<usize>,
         key: &str,
@@ -155,12 +157,25 @@ impl Run {
                 crate::tools::AuditOutcome::Error
             }
         };
+        let audit = crate::engine::journal::ANSWER_AUDIT;
+        if self.lost() {
+            return;
+        }
+        if self.journal.is_some() {
+            self.audits.push(PendingAudit {
+                action: audit,
+                node_id: Arc::clone(&self.plan.nodes[node].id),
+                args,
+                outcome,
+                principal: self.env.principal.clone(),
+            });
+            return;
+        }
         let origin = Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&self.plan.nodes[node].id),
             principal: self.env.principal.as_deref(),
         };
-        let audit = crate::engine::journal::ANSWER_AUDIT;
         self.env.tools.audit(audit, &args, outcome, origin);
     }
 }

@@ -11,8 +11,11 @@
 //!   (`connections.rs`);
 //! - `Host` and `Origin` are checked against the loopback names and the names the
 //!   operator gave, against DNS rebinding (rmcp checks them once told the lists);
-//! - request bodies are capped at 4 MiB, open sessions by `max_sessions`, open SSE
-//!   streams by `max_streams`, and each principal's unfinished runs by `max_runs`.
+//! - a session is its opener's: to another principal it is unknown (`gate.rs`,
+//!   `owners.rs`);
+//! - request bodies are capped at 4 MiB; open sessions, open SSE streams and waiting
+//!   `tasks/result` requests are capped in all and per principal, and each principal's
+//!   unfinished runs by `max_runs`.
 //!
 //! The 2025-11-25 task layer applies to bodies and responses here (`rewrite.rs`), as the
 //! stdio transport applies it to lines.
@@ -20,7 +23,9 @@
 //! Invariant: no token reaches a log line or a response.
 
 mod connections;
+mod gate;
 mod keys;
+mod owners;
 pub(crate) mod rewrite;
 mod sessions;
 pub(crate) mod tokens;
@@ -34,15 +39,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
+use gate::Gate;
+use http::{Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::Incoming;
 use keys::Keys;
+use owners::Owners;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use sessions::{Bounded, Sessions};
+use sessions::Bounded;
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 pub use connections::Limits;
@@ -50,6 +55,7 @@ pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
 use super::Server;
+use super::slots::Slots;
 
 /// The port served when `--http` names none.
 pub const DEFAULT_PORT: u16 = 8765;
@@ -86,10 +92,18 @@ pub struct HttpOptions {
     pub hosts: Vec<String>,
     /// At most this many 2025-11-25 sessions are open at once.
     pub max_sessions: usize,
+    /// At most this many of them opened by one principal of a tokens file.
+    pub max_sessions_per_principal: usize,
     /// At most this many SSE streams are open at once.
     pub max_streams: usize,
+    /// At most this many of them held by one principal of a tokens file.
+    pub max_streams_per_principal: usize,
     /// At most this many unfinished runs per principal (with tokens).
     pub max_runs: u64,
+    /// At most this many `tasks/result` requests wait at once.
+    pub max_result_waits: usize,
+    /// At most this many of them from one principal of a tokens file.
+    pub max_result_waits_per_principal: usize,
     /// The cap on connections and their timeouts.
     pub connections: Limits,
 }
@@ -135,155 +149,6 @@ impl HttpOptions {
 }
 
 type Body = BoxBody<Bytes, Infallible>;
-
-/// What every request passes before rmcp sees it.
-struct Gate {
-    /// The tokens requests need; `None` with `--http-no-auth`.
-    keys: Option<Arc<Keys>>,
-    /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
-    tasks: bool,
-    sessions: Arc<Sessions>,
-    /// A permit for each SSE stream open, and for each request until its response shows
-    /// whether it is one.
-    streams: Arc<Semaphore>,
-    mcp: StreamableHttpService<Server, Sessions>,
-}
-
-impl Gate {
-    async fn handle(
-        self: Arc<Self>,
-        mut request: Request<Incoming>,
-    ) -> Result<Response<Body>, Infallible> {
-        if request.uri().path() == "/healthz" {
-            return Ok(match *request.method() {
-                Method::GET | Method::HEAD => plain(StatusCode::OK, "ok\n"),
-                _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
-            });
-        }
-        // The digest of the request's token, to end the session it opens with the token.
-        let mut token = None;
-        if let Some(keys) = &self.keys {
-            let given = bearer(&request);
-            let Some((principal, digest)) = given.and_then(|t| keys.principal(t)) else {
-                return Ok(unauthorized(given.is_some()));
-            };
-            tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
-            // rmcp hands the request's parts to the handler, which tells callers apart.
-            request.extensions_mut().insert(principal);
-            token = Some(digest);
-        }
-        if request.uri().path() != "/mcp" {
-            return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
-        }
-        let opens = opens_session(&request);
-        if opens && self.sessions.is_full().await {
-            return Ok(busy("too many open sessions; close one or retry later\n"));
-        }
-        let mut mcp = self.mcp.clone();
-        // Only a GET (the session's stream) or a POST (answered as a stream) may open one;
-        // a DELETE that closes a session is served even when the streams are all taken.
-        if !matches!(*request.method(), Method::GET | Method::POST) {
-            return tower_service::Service::call(&mut mcp, request).await;
-        }
-        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
-            return Ok(busy("too many open streams; close one or retry later\n"));
-        };
-        let response = if request.method() != Method::POST {
-            tower_service::Service::call(&mut mcp, request).await?
-        } else {
-            let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
-                Ok(rewritten) => rewritten,
-                Err(reply) => return Ok(reply),
-            };
-            let response = tower_service::Service::call(&mut mcp, request).await?;
-            if opens {
-                self.record_session(&response, token).await;
-            }
-            match outbound {
-                Some(outbound) => rewrite::outbound(response, outbound),
-                None => response,
-            }
-        };
-        Ok(holding_while_streaming(response, permit))
-    }
-
-    /// Records which token opened the session `response` names, if it names one.
-    async fn record_session(&self, response: &Response<Body>, token: Option<tokens::TokenDigest>) {
-        let (Some(keys), Some(token)) = (&self.keys, token) else {
-            return;
-        };
-        let id = response.headers().get("mcp-session-id");
-        if let Some(id) = id.and_then(|id| id.to_str().ok()) {
-            keys.opened(id.into(), token, &self.sessions).await;
-        }
-    }
-}
-
-/// 401, with the challenge of RFC 6750: `invalid_token` when a bearer token was given.
-fn unauthorized(token_given: bool) -> Response<Body> {
-    let (text, challenge) = if token_given {
-        (
-            "the bearer token is not valid\n",
-            r#"Bearer error="invalid_token""#,
-        )
-    } else {
-        ("a bearer token is required\n", "Bearer")
-    };
-    let mut reply = plain(StatusCode::UNAUTHORIZED, text);
-    reply.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        challenge.parse().expect("a header value"),
-    );
-    reply
-}
-
-/// 503 with `Retry-After`, for a limit reached.
-fn busy(text: &'static str) -> Response<Body> {
-    let mut reply = plain(StatusCode::SERVICE_UNAVAILABLE, text);
-    reply
-        .headers_mut()
-        .insert(header::RETRY_AFTER, "5".parse().expect("a header value"));
-    reply
-}
-
-/// The response, holding `permit` until its body ends if it is an SSE stream.
-fn holding_while_streaming(
-    response: Response<Body>,
-    permit: OwnedSemaphorePermit,
-) -> Response<Body> {
-    let streams = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
-    if !streams {
-        return response;
-    }
-    response.map(|body| {
-        body.map_frame(move |frame| {
-            let _held = &permit;
-            frame
-        })
-        .boxed()
-    })
-}
-
-/// Whether the request may open a 2025-11-25 session: a POST outside any session, and not
-/// a 2026-07-28 request (which names its method in `Mcp-Method` and is served without one).
-fn opens_session(request: &Request<Incoming>) -> bool {
-    let headers = request.headers();
-    request.method() == Method::POST
-        && !headers.contains_key("mcp-session-id")
-        && headers
-            .get("mcp-method")
-            .is_none_or(|method| method == "initialize")
-}
-
-/// The token of an `Authorization: Bearer …` header.
-fn bearer(request: &Request<Incoming>) -> Option<&[u8]> {
-    let value = request.headers().get(header::AUTHORIZATION)?.as_bytes();
-    let (scheme, token) = value.split_at_checked(7)?;
-    scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
-}
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     plain_bytes(status, Bytes::from_static(text.as_bytes()))
@@ -332,13 +197,24 @@ impl Server {
             .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
         let tasks = self.registry.is_some();
+        // The per-principal caps keep the principals of a tokens file from each other; a
+        // server with one principal (the token made at start) has the totals alone.
+        let per_principal = |cap: usize| match options.auth {
+            Auth::File { .. } => cap,
+            Auth::Generated | Auth::Off => usize::MAX,
+        };
         let server = Server {
             max_runs: Some(options.max_runs),
+            result_waits: Some(Slots::new(
+                options.max_result_waits,
+                per_principal(options.max_result_waits_per_principal),
+            )),
             ..self
         };
         let sessions = Arc::new(Bounded::new(
             LocalSessionManager::default(),
             options.max_sessions,
+            Owners::new(per_principal(options.max_sessions_per_principal)),
         ));
         let mcp =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
@@ -375,7 +251,10 @@ impl Server {
             keys,
             tasks,
             sessions,
-            streams: Arc::new(Semaphore::new(options.max_streams)),
+            streams: Slots::new(
+                options.max_streams,
+                per_principal(options.max_streams_per_principal),
+            ),
             mcp,
         });
         tracing::info!(

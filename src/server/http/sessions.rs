@@ -1,4 +1,5 @@
-//! A cap on the number of open 2025-11-25 sessions, around rmcp's session manager.
+//! A cap on the number of open 2025-11-25 sessions, around rmcp's session manager, which
+//! also tells the table of owners (`owners.rs`) of every session that closes.
 //!
 //! Each session holds a worker task and its channels until the client closes it or it
 //! idles out (rmcp's keep-alive, five minutes), so a client that opens sessions in a loop
@@ -11,6 +12,8 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
+
+use super::owners::Owners;
 
 /// How many sessions a manager holds open now.
 pub(super) trait OpenSessions {
@@ -31,21 +34,29 @@ pub(super) enum BoundedError<E> {
     Inner(E),
 }
 
-/// A session manager that opens at most `max` sessions.
+/// A session manager that opens at most `max` sessions, and forgets each session's
+/// owner when it closes (rmcp closes an idle session through this manager too).
 pub(super) struct Bounded<M> {
     inner: M,
     max: usize,
+    owners: Owners,
     /// Held from the count to the new session's insertion, so that the count is exact.
     creating: tokio::sync::Mutex<()>,
 }
 
 impl<M> Bounded<M> {
-    pub(super) fn new(inner: M, max: usize) -> Bounded<M> {
+    pub(super) fn new(inner: M, max: usize, owners: Owners) -> Bounded<M> {
         Bounded {
             inner,
             max,
+            owners,
             creating: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Who owns each open session.
+    pub(super) fn owners(&self) -> &Owners {
+        &self.owners
     }
 }
 
@@ -92,10 +103,9 @@ where
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.inner
-            .close_session(id)
-            .await
-            .map_err(BoundedError::Inner)
+        let closed = self.inner.close_session(id).await;
+        self.owners.forget(id);
+        closed.map_err(BoundedError::Inner)
     }
 
     async fn create_stream(
@@ -140,11 +150,16 @@ pub(super) type Sessions = Bounded<LocalSessionManager>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::http::tokens::Principal;
     use std::sync::Arc;
 
     #[tokio::test]
     async fn sessions_opened_at_once_never_exceed_the_cap() {
-        let sessions = Arc::new(Bounded::new(LocalSessionManager::default(), 3));
+        let sessions = Arc::new(Bounded::new(
+            LocalSessionManager::default(),
+            3,
+            Owners::new(3),
+        ));
         let attempts: Vec<_> = (0..8)
             .map(|_| {
                 let sessions = sessions.clone();
@@ -163,5 +178,20 @@ mod tests {
         sessions.close_session(&opened[0]).await.unwrap();
         assert!(!sessions.is_full().await);
         assert!(sessions.create_session().await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_session_closed_however_it_closes_is_forgotten_with_its_owner() {
+        let sessions = Bounded::new(LocalSessionManager::default(), 3, Owners::new(1));
+        let alice = Principal("alice".to_owned());
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        let opening = sessions.owners().reserve(&alice, [7; 32]).unwrap();
+        sessions.owners().record(id.clone(), opening);
+        assert!(sessions.owners().owns(&id, &alice));
+        assert!(sessions.owners().reserve(&alice, [7; 32]).is_none());
+        // rmcp closes an idle session, as a DELETE does, through the manager.
+        sessions.close_session(&id).await.unwrap();
+        assert!(!sessions.owners().owns(&id, &alice));
+        assert!(sessions.owners().reserve(&alice, [7; 32]).is_some());
     }
 }

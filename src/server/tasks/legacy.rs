@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
 use crate::server::caller::Caller;
+use crate::server::slots::{Full, Slot};
 use crate::server::tasks::extension::SUB_TASKS_META;
 use crate::server::{Server, results};
 use crate::tasks::{OpenQuestion, TaskView};
@@ -75,6 +76,7 @@ impl Server {
             }),
             "tasks/result" => {
                 let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
+                let _waiting = self.result_wait(&caller)?;
                 self.legacy_result(view, &context.peer, &caller).await
             }
             "tasks/list" => self.legacy_list(params.get("cursor"), &caller),
@@ -137,6 +139,29 @@ impl Server {
             task["_meta"] = json!({ SUB_TASKS_META: self.sub_task_list(view)? });
         }
         Ok(task)
+    }
+
+    /// A slot for one more waiting `tasks/result`, or the error that refuses it when as
+    /// many wait as the server allows, in all or for the caller's principal.
+    fn result_wait(&self, caller: &Caller) -> Result<Option<Slot>, McpError> {
+        let Some(waits) = &self.result_waits else {
+            return Ok(None);
+        };
+        let message = match waits.take(caller.principal()) {
+            Ok(slot) => return Ok(Some(slot)),
+            Err(Full::All) => "as many tasks/result requests wait as this server allows \
+                               (--http-max-result-waits); poll with tasks/get, or retry later"
+                .to_owned(),
+            Err(Full::Principal) => format!(
+                "{} has as many tasks/result requests waiting as this server allows each \
+                 caller (--http-max-result-waits-per-principal); poll with tasks/get, or \
+                 retry later",
+                caller.principal().unwrap_or_default()
+            ),
+        };
+        // Shaped as a refused call (`too_many_runs`) is.
+        let envelope = crate::server::envelope::failed("too_many_result_waits", &message, None);
+        Err(McpError::invalid_params(message, Some(envelope.body)))
     }
 
     /// Blocks until the task finishes, putting its questions to the client meanwhile,

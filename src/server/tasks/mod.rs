@@ -127,8 +127,6 @@ impl Server {
         observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
     ) -> Result<TaskView, NotStarted> {
         let registry = self.registry().map_err(NotStarted::Fault)?;
-        self.run_quota(caller, name, &args)
-            .map_err(NotStarted::Rejected)?;
         let mut options = RunOptions {
             observer,
             origin: RunOrigin::Mcp,
@@ -152,6 +150,9 @@ impl Server {
             }
             options.idempotency = retryable.clone().map(|r| (r.key, r.call));
         }
+        // After the key: a retry of a run already started gets its task even at the cap.
+        self.run_quota(caller, name, &args)
+            .map_err(NotStarted::Rejected)?;
         let (handle, nodes) = match route {
             Some(Route::Todo) => (
                 self.engine

@@ -204,3 +204,30 @@ fn rows_before_the_chain_began_are_counted_apart() {
             .contains("1 earlier rows predate the chain")
     );
 }
+
+/// The hash of one row is fixed by the encoding `chain.rs` describes: logs written by any
+/// build must verify under every later one. The expected digests were computed apart from
+/// this code (Python's `hashlib` over the encoding as documented); a change to the
+/// encoding fails here.
+#[test]
+fn a_rows_hash_is_the_documented_encoding() {
+    let fields = Fields {
+        id: 7,
+        at: "2026-12-05T08:00:00.000Z",
+        tool: "add_task",
+        args: r#"{"title":"Ship"}"#,
+        args_sha256: &sha256_hex(br#"{"title":"Ship"}"#),
+        outcome: "ok",
+        run_id: Some("r1"),
+        node_id: None,
+        principal: Some("alice"),
+    };
+    assert_eq!(
+        fields.args_sha256,
+        "cf2e93b7da3e02bed4046ed3095045e9a6d5a7c24e204e61cbf5595c8c11a076"
+    );
+    assert_eq!(
+        chain_hash(GENESIS, &fields),
+        "a29d3505bf276909683c58d1b2e3780f45779fa1bab74195ee1a537232af9b49"
+    );
+}

@@ -206,6 +206,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN takeovers BIGINT NOT NULL DEFAULT 0;
     "#,
+    // 5: SQLite's migration 10, an idempotency key scoped to its principal.
+    r#"
+    DROP INDEX runs_by_idempotency_key;
+    CREATE UNIQUE INDEX runs_by_idempotency_key
+        ON runs (coalesce(principal, ''), idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build brings a database to.

@@ -398,6 +398,14 @@ fn repeat_iterable(n: &Value, seq: &DynObject) -> Result<Value, Error> {
         )
     }));
 
+    // PATCH(mcp-task-server): nothing repeated any number of times is nothing. The lazy
+    // repetition below would walk `n` empty passes to yield no item, and repetitions of
+    // it nest: `[] * 30 * 2222220 * 6893` spun for hours in a single walk that no item,
+    // and so no budget, ever interrupted.
+    if total == 0 {
+        return Ok(Value::from(Vec::<Value>::new()));
+    }
+
     // This is not optimal.  We only query the enumerator for the length once
     // but we support repeated iteration.  We could both lie about our length
     // here and we could actually deal with an object that changes how much

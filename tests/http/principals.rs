@@ -1,0 +1,362 @@
+//! What principals cannot do to each other: use another's session (its id is as unknown
+//! as one that never was), take every session, stream or waiting `tasks/result` of the
+//! server, or find another's run under an idempotency key.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::tokens::open_stream;
+use super::*;
+
+/// Sends one request on a connection of its own and returns the connection, whose
+/// response is read as it comes.
+fn send_held(server: &HttpServer, head: &str, body: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let request = format!(
+        "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream
+}
+
+/// POSTs `message` with these header lines; the response is read as it comes.
+fn post_held(server: &HttpServer, headers: &[String], message: &Value) -> TcpStream {
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream",
+        server.addr.port()
+    );
+    for header in headers {
+        head.push_str("\r\n");
+        head.push_str(header);
+    }
+    send_held(server, &head, &message.to_string())
+}
+
+/// Reads `streams` in turn until one has sent `text`; returns which one and what it sent.
+fn first_to_send(streams: &mut [&mut TcpStream], text: &str) -> (usize, String) {
+    let deadline = Instant::now() + DEADLINE;
+    let mut seen = vec![Vec::new(); streams.len()];
+    let mut buffer = [0u8; 4096];
+    loop {
+        for (index, stream) in streams.iter_mut().enumerate() {
+            stream
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
+            if let Ok(n) = stream.read(&mut buffer) {
+                seen[index].extend_from_slice(&buffer[..n]);
+            }
+            let sent = String::from_utf8_lossy(&seen[index]);
+            if sent.contains(text) {
+                return (index, sent.into_owned());
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "none sent {text}: {:?}",
+            seen.iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// A request of `method` to `/mcp` with these header lines and no body.
+fn bodiless(server: &HttpServer, method: &str, headers: &[String]) -> Reply {
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream",
+        server.addr.port()
+    );
+    for header in headers {
+        head.push_str("\r\n");
+        head.push_str(header);
+    }
+    server.send(&head, "")
+}
+
+/// `session`'s headers with `token` in place of its own.
+fn as_holder_of(session: &[String], token: &str) -> Vec<String> {
+    let mut headers: Vec<String> = session
+        .iter()
+        .filter(|h| !h.starts_with("Authorization"))
+        .cloned()
+        .collect();
+    headers.push(bearer(token));
+    headers
+}
+
+/// A 2025-11-25 session opened with `token` by a client that answers elicitations.
+fn open_eliciting_session(server: &HttpServer, token: &str) -> Vec<String> {
+    let mut init = initialize(1);
+    init["params"]["capabilities"] = json!({"elicitation": {}});
+    let reply = server.post(&[bearer(token)], &init);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let headers = vec![
+        bearer(token),
+        format!("Mcp-Session-Id: {session}"),
+        "MCP-Protocol-Version: 2025-11-25".to_owned(),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(server.post(&headers, &initialized).status, 202);
+    headers
+}
+
+#[test]
+fn another_principal_holding_a_session_id_is_refused_everywhere_and_never_gets_its_question() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_eliciting_session(&server, ALICE);
+    let asking = json!({"nodes": {"ask": {"input": {"message": "Your name?",
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}});
+    let task_id = start_legacy_task(&server, &alice, asking);
+    let mut waiting = post_held(
+        &server,
+        &alice,
+        &request(4, "tasks/result", json!({"taskId": task_id})),
+    );
+
+    let bob = as_holder_of(&alice, BOB);
+    let stream = bodiless(&server, "GET", &bob);
+    assert_eq!(stream.status, 404, "her GET stream: {}", stream.body);
+    let mut resuming = bob.clone();
+    resuming.push("Last-Event-ID: 0".to_owned());
+    let resumed = bodiless(&server, "GET", &resuming);
+    assert_eq!(resumed.status, 404, "her streams resumed: {}", resumed.body);
+    let listed = server.post(&bob, &request(5, "tools/list", json!({})));
+    assert_eq!(
+        listed.status, 404,
+        "a POST into her session: {}",
+        listed.body
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept",
+                        "content": {"name": "bob"}}});
+    let answered = server.post(&bob, &answer);
+    assert_eq!(
+        answered.status, 404,
+        "an answer in her session: {}",
+        answered.body
+    );
+    let mut modern = bob.clone();
+    modern.extend(modern_headers("tasks/get", &task_id));
+    let get = json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/get",
+                     "params": {"taskId": task_id, "_meta": modern_meta()}});
+    let polled = server.post(&modern, &get);
+    assert_eq!(
+        polled.status, 404,
+        "a 2026-07-28 request naming it: {}",
+        polled.body
+    );
+    let closed = bodiless(&server, "DELETE", &bob);
+    assert_eq!(closed.status, 404, "her session closed: {}", closed.body);
+
+    // Her session is open, and her question is hers: on her own stream.
+    let mut hers = open_stream(&server, &alice);
+    first_to_send(&mut [&mut hers, &mut waiting], "elicitation/create");
+    let listed = server.post(&alice, &request(7, "tools/list", json!({})));
+    assert!(listed.response(7)["result"]["tools"].is_array());
+}
+
+#[test]
+fn a_principal_at_its_session_cap_never_stops_another_from_opening_one() {
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-sessions-per-principal",
+        "2",
+    ]);
+    let bobs = [open_session(&server, BOB), open_session(&server, BOB)];
+    let refused = server.post(&[bearer(BOB)], &initialize(1));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    assert!(
+        refused
+            .body
+            .contains("too many open sessions for this principal"),
+        "{}",
+        refused.body
+    );
+    let alice = open_session(&server, ALICE);
+    let listed = server.post(&alice, &request(2, "tools/list", json!({})));
+    assert!(listed.response(2)["result"]["tools"].is_array());
+
+    // A session closed gives its slot back, and is unknown after.
+    let closed = bodiless(&server, "DELETE", &bobs[0]);
+    assert!(closed.status < 300, "{} {}", closed.status, closed.body);
+    let gone = server.post(&bobs[0], &request(3, "tools/list", json!({})));
+    assert_eq!(gone.status, 404, "{}", gone.body);
+    open_session(&server, BOB);
+}
+
+#[test]
+fn a_principal_at_its_stream_cap_never_stops_another_from_streaming() {
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-streams-per-principal",
+        "1",
+    ]);
+    let bob = open_session(&server, BOB);
+    let alice = open_session(&server, ALICE);
+    let _bobs_stream = open_stream(&server, &bob);
+    let refused = server.post(&bob, &request(2, "tools/list", json!({})));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("too many open streams for this principal"),
+        "{}",
+        refused.body
+    );
+    let _alices_stream = open_stream(&server, &alice);
+    drop(_alices_stream);
+    let started = Instant::now();
+    // Her stream's slot comes back once the server sees it closed.
+    loop {
+        let listed = server.post(&alice, &request(3, "tools/list", json!({})));
+        if listed.status == 200 {
+            assert!(listed.response(3)["result"]["tools"].is_array());
+            break;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "her stream's slot never came back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_principal_at_its_result_wait_cap_is_refused_another_wait_and_others_are_not() {
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-result-waits-per-principal",
+        "1",
+    ]);
+    let bob = open_session(&server, BOB);
+    let sleeping = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    let task_id = start_legacy_task(&server, &bob, sleeping);
+    let wait = request(4, "tasks/result", json!({"taskId": task_id}));
+    let mut first = post_held(&server, &bob, &wait);
+    let mut second = post_held(&server, &bob, &wait);
+    // One of the two waits; the other is refused at once.
+    let (_, refused) = first_to_send(&mut [&mut first, &mut second], "too_many_result_waits");
+    assert!(
+        refused.contains("--http-max-result-waits-per-principal"),
+        "{refused}"
+    );
+
+    let alice = open_session(&server, ALICE);
+    let quick = json!({"nodes": {"hi": {"render": "hi"}}});
+    let task_id = start_legacy_task(&server, &alice, quick);
+    let result = server.post(
+        &alice,
+        &request(5, "tasks/result", json!({"taskId": task_id})),
+    );
+    let result = result.response(5);
+    assert_eq!(
+        result["result"]["structuredContent"]["data"]["nodes"]["hi"]["output"], "hi",
+        "{result}"
+    );
+}
+
+#[test]
+fn waiting_tasks_result_requests_are_capped_in_all_without_tokens_too() {
+    let server = HttpServer::start(&["--http-max-result-waits", "1"]);
+    let sessions = [
+        open_session_as(&server, vec![]).0,
+        open_session_as(&server, vec![]).0,
+    ];
+    let sleeping = json!({"nodes": {"sleep": {"wait": WAIT}}});
+    let mut held = Vec::new();
+    for session in &sessions {
+        let task_id = start_legacy_task(&server, session, sleeping.clone());
+        let wait = request(4, "tasks/result", json!({"taskId": task_id}));
+        held.push(post_held(&server, session, &wait));
+    }
+    let [first, second] = &mut held[..] else {
+        unreachable!()
+    };
+    let (_, refused) = first_to_send(&mut [first, second], "too_many_result_waits");
+    assert!(refused.contains("(--http-max-result-waits)"), "{refused}");
+}
+
+/// A `run_workflow` task started in `session` with `key`; returns the reply.
+fn start_keyed(server: &HttpServer, session: &[String], key: &str, definition: Value) -> Value {
+    let params = json!({"name": "run_workflow", "task": {"ttl": 60000},
+        "arguments": {"definition": definition, "idempotency_key": key}});
+    server
+        .post(session, &request(3, "tools/call", params))
+        .response(3)
+}
+
+fn task_id_of(reply: &Value) -> String {
+    reply["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task in {reply}"))
+        .to_owned()
+}
+
+#[test]
+fn one_idempotency_key_used_by_two_principals_starts_a_run_for_each() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let hers = json!({"nodes": {"hi": {"render": "alice's"}}});
+    let his = json!({"nodes": {"hi": {"render": "bob's"}}});
+    let alices = task_id_of(&start_keyed(&server, &alice, "shared-key", hers.clone()));
+    // Other arguments under her key: his own run, never "used for other arguments".
+    let bobs = task_id_of(&start_keyed(&server, &bob, "shared-key", his.clone()));
+    assert_ne!(alices, bobs);
+    // The same arguments too start his own run, which hers does not answer.
+    let bobs_other = open_session(&server, BOB);
+    let again = task_id_of(&start_keyed(&server, &bobs_other, "shared-key", his));
+    assert_eq!(again, bobs, "his retry finds his run");
+    let hers_again = task_id_of(&start_keyed(&server, &alice, "shared-key", hers));
+    assert_eq!(hers_again, alices, "her retry finds hers");
+    let result = |session: &[String], task_id: &str| {
+        let reply = server.post(
+            session,
+            &request(6, "tasks/result", json!({"taskId": task_id})),
+        );
+        reply.response(6)["result"]["structuredContent"]["data"]["nodes"]["hi"]["output"].clone()
+    };
+    assert_eq!(result(&alice, &alices), "alice's");
+    assert_eq!(result(&bob, &bobs), "bob's");
+    let listed = listed_task_ids(&server, &bob);
+    assert!(
+        listed.contains(&bobs) && !listed.contains(&alices),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn a_retry_with_its_key_gets_its_run_even_at_the_run_cap() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--http-max-runs", "1"]);
+    let alice = open_session(&server, ALICE);
+    // Long enough for the retries below to come while it runs; were it over sooner, the
+    // cap would not be reached and the test would show nothing, never fail wrongly.
+    let sleeping = json!({"nodes": {"sleep": {"wait": "3s"}}});
+    let first = task_id_of(&start_keyed(&server, &alice, "k-1", sleeping.clone()));
+    let retried = start_keyed(&server, &alice, "k-1", sleeping.clone());
+    assert_eq!(task_id_of(&retried), first, "{retried}");
+    // Another key is another run, past the cap.
+    let other = start_keyed(&server, &alice, "k-2", sleeping.clone());
+    assert_eq!(
+        other["error"]["data"]["error"]["code"], "too_many_runs",
+        "{other}"
+    );
+    // A synchronous call with the key waits for the run the key started.
+    let sync = call(
+        8,
+        "run_workflow",
+        json!({"definition": sleeping,
+                                              "idempotency_key": "k-1"}),
+    );
+    let sync = server.post(&alice, &sync).response(8);
+    assert_eq!(sync["result"]["structuredContent"]["ok"], true, "{sync}");
+}
