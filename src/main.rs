@@ -18,6 +18,9 @@ use mcp_task_server::tasks::{Registry, RegistryConfig};
 use mcp_task_server::tools::Tools;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 // mimalloc rather than the system allocator: workflow loading and scheduling allocate many
 // small objects, and it roughly halved the time to load a large workflow (BENCHMARKS.md).
@@ -147,10 +150,27 @@ fn http_addr(text: &str) -> Result<SocketAddr, String> {
 #[derive(Args)]
 struct Common {
     /// The database: a SQLite file (created if missing; may be a SQLite `file:` URI), or a
-    /// PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE, for a store that several
-    /// hosts share.
+    /// PostgreSQL URL, postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full, for a store
+    /// that several hosts share. Leave the password out (anyone on the machine can read a
+    /// command line): it is taken from PGPASSWORD or the password file (PGPASSFILE,
+    /// ~/.pgpass), as libpq does.
     #[arg(long, env = "TASKS_DB_PATH", default_value = "tasks.db", global = true)]
     db: String,
+
+    /// PostgreSQL: connections this process keeps open at most.
+    #[arg(long, env = "TASKS_PG_POOL_SIZE", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000), global = true)]
+    pg_pool_size: u32,
+
+    /// PostgreSQL: how long a call waits for a free connection while all are in use; then
+    /// it fails with an error that says so.
+    #[arg(long, env = "TASKS_PG_POOL_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = duration, global = true)]
+    pg_pool_timeout: Duration,
+
+    /// PostgreSQL: answer a server that asks for the password in clear text or as an MD5
+    /// hash over a connection without TLS. Refused by default: anyone on the way could read
+    /// the password, or replay the hash. (Over a Unix socket both are always answered.)
+    #[arg(long, env = "TASKS_PG_ALLOW_INSECURE_AUTH", global = true)]
+    pg_allow_insecure_auth: bool,
 
     /// Folder of workflow files (*.toml), loaded beside the built-in workflows
     /// [default: ./workflows when it exists]
@@ -239,6 +259,15 @@ struct Common {
 }
 
 impl Common {
+    /// How the store reaches PostgreSQL.
+    fn postgres(&self) -> store::PgOptions {
+        store::PgOptions {
+            pool_size: self.pg_pool_size as usize,
+            pool_timeout: self.pg_pool_timeout,
+            allow_insecure_auth: self.pg_allow_insecure_auth,
+        }
+    }
+
     /// The budgets of runs and evaluations the operator set.
     fn limits(&self) -> engine::Limits {
         engine::Limits {
@@ -398,13 +427,27 @@ impl Drive {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Whatever RUST_LOG asks for, no statement's parameters are logged: some are secrets.
+    let no_parameters = filter_fn(|metadata| !store::logs_statement_parameters(metadata));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()),
         )
+        .finish()
+        .with(no_parameters)
         .init();
+    let db = cli.common.db.as_str();
+    if store::url_holds_password(db)
+        && std::env::args_os().any(|arg| arg.to_string_lossy().contains(db))
+    {
+        tracing::warn!(
+            "the PostgreSQL password is on the command line, where any user of this machine \
+             can read it (ps): leave it out of --db and set PGPASSWORD or a password file \
+             (PGPASSFILE, ~/.pgpass), or pass the URL in TASKS_DB_PATH"
+        );
+    }
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
@@ -432,7 +475,7 @@ fn durable(common: &Common) -> anyhow::Result<Durable> {
         DurabilityArg::Normal => Durability::Normal,
         DurabilityArg::Full => Durability::Full,
     };
-    let store = Store::open_at(&common.db, durability)
+    let store = Store::open_at_with(&common.db, durability, common.postgres())
         .with_context(|| format!("cannot open the database {}", store::redacted(&common.db)))?;
     if store.is_read_only() {
         tracing::warn!(db = %store::redacted(&common.db), "database is read-only: writes will fail");
@@ -600,18 +643,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(runtime.block_on(with_housekeeping(&durable, TERMINAL, work)))
         }
         Command::Workflows(command) => stored_runs(&runtime, common, command),
-        Command::Db(DbCommand::Migrate) => cli::migrate(&common.db).with_context(|| {
-            format!(
-                "cannot migrate the database {}",
-                store::redacted(&common.db)
-            )
-        }),
-        Command::Db(DbCommand::Verify) => cli::verify(&common.db).with_context(|| {
-            format!(
-                "cannot verify the audit log of {}",
-                store::redacted(&common.db)
-            )
-        }),
+        Command::Db(DbCommand::Migrate) => cli::migrate(&common.db, common.postgres())
+            .with_context(|| {
+                format!(
+                    "cannot migrate the database {}",
+                    store::redacted(&common.db)
+                )
+            }),
+        Command::Db(DbCommand::Verify) => {
+            cli::verify(&common.db, common.postgres()).with_context(|| {
+                format!(
+                    "cannot verify the audit log of {}",
+                    store::redacted(&common.db)
+                )
+            })
+        }
     }
 }
 

@@ -731,7 +731,7 @@ on_both_backends! {
             updated_at: String::new(),
         };
         store
-            .transaction(|tx| tx.upsert_nodes(tx.run_key(&id)?, &[row]))
+            .transaction(|tx| tx.upsert_nodes(tx.run_key(&id)?, std::slice::from_ref(&row)))
             .unwrap()
             .unwrap();
         std::fs::create_dir_all(world.dir.path().join("out")).unwrap();

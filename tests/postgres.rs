@@ -107,19 +107,6 @@ fn an_unreachable_server_is_a_clear_error_that_names_it_without_the_password() {
     assert!(!error.contains("secret-password"), "{error}");
 }
 
-#[test]
-fn a_url_asking_for_tls_is_refused_with_what_to_do_instead() {
-    let error = match Store::open_at(
-        "postgres://u:p@127.0.0.1:1/tasks?sslmode=require",
-        Durability::Normal,
-    ) {
-        Err(error) => error.to_string(),
-        Ok(_) => panic!("TLS is not built in"),
-    };
-    assert!(error.contains("sslmode=require"), "{error}");
-    assert!(error.contains("sslmode=disable or prefer"), "{error}");
-}
-
 /// A run with an empty plan whose lease `host-a` holds, with its task `working`.
 fn held_run(store: &Store, id: &str) -> i64 {
     use mcp_task_server::store::{NewRun, TaskTiming};

@@ -130,7 +130,7 @@ on_both_backends! {
         };
         let write = |r: NodeRow| {
             store
-                .transaction(|tx| tx.upsert_nodes(1, &[r]))
+                .transaction(|tx| tx.upsert_nodes(1, std::slice::from_ref(&r)))
                 .unwrap()
                 .unwrap()
         };

@@ -3,11 +3,11 @@
 
 use std::process::ExitCode;
 
-use crate::store::{self, Durability, Store, StoreError};
+use crate::store::{self, Durability, PgOptions, Store, StoreError};
 
 /// Opens the database at `location`, which migrates it, and says where its schema stands.
-pub fn migrate(location: &str) -> Result<ExitCode, StoreError> {
-    let store = Store::open_at(location, Durability::Normal)?;
+pub fn migrate(location: &str, postgres: PgOptions) -> Result<ExitCode, StoreError> {
+    let store = Store::open_at_with(location, Durability::Normal, postgres)?;
     super::say(&format!(
         "{} database {}: schema version {}",
         store.backend(),
@@ -20,8 +20,8 @@ pub fn migrate(location: &str) -> Result<ExitCode, StoreError> {
 /// Walks the audit log's hash chain and says, in one line, whether it holds: the rows
 /// checked and the head's hash, or the first row changed, removed or inserted out of
 /// order. Fails (exit code 1) when the chain is broken.
-pub fn verify(location: &str) -> Result<ExitCode, StoreError> {
-    let store = Store::open_at(location, Durability::Normal)?;
+pub fn verify(location: &str, postgres: PgOptions) -> Result<ExitCode, StoreError> {
+    let store = Store::open_at_with(location, Durability::Normal, postgres)?;
     if let Some(damage) = store.quick_check()? {
         super::say(&format!("database damaged: {damage}"));
         return Ok(ExitCode::FAILURE);

@@ -92,7 +92,7 @@ impl Store {
     ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F>
     where
         T: Send + 'static,
-        F: FnOnce(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnMut(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         // PostgreSQL: each call commits on a connection of its own, as it comes; grouping
         // is the answer to SQLite's one writer.
@@ -277,7 +277,7 @@ mod tests {
     use super::*;
     use crate::store::{NewTodo, TodoFilter};
 
-    fn add(title: &str) -> impl FnOnce(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
+    fn add(title: &str) -> impl FnMut(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
         let todo = NewTodo {
             title: title.to_owned(),
             due: None,

@@ -35,7 +35,7 @@ use write_tx::WriteTx;
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
-pub use postgres::{is_url, redacted};
+pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted, url_holds_password};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 pub use scratch::{Held, Scratch, TEST_POSTGRES};
@@ -182,10 +182,19 @@ impl Store {
     /// Opens the database at `location`: a PostgreSQL URL (`postgres://…`) or a SQLite
     /// path. `durability` is SQLite's; PostgreSQL commits as its server is configured.
     pub fn open_at(location: &str, durability: Durability) -> Result<Store, StoreError> {
+        Self::open_at_with(location, durability, PgOptions::default())
+    }
+
+    /// [`Store::open_at`], with the pool and authentication options of a PostgreSQL store.
+    pub fn open_at_with(
+        location: &str,
+        durability: Durability,
+        postgres: PgOptions,
+    ) -> Result<Store, StoreError> {
         if is_url(location) {
             let wakes = Arc::default();
             Ok(Store {
-                backend: Backend::Postgres(Arc::new(Pg::connect(location, &wakes)?)),
+                backend: Backend::Postgres(Arc::new(Pg::connect(location, postgres, &wakes)?)),
                 wakes,
             })
         } else {
@@ -328,14 +337,17 @@ impl Store {
     /// reads succeed, the writes fail). A database that is busy or locked beyond the busy
     /// timeout is an error, never a reason to run the statements apart.
     /// An error is the commit's: then nothing `work` wrote is kept.
-    pub fn transaction<T>(&self, work: impl FnOnce(&Tx<'_>) -> T) -> Result<T, StoreError> {
+    ///
+    /// On PostgreSQL, `work` may run again when the connection was lost before the commit
+    /// (a restart of the server): it must do nothing but the statements it sends.
+    pub fn transaction<T>(&self, mut work: impl FnMut(&Tx<'_>) -> T) -> Result<T, StoreError> {
         self.try_transaction(|tx| Ok(work(tx)))
     }
 
     /// Like [`Store::transaction`], but an `Err` from `work` rolls everything back.
     pub fn try_transaction<T>(
         &self,
-        work: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>,
+        mut work: impl FnMut(&Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,

@@ -7,10 +7,10 @@
 //! a server that cannot be reached fails the test: CI sets it, and a skip there would
 //! pass silently.
 
-use std::str::FromStr;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
+use super::postgres::connect::Target;
 use super::{Store, StoreError};
 
 /// The variable naming the PostgreSQL server tests may use, as a URL.
@@ -109,7 +109,8 @@ impl Held {
 /// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in;
 /// with `scalar`, returns the integer its one row holds.
 fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
-    let config = tokio_postgres::Config::from_str(server).map_err(|e| e.to_string())?;
+    // Opened as the store opens its own (TLS, the password file), whatever the URL asks.
+    let target = Target::parse(server, false).map_err(|e| e.to_string())?;
     let sql = sql.to_owned();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -117,8 +118,8 @@ fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
             .build()
             .map_err(|e| e.to_string())?;
         runtime.block_on(async {
-            let (client, connection) = config
-                .connect(tokio_postgres::NoTls)
+            let (client, connection) = target
+                .open(&target.config)
                 .await
                 .map_err(|e| super::postgres::describe_error(&e))?;
             let driver = tokio::spawn(connection);

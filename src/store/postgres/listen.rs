@@ -1,12 +1,15 @@
 //! The connection a store listens on: notifications from the triggers of migration 2,
-//! passed on to the store's [`Wakes`].
+//! passed on to the store's [`Wakes`]. It is opened as the pool's connections are (TLS,
+//! password), by [`Target::open`].
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::oneshot;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+
+use super::connect::Target;
 
 use crate::store::wakes::Wakes;
 
@@ -17,7 +20,7 @@ const RECONNECT: Duration = Duration::from_millis(500);
 /// resolves once the first connection listens.
 pub(super) fn spawn(
     runtime: &tokio::runtime::Runtime,
-    config: tokio_postgres::Config,
+    target: Target,
     wakes: &Arc<Wakes>,
 ) -> oneshot::Receiver<()> {
     let wakes = Arc::downgrade(wakes);
@@ -25,7 +28,7 @@ pub(super) fn spawn(
     let mut listening = Some(listening);
     runtime.spawn(async move {
         while wakes.strong_count() > 0 {
-            if let Err(error) = listen(&config, &wakes, &mut listening).await {
+            if let Err(error) = listen(&target, &wakes, &mut listening).await {
                 tracing::debug!(%error, "PostgreSQL listener stopped; connecting again");
             }
             tokio::time::sleep(RECONNECT).await;
@@ -35,11 +38,11 @@ pub(super) fn spawn(
 }
 
 async fn listen(
-    config: &tokio_postgres::Config,
+    target: &Target,
     wakes: &Weak<Wakes>,
     listening: &mut Option<oneshot::Sender<()>>,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = target.open(&target.config).await?;
     let (sender, mut notifications) = futures::channel::mpsc::unbounded();
     // The connection yields notifications only while it is polled: polled here, apart.
     let driver = tokio::spawn(async move {

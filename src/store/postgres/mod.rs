@@ -13,29 +13,56 @@
 //!   runtime. On a multi-threaded runtime the wait is announced with `block_in_place`,
 //!   so that the runtime moves its other tasks to another thread meanwhile.
 
+pub(super) mod connect;
+mod guard;
 mod listen;
+mod password;
 mod schema;
+mod tls;
 
 use std::cell::Cell;
 use std::future::Future;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use futures::TryStreamExt;
-use tokio_postgres::NoTls;
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 use tokio_postgres::types::ToSql;
+
+use connect::{Connector, Target};
 
 use super::StoreError;
 use super::sql::Param;
 use super::wakes::Wakes;
 
-/// Connections a process keeps open at most.
-const POOL_SIZE: usize = 16;
-/// How long a caller waits for a free connection, or for a new one to open.
+/// How long a caller waits for a new connection to open, trying again meanwhile.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a transaction whose connection was lost is tried again: long enough for the
+/// server to restart.
+const RECONNECT_WINDOW: Duration = Duration::from_secs(30);
+
+/// How a process reaches PostgreSQL, beyond what the URL says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PgOptions {
+    /// Connections the process keeps open at most.
+    pub pool_size: usize,
+    /// How long a call waits for a free connection when all are in use.
+    pub pool_timeout: Duration,
+    /// Answer a server that asks for the password in clear text or as an MD5 hash on a
+    /// connection without TLS (refused by default: anyone on the way could read it).
+    pub allow_insecure_auth: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> PgOptions {
+        PgOptions {
+            pool_size: 16,
+            pool_timeout: Duration::from_secs(30),
+            allow_insecure_auth: false,
+        }
+    }
+}
 /// How long a connection may sit inside a transaction without sending its next statement
 /// before PostgreSQL ends its session. A host stalled mid-transaction (stopped, paused, or
 /// cut off while its connection stays open) would otherwise keep its runs' rows locked for
@@ -49,14 +76,27 @@ pub fn is_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
+/// Whether an event would log a statement's parameters: `tokio-postgres` logs them at
+/// `debug` (through the `log` crate), and some are secrets (the key of the `secrets`
+/// table, when it is made). A logger should drop such events whatever its level.
+pub fn logs_statement_parameters(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.target() == "tokio_postgres::query" && *metadata.level() >= tracing::Level::DEBUG
+}
+
+/// Whether `location` is a PostgreSQL URL that holds a password itself.
+pub fn url_holds_password(location: &str) -> bool {
+    is_url(location)
+        && connect::read_url(location).is_ok_and(|(config, _, _)| config.get_password().is_some())
+}
+
 /// A database location fit for a log line: a PostgreSQL URL without its user and password
 /// (`host:port/database`); a SQLite path as it is.
 pub fn redacted(location: &str) -> String {
     if !is_url(location) {
         return location.to_owned();
     }
-    match tokio_postgres::Config::from_str(location) {
-        Ok(config) => format!("postgres://{}", describe(&config)),
+    match connect::read_url(location) {
+        Ok((config, _, _)) => format!("postgres://{}", describe(&config)),
         Err(_) => "postgres://(a URL that does not parse)".to_owned(),
     }
 }
@@ -66,6 +106,7 @@ pub(crate) struct Pg {
     pool: Pool,
     /// Where the database is, for messages: host, port and database, never the password.
     target: String,
+    options: PgOptions,
     io: Io,
 }
 
@@ -83,40 +124,34 @@ impl Drop for Io {
 
 impl Pg {
     /// Opens a pool on the database `url` names and brings its schema up to date.
-    pub(crate) fn connect(url: &str, wakes: &Arc<Wakes>) -> Result<Pg, StoreError> {
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|error| StoreError::BadLocation(format!("not a PostgreSQL URL ({error})")))?;
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(StoreError::BadLocation(
-                "sslmode=require: this build speaks to PostgreSQL without TLS; reach the \
-                 database over a trusted network or a tunnel, with sslmode=disable or prefer"
-                    .into(),
-            ));
+    pub(crate) fn connect(
+        url: &str,
+        options: PgOptions,
+        wakes: &Arc<Wakes>,
+    ) -> Result<Pg, StoreError> {
+        let mut target = Target::parse(url, options.allow_insecure_auth)?;
+        if target.config.get_application_name().is_none() {
+            target.config.application_name("mcp-task-server");
         }
-        if config.get_application_name().is_none() {
-            config.application_name("mcp-task-server");
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        let target = describe(&config);
+        let config = target.config.clone();
+        let described = describe(&config);
         let io = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("pg-io")
             .enable_all()
             .build()
             .map_err(|error| StoreError::Commit(format!("cannot start a runtime: {error}")))?;
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
+        let manager = Manager::from_connect(
+            config,
+            Connector(target.clone()),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
+            .max_size(options.pool_size.max(1))
             .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .wait_timeout(Some(options.pool_timeout))
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .post_create(Hook::async_fn(|client, _| {
@@ -131,13 +166,14 @@ impl Pg {
             .map_err(|error| StoreError::BadLocation(error.to_string()))?;
         let pg = Pg {
             pool,
-            target,
+            target: described,
+            options,
             io: Io(Some(io)),
         };
         schema::migrate(&pg)?;
         // Once open, a store hears every change made after: it waits until it listens. A
         // listener that cannot connect is no reason to refuse the store; its waiters poll.
-        let listening = listen::spawn(pg.runtime(), config, wakes);
+        let listening = listen::spawn(pg.runtime(), target, wakes);
         let timeout = pg
             .runtime()
             .spawn(async move { tokio::time::timeout(CONNECT_TIMEOUT, listening).await });
@@ -179,20 +215,23 @@ impl Pg {
                         client: Some(client),
                         open: Cell::new(false),
                         failed: Cell::new(false),
+                        lost: Cell::new(false),
+                        committing: Cell::new(false),
                     });
                 }
-                Ok(Err(deadpool_postgres::PoolError::Timeout(_))) => {
+                Ok(Err(deadpool_postgres::PoolError::Timeout(
+                    deadpool_postgres::TimeoutType::Wait,
+                ))) => {
                     return Err(StoreError::Busy(format!(
-                        "no connection to PostgreSQL at {} was free within {} s",
-                        self.target,
-                        CONNECT_TIMEOUT.as_secs()
+                        "all {} connections to PostgreSQL at {} stayed in use for {:?}; \
+                         raise --pg-pool-size or --pg-pool-timeout if the load is expected",
+                        self.options.pool_size, self.target, self.options.pool_timeout
                     )));
                 }
-                // The server answered (a wrong password, no such database): trying again
-                // would only repeat its answer.
-                Ok(Err(deadpool_postgres::PoolError::Backend(error)))
-                    if error.as_db_error().is_some() =>
-                {
+                // The server answered (a wrong password, no such database), or its
+                // certificate or its way of asking for the password was refused: trying
+                // again would only repeat the answer.
+                Ok(Err(deadpool_postgres::PoolError::Backend(error))) if final_answer(&error) => {
                     return Err(StoreError::Unreachable {
                         target: self.target.clone(),
                         reason: describe_error(&error),
@@ -217,13 +256,48 @@ impl Pg {
     /// Runs `work` in one transaction, committed when it returns `Ok` and rolled back
     /// otherwise. A statement that failed inside fails the commit too: PostgreSQL will
     /// have aborted the transaction, and nothing of it is kept.
+    ///
+    /// When the connection is lost before the commit is sent (the server restarted, or
+    /// ended the session), nothing of the transaction was kept either: `work` runs again
+    /// on a new connection, for up to [`RECONNECT_WINDOW`], so that a restart of the
+    /// server fails no run. A connection lost during the commit is an error: the server
+    /// may or may not have committed, and running `work` again could do it twice.
     pub(crate) fn transaction<T>(
         &self,
-        work: impl FnOnce(&Session) -> Result<T, StoreError>,
+        mut work: impl FnMut(&Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let session = self.session()?;
+        let started = Instant::now();
+        let mut retrying = false;
+        loop {
+            let session = match self.session() {
+                Err(StoreError::Unreachable { .. })
+                    if retrying && started.elapsed() < RECONNECT_WINDOW =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                session => session?,
+            };
+            let out = Self::attempt(&session, &mut work);
+            if out.is_err()
+                && session.lost.get()
+                && !session.committing.get()
+                && started.elapsed() < RECONNECT_WINDOW
+            {
+                tracing::info!(target = %self.target, "connection to PostgreSQL lost inside a transaction; nothing of it was kept, running it again");
+                retrying = true;
+                continue;
+            }
+            return out;
+        }
+    }
+
+    fn attempt<T>(
+        session: &Session,
+        work: &mut impl FnMut(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         session.begin()?;
-        let out = work(&session);
+        let out = work(session);
         let out = match out {
             Ok(_) if session.failed.get() => Err(StoreError::Commit(
                 "a statement of the transaction failed; nothing of it was kept".into(),
@@ -232,11 +306,18 @@ impl Pg {
         };
         match out {
             Ok(value) => {
+                session.committing.set(true);
                 session.end("COMMIT")?;
                 Ok(value)
             }
             Err(error) => {
-                session.end("ROLLBACK")?;
+                // On a lost connection the rollback fails too; the session then closes
+                // its connection rather than return it to the pool.
+                let _ = session.end("ROLLBACK").map_err(|rollback| {
+                    if !session.lost.get() {
+                        tracing::warn!(error = %rollback, "rollback failed");
+                    }
+                });
                 Err(error)
             }
         }
@@ -248,7 +329,44 @@ impl Pg {
 pub(crate) fn describe_error(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => chain(error),
+        None => tls::certificate_refused(error).unwrap_or_else(|| chain(error)),
+    }
+}
+
+/// Whether `error` is an answer that trying again would repeat: the server's own, a
+/// certificate refused, or a password request refused (see `guard`).
+fn final_answer(error: &tokio_postgres::Error) -> bool {
+    if error.as_db_error().is_some() || tls::certificate_refused(error).is_some() {
+        return true;
+    }
+    causes(error).any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+    })
+}
+
+/// `error` and its causes, the error an `io::Error` wraps included (its `source` skips it).
+fn causes<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |error| {
+        match error.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => error.source(),
+        }
+    })
+}
+
+/// Whether `error` says the connection is gone: closed, or ended by the server
+/// (`admin_shutdown`, `crash_shutdown`, `idle_session_timeout` and the like, class 57P).
+fn connection_lost(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    match error.as_db_error() {
+        Some(db) => db.code().code().starts_with("57P"),
+        None => causes(error).any(|cause| cause.downcast_ref::<std::io::Error>().is_some()),
     }
 }
 
@@ -286,6 +404,11 @@ pub(crate) struct Session {
     open: Cell<bool>,
     /// Whether a statement failed since the transaction began.
     failed: Cell<bool>,
+    /// Whether a statement failed because the connection was lost (the server ended the
+    /// session, or the socket closed).
+    lost: Cell<bool>,
+    /// Whether the transaction's `COMMIT` was sent.
+    committing: Cell<bool>,
 }
 
 impl Session {
@@ -351,6 +474,9 @@ impl Session {
     fn noted<T>(&self, result: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
         result.map_err(|error| {
             self.failed.set(true);
+            if connection_lost(&error) {
+                self.lost.set(true);
+            }
             StoreError::from(error)
         })
     }
