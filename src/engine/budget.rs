@@ -88,6 +88,14 @@ struct Scope {
 
 thread_local! {
     static SCOPE: Cell<Option<Scope>> = const { Cell::new(None) };
+    /// Evaluations armed on this thread so far.
+    static ARMED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many evaluations have been armed on this thread: a scheduler deciding nodes reads
+/// the clock only after work that may have taken time.
+pub(crate) fn evaluations() -> u64 {
+    ARMED.with(Cell::get)
 }
 
 /// The armed budget of the evaluation running on this thread, while it lives.
@@ -98,6 +106,7 @@ pub(crate) struct Armed {
 
 /// Arms `limits` for the evaluation that follows on this thread.
 pub(crate) fn arm(limits: TemplateLimits) -> Armed {
+    ARMED.with(|armed| armed.set(armed.get().wrapping_add(1)));
     let scope = Scope {
         limits,
         work_left: limits.fuel,

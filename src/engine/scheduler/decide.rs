@@ -10,6 +10,7 @@ use super::state::Fan;
 use super::units::UnitWake;
 use crate::engine::actions::{self, Resolved};
 use crate::engine::attempt::Outcome;
+use crate::engine::budget;
 use crate::engine::plan::NodeAction;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
 use crate::engine::trigger;
@@ -19,10 +20,14 @@ impl Run {
     /// Decides nodes, and resolves `for_each` instances, for one time slice at most; true
     /// if some are left. Each evaluation is bounded by its fuel, and the run yields between
     /// slices, so that a run full of costly templates never holds its worker thread for
-    /// long. The clock is read only from the second decision on: a one-node run pays
-    /// nothing for this.
+    /// long. The clock is read after a decision that evaluated a template or an
+    /// expression, and after every `CLOCK_EVERY` others: a one-node run pays nothing for
+    /// this, a wide run of plain nodes little.
     pub(super) fn decide_ready(&mut self) -> bool {
+        const CLOCK_EVERY: u32 = 32;
         let mut started = None;
+        let mut unclocked = 0u32;
+        let mut evaluations = budget::evaluations();
         while self.stop.is_none() {
             if let Some((node, k)) = self.instance_ready.pop_front() {
                 self.resolve_instance(node, k);
@@ -31,6 +36,12 @@ impl Run {
             } else {
                 return false;
             }
+            let evaluated = budget::evaluations();
+            unclocked += 1;
+            if evaluated == evaluations && unclocked < CLOCK_EVERY {
+                continue;
+            }
+            (evaluations, unclocked) = (evaluated, 0);
             let started = started.get_or_insert_with(std::time::Instant::now);
             let more = !self.instance_ready.is_empty() || !self.node_ready.is_empty();
             if more && started.elapsed() >= super::DECIDE_SLICE {
