@@ -14,9 +14,11 @@
 //! has committed; if the commit fails, every call of the group fails and none of their
 //! writes is kept.
 //! Invariant: a call whose work fails (its audit row refused included) is undone alone,
-//! and the others commit: each call of a group runs under a savepoint of its own, and a
-//! call alone in its group (the lock-step case) under the transaction itself, which its
-//! failure rolls back, so that it pays for no savepoint.
+//! and the others commit. The calls of a group first run one after another in the
+//! transaction itself, which is all a group of calls that succeed pays for; if one fails,
+//! that transaction is rolled back whole, and the group runs again in a new one, each call
+//! under a savepoint of its own (so a call's work may run twice; nothing of its first run
+//! is kept).
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -35,7 +37,7 @@ trait Call: Send {
 }
 
 struct Pending<T, F> {
-    work: Option<F>,
+    work: F,
     out: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
@@ -43,13 +45,10 @@ struct Pending<T, F> {
 impl<T, F> Call for Pending<T, F>
 where
     T: Send,
-    F: FnOnce(&Tx<'_>) -> Result<T, StoreError> + Send,
+    F: FnMut(&Tx<'_>) -> Result<T, StoreError> + Send,
 {
     fn run(&mut self, tx: &Tx<'_>) -> bool {
-        let Some(work) = self.work.take() else {
-            return false;
-        };
-        let out = work(tx).and_then(|out| tx.still_open().map(|()| out));
+        let out = (self.work)(tx).and_then(|out| tx.still_open().map(|()| out));
         let ok = out.is_ok();
         self.out = Some(out);
         ok
@@ -102,7 +101,7 @@ impl Store {
         }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {
-            work: Some(work),
+            work,
             out: None,
             reply,
         }));
@@ -201,9 +200,12 @@ impl Drop for Drainer {
     }
 }
 
-/// One transaction for the group, each call under a savepoint of its own: a call that
-/// fails (its work's error: a constraint, its audit row that could not be written) is
-/// rolled back to its savepoint alone, and the others commit.
+/// One transaction for the group. Its calls run one after another in it; when one fails
+/// (its work's error: a constraint, its audit row that could not be written), that
+/// transaction is rolled back and the group runs again in a new one, each call under a
+/// savepoint of its own, so that the failing call is rolled back alone and the others
+/// commit. Savepoints cost each call two statements and a copy of every page it changes:
+/// only a group with a failure pays for them.
 ///
 /// Invariant: no call is acknowledged unless the transaction that holds all its writes
 /// committed. SQLite rolls the whole transaction back on its own after some errors
@@ -226,21 +228,39 @@ fn commit_calls(conn: &Conn, mut group: Vec<Box<dyn Call>>) {
         }
         Err(error) => return fail_all(group, &error.into()),
     };
-    // Alone in its group, a call needs no savepoint: its failure undoes the transaction.
-    if let [call] = &mut group[..] {
-        let ok = call.run(&Tx::sqlite_tx(&tx));
+    let mut failed = false;
+    for call in &mut group {
+        failed = !call.run(&Tx::sqlite_tx(&tx));
         if tx.is_autocommit() {
             return fail_all(group, &rolled_back());
         }
-        if !ok {
-            drop(tx);
+        if failed {
+            break;
+        }
+    }
+    if failed {
+        drop(tx);
+        // Alone in its group, the failing call is undone with the transaction.
+        if group.len() == 1 {
             return group.into_iter().for_each(|call| call.finish(Ok(())));
         }
-    } else {
-        for call in &mut group {
-            if let Err(error) = run_one(&tx, call.as_mut()) {
-                return fail_all(group, &error);
-            }
+        return commit_each(conn, group);
+    }
+    match tx.commit() {
+        Ok(()) => group.into_iter().for_each(|call| call.finish(Ok(()))),
+        Err(error) => fail_all(group, &error.into()),
+    }
+}
+
+/// The group again, after a call of it failed: each call under a savepoint of its own.
+fn commit_each(conn: &Conn, mut group: Vec<Box<dyn Call>>) {
+    let tx = match WriteTx::begin(conn) {
+        Ok(tx) => tx,
+        Err(error) => return fail_all(group, &error.into()),
+    };
+    for call in &mut group {
+        if let Err(error) = run_one(&tx, call.as_mut()) {
+            return fail_all(group, &error);
         }
     }
     match tx.commit() {
