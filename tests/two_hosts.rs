@@ -31,9 +31,21 @@ use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 
-/// A todo, a wait long enough to be caught in, a second todo.
-const JOB: &str = r#"
-name = "job"
+/// A workflow `name` that makes a todo, waits `wait`, writes a file `out/<n>.txt` when
+/// `file`, and makes a second todo: the todos are titled as [`job_titles`] expects.
+fn job(name: &str, wait: &str, file: bool) -> String {
+    let (file_node, second_needs) = match file {
+        true => (
+            "\n[nodes.file]\n\
+             write_file = { path = \"out/{{ inputs.n }}.txt\", content = \"job {{ inputs.n }}\" }\n\
+             needs = [\"pause\"]\n",
+            "file",
+        ),
+        false => ("", "pause"),
+    };
+    format!(
+        r#"
+name = "{name}"
 description = "Makes a todo, waits, makes another."
 expose_as_tool = true
 
@@ -42,17 +54,19 @@ type = "integer"
 
 [nodes.first]
 tool = "add_task"
-args = { title = "job {{ inputs.n }} first" }
+args = {{ title = "job {{{{ inputs.n }}}} first" }}
 
 [nodes.pause]
-wait = "1500ms"
+wait = "{wait}"
 needs = ["first"]
-
+{file_node}
 [nodes.second]
 tool = "add_task"
-args = { title = "job {{ inputs.n }} second" }
-needs = ["pause"]
-"#;
+args = {{ title = "job {{{{ inputs.n }}}} second" }}
+needs = ["{second_needs}"]
+"#
+    )
+}
 
 const RUNS_PER_HOST: u64 = 4;
 
@@ -221,7 +235,8 @@ fn two_hosts_lose_one(loss: Loss) {
     let Some(scratch) = Scratch::postgres("two_hosts") else {
         return;
     };
-    let dir = workspace(&[("job", JOB)]);
+    // A wait long enough to be caught in.
+    let dir = workspace(&[("job", &job("job", "1500ms", false))]);
     let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
 
     let mut a = host(dir.path(), scratch.url(), 0..RUNS_PER_HOST);

@@ -12,36 +12,9 @@ use mcp_task_server::store::{AuditOutcome, Durability, Scope, Scratch, Store};
 
 use super::proxy::Proxy;
 use super::{
-    give, held_by, job_titles, owner_prefix, serve, signal, statuses, stop, todo_titles,
+    give, held_by, job, job_titles, owner_prefix, serve, signal, statuses, stop, todo_titles,
     wait_until, workspace,
 };
-
-/// A todo, a wait the host is cut off in, a file, a second todo.
-const FILED_JOB: &str = r#"
-name = "filed_job"
-description = "Makes a todo, waits, writes a file, makes another todo."
-expose_as_tool = true
-
-[inputs.n]
-type = "integer"
-
-[nodes.first]
-tool = "add_task"
-args = { title = "job {{ inputs.n }} first" }
-
-[nodes.pause]
-wait = "10s"
-needs = ["first"]
-
-[nodes.file]
-write_file = { path = "out/{{ inputs.n }}.txt", content = "job {{ inputs.n }}" }
-needs = ["pause"]
-
-[nodes.second]
-tool = "add_task"
-args = { title = "job {{ inputs.n }} second" }
-needs = ["file"]
-"#;
 
 const RUNS: u64 = 3;
 
@@ -70,7 +43,8 @@ fn a_host_cut_off_from_the_database_loses_its_runs_and_back_writes_nothing_more(
     let Some(scratch) = Scratch::postgres("two_hosts_cut_off") else {
         return;
     };
-    let dir = workspace(&[("filed_job", FILED_JOB)]);
+    // A wait the host is cut off in, then a file.
+    let dir = workspace(&[("filed_job", &job("filed_job", "10s", true))]);
     std::fs::create_dir(dir.path().join("out")).unwrap();
     let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
     let mut proxy = Proxy::start(server_address(scratch.url()));

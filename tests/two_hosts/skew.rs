@@ -8,32 +8,9 @@ use std::time::Duration;
 use mcp_task_server::store::{Durability, Scope, Scratch, Store};
 
 use super::{
-    give, input_n, job_titles, owner_prefix, serve, statuses, stop, todo_titles, wait_until,
+    give, input_n, job, job_titles, owner_prefix, serve, statuses, stop, todo_titles, wait_until,
     workspace,
 };
-
-/// A todo, a wait through several rounds of the other host's housekeeping, a second todo.
-const LONG_JOB: &str = r#"
-name = "long_job"
-description = "Makes a todo, waits, makes another."
-expose_as_tool = true
-
-[inputs.n]
-type = "integer"
-
-[nodes.first]
-tool = "add_task"
-args = { title = "job {{ inputs.n }} first" }
-
-[nodes.pause]
-wait = "4s"
-needs = ["first"]
-
-[nodes.second]
-tool = "add_task"
-args = { title = "job {{ inputs.n }} second" }
-needs = ["pause"]
-"#;
 
 const RUNS: u64 = 3;
 
@@ -42,7 +19,8 @@ fn a_host_whose_clock_runs_30_s_ahead_takes_no_live_run_from_another() {
     let Some(scratch) = Scratch::postgres("two_hosts_skew") else {
         return;
     };
-    let dir = workspace(&[("long_job", LONG_JOB)]);
+    // A wait through several rounds of the other host's housekeeping.
+    let dir = workspace(&[("long_job", &job("long_job", "4s", false))]);
     let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
     // A lease of 3 s, renewed every second: long enough that a live host never lets one
     // run out on a busy machine, far shorter than the skew.
