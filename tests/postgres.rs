@@ -5,7 +5,7 @@
 //! Each test skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
 
 use mcp_task_server::store::{
-    AuditEntry, AuditOutcome, Durability, NewTodo, Scratch, Store, StoreError,
+    AuditEntry, AuditOutcome, Durability, NewTodo, Scratch, Store, StoreError, TodoFilter,
 };
 
 fn scratch(test: &str) -> Option<(Scratch, Store)> {
@@ -309,4 +309,34 @@ fn db_migrate_brings_a_fresh_schema_to_this_builds_version_and_says_so() {
         again.status.success(),
         "migrating twice changes nothing: {again:?}"
     );
+}
+
+/// A database whose todos are still in the table `tasks` (schema version 5) has it renamed
+/// `todos` when it opens, its todos and their ids kept.
+#[test]
+fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
+    let Some((scratch, store)) = scratch("the_table_of_todos_is_renamed") else {
+        return;
+    };
+    drop(store);
+    // Back to version 5, as a database written by an earlier build, with a todo in it.
+    scratch
+        .execute(
+            "ALTER TABLE todos RENAME TO tasks;
+             ALTER INDEX todos_due RENAME TO tasks_due;
+             DELETE FROM schema_migrations WHERE version = 6;
+             INSERT INTO tasks (title, due, created_at)
+                 VALUES ('kept', '2026-12-24', '2026-12-05T00:00:00Z')",
+        )
+        .unwrap();
+    let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let todos = store.list_todos(&TodoFilter::default()).unwrap();
+    let kept: Vec<(i64, &str)> = todos.iter().map(|t| (t.id, t.title.as_str())).collect();
+    assert_eq!(kept, [(1, "kept")]);
+    let next = NewTodo {
+        title: "next".into(),
+        due: None,
+        tags: Vec::new(),
+    };
+    assert_eq!(store.insert_todo(&next).unwrap().id, 2);
 }

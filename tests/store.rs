@@ -376,25 +376,25 @@ on_both_backends! {
     }
 }
 
-const INJECTIONS: [&str; 3] = ["'); DROP TABLE tasks; --", "Robert'); --", "%' OR '1'='1"];
+const INJECTIONS: [&str; 3] = ["'); DROP TABLE todos; --", "Robert'); --", "%' OR '1'='1"];
 
 #[test]
 fn injection_shaped_titles_are_stored_verbatim() {
     let db = temp_db();
     insert(&db.store, "plain", None, &[]);
     for title in INJECTIONS {
-        insert(&db.store, title, None, &["'; DELETE FROM tasks; --"]);
+        insert(&db.store, title, None, &["'; DELETE FROM todos; --"]);
     }
     let todos = db.store.list_todos(&TodoFilter::default()).unwrap();
     assert_eq!(
         titles(&todos),
         ["plain", INJECTIONS[0], INJECTIONS[1], INJECTIONS[2]]
     );
-    assert_eq!(todos[1].tags, ["'; DELETE FROM tasks; --"]);
+    assert_eq!(todos[1].tags, ["'; DELETE FROM todos; --"]);
 
     let conn = Connection::open(&db.path).unwrap();
     let count: i64 = conn
-        .query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM todos", [], |r| r.get(0))
         .unwrap();
     assert_eq!(count, 4);
 }
@@ -606,7 +606,7 @@ fn reads_of_one_request_see_one_snapshot_while_another_process_writes() {
             let before = count(&db.store);
             other
                 .execute(
-                    "INSERT INTO tasks (title, created_at) VALUES ('second', '2026-12-02T00:00:00Z')",
+                    "INSERT INTO todos (title, created_at) VALUES ('second', '2026-12-02T00:00:00Z')",
                     [],
                 )
                 .unwrap();
@@ -655,7 +655,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 10;
+const SCHEMA_VERSION: i64 = 11;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -786,12 +786,26 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
     // Its due-date index now leaves out the todos without a due date.
     let due_index: String = conn
         .query_row(
-            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'tasks_due'",
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'todos_due'",
             [],
             |row| row.get(0),
         )
         .unwrap();
     assert!(due_index.ends_with("WHERE due IS NOT NULL"), "{due_index}");
+    // The todos' table is named for them, and nothing is left under the old name.
+    let named = |name: &str| -> i64 {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+            [name],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!((named("todos"), named("tasks")), (1, 0));
+    assert_eq!(
+        (named("todos_keep_high_id"), named("tasks_keep_high_id")),
+        (1, 0)
+    );
     // No table keeps a sequence row that every insert would rewrite.
     let sequenced: i64 = conn
         .query_row(

@@ -54,7 +54,7 @@ pub fn serve(kind: &str, dir: &Path) {
     }
 }
 
-/// Two tables shaped as the server's `tasks` and `audit_log`, on one connection.
+/// Two tables shaped as the server's `todos` and `audit_log`, on one connection.
 struct Store {
     conn: Connection,
 }
@@ -65,7 +65,7 @@ impl Store {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
-             CREATE TABLE IF NOT EXISTS tasks (
+             CREATE TABLE IF NOT EXISTS todos (
                  id INTEGER PRIMARY KEY, title TEXT NOT NULL,
                  status TEXT NOT NULL DEFAULT 'open', due TEXT,
                  tags TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL,
@@ -84,7 +84,7 @@ impl Store {
         let title = arguments["title"].as_str().unwrap_or("untitled");
         let at = format!("{:?}", std::time::SystemTime::now());
         let tx = self.conn.transaction().expect("begin");
-        tx.prepare_cached("INSERT INTO tasks (title, created_at) VALUES (?1, ?2)")
+        tx.prepare_cached("INSERT INTO todos (title, created_at) VALUES (?1, ?2)")
             .and_then(|mut s| s.execute((title, &at)))
             .expect("insert the todo");
         let id = tx.last_insert_rowid();

@@ -302,6 +302,18 @@ const MIGRATIONS: &[&str] = &[
         ON runs (coalesce(principal, ''), idempotency_key)
         WHERE idempotency_key IS NOT NULL;
     "#,
+    // 11: the table of todos is named for what it holds (`tasks` named MCP's tasks too);
+    // its index and trigger with it. Renaming the table rewrites no row, and SQLite
+    // rewrites the trigger's references to it.
+    r#"
+    ALTER TABLE tasks RENAME TO todos;
+    DROP INDEX tasks_due;
+    CREATE INDEX todos_due ON todos (due) WHERE due IS NOT NULL;
+    DROP TRIGGER tasks_keep_high_id;
+    CREATE TRIGGER todos_keep_high_id AFTER DELETE ON todos
+        WHEN old.id > coalesce((SELECT max(id) FROM todos), 0)
+    BEGIN UPDATE todo_ids SET high = old.id WHERE high < old.id; END;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

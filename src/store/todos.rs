@@ -1,4 +1,4 @@
-//! Queries on the `tasks` table, which holds todos.
+//! Queries on the `todos` table.
 //!
 //! Every value reaches SQL as a bound parameter; no statement text is built from input.
 //! Ids, dates and times are stored as text, in both databases alike.
@@ -88,23 +88,23 @@ pub(crate) fn escape_like(text: &str) -> String {
 /// none and its `ILIKE` folds every letter, so there both sides are folded by `translate`,
 /// which maps the 26 ASCII capitals and nothing else.
 const SEARCH_SQLITE: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
-     FROM tasks WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC";
+     FROM todos WHERE title LIKE ?1 ESCAPE '\\' ORDER BY id ASC";
 const SEARCH_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
-     FROM tasks \
+     FROM todos \
      WHERE translate(title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') \
      LIKE translate(?1, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') \
      ESCAPE '\\' ORDER BY id ASC";
 
 /// `list_tasks`: one fixed statement, where a NULL parameter switches its condition off.
 const LIST_SQLITE: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
-     FROM tasks
+     FROM todos
      WHERE (?1 IS NULL OR status = ?1)
-       AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE value = ?2))
+       AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(todos.tags) WHERE value = ?2))
        AND (?3 IS NULL OR (due IS NOT NULL AND due >= ?3))
        AND (?4 IS NULL OR (due IS NOT NULL AND due <= ?4))
      ORDER BY id ASC";
 const LIST_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, completed_at \
-     FROM tasks
+     FROM todos
      WHERE (?1::text IS NULL OR status = ?1)
        AND (?2::text IS NULL OR tags::jsonb @> jsonb_build_array(?2::text))
        AND (?3::text IS NULL OR (due IS NOT NULL AND due >= ?3))
@@ -114,11 +114,11 @@ const LIST_POSTGRES: &str = "SELECT id, title, status, due, tags, created_at, co
 /// A new todo's id never names a deleted todo: one more than the highest id in the table or
 /// than the highest deleted while it was the newest (SQLite's migration 7 keeps that one).
 /// PostgreSQL's identity column never gives an id twice by itself.
-const INSERT_SQLITE: &str = "INSERT INTO tasks (id, title, due, tags, created_at)
-     VALUES (max(coalesce((SELECT max(id) FROM tasks), 0), (SELECT high FROM todo_ids)) + 1,
+const INSERT_SQLITE: &str = "INSERT INTO todos (id, title, due, tags, created_at)
+     VALUES (max(coalesce((SELECT max(id) FROM todos), 0), (SELECT high FROM todo_ids)) + 1,
              ?1, ?2, ?3, ?4)";
 const INSERT_POSTGRES: &str =
-    "INSERT INTO tasks (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO todos (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)";
 
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
@@ -144,7 +144,7 @@ impl Tx<'_> {
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
         self.db.query_opt(
-            &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
+            &format!("SELECT {COLUMNS} FROM todos WHERE id = ?1"),
             &[&id],
             todo_from_row,
         )
@@ -176,7 +176,7 @@ impl Tx<'_> {
     /// Marks a todo done; a todo already done is returned unchanged. `None` if there is none.
     pub fn complete_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {
         self.db.execute(
-            "UPDATE tasks SET status = 'done', completed_at = ?2 WHERE id = ?1 AND status = 'open'",
+            "UPDATE todos SET status = 'done', completed_at = ?2 WHERE id = ?1 AND status = 'open'",
             &[&id, &clock::now_iso()],
         )?;
         self.get_todo(id)
@@ -187,7 +187,7 @@ impl Tx<'_> {
         // One statement: of two deletes at once, only one gets the row back (PostgreSQL
         // lets both read it first).
         self.db.query_opt(
-            &format!("DELETE FROM tasks WHERE id = ?1 RETURNING {COLUMNS}"),
+            &format!("DELETE FROM todos WHERE id = ?1 RETURNING {COLUMNS}"),
             &[&id],
             todo_from_row,
         )

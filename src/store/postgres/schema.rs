@@ -213,6 +213,11 @@ const MIGRATIONS: &[&str] = &[
         ON runs (coalesce(principal, ''), idempotency_key)
         WHERE idempotency_key IS NOT NULL;
     "#,
+    // 6: SQLite's migration 11, the table of todos named `todos`.
+    r#"
+    ALTER TABLE tasks RENAME TO todos;
+    ALTER INDEX tasks_due RENAME TO todos_due;
+    "#,
 ];
 
 /// The schema version this build brings a database to.
