@@ -62,7 +62,7 @@ fn a_database_damaged_in_a_table_is_refused_at_start() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         let root = conn
             .query_row(
-                "SELECT rootpage FROM sqlite_schema WHERE name = 'tasks'",
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'todos'",
                 [],
                 |r| r.get(0),
             )
