@@ -15,12 +15,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-
 #[path = "support/http_client.rs"]
 mod http_client;
 
-use http_client::Connection;
+use http_client::{Connection, add_task, check_added, open_session};
 
 const PRINCIPALS: [(&str, &str); 2] = [
     ("alice", "alice-bench-0123456789abcdef"),
@@ -98,23 +96,7 @@ impl Server {
     /// connection and the headers of its requests.
     fn session(&self, token: &str) -> (Connection, Vec<String>) {
         let mut connection = Connection::open(self.addr);
-        let bearer = format!("Authorization: Bearer {token}");
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"}}});
-        let (head, _) = connection.post("/mcp", std::slice::from_ref(&bearer), &init.to_string());
-        let session = head
-            .iter()
-            .find_map(|h| h.strip_prefix("mcp-session-id: "))
-            .expect("a session id")
-            .to_owned();
-        let headers = vec![
-            bearer,
-            format!("Mcp-Session-Id: {session}"),
-            "MCP-Protocol-Version: 2025-11-25".to_owned(),
-        ];
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        connection.post("/mcp", &headers, &initialized.to_string());
+        let headers = open_session(&mut connection, &[format!("Authorization: Bearer {token}")]);
         (connection, headers)
     }
 }
@@ -124,23 +106,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn add_task(id: u64) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": "add_task", "arguments": {"title": format!("bench {id}")}}})
-    .to_string()
-}
-
-/// Checks that an SSE body answers call `id` with a todo.
-fn check_added(id: u64, body: &str) {
-    let reply: Value = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .find(|m: &Value| m["id"] == json!(id))
-        .unwrap_or_else(|| panic!("no reply to {id} in {body}"));
-    assert_eq!(reply["result"]["structuredContent"]["ok"], true, "{reply}");
 }
 
 /// The measured calls of every session, and how long the round lasted.

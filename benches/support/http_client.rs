@@ -6,6 +6,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
+use serde_json::{Value, json};
+
 /// One keep-alive HTTP/1.1 connection.
 pub struct Connection {
     read: BufReader<TcpStream>,
@@ -82,4 +84,42 @@ impl Connection {
         }
         (head, String::from_utf8(body).unwrap())
     }
+}
+
+/// Opens a 2025-11-25 session on `connection`, each request carrying `auth` (none, or an
+/// `Authorization` header): the headers of the session's requests.
+pub fn open_session(connection: &mut Connection, auth: &[String]) -> Vec<String> {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}});
+    let (head, _) = connection.post("/mcp", auth, &init.to_string());
+    let session = head
+        .iter()
+        .find_map(|h| h.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .to_owned();
+    let mut headers = auth.to_vec();
+    headers.push(format!("Mcp-Session-Id: {session}"));
+    headers.push("MCP-Protocol-Version: 2025-11-25".to_owned());
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    connection.post("/mcp", &headers, &initialized.to_string());
+    headers
+}
+
+/// The `tools/call` of `add_task` with id `id`.
+pub fn add_task(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "add_task", "arguments": {"title": format!("bench {id}")}}})
+    .to_string()
+}
+
+/// Checks that an SSE body answers call `id` with a todo.
+pub fn check_added(id: u64, body: &str) {
+    let reply: Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .find(|m: &Value| m["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no reply to {id} in {body}"));
+    assert_eq!(reply["result"]["structuredContent"]["ok"], true, "{reply}");
 }
