@@ -461,9 +461,14 @@ fn contract_binary(target: &str) -> Option<std::path::PathBuf> {
             .collect()
     };
     let prefix = format!("{target}-");
+    // A bench of the same name (`benches/durable.rs`) builds into the same folder: the
+    // test binary is the one whose dependency file names `tests/<target>.rs`.
+    let source = format!("tests/{target}.rs");
     let (binary_built, binary) = built(&|name: &str| {
         name.strip_prefix(&prefix)
             .is_some_and(|hash| hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()))
+            && std::fs::read_to_string(deps.join(format!("{name}.d")))
+                .is_ok_and(|dependencies| dependencies.contains(&source))
     })
     .into_iter()
     .max()?;
