@@ -19,7 +19,7 @@ use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::validate::{Limits, validate};
 use mcp_task_server::engine::{RunOptions, loader};
-use mcp_task_server::tools::{Origin, Tools};
+use mcp_task_server::todos::{Origin, Tools};
 use shapes::{
     Shape, chain, definition_toml, diamond, edges, engine, fanout, plan, random, runtime,
     spawned_run,

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use cluster::{Cluster, PASSWORD};
 use mcp_task_server::store::{Durability, Store};
-use mcp_task_server::tools::{Origin, Tools};
+use mcp_task_server::todos::{Origin, Tools};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use backends::Place;
 use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
-use mcp_task_server::tasks::{Registry, RegistryConfig};
-use mcp_task_server::tools::Tools;
+use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::todos::Tools;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");

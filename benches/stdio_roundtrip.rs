@@ -212,7 +212,7 @@ fn check_added(id: u64, reply: &Value) {
 #[derive(Clone, Copy)]
 enum Form {
     /// A 2025-11-25 session: `params.task` on the call.
-    Legacy,
+    V2025_11_25,
     /// SEP-2663: the extension declared in the request's `_meta`, no `params.task`.
     Extension,
 }
@@ -233,7 +233,7 @@ fn start_run(form: Form, id: u64) -> String {
         "arguments": {"definition": {"name": "quick", "nodes": {"hi": {"render": "hi"}}}}
     });
     match form {
-        Form::Legacy => params["task"] = json!({}),
+        Form::V2025_11_25 => params["task"] = json!({}),
         Form::Extension => params["_meta"] = extension_meta(),
     }
     request(id, "tools/call", params)
@@ -241,7 +241,7 @@ fn start_run(form: Form, id: u64) -> String {
 
 fn task_id_of(form: Form, reply: &Value) -> String {
     let id = match form {
-        Form::Legacy => &reply["result"]["task"]["taskId"],
+        Form::V2025_11_25 => &reply["result"]["task"]["taskId"],
         Form::Extension => {
             assert_eq!(reply["result"]["resultType"], "task", "{reply}");
             &reply["result"]["taskId"]
@@ -274,7 +274,7 @@ fn status_of(reply: &Value) -> &str {
 /// until it is `completed`. Returns the number of `tasks/get` sent.
 fn drain(server: &mut Peer, form: Form, task_id: &str, next_id: &mut u64) -> u32 {
     match form {
-        Form::Legacy => {
+        Form::V2025_11_25 => {
             let done = server.wait_for(|m| {
                 m["method"] == "notifications/tasks/status"
                     && m["params"]["taskId"] == task_id
@@ -313,7 +313,7 @@ struct TaskRows {
 fn bench_tasks(form: Form, runs: usize, n: usize) -> TaskRows {
     let dir = tempfile::tempdir().unwrap();
     let mut server = Peer::server(dir.path());
-    if let Form::Legacy = form {
+    if let Form::V2025_11_25 = form {
         server.initialize();
     }
     let mut cat = Peer::spawn(&mut Command::new("cat"));
@@ -509,7 +509,7 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     let load_before = load();
     let add = selected("add_task").then(|| bench_add_task(n));
-    let legacy = selected("legacy").then(|| bench_tasks(Form::Legacy, runs, n));
+    let legacy = selected("legacy").then(|| bench_tasks(Form::V2025_11_25, runs, n));
     let extension = selected("extension").then(|| bench_tasks(Form::Extension, runs, n));
     let throughput = selected("throughput").then(|| bench_throughput(n));
     let references = selected("references").then(|| bench_references(n));

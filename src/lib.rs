@@ -15,8 +15,8 @@ pub mod clock;
 pub mod engine;
 pub mod server;
 pub mod store;
-pub mod tasks;
-pub mod tools;
+pub mod runs;
+pub mod todos;
 
 #[doc(hidden)]
 pub mod fuzzing;

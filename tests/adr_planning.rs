@@ -6,7 +6,7 @@
 mod backends;
 mod wire;
 
-use mcp_task_server::tasks::RegistryConfig;
+use mcp_task_server::runs::RegistryConfig;
 use serde_json::{Value, json};
 use wire::{Wire, files_in};
 

@@ -9,7 +9,7 @@ use std::process::Command;
 use backends::{Place, on_both_backends};
 use mcp_task_server::store::chain::{Fields, chain_hash};
 use mcp_task_server::store::{AuditRow, TodoFilter};
-use mcp_task_server::tools::{ErrorCode, OwnedOrigin, Tools};
+use mcp_task_server::todos::{ErrorCode, OwnedOrigin, Tools};
 use serde_json::{Map, Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
@@ -173,7 +173,7 @@ on_both_backends! {
     fn an_audit_row_that_cannot_be_written_fails_the_call_and_leaves_no_effect(place) {
         let tools = Tools::new(place.store());
         refuse_audit_rows_of_poison(&place);
-        let origin = mcp_task_server::tools::Origin::default();
+        let origin = mcp_task_server::todos::Origin::default();
         let refused = tools
             .invoke("add_task", &args(json!({ "title": "poison" })), origin)
             .unwrap()
@@ -287,7 +287,7 @@ on_both_backends! {
             ))
             .unwrap();
         let tools = Tools::new(store);
-        let origin = mcp_task_server::tools::Origin::default();
+        let origin = mcp_task_server::todos::Origin::default();
         tools.invoke("add_task", &args(json!({ "title": "new" })), origin).unwrap().unwrap();
         let rows = tools.store().audit_rows().unwrap();
         assert_eq!(rows[2].id, 3);

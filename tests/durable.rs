@@ -15,9 +15,9 @@ use mcp_task_server::engine::journal::JournalError;
 use mcp_task_server::engine::report::{NodeStatus, RunReport, RunStatus};
 use mcp_task_server::engine::{Engine, Limits, ResumeError, RunHandle, RunOptions};
 use mcp_task_server::store::{Durability, Store};
-use mcp_task_server::tasks::housekeeping::{self, Chores};
-use mcp_task_server::tasks::{Registry, RegistryConfig};
-use mcp_task_server::tools::Tools;
+use mcp_task_server::runs::housekeeping::{self, Chores};
+use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::todos::Tools;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -457,7 +457,7 @@ on_both_backends! {
         let misfit = b
             .registry
             .answer_question(&id, "ask", None, &json!({ "colour": 7, "size": "L" }));
-        let Err(mcp_task_server::tasks::AnswerError::Invalid { problems }) = misfit else {
+        let Err(mcp_task_server::runs::AnswerError::Invalid { problems }) = misfit else {
             panic!("a misfit answer is refused: {misfit:?}");
         };
         assert_eq!(

@@ -13,7 +13,7 @@ use mcp_task_server::engine::definition::RetryPolicy;
 use mcp_task_server::engine::report::{NodeStatus, RunStatus};
 use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
-use mcp_task_server::tools::{Origin, Tools};
+use mcp_task_server::todos::{Origin, Tools};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 

@@ -240,7 +240,7 @@ fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() 
 
 #[test]
 fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
-    use mcp_task_server::tools::{Origin, Tools};
+    use mcp_task_server::todos::{Origin, Tools};
     let Some((scratch, store)) = scratch("a_tool_call_whose_audit_row_cannot_be_written") else {
         return;
     };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cluster::{CLEARTEXT_USER, Cluster, PASSWORD};
 use mcp_task_server::store::{Durability, Held, PgOptions, Store, StoreError};
-use mcp_task_server::tools::{Origin, Tools};
+use mcp_task_server::todos::{Origin, Tools};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
 

@@ -1186,7 +1186,7 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
 // Python SDK (`mcp` 2.x)
 
 #[tokio::test]
-async fn py_sdk_legacy_session_call_tool_of_ask_is_answered_by_its_elicitation_callback() {
+async fn py_sdk_2025_11_25_session_call_tool_of_ask_is_answered_by_its_elicitation_callback() {
     let Some(python) = installed(py_sdk()) else {
         return;
     };
@@ -1417,7 +1417,7 @@ const TOOLS: [&str; 8] = [
 ];
 
 #[tokio::test]
-async fn inspector_cli_legacy_era_lists_every_tool_and_calls_add_task() {
+async fn inspector_cli_2025_11_25_era_lists_every_tool_and_calls_add_task() {
     let Some(inspector) = installed(inspector()) else {
         return;
     };
@@ -1623,7 +1623,7 @@ async fn inspector_session_modern_era_answers_the_question_of_an_ask_task_and_ge
 }
 
 #[tokio::test]
-async fn inspector_legacy_era_sees_task_support_and_runs_workflows_and_tasks() {
+async fn inspector_2025_11_25_era_sees_task_support_and_runs_workflows_and_tasks() {
     let Some(inspector) = installed(inspector()) else {
         return;
     };

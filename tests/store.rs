@@ -767,7 +767,7 @@ fn a_database_of_the_previous_release_migrates_and_keeps_every_row() {
         .verify_audit_chain()
         .unwrap()
         .expect("the chain holds");
-    assert_eq!((intact.checked, intact.legacy), (1, 2));
+    assert_eq!((intact.checked, intact.unchained), (1, 2));
     // It is still append-only after the migration, and still refuses an unknown outcome.
     let conn = Connection::open(&path).unwrap();
     assert!(conn.execute("DELETE FROM audit_log", []).is_err());
@@ -902,7 +902,7 @@ fn processes_opening_a_fresh_database_at_once_all_migrate_it_safely() {
 #[test]
 fn a_database_locked_past_the_busy_timeout_never_splits_a_call_from_its_audit_row() {
     let Db { _dir, path, store } = temp_db();
-    let tools = mcp_task_server::tools::Tools::new(store.clone());
+    let tools = mcp_task_server::todos::Tools::new(store.clone());
     let blocker = Connection::open(&path).unwrap();
     blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let args = serde_json::json!({ "title": "blocked" });

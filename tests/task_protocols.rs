@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use backends::{Place, on_both_backends};
 use mcp_task_server::store::Scope;
-use mcp_task_server::tasks::RegistryConfig;
+use mcp_task_server::runs::RegistryConfig;
 use serde_json::{Value, json};
 use wire::Wire;
 
@@ -689,12 +689,12 @@ on_both_backends! {
 
         let legacy = json!({ "name": "ask", "arguments": {}, "task": {} });
         let created = wire.request(3, "tools/call", legacy).await;
-        let legacy_id = created["result"]["task"]["taskId"].clone();
+        let id_2025 = created["result"]["task"]["taskId"].clone();
         let reply = wire
             .request(
                 4,
                 "tasks/get",
-                with_meta(json!({ "taskId": legacy_id }), true),
+                with_meta(json!({ "taskId": id_2025 }), true),
             )
             .await;
         assert_eq!(code_of(&reply), error(4, -32602));
@@ -833,11 +833,11 @@ on_both_backends! {
             .await;
         assert_eq!(first["result"]["resultType"], "input_required");
         tokio::time::sleep(Duration::from_millis(120)).await;
-        let chores = mcp_task_server::tasks::housekeeping::Chores {
+        let chores = mcp_task_server::runs::housekeeping::Chores {
             take_over: true,
             purge: false,
         };
-        mcp_task_server::tasks::housekeeping::round(&wire.engine, &wire.registry, chores);
+        mcp_task_server::runs::housekeeping::round(&wire.engine, &wire.registry, chores);
         let mut status = String::new();
         for _ in 0..200 {
             status = wire.registry.runs(None, Scope::Everyone, 1).unwrap()[0]

@@ -3,9 +3,9 @@
 use mcp_task_server::engine::journal::{RunProgress, UnitState};
 use mcp_task_server::engine::report::{NodeError, NodeErrorKind, NodeStatus, RunStatus};
 use mcp_task_server::store::Store;
-use mcp_task_server::tasks::TaskStatus;
-use mcp_task_server::tasks::progress::message;
-use mcp_task_server::tasks::status::unit_message;
+use mcp_task_server::runs::TaskStatus;
+use mcp_task_server::runs::progress::message;
+use mcp_task_server::runs::status::unit_message;
 
 mod backends;
 
@@ -182,9 +182,9 @@ fn the_run_message_says_how_far_it_is_and_where() {
 /// A database holding a two-node run under the task id `RUN`, as a task.
 const RUN: &str = "3f2b8c1e-7d4a-4b9e-9c21-5a6f0e8d7b34";
 
-fn two_node_task(place: &Place) -> mcp_task_server::tasks::Registry {
-    use mcp_task_server::tasks::{Registry, RegistryConfig};
-    use mcp_task_server::tools::Tools;
+fn two_node_task(place: &Place) -> mcp_task_server::runs::Registry {
+    use mcp_task_server::runs::{Registry, RegistryConfig};
+    use mcp_task_server::todos::Tools;
     let store = place.store();
     place
         .execute(&format!(
@@ -208,7 +208,7 @@ on_both_backends! {
         let other = Place::sqlite();
         let ours = two_node_task(&place);
         let theirs = two_node_task(&other);
-        let ids = |registry: &mcp_task_server::tasks::Registry| -> Vec<String> {
+        let ids = |registry: &mcp_task_server::runs::Registry| -> Vec<String> {
             let subs = registry.sub_tasks(RUN, None, 10).unwrap();
             subs.into_iter().map(|view| view.task_id).collect()
         };
@@ -224,10 +224,10 @@ on_both_backends! {
             assert!(theirs.task(id).unwrap().is_none(), "{id}");
         }
         // The key is kept: a registry opened again on the same database gives the same ids.
-        let again = mcp_task_server::tasks::Registry::new(
+        let again = mcp_task_server::runs::Registry::new(
             place.store(),
-            mcp_task_server::tools::Tools::new(place.store()),
-            mcp_task_server::tasks::RegistryConfig::default(),
+            mcp_task_server::todos::Tools::new(place.store()),
+            mcp_task_server::runs::RegistryConfig::default(),
         );
         assert_eq!(ids(&again), our_ids);
     }

@@ -10,8 +10,8 @@ use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
-use mcp_task_server::tasks::{Registry, RegistryConfig};
-use mcp_task_server::tools::Tools;
+use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::todos::Tools;
 use serde_json::{Map, Value, json};
 
 /// An engine on `workspace`, with the workflows of folder `workflows` installed.

@@ -13,7 +13,7 @@ use mcp_task_server::engine::report::RunReport;
 use mcp_task_server::engine::validate::{Limits, validate};
 use mcp_task_server::engine::{Engine, RunOptions, loader};
 use mcp_task_server::store::Store;
-use mcp_task_server::tools::Tools;
+use mcp_task_server::todos::Tools;
 
 /// High enough that the limit never throttles the widest shape.
 pub const MAX_PARALLEL: usize = 10_000;

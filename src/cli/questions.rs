@@ -19,7 +19,7 @@ use super::prompt::{self, Stopped};
 use crate::engine::definition::ActionDef;
 use crate::engine::plan::{NodeAction, Plan};
 use crate::engine::report::RunReport;
-use crate::tasks::{AnswerError, OpenQuestion, Refusal, Registry};
+use crate::runs::{AnswerError, OpenQuestion, Refusal, Registry};
 
 /// How often the store is read for new questions: questions are committed by the run's
 /// own process, which has no way to wake this short of a poll.

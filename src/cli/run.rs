@@ -19,7 +19,7 @@ use crate::engine::observer::{Event, Observer};
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::{Engine, RunHandle, RunOptions, validate};
-use crate::tasks::Registry;
+use crate::runs::Registry;
 
 pub struct RunArgs {
     /// `KEY=VALUE` pairs; a value is taken as text for string inputs, else parsed as JSON.

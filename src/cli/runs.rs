@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::run::{DriveArgs, Following, follow, watched};
 use crate::engine::journal::Journal;
 use crate::engine::{Engine, ResumeError, RunHandle, RunOptions};
-use crate::tasks::Registry;
+use crate::runs::Registry;
 
 /// `workflows runs`: a table of runs, newest first.
 pub fn list_runs(registry: &Registry, status: Option<&str>, limit: usize) -> ExitCode {

@@ -15,7 +15,7 @@ use super::Limits;
 use super::definition::ActionDef;
 use super::report::{NodeError, NodeErrorKind};
 use super::template::{self, Templates};
-use crate::tools::Tools;
+use crate::todos::Tools;
 
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -10,7 +10,7 @@ use super::definition::{Problems, WorkflowDef};
 use super::loader;
 use super::plan::Plan;
 use super::validate::{self, Limits};
-use crate::tools::Tools;
+use crate::todos::Tools;
 
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
 const BUILT_IN: &[(&str, &str)] = &[

@@ -18,7 +18,7 @@ use super::actions::BoxFuture;
 use super::plan::Plan;
 use super::report::{NodeError, NodeStatus, RunStatus};
 use crate::store::Owner;
-use crate::tools::{AuditOutcome, Origin, ToolResult};
+use crate::todos::{AuditOutcome, Origin, ToolResult};
 
 /// Who started a run. `serve` takes over unfinished `mcp` runs by itself; `cli` runs
 /// resume only when asked (`workflows resume`).

@@ -40,7 +40,7 @@ use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
 use crate::store::{Durability, Owner};
-use crate::tools::{ToolError, ToolResult, Tools};
+use crate::todos::{ToolError, ToolResult, Tools};
 
 /// Per-run settings.
 #[derive(Default, Clone)]

@@ -4,7 +4,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tools::{ErrorCode, ToolError};
+use crate::todos::{ErrorCode, ToolError};
 
 /// The state of a node. Terminal: all but `Pending` and `Running`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

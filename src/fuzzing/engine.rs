@@ -11,7 +11,7 @@ use crate::engine::plan::Plan;
 use crate::engine::template::{self, TemplateError, TemplateLimits, Templates};
 use crate::engine::validate::{self, Limits};
 use crate::engine::{form, loader, schema};
-use crate::tools::Tools;
+use crate::todos::Tools;
 
 /// `inline_definition`: a definition passed inline is decoded and validated as
 /// `run_workflow` does it, without a panic. The inline limits find what the file limits

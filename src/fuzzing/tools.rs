@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::tools::{ToolError, Tools};
-use crate::tools::{add_task, complete_task, delete_task, list_tasks, search_tasks};
+use crate::todos::{ToolError, Tools};
+use crate::todos::{add_task, complete_task, delete_task, list_tasks, search_tasks};
 
 /// `tool_args`: a tool accepts exactly the arguments its published input schema accepts
 /// (the schema read by the small interpreter below, with `format: date` a real calendar

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::server::http::rewrite::{Events, Outbound};
 use crate::server::http::tokens::{Tokens, digest};
-use crate::server::wire::legacy::Patch;
+use crate::server::wire::v2025_11_25::Patch;
 use crate::server::wire::screen::{Screened, screen, screen_general, top_level_id};
 
 /// `stdio_screen`: the screen with its fast parse answers every line exactly as the
@@ -77,7 +77,7 @@ fn kind(screened: &Screened) -> &'static str {
 /// `http_rewrite`: an SSE stream fed to the rewrite in any chunking gives the bytes it
 /// gives fed whole; and while no event was patched, what comes out is what went in.
 ///
-/// Input: a byte of flags (patch, tasks, legacy, and the awaited id in the high bits), a
+/// Input: a byte of flags (patch, tasks, v2025, and the awaited id in the high bits), a
 /// byte that shapes the chunking, then the stream.
 pub fn http_rewrite(data: &[u8]) {
     let [flags, step, stream @ ..] = data else {
@@ -90,7 +90,7 @@ pub fn http_rewrite(data: &[u8]) {
             _ => Patch::ToolsList,
         },
         tasks: flags & 2 != 0,
-        legacy: flags & 4 != 0,
+        v2025: flags & 4 != 0,
     };
     let whole = feed(Events::new(outbound()), [stream]);
     let bytewise = feed(Events::new(outbound()), stream.chunks(1));

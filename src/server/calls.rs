@@ -130,7 +130,7 @@ impl Server {
             crate::engine::report::RunStatus::Succeeded => crate::store::AuditOutcome::Ok,
             _ => crate::store::AuditOutcome::Error,
         };
-        let origin = crate::tools::Origin {
+        let origin = crate::todos::Origin {
             run_id: Some(&report.run_id),
             node_id: None,
             principal: retryable.principal.as_deref(),

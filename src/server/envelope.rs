@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::tools::ToolResult;
+use crate::todos::ToolResult;
 
 /// A tool's answer, before it becomes protocol content.
 pub(super) struct Envelope {

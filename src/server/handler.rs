@@ -16,7 +16,7 @@ use super::tasks::{Era, questions};
 use super::workflow_tools::{self, LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{Server, envelope, results, wire};
 use crate::engine::definition::{ResultForm, TaskSupport};
-use crate::tools::{Effects, Tools};
+use crate::todos::{Effects, Tools};
 
 const INSTRUCTIONS: &str = "A task manager and workflow engine. add_task creates todos; \
 list_tasks and search_tasks read them; complete_task marks one done; delete_task removes \
@@ -68,7 +68,7 @@ fn published_tool(p: Published<'_>) -> Tool {
     }
     if let Some(support) = p.tasks.filter(|s| *s != TaskSupport::Forbidden) {
         // The wire layer turns this into `execution.taskSupport` for 2025-11-25 clients.
-        tool["_meta"] = json!({ wire::legacy::TASK_SUPPORT_META: support.as_str() });
+        tool["_meta"] = json!({ wire::v2025_11_25::TASK_SUPPORT_META: support.as_str() });
     }
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
 }
@@ -265,7 +265,7 @@ impl Server {
                 (true, TaskSupport::Optional | TaskSupport::Required)
                     if self.asks_before_task(name) =>
                 {
-                    Era::Extension
+                    Era::V2026_07_28
                 }
                 (true, TaskSupport::Optional | TaskSupport::Required) => {
                     return self.create_extension_task(name, args, &caller);
@@ -291,7 +291,7 @@ impl Server {
             Some(Route::RunWorkflow)
                 if support == TaskSupport::Required && self.registry.is_some() =>
             {
-                return Err(results::legacy_task_required(name));
+                return Err(results::task_required_2025(name));
             }
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context, &caller).await,
             Some(Route::ListRuns) => {
@@ -401,16 +401,16 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         // A client that names an internal method itself gets "method not found": only the
-        // wire layer's rename, which marks what it renames, reaches the legacy handler.
-        let legacy = request
+        // wire layer's rename, which marks what it renames, reaches the 2025-11-25 handler.
+        let v2025 = request
             .method
-            .strip_prefix(wire::legacy::PREFIX)
-            .filter(|_| wire::legacy::renamed_here(&context.extensions))
+            .strip_prefix(wire::v2025_11_25::PREFIX)
+            .filter(|_| wire::v2025_11_25::renamed_here(&context.extensions))
             .map(str::to_owned);
-        match legacy {
+        match v2025 {
             // Boxed for the reason `call_tool` is: a blocking `tasks/result` waits on a run.
             Some(method) if self.registry.is_some() => {
-                Box::pin(self.legacy_request(&method, request, context))
+                Box::pin(self.request_2025(&method, request, context))
                     .await
                     .map(CustomResult)
             }
@@ -439,9 +439,9 @@ impl ServerHandler for Server {
         notification: CustomNotification,
         context: NotificationContext<RoleServer>,
     ) {
-        let internal = notification.method.strip_prefix(wire::legacy::PREFIX);
-        if internal != Some(wire::legacy::CANCELLED)
-            || !wire::legacy::renamed_here(&context.extensions)
+        let internal = notification.method.strip_prefix(wire::v2025_11_25::PREFIX);
+        if internal != Some(wire::v2025_11_25::CANCELLED)
+            || !wire::v2025_11_25::renamed_here(&context.extensions)
         {
             return;
         }

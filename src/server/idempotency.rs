@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::envelope::{self, Envelope};
 use crate::store::AuditOutcome;
-use crate::tools::{Origin, ToolError};
+use crate::todos::{Origin, ToolError};
 
 pub(super) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 

@@ -14,7 +14,7 @@ use super::tasks::questions::{self, Reply};
 use crate::engine::actions::{BoxFuture, Interaction};
 use crate::engine::form;
 use crate::engine::report::{NodeError, NodeErrorKind};
-use crate::tasks::ASKED_AT_MOST;
+use crate::runs::ASKED_AT_MOST;
 
 struct PeerInteraction {
     peer: Peer<RoleServer>,

@@ -32,7 +32,7 @@ use rmcp::ServiceExt;
 
 use crate::engine::Engine;
 use crate::engine::catalog::Catalog;
-use crate::tasks::Registry;
+use crate::runs::Registry;
 
 /// The MCP server: cheap to clone, one per connection.
 #[derive(Clone)]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::envelope::{self, Envelope};
 use crate::engine::definition::ResultForm;
-use crate::tools::ToolResult;
+use crate::todos::ToolResult;
 
 /// The envelope, both as `structuredContent` and as JSON text, `isError` on failure.
 pub(super) fn tool_result(result: ToolResult) -> CallToolResult {
@@ -52,7 +52,7 @@ pub(super) fn task_required(name: &str) -> McpError {
 
 /// `-32601` for a 2025-11-25 call of a tool that runs only as a task, made without
 /// `params.task`, as that protocol prescribes.
-pub(super) fn legacy_task_required(name: &str) -> McpError {
+pub(super) fn task_required_2025(name: &str) -> McpError {
     McpError::new(
         rmcp::model::ErrorCode::METHOD_NOT_FOUND,
         format!("tool `{name}` runs only as a task: call it with `params.task`"),

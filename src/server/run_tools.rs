@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 use super::caller::Caller;
 use super::envelope::{self, Envelope};
 use crate::store::AuditOutcome;
-use crate::tasks::Registry;
-use crate::tools::validate::Checker;
-use crate::tools::{Effects, Origin, ToolError, Tools};
+use crate::runs::Registry;
+use crate::todos::validate::Checker;
+use crate::todos::{Effects, Origin, ToolError, Tools};
 
 pub(super) const LIST_RUNS: &str = "list_runs";
 pub(super) const GET_RUN: &str = "get_run";
@@ -70,8 +70,8 @@ fn finish(
 ) -> Envelope {
     let outcome = match &result {
         Ok(_) => AuditOutcome::Ok,
-        Err(error) if error.code == crate::tools::ErrorCode::NotFound => AuditOutcome::NotFound,
-        Err(error) if error.code == crate::tools::ErrorCode::InternalError => AuditOutcome::Error,
+        Err(error) if error.code == crate::todos::ErrorCode::NotFound => AuditOutcome::NotFound,
+        Err(error) if error.code == crate::todos::ErrorCode::InternalError => AuditOutcome::Error,
         Err(_) => AuditOutcome::Rejected,
     };
     tools.audit(name, args, outcome, Origin::of(caller.principal()));

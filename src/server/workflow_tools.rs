@@ -15,8 +15,8 @@ use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::validate::{self, Limits};
 use crate::engine::{Engine, RunOptions, loader};
 use crate::store::AuditOutcome;
-use crate::tools::validate::Checker;
-use crate::tools::{Effects, Origin, ToolError, Tools};
+use crate::todos::validate::Checker;
+use crate::todos::{Effects, Origin, ToolError, Tools};
 
 pub(super) const LIST_WORKFLOWS: &str = "list_workflows";
 
@@ -193,7 +193,7 @@ pub(super) fn prepare_run(
     };
     request.map_err(|error| {
         let outcome = match error.code {
-            crate::tools::ErrorCode::NotFound => AuditOutcome::NotFound,
+            crate::todos::ErrorCode::NotFound => AuditOutcome::NotFound,
             _ => AuditOutcome::Rejected,
         };
         engine

@@ -258,13 +258,13 @@ impl Store {
     /// Walks the chain in id order, a page at a time, and returns where it first breaks
     /// (with the rows checked before), or what it covered.
     pub fn verify_audit_chain(&self) -> Result<Result<Intact, (Break, u64)>, StoreError> {
-        let legacy_until: i64 = self
+        let unchained_until: i64 = self
             .with(|tx| {
                 tx.db
                     .query_opt("SELECT legacy_until FROM audit_chain", &[], |r| r.get(0))
             })?
             .unwrap_or(0);
-        let mut walk = Walk::new(legacy_until);
+        let mut walk = Walk::new(unchained_until);
         let sql = format!("SELECT {COLUMNS} FROM audit_log WHERE id > ?1 ORDER BY id LIMIT ?2");
         let mut after = i64::MIN;
         loop {

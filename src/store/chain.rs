@@ -169,7 +169,7 @@ pub struct Intact {
     /// Chained rows checked.
     pub checked: u64,
     /// Rows written before the chain began (the migration that added it), not covered.
-    pub legacy: u64,
+    pub unchained: u64,
     /// The last row and its hash: what an operator records to detect a later truncation.
     pub head: Option<(i64, String)>,
 }
@@ -180,11 +180,11 @@ impl std::fmt::Display for Intact {
         if let Some((id, hash)) = &self.head {
             write!(f, ", head row {id} hash {hash}")?;
         }
-        if self.legacy > 0 {
+        if self.unchained > 0 {
             write!(
                 f,
                 "; {} earlier rows predate the chain and are not covered",
-                self.legacy
+                self.unchained
             )?;
         }
         Ok(())
@@ -195,28 +195,28 @@ impl std::fmt::Display for Intact {
 #[derive(Debug, Clone)]
 pub struct Walk {
     /// Rows with an id up to this one were written before the chain began.
-    legacy_until: i64,
+    unchained_until: i64,
     prev_id: i64,
     prev_hash: Option<String>,
     checked: u64,
-    legacy: u64,
+    unchained: u64,
 }
 
 impl Walk {
-    pub fn new(legacy_until: i64) -> Walk {
+    pub fn new(unchained_until: i64) -> Walk {
         Walk {
-            legacy_until,
-            prev_id: legacy_until,
+            unchained_until,
+            prev_id: unchained_until,
             prev_hash: None,
             checked: 0,
-            legacy: 0,
+            unchained: 0,
         }
     }
 
     /// Checks the next row. The first `Err` is the verdict; rows after it are not looked at.
     pub fn step(&mut self, row: &AuditRow) -> Result<(), Break> {
-        if row.id <= self.legacy_until {
-            self.legacy += 1;
+        if row.id <= self.unchained_until {
+            self.unchained += 1;
             return Ok(());
         }
         let (Some(fields), Some(prev), Some(hash)) = (
@@ -252,7 +252,7 @@ impl Walk {
     pub fn finish(self) -> Intact {
         Intact {
             checked: self.checked,
-            legacy: self.legacy,
+            unchained: self.unchained,
             head: self.prev_hash.map(|hash| (self.prev_id, hash)),
         }
     }

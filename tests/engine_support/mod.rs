@@ -14,7 +14,7 @@ use mcp_task_server::engine::report::{NodeStatus, RunReport};
 use mcp_task_server::engine::validate::{self, Limits};
 use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
-use mcp_task_server::tools::Tools;
+use mcp_task_server::todos::Tools;
 use serde_json::{Map, Value};
 use tempfile::TempDir;
 use tokio::time::Instant;

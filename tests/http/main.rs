@@ -322,7 +322,7 @@ fn request(id: u64, method: &str, params: Value) -> Value {
 }
 
 /// Starts an inline workflow as a 2025-11-25 task in `session`; returns the task's id.
-fn start_legacy_task(server: &HttpServer, session: &[String], definition: Value) -> String {
+fn start_2025_task(server: &HttpServer, session: &[String], definition: Value) -> String {
     let params = json!({"name": "run_workflow", "arguments": {"definition": definition},
                         "task": {"ttl": 60000}});
     let created = server.post(session, &request(3, "tools/call", params));

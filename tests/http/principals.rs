@@ -112,7 +112,7 @@ fn another_principal_holding_a_session_id_is_refused_everywhere_and_never_gets_i
     let alice = open_eliciting_session(&server, ALICE);
     let asking = json!({"nodes": {"ask": {"input": {"message": "Your name?",
         "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}});
-    let task_id = start_legacy_task(&server, &alice, asking);
+    let task_id = start_2025_task(&server, &alice, asking);
     let mut waiting = post_held(
         &server,
         &alice,
@@ -239,7 +239,7 @@ fn a_principal_at_its_result_wait_cap_is_refused_another_wait_and_others_are_not
     ]);
     let bob = open_session(&server, BOB);
     let sleeping = json!({"nodes": {"sleep": {"wait": WAIT}}});
-    let task_id = start_legacy_task(&server, &bob, sleeping);
+    let task_id = start_2025_task(&server, &bob, sleeping);
     let wait = request(4, "tasks/result", json!({"taskId": task_id}));
     let mut first = post_held(&server, &bob, &wait);
     let mut second = post_held(&server, &bob, &wait);
@@ -252,7 +252,7 @@ fn a_principal_at_its_result_wait_cap_is_refused_another_wait_and_others_are_not
 
     let alice = open_session(&server, ALICE);
     let quick = json!({"nodes": {"hi": {"render": "hi"}}});
-    let task_id = start_legacy_task(&server, &alice, quick);
+    let task_id = start_2025_task(&server, &alice, quick);
     let result = server.post(
         &alice,
         &request(5, "tasks/result", json!({"taskId": task_id})),
@@ -274,7 +274,7 @@ fn waiting_tasks_result_requests_are_capped_in_all_without_tokens_too() {
     let sleeping = json!({"nodes": {"sleep": {"wait": WAIT}}});
     let mut held = Vec::new();
     for session in &sessions {
-        let task_id = start_legacy_task(&server, session, sleeping.clone());
+        let task_id = start_2025_task(&server, session, sleeping.clone());
         let wait = request(4, "tasks/result", json!({"taskId": task_id}));
         held.push(post_held(&server, session, &wait));
     }

@@ -133,7 +133,7 @@ fn with_tokens_each_principals_tasks_are_unknown_to_the_other_and_listings_do_no
     let alice = open_session(&server, ALICE);
     let bob = open_session(&server, BOB);
     let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
-    let legacy = start_legacy_task(&server, &alice, waiting.clone());
+    let legacy = start_2025_task(&server, &alice, waiting.clone());
     let modern = start_modern_task_as(&server, &[bearer(ALICE)], waiting);
 
     // Bob asks for Alice's tasks by id, in both protocols: unknown, as for no such task.
@@ -193,7 +193,7 @@ fn without_tokens_another_session_polls_a_task_by_its_id_but_does_not_see_it_lis
     let server = HttpServer::start(&[]);
     let first = open_session_as(&server, vec![]).0;
     let second = open_session_as(&server, vec![]).0;
-    let task_id = start_legacy_task(&server, &first, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+    let task_id = start_2025_task(&server, &first, json!({"nodes": {"sleep": {"wait": WAIT}}}));
 
     let got = server.post(
         &second,
@@ -232,7 +232,7 @@ fn a_principal_with_as_many_runs_as_allowed_is_refused_another_and_others_are_no
     let alice = open_session(&server, ALICE);
     let bob = open_session(&server, BOB);
     let waiting = json!({"nodes": {"sleep": {"wait": WAIT}}});
-    start_legacy_task(&server, &alice, waiting.clone());
+    start_2025_task(&server, &alice, waiting.clone());
 
     let params = json!({"name": "run_workflow", "arguments": {"definition": waiting.clone()},
                         "task": {"ttl": 60000}});
@@ -253,7 +253,7 @@ fn a_principal_with_as_many_runs_as_allowed_is_refused_another_and_others_are_no
     // Todo calls are not runs, and another principal has a quota of its own.
     let added = server.post(&alice, &call(6, "add_task", json!({"title": "still fine"})));
     assert_eq!(added.response(6)["result"]["isError"], false);
-    start_legacy_task(&server, &bob, waiting);
+    start_2025_task(&server, &bob, waiting);
     let rejected = common::audit_rows(&server.db.path)
         .into_iter()
         .filter(|row| row.outcome == "rejected")

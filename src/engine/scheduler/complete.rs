@@ -135,7 +135,7 @@ impl Run {
         let mut args = serde_json::Map::new();
         args.insert("code".into(), Value::String(error.code.to_owned()));
         args.insert("error".into(), Value::String(error.message.clone()));
-        let outcome = crate::tools::AuditOutcome::Error;
+        let outcome = crate::todos::AuditOutcome::Error;
         if self.lost() {
             return;
         }
@@ -149,7 +149,7 @@ impl Run {
             });
             return;
         }
-        let origin = crate::tools::Origin {
+        let origin = crate::todos::Origin {
             run_id: Some(&self.run_id),
             node_id: Some(&self.plan.nodes[node].id),
             principal: self.env.principal.as_deref(),

@@ -12,7 +12,7 @@ use crate::engine::actions::Resolved;
 use crate::engine::files::{self, WriteMode};
 use crate::engine::journal::PendingAudit;
 use crate::engine::report::NodeError;
-use crate::tools::{AuditOutcome, Origin};
+use crate::todos::{AuditOutcome, Origin};
 
 impl Run {
     /// Writes a file so that a resumed run never writes it twice, nor calls its own

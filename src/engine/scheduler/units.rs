@@ -14,7 +14,7 @@ use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
 use crate::engine::definition::RetryPolicy;
 use crate::engine::journal::{Answers, ToolCall, UnitState};
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
-use crate::tools::{Origin, OwnedOrigin};
+use crate::todos::{Origin, OwnedOrigin};
 
 /// A waiting unit woke: its attempt ended, or its retry is due.
 pub(super) enum Woken {
@@ -355,7 +355,7 @@ impl Run {
             index: node,
             instance,
         };
-        let settle_result = |result: &crate::tools::ToolResult| {
+        let settle_result = |result: &crate::todos::ToolResult| {
             let result = result.clone().map_err(NodeError::from);
             settle(&unit, number, result, &policy, seed)
         };

@@ -14,7 +14,7 @@ use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, timed_out, with_timeout};
 use crate::engine::journal::{Answers, PendingAudit};
 use crate::engine::report::NodeError;
-use crate::tools::Origin;
+use crate::todos::Origin;
 
 impl Run {
     /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
@@ -150,11 +150,11 @@ impl Run {
         let outcome = match result {
             Ok(answer) => {
                 args.insert("answer".into(), answer.clone());
-                crate::tools::AuditOutcome::Ok
+                crate::todos::AuditOutcome::Ok
             }
             Err(error) => {
                 args.insert("error".into(), json!(error.message));
-                crate::tools::AuditOutcome::Error
+                crate::todos::AuditOutcome::Error
             }
         };
         let audit = crate::engine::journal::ANSWER_AUDIT;

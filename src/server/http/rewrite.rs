@@ -1,10 +1,10 @@
-//! The 2025-11-25 task layer over HTTP: the rewrite core of `wire/legacy.rs`, applied to
+//! The 2025-11-25 task layer over HTTP: the rewrite core of `wire/v2025_11_25.rs`, applied to
 //! request bodies and to the JSON or SSE responses that answer them.
 //!
 //! Why here and not in the handler: rmcp's HTTP service parses a body into a typed
 //! message before any hook runs, and the typed message has lost `params.task`. So a POST
 //! is read whole (under the same cap rmcp applies), routed from its JSON, renamed where
-//! the legacy protocol needs it, and handed on as bytes.
+//! the 2025-11-25 protocol needs it, and handed on as bytes.
 //!
 //! Which protocol a request speaks follows rmcp's own routing: a request in a session
 //! (`Mcp-Session-Id`) or opening one (`initialize`) belongs to a session opened with
@@ -21,7 +21,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::Value;
 
 use super::{Body, plain_owned};
-use crate::server::wire::legacy::{self, Patch, Route};
+use crate::server::wire::v2025_11_25::{self, Patch, Route};
 
 /// The largest request body read: rmcp's own default, which it is also told.
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -31,10 +31,10 @@ pub(crate) struct Outbound {
     pub(crate) id: Value,
     pub(crate) patch: Patch,
     pub(crate) tasks: bool,
-    pub(crate) legacy: bool,
+    pub(crate) v2025: bool,
 }
 
-/// Reads a POST's body and applies the legacy layer to it. `Err` is the reply to give
+/// Reads a POST's body and applies the 2025-11-25 layer to it. `Err` is the reply to give
 /// instead (the body is too long or cannot be read).
 pub(super) async fn inbound(
     request: Request<Incoming>,
@@ -62,8 +62,8 @@ pub(super) async fn inbound(
     let Some(mut raw) = parsed else {
         return Ok((Request::from_parts(parts, Full::new(body)), None));
     };
-    let legacy = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
-    let (body, outbound) = match legacy::route(&raw, tasks, legacy) {
+    let v2025 = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
+    let (body, outbound) = match v2025_11_25::route(&raw, tasks, v2025) {
         Route::Keep => (body, None),
         Route::Patch(patch) => {
             let id = raw["id"].clone();
@@ -71,13 +71,13 @@ pub(super) async fn inbound(
                 id,
                 patch,
                 tasks,
-                legacy,
+                v2025,
             };
             (body, Some(outbound))
         }
         Route::Rename => {
-            legacy::rename_json(&mut raw);
-            parts.extensions.insert(legacy::Renamed);
+            v2025_11_25::rename_json(&mut raw);
+            parts.extensions.insert(v2025_11_25::Renamed);
             if parts.headers.contains_key("mcp-method")
                 && let Some(method) = raw["method"].as_str()
                 && let Ok(value) = HeaderValue::from_str(method)
@@ -145,10 +145,10 @@ fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
     if raw["id"] != outbound.id || raw.get("result").is_none() {
         return None;
     }
-    legacy::patch_result(
+    v2025_11_25::patch_result(
         outbound.patch,
         outbound.tasks,
-        outbound.legacy,
+        outbound.v2025,
         &mut raw["result"],
     );
     Some(Bytes::from(serde_json::to_vec(&raw).ok()?))
@@ -224,7 +224,7 @@ mod tests {
             id,
             patch: Patch::Initialize,
             tasks: true,
-            legacy: true,
+            v2025: true,
         }
     }
 

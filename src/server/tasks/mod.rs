@@ -6,8 +6,8 @@
 //! Invariant: a task is visible only to requests of the protocol it was created under,
 //! so a client never gets the other protocol's shapes; to the other it is unknown.
 
-pub(super) mod extension;
-pub(super) mod legacy;
+pub(super) mod v2026_07_28;
+pub(super) mod v2025_11_25;
 pub(super) mod questions;
 mod rounds;
 
@@ -25,8 +25,8 @@ use crate::engine::RunOptions;
 use crate::engine::journal::RunOrigin;
 use crate::engine::report::NodeStatus;
 use crate::store::AuditOutcome;
-use crate::tasks::{Registry, TaskStatus, TaskView};
-use crate::tools::{Origin, ToolError};
+use crate::runs::{Registry, TaskStatus, TaskView};
+use crate::todos::{Origin, ToolError};
 
 /// How often a request that waits on a task (a blocking `tasks/result`) reads it again.
 /// A run this process drives wakes it at once when it ends.
@@ -39,10 +39,10 @@ const SUB_TASK_CANCEL_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Era {
     /// 2025-11-25: `params.task`, `tasks/result`, `tasks/list`.
-    Legacy,
-    /// The SEP-2663 extension `io.modelcontextprotocol/tasks`.
-    Extension,
-    /// No task protocol: a 2026-07-28 call answered in rounds of `input_required`
+    V2025_11_25,
+    /// 2026-07-28 with the SEP-2663 extension `io.modelcontextprotocol/tasks`.
+    V2026_07_28,
+    /// 2026-07-28 without the extension: a call answered in rounds of `input_required`
     /// results, its run named by the state the client echoes back. No task method sees it.
     Rounds,
 }
@@ -50,8 +50,8 @@ pub(super) enum Era {
 impl Era {
     fn as_str(self) -> &'static str {
         match self {
-            Era::Legacy => "2025-11-25",
-            Era::Extension => "io.modelcontextprotocol/tasks",
+            Era::V2025_11_25 => "2025-11-25",
+            Era::V2026_07_28 => "io.modelcontextprotocol/tasks",
             Era::Rounds => "2026-07-28/input-rounds",
         }
     }
@@ -62,7 +62,7 @@ pub(super) enum Settled {
     /// Finished: what the call would have returned.
     Finished(CallToolResult),
     /// Waiting for answers to these questions.
-    Asking(TaskView, Vec<crate::tasks::OpenQuestion>),
+    Asking(TaskView, Vec<crate::runs::OpenQuestion>),
 }
 
 /// Why a call did not become a task.

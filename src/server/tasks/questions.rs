@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::tasks::{AnswerError, OpenQuestion, Refusal, Registry};
+use crate::runs::{AnswerError, OpenQuestion, Refusal, Registry};
 
 /// The question's key on the wire.
 pub(super) fn wire_key(question: &OpenQuestion) -> String {
@@ -163,7 +163,7 @@ pub(super) fn input_requests(
 /// its question is asked again under a new key.
 pub(super) fn take_responses(
     registry: &Registry,
-    task: &crate::tasks::TaskView,
+    task: &crate::runs::TaskView,
     responses: &std::collections::BTreeMap<String, Value>,
 ) -> Result<(), AnswerError> {
     for question in &of_task(registry, task)? {
@@ -185,7 +185,7 @@ pub(super) fn take_responses(
 /// The open questions that belong to `task`: all of a run's, or one unit's.
 pub(super) fn of_task(
     registry: &Registry,
-    task: &crate::tasks::TaskView,
+    task: &crate::runs::TaskView,
 ) -> Result<Vec<OpenQuestion>, AnswerError> {
     let questions = registry.open_questions(&task.run_id)?;
     Ok(match &task.node_id {

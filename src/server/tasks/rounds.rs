@@ -18,11 +18,11 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
-use super::{Era, NotStarted, Settled, extension, internal, questions};
+use super::{Era, NotStarted, Settled, internal, v2026_07_28, questions};
 use crate::server::caller::Caller;
 use crate::server::progress;
 use crate::server::{Server, results};
-use crate::tasks::TaskView;
+use crate::runs::TaskView;
 
 /// How a call is answered in rounds: whether its `sample` questions go to the person, and
 /// the task protocol its run is recorded under.
@@ -52,7 +52,7 @@ impl Server {
     /// A workflow's `tools/call` from a 2026-07-28 client without tasks: the first call
     /// starts the run, a retry (`retry`: its `requestState` and answers) continues it.
     ///
-    /// With `era` [`Era::Extension`] (a workflow that asks before it becomes a task, called
+    /// With `era` [`Era::V2026_07_28`] (a workflow that asks before it becomes a task, called
     /// under the extension), the run is the task's from the start, and the call becomes the
     /// task once the first round is answered, or at once if the run asks nothing first.
     pub(in crate::server) async fn call_in_rounds(
@@ -98,7 +98,7 @@ impl Server {
         observer: Option<std::sync::Arc<dyn crate::engine::observer::Observer>>,
     ) -> Result<CallToolResponse, McpError> {
         let codec = self.state_codec()?;
-        let escalates = how.era == Era::Extension;
+        let escalates = how.era == Era::V2026_07_28;
         let run_id = match retry {
             None => match self.start_task(name, args, how.era, caller, observer) {
                 Ok(view) => view.run_id,
@@ -114,7 +114,7 @@ impl Server {
                 let view =
                     self.take_answers(&opened, responses.unwrap_or_default(), how.era, caller)?;
                 if escalates {
-                    return Ok(extension::created(&view));
+                    return Ok(v2026_07_28::created(&view));
                 }
                 opened.run
             }
@@ -122,7 +122,7 @@ impl Server {
         match self.settle(&run_id, how.era, caller).await? {
             Settled::Finished(_) if escalates => {
                 let view = self.task_of(&run_id, how.era, caller)?;
-                Ok(extension::created(&view))
+                Ok(v2026_07_28::created(&view))
             }
             Settled::Finished(result) => Ok(result.into()),
             Settled::Asking(_, open) => {

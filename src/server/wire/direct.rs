@@ -27,7 +27,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWrite;
 
 use super::flights::Flights;
-use super::{Writer, legacy, write_line};
+use super::{Writer, v2025_11_25, write_line};
 use crate::server::Server;
 use crate::store::Owner;
 
@@ -56,7 +56,7 @@ impl Lane {
     pub(super) fn take<W>(
         &self,
         message: RxJsonRpcMessage<RoleServer>,
-        session: &legacy::Session,
+        session: &v2025_11_25::Session,
         writer: &Arc<Writer<W>>,
     ) -> Option<RxJsonRpcMessage<RoleServer>>
     where
@@ -93,7 +93,7 @@ impl Lane {
 
     /// Whether the lane answers this request: a todo tool's call without the 2026-07-28
     /// `_meta`, asking for nothing the handler would read beyond its name and arguments.
-    /// (A 2025-11-25 `params.task` never gets here: the legacy layer has renamed that call
+    /// (A 2025-11-25 `params.task` never gets here: the 2025-11-25 layer has renamed that call
     /// already.)
     fn serves(&self, request: &ClientRequest) -> bool {
         let ClientRequest::CallToolRequest(call) = request else {
@@ -102,7 +102,7 @@ impl Lane {
         self.server.is_todo(&call.params.name)
             && call.params.input_responses.is_none()
             && call.params.request_state.is_none()
-            && !legacy::declares_modern(request)
+            && !v2025_11_25::declares_modern(request)
     }
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
@@ -141,7 +141,7 @@ mod tests {
     use crate::engine::catalog::Catalog;
     use crate::server::wire::WireTransport;
     use crate::store::{Held, Store, TodoFilter};
-    use crate::tools::Tools;
+    use crate::todos::Tools;
     use rmcp::ServiceExt;
     use serde_json::{Value, json};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -41,7 +41,7 @@ struct Frame<'a> {
     params: &'a RawValue,
 }
 
-/// `tools/call`'s parameters. rmcp ignores a 2025-11-25 `task` (the legacy layer reads
+/// `tools/call`'s parameters. rmcp ignores a 2025-11-25 `task` (the 2025-11-25 layer reads
 /// it from the text), so it is read here and dropped; any other key rmcp does not know
 /// is left to the general path.
 #[derive(Deserialize)]

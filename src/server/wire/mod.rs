@@ -16,7 +16,7 @@
 mod direct;
 pub(crate) mod fast;
 mod flights;
-pub(crate) mod legacy;
+pub(crate) mod v2025_11_25;
 pub(crate) mod screen;
 
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Mutex, Semaphore};
 
 use flights::{Cancelled, Flights};
-use legacy::Session;
+use v2025_11_25::Session;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
@@ -329,10 +329,10 @@ fn cancel_in_handler(
     params: &rmcp::model::CancelledNotificationParam,
 ) -> RxJsonRpcMessage<RoleServer> {
     let mut notification = CustomNotification::new(
-        format!("{}{}", legacy::PREFIX, legacy::CANCELLED),
+        format!("{}{}", v2025_11_25::PREFIX, v2025_11_25::CANCELLED),
         Some(serde_json::json!({ "requestId": id, "reason": params.reason })),
     );
-    notification.extensions.insert(legacy::Renamed);
+    notification.extensions.insert(v2025_11_25::Renamed);
     JsonRpcMessage::Notification(JsonRpcNotification {
         jsonrpc: rmcp::model::JsonRpcVersion2_0,
         notification: ClientNotification::CustomNotification(notification),
@@ -454,7 +454,7 @@ mod tests {
         const BOUND: u32 = 4096;
         let (client, server_end) = tokio::io::duplex(1024);
         let (read, write) = tokio::io::split(server_end);
-        let tools = crate::tools::Tools::new(Store::open_in_memory().unwrap());
+        let tools = crate::todos::Tools::new(Store::open_in_memory().unwrap());
         let (catalog, _) = Catalog::load(None);
         let server = crate::server::Server::new(Engine::new(tools, &std::env::temp_dir()), catalog);
         let transport = WireTransport::new(read, write, false, BOUND);

@@ -182,13 +182,13 @@ fn a_deleted_row_is_named_as_removed() {
 
 #[test]
 fn rows_before_the_chain_began_are_counted_apart() {
-    let mut legacy = chained(&[("old".into(), "{}".into(), None)]);
-    legacy[0].hash = None;
-    legacy[0].prev_hash = None;
-    legacy[0].args_sha256 = None;
-    let mut log = legacy;
+    let mut unchained = chained(&[("old".into(), "{}".into(), None)]);
+    unchained[0].hash = None;
+    unchained[0].prev_hash = None;
+    unchained[0].args_sha256 = None;
+    let mut log = unchained;
     let mut next = chained(&[("new".into(), "{}".into(), None)]);
-    // Rewrite the new row as appended after the legacy one: id 2, chain from genesis.
+    // Rewrite the new row as appended after the unchained one: id 2, chain from genesis.
     next[0].id = 2;
     next[0].hash = Some(chain_hash(GENESIS, &Fields::of(&next[0]).unwrap()));
     log.extend(next);
@@ -197,7 +197,7 @@ fn rows_before_the_chain_began_are_counted_apart() {
         walk.step(row).unwrap();
     }
     let intact = walk.finish();
-    assert_eq!((intact.checked, intact.legacy), (1, 1));
+    assert_eq!((intact.checked, intact.unchained), (1, 1));
     assert!(
         intact
             .to_string()

@@ -11,7 +11,7 @@ use crate::clock;
 use crate::engine::form;
 use crate::engine::journal::ANSWER_AUDIT;
 use crate::store::{AuditOutcome, StoreError};
-use crate::tools::Origin;
+use crate::todos::Origin;
 
 /// Why an answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

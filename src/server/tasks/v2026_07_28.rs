@@ -17,7 +17,7 @@ use super::{Era, NotStarted, internal, questions};
 use crate::server::Server;
 use crate::server::caller::Caller;
 use crate::server::results;
-use crate::tasks::{TaskStatus, TaskView};
+use crate::runs::{TaskStatus, TaskView};
 
 /// The `_meta` key under which a run's task lists its sub-tasks.
 pub(crate) const SUB_TASKS_META: &str = "x-mcp-task-server/subTasks";
@@ -62,7 +62,7 @@ impl Server {
         args: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResponse, McpError> {
-        match self.start_task(name, args, Era::Extension, caller, None) {
+        match self.start_task(name, args, Era::V2026_07_28, caller, None) {
             Ok(view) => Ok(created(&view)),
             Err(NotStarted::Rejected(envelope)) => {
                 Ok(results::reply_as(envelope, self.result_form(name)).into())
@@ -81,7 +81,7 @@ impl Server {
         // The task, its result and its sub-tasks are read in one snapshot. Questions are
         // not: putting them to the client may write (`input_requests`).
         let (view, payload, subs) = self.reading(|| {
-            let view = self.task_of(task_id, Era::Extension, caller)?;
+            let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
             let payload = match view.status() {
                 TaskStatus::Working => Some(TaskPayload::Working),
                 TaskStatus::Cancelled => Some(TaskPayload::Cancelled),
@@ -155,7 +155,7 @@ impl Server {
         responses: &std::collections::BTreeMap<String, Value>,
         caller: &Caller,
     ) -> Result<(), McpError> {
-        let view = self.task_of(task_id, Era::Extension, caller)?;
+        let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
         questions::take_responses(self.registry()?, &view, responses).map_err(internal)
     }
 
@@ -165,7 +165,7 @@ impl Server {
         task_id: &str,
         caller: &Caller,
     ) -> Result<(), McpError> {
-        let view = self.task_of(task_id, Era::Extension, caller)?;
+        let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
         self.cancel_task(&view).await?;
         Ok(())
     }

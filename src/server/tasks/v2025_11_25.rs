@@ -3,7 +3,7 @@
 //! `elicitation/create` and `sampling/createMessage` requests), lists with `tasks/list`,
 //! and cancels with `tasks/cancel`, which ends the task before it answers.
 //!
-//! The wire layer (`wire/legacy.rs`) renames these requests; `on_custom_request` brings
+//! The wire layer (`wire/v2025_11_25.rs`) renames these requests; `on_custom_request` brings
 //! them here.
 
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
@@ -14,9 +14,9 @@ use serde_json::{Map, Value, json};
 use super::{Era, NotStarted, Settled, internal, questions};
 use crate::server::caller::Caller;
 use crate::server::slots::{Full, Slot};
-use crate::server::tasks::extension::SUB_TASKS_META;
+use crate::server::tasks::v2026_07_28::SUB_TASKS_META;
 use crate::server::{Server, results};
-use crate::tasks::{OpenQuestion, TaskView};
+use crate::runs::{OpenQuestion, TaskView};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 
@@ -60,7 +60,7 @@ fn task_id_of(params: &Map<String, Value>) -> Result<&str, McpError> {
 
 impl Server {
     /// Answers one renamed 2025-11-25 request; `method` is its own name.
-    pub(in crate::server) async fn legacy_request(
+    pub(in crate::server) async fn request_2025(
         &self,
         method: &str,
         request: CustomRequest,
@@ -69,18 +69,18 @@ impl Server {
         let params = params_of(&request);
         let caller = Caller::of(&context);
         match method {
-            "tools/call" => self.legacy_call(params, &context, &caller),
+            "tools/call" => self.call_2025(params, &context, &caller),
             "tasks/get" => self.reading(|| {
-                let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
-                self.legacy_task_with_subs(&view)
+                let view = self.task_of(task_id_of(&params)?, Era::V2025_11_25, &caller)?;
+                self.task_2025_with_subs(&view)
             }),
             "tasks/result" => {
-                let view = self.task_of(task_id_of(&params)?, Era::Legacy, &caller)?;
+                let view = self.task_of(task_id_of(&params)?, Era::V2025_11_25, &caller)?;
                 let _waiting = self.result_wait(&caller)?;
-                self.legacy_result(view, &context.peer, &caller).await
+                self.result_2025(view, &context.peer, &caller).await
             }
-            "tasks/list" => self.legacy_list(params.get("cursor"), &caller),
-            "tasks/cancel" => self.legacy_cancel(task_id_of(&params)?, &caller).await,
+            "tasks/list" => self.list_2025(params.get("cursor"), &caller),
+            "tasks/cancel" => self.cancel_2025(task_id_of(&params)?, &caller).await,
             _ => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -89,7 +89,7 @@ impl Server {
         }
     }
 
-    fn legacy_call(
+    fn call_2025(
         &self,
         params: Map<String, Value>,
         context: &RequestContext<RoleServer>,
@@ -115,7 +115,7 @@ impl Server {
         if self.task_support(name) == crate::engine::definition::TaskSupport::Forbidden {
             return Err(crate::server::results::task_forbidden(name));
         }
-        let view = match self.start_task(name, args, Era::Legacy, caller, None) {
+        let view = match self.start_task(name, args, Era::V2025_11_25, caller, None) {
             Ok(view) => view,
             Err(NotStarted::Rejected(envelope)) => {
                 let message = envelope.body["error"]["message"]
@@ -128,12 +128,12 @@ impl Server {
         };
         let token = context.meta.get_progress_token();
         let watched = (view.task_id.clone(), caller.clone());
-        self.watch_legacy_task(watched, context.peer.clone(), token);
+        self.watch_2025_task(watched, context.peer.clone(), token);
         Ok(json!({ "task": wire_task(&view) }))
     }
 
     /// A run's task lists its sub-tasks under a `_meta` key of our own.
-    fn legacy_task_with_subs(&self, view: &TaskView) -> Result<Value, McpError> {
+    fn task_2025_with_subs(&self, view: &TaskView) -> Result<Value, McpError> {
         let mut task = wire_task(view);
         if view.parent_task_id.is_none() {
             task["_meta"] = json!({ SUB_TASKS_META: self.sub_task_list(view)? });
@@ -166,14 +166,14 @@ impl Server {
 
     /// Blocks until the task finishes, putting its questions to the client meanwhile,
     /// and answers what the call would have returned.
-    async fn legacy_result(
+    async fn result_2025(
         &self,
         view: TaskView,
         peer: &Peer<RoleServer>,
         caller: &Caller,
     ) -> Result<Value, McpError> {
         loop {
-            match self.settle(&view.task_id, Era::Legacy, caller).await? {
+            match self.settle(&view.task_id, Era::V2025_11_25, caller).await? {
                 Settled::Finished(result) => {
                     let mut result = results::task_result(result)?;
                     let related = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
@@ -234,7 +234,7 @@ impl Server {
 
     /// `tasks/list`: runs' tasks newest first, each followed by its sub-tasks, which name
     /// their parent. The cursor is the last task listed.
-    fn legacy_list(&self, cursor: Option<&Value>, caller: &Caller) -> Result<Value, McpError> {
+    fn list_2025(&self, cursor: Option<&Value>, caller: &Caller) -> Result<Value, McpError> {
         let registry = self.registry()?;
         let bad_cursor = || McpError::invalid_params("invalid cursor", None);
         let (mut after_run, mut after_sub) = match cursor {
@@ -261,7 +261,7 @@ impl Server {
         while tasks.len() < PAGE {
             let runs = registry
                 .tasks_page(
-                    Era::Legacy.as_str(),
+                    Era::V2025_11_25.as_str(),
                     caller.listing(),
                     after_run.as_deref(),
                     PAGE,
@@ -314,8 +314,8 @@ impl Server {
 
     /// `tasks/cancel`: the task is `cancelled` before the reply, for good; a finished one
     /// gives `-32602`.
-    async fn legacy_cancel(&self, task_id: &str, caller: &Caller) -> Result<Value, McpError> {
-        let view = self.task_of(task_id, Era::Legacy, caller)?;
+    async fn cancel_2025(&self, task_id: &str, caller: &Caller) -> Result<Value, McpError> {
+        let view = self.task_of(task_id, Era::V2025_11_25, caller)?;
         if view.status().is_terminal() || !self.cancel_task(&view).await? {
             return Err(McpError::invalid_params(
                 format!(
@@ -325,13 +325,13 @@ impl Server {
                 None,
             ));
         }
-        let view = self.task_of(task_id, Era::Legacy, caller)?;
+        let view = self.task_of(task_id, Era::V2025_11_25, caller)?;
         Ok(wire_task(&view))
     }
 
     /// Tells the client of the task's progress (on its progress token) and of each change
     /// of its status, until it finishes or the client goes away.
-    fn watch_legacy_task(
+    fn watch_2025_task(
         &self,
         (task_id, caller): (String, Caller),
         peer: Peer<RoleServer>,
@@ -341,7 +341,7 @@ impl Server {
         tokio::spawn(async move {
             let mut seen: Option<(String, i64)> = None;
             loop {
-                let Ok(view) = server.task_of(&task_id, Era::Legacy, &caller) else {
+                let Ok(view) = server.task_of(&task_id, Era::V2025_11_25, &caller) else {
                     return;
                 };
                 let now = (view.status.clone(), view.progress);

@@ -5,8 +5,8 @@
 //! has no way to put `capabilities.tasks` into the `initialize` result or
 //! `execution.taskSupport` onto a tool. So this layer works on the JSON-RPC messages
 //! themselves:
-//! - inbound, legacy task traffic is renamed to methods under [`PREFIX`], which the
-//!   handler answers (`server/tasks/legacy.rs`);
+//! - inbound, 2025-11-25 task traffic is renamed to methods under [`PREFIX`], which the
+//!   handler answers (`server/tasks/v2025_11_25.rs`);
 //! - outbound, the `initialize` result gets `capabilities.tasks` (and loses the SEP-2663
 //!   extension, which `server/discover` names for 2026-07-28 clients), and `tools/list` gets
 //!   `execution.taskSupport` where the handler marked a tool with [`TASK_SUPPORT_META`].
@@ -33,7 +33,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use super::fast::as_message;
 use serde_json::{Map, Value, json};
 
-/// Where renamed legacy methods live: `PREFIX` + the method's own name.
+/// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
 pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
 
 /// The internal notification, under [`PREFIX`], by which the stdio transport tells the
@@ -74,7 +74,7 @@ pub(crate) struct Session {
     /// The client opened with `initialize`: a 2025-11-25 (or older) session, whose task
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
-    legacy: bool,
+    v2025: bool,
     /// The version `initialize` settled on is older than 2026-07-28, so results lose
     /// what only that version defines (`resultType`), as rmcp's handler strips it.
     older_than_2026: bool,
@@ -91,7 +91,7 @@ impl Session {
         }
     }
 
-    /// Renames legacy task traffic; `text` is the message as received, for what the
+    /// Renames 2025-11-25 task traffic; `text` is the message as received, for what the
     /// typed message lost (`params.task`).
     pub(crate) fn inbound(
         &mut self,
@@ -122,10 +122,10 @@ impl Session {
         };
         let modern = declares_modern(&request.request);
         let method = request.request.method();
-        match decide(method, modern, has_task, self.tasks, self.legacy) {
+        match decide(method, modern, has_task, self.tasks, self.v2025) {
             Route::Keep => message,
             Route::Patch(patch) => {
-                self.legacy |= patch == Patch::Initialize;
+                self.v2025 |= patch == Patch::Initialize;
                 self.pending.insert(request.id.clone(), patch);
                 message
             }
@@ -161,14 +161,14 @@ impl Session {
                 .unwrap_or_default();
             self.older_than_2026 = version < ProtocolVersion::V_2026_07_28.as_str();
         }
-        patch_result(patch, self.tasks, self.legacy, &mut raw["result"]);
+        patch_result(patch, self.tasks, self.v2025, &mut raw["result"]);
         Some(raw)
     }
 
     /// Whether the session is an open 2025-11-25 (or older) one: opened with
     /// `initialize`, settled on a version before 2026-07-28, and told `initialized`.
     pub(crate) fn open_before_2026(&self) -> bool {
-        self.legacy && self.older_than_2026 && self.initialized
+        self.v2025 && self.older_than_2026 && self.initialized
     }
 }
 
@@ -177,22 +177,22 @@ impl Session {
 pub(crate) enum Route {
     /// It goes to rmcp as it is, and so does its reply.
     Keep,
-    /// Its method is renamed under [`PREFIX`]; the handler answers it in legacy shapes.
+    /// Its method is renamed under [`PREFIX`]; the handler answers it in 2025-11-25 shapes.
     Rename,
     /// It goes as it is, and its result is patched on the way out.
     Patch(Patch),
 }
 
 /// The route of one request given as JSON, by the rules [`Session::inbound`] applies to
-/// typed requests: `tasks`, whether the server serves tasks; `legacy`, whether the request
+/// typed requests: `tasks`, whether the server serves tasks; `v2025`, whether the request
 /// belongs to a session opened with `initialize`.
-pub(crate) fn route(raw: &Value, tasks: bool, legacy: bool) -> Route {
+pub(crate) fn route(raw: &Value, tasks: bool, v2025: bool) -> Route {
     let Some(method) = raw["method"].as_str() else {
         return Route::Keep;
     };
     let params = &raw["params"];
     let modern = params["_meta"].get(PROTOCOL_VERSION_META).is_some();
-    decide(method, modern, || params["task"].is_object(), tasks, legacy)
+    decide(method, modern, || params["task"].is_object(), tasks, v2025)
 }
 
 /// The one place the layer's rules live. `modern`: the request carries the 2026-07-28
@@ -202,7 +202,7 @@ fn decide(
     modern: bool,
     has_task: impl FnOnce() -> bool,
     tasks: bool,
-    legacy: bool,
+    v2025: bool,
 ) -> Route {
     match method {
         "initialize" => Route::Patch(Patch::Initialize),
@@ -210,7 +210,7 @@ fn decide(
         // A SEP-2663 request's `task` is ignored, as that protocol says.
         "tools/call" if tasks && !modern && has_task() => Route::Rename,
         "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list"
-            if tasks && legacy && !modern =>
+            if tasks && v2025 && !modern =>
         {
             Route::Rename
         }
@@ -226,7 +226,7 @@ pub(crate) fn rename_json(raw: &mut Value) {
 }
 
 /// Patches the `result` of a reply to `initialize` or `tools/list`.
-pub(crate) fn patch_result(patch: Patch, tasks: bool, legacy: bool, result: &mut Value) {
+pub(crate) fn patch_result(patch: Patch, tasks: bool, v2025: bool, result: &mut Value) {
     match patch {
         Patch::Initialize if tasks => {
             // Indexing a JSON value that is no object panics on assignment: a result of
@@ -261,7 +261,7 @@ pub(crate) fn patch_result(patch: Patch, tasks: bool, legacy: bool, result: &mut
         Patch::ToolsList => {
             if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
                 for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
-                    mark_task_support(tool, legacy);
+                    mark_task_support(tool, v2025);
                 }
             }
         }
@@ -270,7 +270,7 @@ pub(crate) fn patch_result(patch: Patch, tasks: bool, legacy: bool, result: &mut
 
 /// Turns the handler's mark into `execution.taskSupport` for a 2025-11-25 client, and
 /// removes it for every client.
-fn mark_task_support(tool: &mut Map<String, Value>, legacy: bool) {
+fn mark_task_support(tool: &mut Map<String, Value>, v2025: bool) {
     let Some(Value::Object(meta)) = tool.get_mut("_meta") else {
         return;
     };
@@ -278,7 +278,7 @@ fn mark_task_support(tool: &mut Map<String, Value>, legacy: bool) {
     if meta.is_empty() {
         tool.remove("_meta");
     }
-    if let (true, Some(support)) = (legacy, support) {
+    if let (true, Some(support)) = (v2025, support) {
         tool.insert("execution".into(), json!({ "taskSupport": support }));
     }
 }
@@ -296,7 +296,7 @@ pub(super) fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 
-/// The request under its legacy name.
+/// The request under its 2025-11-25 name.
 fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer> {
     let Ok(mut raw) = serde_json::to_value(&message) else {
         return message;
@@ -409,8 +409,8 @@ mod tests {
         let modern = json!({PROTOCOL_VERSION_META: "2026-07-28"});
         for method in ["tasks/get", "tasks/cancel", "tasks/result", "tasks/list"] {
             let params = json!({"taskId": "t-1"});
-            let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-            assert_eq!(method_after(legacy), format!("{PREFIX}{method}"));
+            let v2025 = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            assert_eq!(method_after(v2025), format!("{PREFIX}{method}"));
             let mut params = params;
             params["_meta"] = modern.clone();
             let sep = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

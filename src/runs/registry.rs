@@ -21,7 +21,7 @@ use crate::engine::journal::{
 use crate::engine::plan::Plan;
 use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
 use crate::store::{Batch, NewRun, Store, StoreError, TaskTiming, Write};
-use crate::tools::{ToolError, ToolResult, Tools};
+use crate::todos::{ToolError, ToolResult, Tools};
 
 /// How often a waiting question looks for an answer given by another process. Answers
 /// given through this process wake it at once.
@@ -119,16 +119,16 @@ impl Registry {
         steps: usize,
         label: (&str, &str),
         owner: &crate::store::Owner,
-    ) -> crate::tasks::TaskView {
+    ) -> crate::runs::TaskView {
         let at = clock::iso_from_ms(created_ms);
         let timing = self.timing();
-        crate::tasks::TaskView {
+        crate::runs::TaskView {
             task_id: run_id.to_owned(),
             parent_task_id: None,
             run_id: run_id.to_owned(),
             node_id: None,
             instance: None,
-            status: crate::tasks::TaskStatus::Working.as_str().to_owned(),
+            status: crate::runs::TaskStatus::Working.as_str().to_owned(),
             status_message: Some(first_message(steps)),
             progress: 0,
             created_at: at.clone(),
@@ -206,12 +206,12 @@ impl Journal for Registry {
                     start.task_label,
                 )?;
                 if let Some((tool, args)) = start.audit {
-                    let origin = crate::tools::Origin {
+                    let origin = crate::todos::Origin {
                         run_id: Some(start.run_id),
                         node_id: None,
                         principal: start.owner.principal.as_deref(),
                     };
-                    let ok = crate::tools::AuditOutcome::Ok;
+                    let ok = crate::todos::AuditOutcome::Ok;
                     self.tools.audit_in(tx, tool, args, ok, origin)?;
                 }
                 Ok(())
