@@ -15,8 +15,8 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/data
 /// The schema the PostgreSQL dump was taken from; restored under the scratch schema's name.
 const DUMPED_SCHEMA: &str = "before_todos_rename";
 
-/// Every todo of the fixture, in id order: id, title, status, due date, tags. Id 3 was
-/// deleted before the dump.
+/// Every todo of the fixture, in id order: id, title, status, due date, tags. Ids 3 and 9
+/// were deleted before the dump, 9 the newest of all.
 fn todos_kept() -> Value {
     let todo = |id: u32, title: &str, status: &str, due: Option<&str>, tags: &[&str]| json!({ "id": id, "title": title, "status": status, "due": due, "tags": tags });
     json!([
@@ -66,9 +66,9 @@ fn todos_kept() -> Value {
     ])
 }
 
-/// Rows of the audit log the old release wrote: twelve tool calls over MCP, and the two
+/// Rows of the audit log the old release wrote: fourteen tool calls over MCP, and the two
 /// todos of the release checklist.
-const AUDIT_ROWS_KEPT: i64 = 14;
+const AUDIT_ROWS_KEPT: i64 = 16;
 
 /// Puts the fixture of `place`'s backend there: a copy of the SQLite file (the committed
 /// one is never opened in place), or the PostgreSQL dump restored into the scratch schema.
@@ -156,7 +156,7 @@ fn without_times(todo: &Value) -> Value {
 }
 
 /// The MCP session over stdio: every todo listed and found as before, and a new one gets
-/// the id after the highest ever given (not the deleted 3, not one the sequence reused).
+/// the id after the highest ever given: 10, not the deleted newest 9.
 async fn todos_over_mcp(place: &Place, cwd: &Path) {
     let mut serve = common::server_command(cwd);
     serve.arg("--db").arg(place.location());
@@ -190,7 +190,7 @@ async fn todos_over_mcp(place: &Place, cwd: &Path) {
     assert_eq!(tagged.as_array().unwrap().len(), 2, "{tagged}");
 
     let added = common::call(client, "add_task", json!({ "title": "After the rename" })).await;
-    assert_eq!(common::expect_ok(&added)["id"], 9);
+    assert_eq!(common::expect_ok(&added)["id"], 10);
     server.stop().await;
 }
 
@@ -243,7 +243,7 @@ on_both_backends! {
         let resumed = binary(&place, cwd, &["workflows", "resume", waiting_id, "--json"]);
         let resumed = resumed.assert_code(0).json();
         assert_eq!(resumed["status"], "succeeded");
-        assert_eq!(resumed["nodes"]["todo"]["output"]["id"], 10);
+        assert_eq!(resumed["nodes"]["todo"]["output"]["id"], 11);
         assert_eq!(resumed["nodes"]["todo"]["output"]["title"], "approved the fixture");
 
         // The chain goes on from the old rows: every row since is on it too.
