@@ -160,7 +160,7 @@ fn without_times(todo: &Value) -> Value {
 async fn todos_over_mcp(place: &Place, cwd: &Path) {
     let mut serve = common::server_command(cwd);
     serve.arg("--db").arg(place.location());
-    let server = common::Server::spawn(serve, cwd.join("unused")).await;
+    let server = common::Server::spawn(serve, place.location().into()).await;
     let client = &server.client;
 
     let listed = common::expect_ok(&common::call(client, "list_tasks", json!({})).await);
