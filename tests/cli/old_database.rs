@@ -18,52 +18,28 @@ const DUMPED_SCHEMA: &str = "before_todos_rename";
 /// Every todo of the fixture, in id order: id, title, status, due date, tags. Ids 3 and 9
 /// were deleted before the dump, 9 the newest of all.
 fn todos_kept() -> Value {
-    let todo = |id: u32, title: &str, status: &str, due: Option<&str>, tags: &[&str]| json!({ "id": id, "title": title, "status": status, "due": due, "tags": tags });
-    json!([
-        todo(
-            1,
-            "Write the release notes",
-            "open",
-            Some("2026-12-10"),
-            &["docs", "release"]
-        ),
-        todo(
-            2,
-            "Fix the login redirect",
-            "done",
-            Some("2026-12-07"),
-            &["bug"]
-        ),
-        todo(
-            4,
-            "Review the database migration",
-            "open",
-            Some("2026-12-15"),
-            &["review", "db"]
-        ),
-        todo(
-            5,
-            "Renew the TLS certificate",
-            "done",
-            Some("2026-12-31"),
-            &["ops"]
-        ),
-        todo(6, "Plan the Q1 roadmap", "open", None, &[]),
-        todo(
-            7,
-            "1.4.0: Freeze the branch",
-            "open",
-            None,
-            &["release", "v1.4.0"]
-        ),
-        todo(
-            8,
-            "1.4.0: Tag the release",
-            "open",
-            None,
-            &["release", "v1.4.0"]
-        ),
-    ])
+    type Kept = (
+        u32,
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        &'static [&'static str],
+    );
+    #[rustfmt::skip]
+    const KEPT: [Kept; 7] = [
+        (1, "Write the release notes", "open", Some("2026-12-10"), &["docs", "release"]),
+        (2, "Fix the login redirect", "done", Some("2026-12-07"), &["bug"]),
+        (4, "Review the database migration", "open", Some("2026-12-15"), &["review", "db"]),
+        (5, "Renew the TLS certificate", "done", Some("2026-12-31"), &["ops"]),
+        (6, "Plan the Q1 roadmap", "open", None, &[]),
+        (7, "1.4.0: Freeze the branch", "open", None, &["release", "v1.4.0"]),
+        (8, "1.4.0: Tag the release", "open", None, &["release", "v1.4.0"]),
+    ];
+    KEPT.iter()
+        .map(|(id, title, status, due, tags)| {
+            json!({ "id": id, "title": title, "status": status, "due": due, "tags": tags })
+        })
+        .collect()
 }
 
 /// Rows of the audit log the old release wrote: fourteen tool calls over MCP, and the two
@@ -181,17 +157,49 @@ async fn todos_over_mcp(place: &Place, cwd: &Path) {
         .collect();
     assert_eq!(ids, [1, 8]);
 
-    let tagged = common::call(
-        client,
-        "list_tasks",
-        json!({ "filter": { "tag": "v1.4.0" } }),
-    );
-    let tagged = common::expect_ok(&tagged.await);
+    let filter = json!({ "filter": { "tag": "v1.4.0" } });
+    let tagged = common::expect_ok(&common::call(client, "list_tasks", filter).await);
     assert_eq!(tagged.as_array().unwrap().len(), 2, "{tagged}");
 
     let added = common::call(client, "add_task", json!({ "title": "After the rename" })).await;
     assert_eq!(common::expect_ok(&added)["id"], 10);
     server.stop().await;
+}
+
+/// The three runs the old release left, each as it left it (`workflows runs`, then
+/// `workflows status` of each); returns the id of the one still waiting on its question.
+fn runs_as_left(place: &Place, cwd: &Path) -> String {
+    let runs = listed_runs(place, cwd);
+    let shapes: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|(_, workflow, status)| (workflow.as_str(), status.as_str()))
+        .collect();
+    assert_eq!(
+        shapes,
+        [
+            ("ask", "running"),
+            ("ask", "cancelled"),
+            ("release_checklist", "succeeded")
+        ]
+    );
+    let status = |id: &str| {
+        let ran = binary(place, cwd, &["workflows", "status", id]);
+        ran.assert_code(0).json()
+    };
+    let checklist = status(&runs[2].0);
+    let made: Vec<&Value> = checklist["output"]["todos"]
+        .as_array()
+        .expect("the checklist's todos")
+        .iter()
+        .map(|todo| &todo["id"])
+        .collect();
+    assert_eq!(made, [7, 8]);
+    assert_eq!(status(&runs[1].0)["task_status"], "cancelled");
+    let waiting = status(&runs[0].0);
+    assert_eq!(waiting["task_status"], "input_required");
+    assert_eq!(waiting["questions"][0]["node"], "approve");
+    assert_eq!(waiting["nodes"]["pause"]["status"], "succeeded");
+    runs[0].0.clone()
 }
 
 on_both_backends! {
@@ -210,37 +218,13 @@ on_both_backends! {
             verified.stdout
         );
 
-        let runs = listed_runs(&place, cwd);
-        let shapes: Vec<(&str, &str)> = runs
-            .iter()
-            .map(|(_, workflow, status)| (workflow.as_str(), status.as_str()))
-            .collect();
-        assert_eq!(
-            shapes,
-            [("ask", "running"), ("ask", "cancelled"), ("release_checklist", "succeeded")]
-        );
-        let status = |id: &str| binary(&place, cwd, &["workflows", "status", id]).assert_code(0).json();
-        let checklist = status(&runs[2].0);
-        let made: Vec<&Value> = checklist["output"]["todos"]
-            .as_array()
-            .expect("the checklist's todos")
-            .iter()
-            .map(|todo| &todo["id"])
-            .collect();
-        assert_eq!(made, [7, 8]);
-        assert_eq!(status(&runs[1].0)["task_status"], "cancelled");
-        let waiting = status(&runs[0].0);
-        assert_eq!(waiting["task_status"], "input_required");
-        assert_eq!(waiting["questions"][0]["node"], "approve");
-        assert_eq!(waiting["nodes"]["pause"]["status"], "succeeded");
-
+        let waiting = runs_as_left(&place, cwd);
         todos_over_mcp(&place, cwd).await;
 
         // The run left waiting on its question goes on from where it stopped.
-        let waiting_id = runs[0].0.as_str();
-        binary(&place, cwd, &["workflows", "answer", waiting_id, "approve", r#"{"ok":true}"#])
+        binary(&place, cwd, &["workflows", "answer", &waiting, "approve", r#"{"ok":true}"#])
             .assert_code(0);
-        let resumed = binary(&place, cwd, &["workflows", "resume", waiting_id, "--json"]);
+        let resumed = binary(&place, cwd, &["workflows", "resume", &waiting, "--json"]);
         let resumed = resumed.assert_code(0).json();
         assert_eq!(resumed["status"], "succeeded");
         assert_eq!(resumed["nodes"]["todo"]["output"]["id"], 11);
