@@ -3,7 +3,7 @@
 //! `elicitation/create` and `sampling/createMessage` requests), lists with `tasks/list`,
 //! and cancels with `tasks/cancel`, which ends the task before it answers.
 //!
-//! The wire layer (`wire/v2025_11_25.rs`) renames these requests; `on_custom_request` brings
+//! The 2025-11-25 shim (`server/shim.rs`) renames these requests; `on_custom_request` brings
 //! them here.
 
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
