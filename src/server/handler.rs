@@ -371,8 +371,8 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let by_person = questions::samples_by_person(&context);
-        self.get_extension_task(&request.task_id, by_person, &Caller::of(&context))
+        let can = questions::capabilities(&context);
+        self.get_extension_task(&request.task_id, can, &Caller::of(&context))
     }
 
     async fn update_task(
@@ -380,8 +380,8 @@ impl ServerHandler for Server {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let caller = Caller::of(&context);
-        self.update_extension_task(&request.task_id, &request.input_responses, &caller)
+        let (can, caller) = (questions::capabilities(&context), Caller::of(&context));
+        self.update_extension_task(&request.task_id, &request.input_responses, can, &caller)
     }
 
     async fn cancel_task(
