@@ -48,12 +48,15 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Whether the client can put a question to `answerer`.
-    pub fn reach(self, answerer: Answerer) -> bool {
-        match answerer {
+    /// Whom the client asks `question` ([`Question::answerer`]), if it can ask them at all:
+    /// a person needs its elicitation, a model its sampling.
+    pub fn asks(self, question: &Question) -> Option<Answerer> {
+        let answerer = question.answerer(self);
+        let reached = match answerer {
             Answerer::Person => self.elicitation,
             Answerer::Model => self.sampling,
-        }
+        };
+        reached.then_some(answerer)
     }
 }
 
@@ -133,7 +136,7 @@ impl Question {
 
     /// Who a client with `can` puts the question to: an `input` to its person; a `sample`
     /// to its model, or to its person when it can show forms but has no model to ask.
-    /// Whether it can reach them at all is [`Capabilities::reach`].
+    /// Whether it can ask them at all is [`Capabilities::asks`].
     pub fn answerer(&self, can: Capabilities) -> Answerer {
         match self {
             Question::Input { .. } => Answerer::Person,

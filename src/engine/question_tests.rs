@@ -68,11 +68,14 @@ fn a_sample_goes_to_the_person_only_for_a_client_that_shows_forms_and_has_no_mod
             Answerer::Person
         );
     }
-    // A client with neither is reached by neither question.
-    let none = can(false, false);
-    assert!(!none.reach(sample().answerer(none)) && !none.reach(approve().answerer(none)));
-    let person = can(true, false);
-    assert!(person.reach(sample().answerer(person)));
+    // Whom a client asks, if it can ask anyone: a client with neither capability asks
+    // nobody; one with a model only cannot ask an `input`.
+    assert_eq!(can(false, false).asks(&sample()), None);
+    assert_eq!(can(false, false).asks(&approve()), None);
+    assert_eq!(can(false, true).asks(&approve()), None);
+    assert_eq!(can(false, true).asks(&sample()), Some(Answerer::Model));
+    assert_eq!(can(true, false).asks(&sample()), Some(Answerer::Person));
+    assert_eq!(can(true, true).asks(&sample()), Some(Answerer::Model));
 }
 
 #[test]

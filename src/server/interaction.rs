@@ -37,8 +37,7 @@ impl PeerInteraction {
     /// Puts `question` to whom the client puts it, until the reply fits, at most
     /// [`ASKED_AT_MOST`] times; fails the node if the client cannot reach them.
     fn put(&self, question: Question) -> BoxFuture<Result<Value, NodeError>> {
-        let answerer = question.answerer(self.can);
-        if !self.can.reach(answerer) {
+        let Some(answerer) = self.can.asks(&question) else {
             let what = match question {
                 Question::Input { .. } => "elicitation",
                 Question::Sample { .. } => "sampling",
@@ -48,7 +47,7 @@ impl PeerInteraction {
                 format!("this node needs the client's {what}, which it did not declare"),
             );
             return Box::pin(async move { Err(error) });
-        }
+        };
         let peer = self.peer.clone();
         Box::pin(async move {
             let (method, params) = questions::as_request(&question, answerer);

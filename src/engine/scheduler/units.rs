@@ -452,7 +452,7 @@ impl Run {
             (self.state.unit(node, instance).asking.clone(), self.answers)
             && let Some(question) = action.as_ref().and_then(Question::of)
         {
-            self.audit_answer(node, instance, (&question, &key), &result);
+            self.audit_answer(node, instance, &question, &key, &result);
             if let Ok(answer) = &result {
                 self.state.answered(node, instance, key, answer.clone());
             }

@@ -125,7 +125,8 @@ impl Run {
         &mut self,
         node: usize,
         instance: Option<usize>,
-        (question, key): (&Question, &str),
+        question: &Question,
+        key: &str,
         result: &Result<Value, NodeError>,
     ) {
         let (reply, outcome) = match result {

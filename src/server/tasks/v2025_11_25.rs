@@ -200,12 +200,13 @@ impl Server {
         let can = peer.peer_info().map_or_else(Default::default, |info| {
             questions::declared(&info.capabilities)
         });
-        let reached = |q: &OpenQuestion| can.reach(q.request.answerer(can));
-        let Some(question) = open.into_iter().find(reached) else {
+        let asked = open
+            .into_iter()
+            .find_map(|q| can.asks(&q.request).map(|answerer| (q, answerer)));
+        let Some((question, answerer)) = asked else {
             self.task_changed().await;
             return Ok(());
         };
-        let answerer = question.request.answerer(can);
         let (method, mut params) = questions::as_request(&question.request, answerer);
         params["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
