@@ -19,9 +19,9 @@ use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
 use super::{Era, NotStarted, Settled, internal, questions, v2026_07_28};
+use crate::app::Caller;
 use crate::engine::question::Capabilities;
 use crate::runs::TaskView;
-use crate::server::caller::Caller;
 use crate::server::progress;
 use crate::server::{Server, results};
 
@@ -104,7 +104,9 @@ impl Server {
             None => match self.start_task(name, args, how.era, caller, observer) {
                 Ok(view) => view.run_id,
                 Err(NotStarted::Rejected(envelope)) => {
-                    return Ok(results::reply_as(envelope, self.result_form(name)).into());
+                    return Ok(
+                        results::reply_as(envelope, self.app.tools().result_form(name)).into(),
+                    );
                 }
                 Err(NotStarted::Fault(error)) => return Err(error),
             },
