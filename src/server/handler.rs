@@ -164,8 +164,8 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let by_person = questions::samples_by_person(&context);
-        self.get_extension_task(&request.task_id, by_person, &caller_of(&context))
+        let can = questions::capabilities(&context);
+        self.get_extension_task(&request.task_id, can, &caller_of(&context))
     }
 
     async fn update_task(
@@ -173,8 +173,8 @@ impl ServerHandler for Server {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let caller = caller_of(&context);
-        self.update_extension_task(&request.task_id, &request.input_responses, &caller)
+        let (can, caller) = (questions::capabilities(&context), caller_of(&context));
+        self.update_extension_task(&request.task_id, &request.input_responses, can, &caller)
     }
 
     async fn cancel_task(
