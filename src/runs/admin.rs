@@ -1,11 +1,10 @@
-//! What the registry does for the process and its operators beside journalling: leases,
-//! takeover candidates, cancel requests, answers, and purging finished runs.
+//! What the registry does for the process and its operators beside journalling: cancel
+//! requests, answers, and purging finished runs.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::lease_owner::owner_is_gone;
 use super::registry::Registry;
 use crate::clock;
 use crate::engine::journal::ANSWER_AUDIT;
@@ -33,38 +32,9 @@ impl From<StoreError> for AnswerError {
 }
 
 impl Registry {
-    /// Extends the leases this process holds; returns the runs whose cancel was asked for
-    /// by another process.
-    pub fn renew(&self) -> Result<Vec<String>, StoreError> {
-        self.store().renew_leases(self.owner(), self.lease_ms())
-    }
-
-    /// Unfinished runs started over MCP whose lease expired (by the database's clock) or
-    /// whose owner is gone.
-    pub fn orphans(&self) -> Result<Vec<String>, StoreError> {
-        let runs = self.store().unfinished_runs("mcp", self.owner())?;
-        Ok(runs
-            .into_iter()
-            .filter(|(_, owner, expired)| match owner {
-                None => true,
-                Some(owner) => *expired || owner_is_gone(owner),
-            })
-            .map(|(id, _, _)| id)
-            .collect())
-    }
-
     /// Asks whoever drives the run to cancel it; false if the run is not unfinished.
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
         self.store().request_cancel(run_id)
-    }
-
-    /// Gives up every lease this process holds, so that another may take the runs now.
-    pub fn release_all(&self) {
-        match self.store().release_leases(self.owner()) {
-            Ok(0) => {}
-            Ok(count) => tracing::info!(count, "released the leases of unfinished runs"),
-            Err(error) => tracing::warn!(%error, "could not release leases"),
-        }
     }
 
     /// Deletes finished runs, with their tasks, whose TTL has run out.

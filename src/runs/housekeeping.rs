@@ -24,7 +24,7 @@ pub struct Chores {
 /// (PostgreSQL tells of those made on other hosts), so that they take effect promptly.
 pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHandle<()> {
     let every = registry.config().lease / 3;
-    let renewing = renew_on_own_thread(engine.clone(), Arc::clone(&registry), every);
+    let renewing = super::leases::renew_on_own_thread(engine.clone(), Arc::clone(&registry), every);
     tokio::spawn(async move {
         // Dropped with this task, which stops the renewing thread.
         let _renewing = renewing;
@@ -44,46 +44,6 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
     })
 }
 
-/// Renews this process's leases every `every` on a thread of its own, so that renewal
-/// never waits for the runtime's workers, whatever a run's node keeps them busy with. The
-/// thread stops when the returned sender is dropped.
-fn renew_on_own_thread(
-    engine: Engine,
-    registry: Arc<Registry>,
-    every: std::time::Duration,
-) -> Option<std::sync::mpsc::Sender<()>> {
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    let spawned = std::thread::Builder::new()
-        .name("lease-renewal".into())
-        .spawn(move || {
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
-            {
-                renew(&engine, &registry);
-            }
-        });
-    match spawned {
-        Ok(_) => Some(stop),
-        Err(error) => {
-            tracing::warn!(%error, "cannot start the lease renewal thread; leases are renewed by the runtime");
-            None
-        }
-    }
-}
-
-/// Renews this process's leases, and cancels the runs another process asked to cancel.
-fn renew(engine: &Engine, registry: &Registry) {
-    match registry.renew() {
-        Ok(cancelled) => {
-            for run_id in cancelled {
-                if engine.cancel_local(&run_id) {
-                    tracing::info!(%run_id, "cancelling the run, as asked");
-                }
-            }
-        }
-        Err(error) => tracing::warn!(%error, "could not renew leases"),
-    }
-}
-
 /// The runs whose takeover failed and was said so at `warn`: it is said once per run.
 pub type Warned = std::collections::HashSet<String>;
 
@@ -94,7 +54,7 @@ pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
 
 /// One round of housekeeping, a failing takeover said at `warn` unless `warned` has it.
 fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, warned: &mut Warned) {
-    renew(engine, registry);
+    super::leases::renew(engine, registry);
     if chores.take_over {
         match registry.expire_rounds() {
             Ok(expired) => {

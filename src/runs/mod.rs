@@ -9,6 +9,7 @@ mod admin;
 pub mod housekeeping;
 mod ids;
 mod lease_owner;
+mod leases;
 mod outcome;
 pub mod progress;
 mod records;

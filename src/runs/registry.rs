@@ -65,7 +65,7 @@ pub struct Registry {
     pub(super) sub_task_key: std::sync::OnceLock<super::ids::SubTaskKey>,
 }
 
-fn ms(duration: Duration) -> i64 {
+pub(super) fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -148,11 +148,6 @@ impl Registry {
             ttl_ms: ms(self.config.task_ttl),
             poll_interval_ms: ms(self.config.poll_interval),
         }
-    }
-
-    /// The lease's length in ms: its expiry is set by the database's clock.
-    pub(super) fn lease_ms(&self) -> i64 {
-        ms(self.config.lease)
     }
 
     fn store_batch(&self, batch: &RunBatch<'_>) -> Batch {
