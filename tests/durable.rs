@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use backends::{Place, on_both_backends};
 use engine_support::{checked_inputs, plan};
+use mcp_task_server::app::{App, Config};
 use mcp_task_server::engine::journal::JournalError;
 use mcp_task_server::engine::report::{NodeStatus, RunReport, RunStatus};
 use mcp_task_server::engine::{Engine, Limits, ResumeError, RunHandle, RunOptions};
 use mcp_task_server::runs::housekeeping::{self, Chores};
 use mcp_task_server::runs::{Registry, RegistryConfig};
-use mcp_task_server::store::{Durability, Store};
-use mcp_task_server::todos::Tools;
+use mcp_task_server::store::Store;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -32,17 +32,24 @@ fn process(db: &str, workspace: &Path, lease: Duration) -> Proc {
 }
 
 fn process_with(db: &str, workspace: &Path, lease: Duration, limits: Limits) -> Proc {
-    let store = Store::open_at(db, Durability::Normal).expect("the database opens");
-    let tools = Tools::new(store.clone());
-    let config = RegistryConfig {
+    let registry = RegistryConfig {
         lease,
         ..RegistryConfig::default()
     };
-    let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, workspace)
-        .with_limits(limits)
-        .with_journal(registry.clone());
-    Proc { engine, registry }
+    process_of(&Config {
+        limits,
+        registry,
+        ..Config::new(db, workspace)
+    })
+}
+
+/// A "process" as the binary opens it.
+fn process_of(config: &Config) -> Proc {
+    let app = App::open(config).expect("the application opens");
+    Proc {
+        engine: app.engine().clone(),
+        registry: app.registry().clone(),
+    }
 }
 
 /// The database the "processes" share, and their workspace.
@@ -846,15 +853,15 @@ on_both_backends! {
     async fn a_finished_run_is_purged_after_its_ttl_and_a_running_one_never_is(place) {
         let world = World::new(place);
         let store = world.store();
-        let tools = Tools::new(store.clone());
-        let config = RegistryConfig {
+        let registry = RegistryConfig {
             lease: SHORT,
             task_ttl: Duration::from_millis(1),
             ..RegistryConfig::default()
         };
-        let registry = Arc::new(Registry::new(store.clone(), tools.clone(), config));
-        let engine = Engine::new(tools, world.dir.path()).with_journal(registry.clone());
-        let proc = Proc { engine, registry };
+        let proc = process_of(&Config {
+            registry,
+            ..Config::new(world.place.location(), world.dir.path())
+        });
         let done = start(&proc, TOOL_WAIT_TOOL, json!({}), RunOptions::default())
             .join
             .await

@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use mcp_task_server::app::{App, Config};
 use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::{Engine, RunOptions};
-use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::store::Store;
 use mcp_task_server::todos::Tools;
 use serde_json::{Map, Value, json};
@@ -25,15 +25,10 @@ fn installed(workspace: &Path, workflows: &Path, file: &str, text: &str) -> (Eng
 
 /// The same engine, its runs recorded in a journal on a database in `dir`.
 fn journalled(engine: Engine, workspace: &Path, dir: &Path) -> Engine {
-    let store = Store::open(dir.join("tasks.db")).unwrap();
-    let tools = Tools::new(store.clone());
-    let registry = Arc::new(Registry::new(
-        store,
-        tools.clone(),
-        RegistryConfig::default(),
-    ));
     drop(engine);
-    Engine::new(tools, workspace).with_journal(registry)
+    let db = dir.join("tasks.db").display().to_string();
+    let app = App::open(&Config::new(db, workspace)).expect("the application opens");
+    app.engine().clone()
 }
 
 const MANY_WRITES: &str = r#"
