@@ -20,7 +20,7 @@ pub struct Caller {
 impl Caller {
     /// A caller over HTTP: the principal of its token, if the server checks tokens, and
     /// its session, if it has one.
-    pub fn remote(principal: Option<String>, session: Option<String>) -> Caller {
+    pub(crate) fn remote(principal: Option<String>, session: Option<String>) -> Caller {
         Caller {
             http: true,
             owner: Owner { principal, session },
@@ -38,7 +38,7 @@ impl Caller {
     }
 
     /// Whether this caller may see a run or task that `owner` owns, given its id.
-    pub fn may_see(&self, owner: &Owner) -> bool {
+    pub(crate) fn may_see(&self, owner: &Owner) -> bool {
         match &self.owner.principal {
             Some(principal) => owner.principal.as_ref() == Some(principal),
             None => true,

@@ -133,7 +133,7 @@ impl App {
     }
 
     /// Refuses a principal a new run while it has `cap` unfinished ones.
-    pub fn with_max_runs(mut self, cap: u64) -> App {
+    pub(crate) fn with_max_runs(mut self, cap: u64) -> App {
         self.max_runs = Some(cap);
         self
     }

@@ -91,7 +91,11 @@ impl App {
 
     /// Cancels a run wherever it is driven: a run a live process drives is cancelled by
     /// that process within a few seconds; a run nobody drives is taken over and ended here.
-    pub async fn cancel_run(&self, run_id: &str, caller: &Caller) -> Result<Cancelled, RunError> {
+    pub(crate) async fn cancel_run(
+        &self,
+        run_id: &str,
+        caller: &Caller,
+    ) -> Result<Cancelled, RunError> {
         self.may_see_run(run_id, caller)?;
         if !self.registry.request_cancel(run_id)? {
             return Err(match self.registry.run_status(run_id)? {
@@ -119,7 +123,7 @@ impl App {
 
     /// Runs a failed or cancelled run again, as a new run: nodes that succeeded keep their
     /// results; failed, cancelled and skipped ones run again.
-    pub fn retry_run(
+    pub(crate) fn retry_run(
         &self,
         run_id: &str,
         options: RunOptions,
@@ -130,7 +134,7 @@ impl App {
     }
 
     /// Takes an unfinished run over and drives it to its end in this process.
-    pub fn resume_run(
+    pub(crate) fn resume_run(
         &self,
         run_id: &str,
         options: RunOptions,
@@ -142,7 +146,7 @@ impl App {
 
     /// Deletes runs that finished longer ago than `older_than`, and their tasks (never the
     /// audit log). Returns how many.
-    pub fn purge_runs(&self, older_than: Duration) -> Result<usize, RunError> {
+    pub(crate) fn purge_runs(&self, older_than: Duration) -> Result<usize, RunError> {
         Ok(self.registry.purge(older_than)?)
     }
 

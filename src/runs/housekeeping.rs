@@ -45,7 +45,7 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
 }
 
 /// The runs whose takeover failed and was said so at `warn`: it is said once per run.
-pub type Warned = std::collections::HashSet<String>;
+pub(crate) type Warned = std::collections::HashSet<String>;
 
 /// One round of housekeeping.
 pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {

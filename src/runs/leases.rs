@@ -16,7 +16,7 @@ use crate::store::StoreError;
 impl Registry {
     /// Extends the leases this process holds; returns the runs whose cancel was asked for
     /// by another process.
-    pub fn renew(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn renew(&self) -> Result<Vec<String>, StoreError> {
         self.store().renew_leases(self.owner(), self.lease_ms())
     }
 
@@ -35,7 +35,7 @@ impl Registry {
     }
 
     /// Gives up every lease this process holds, so that another may take the runs now.
-    pub fn release_all(&self) {
+    pub(crate) fn release_all(&self) {
         match self.store().release_leases(self.owner()) {
             Ok(0) => {}
             Ok(count) => tracing::info!(count, "released the leases of unfinished runs"),

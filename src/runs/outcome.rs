@@ -49,7 +49,7 @@ impl Registry {
 
     /// The state of a sub-task's unit; `None` while it has not started, or if `task` is
     /// a run's own task.
-    pub fn unit_of(&self, task: &TaskView) -> Result<Option<UnitState>, StoreError> {
+    pub(crate) fn unit_of(&self, task: &TaskView) -> Result<Option<UnitState>, StoreError> {
         // The view's id is one this server made, with its key.
         let key = self.sub_task_key()?;
         let Some((index, instance)) = ids::unit_of(key, &task.run_id, &task.task_id) else {
@@ -68,7 +68,7 @@ impl Registry {
 
     /// Cancels a run's task at once, for good, and asks whoever drives the run to stop
     /// it. False if the task had already finished.
-    pub fn cancel_task_now(&self, run_id: &str) -> Result<bool, StoreError> {
+    pub(crate) fn cancel_task_now(&self, run_id: &str) -> Result<bool, StoreError> {
         if !self
             .store()
             .cancel_run_task(run_id, "cancelled by the client")?
@@ -83,7 +83,7 @@ impl Registry {
 impl Registry {
     /// Opens the run's next round of questions, expiring after the configured answer
     /// timeout; returns its number.
-    pub fn next_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn next_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
         let expires = crate::clock::now_ms() + ms(self.config().answer_timeout);
         self.store().next_round(run_id, expires)
     }
@@ -94,13 +94,13 @@ impl Registry {
     }
 
     /// The client answered the run's latest round: it no longer expires.
-    pub fn answered_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn answered_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
         self.store().answered_round(run_id)
     }
 
     /// Cancels the runs whose latest round of questions went unanswered past its expiry;
     /// returns them.
-    pub fn expire_rounds(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn expire_rounds(&self) -> Result<Vec<String>, StoreError> {
         let expired = self.store().expired_rounds(crate::clock::now_ms())?;
         for run_id in &expired {
             self.store().answered_round(run_id)?;
@@ -112,7 +112,7 @@ impl Registry {
     /// The key that signs the state handed to clients that answer by retrying their
     /// call: made once, kept in the database, so that it holds across restarts and
     /// processes.
-    pub fn state_key(&self) -> Result<&[u8], StoreError> {
+    pub(crate) fn state_key(&self) -> Result<&[u8], StoreError> {
         if let Some(key) = self.state_key.get() {
             return Ok(key);
         }

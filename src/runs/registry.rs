@@ -112,7 +112,7 @@ impl Registry {
     /// The task of a run as [`Journal::create`] recorded it at `created_ms`, built without
     /// reading it back: a starting call replies with it while the run goes on. `steps` is
     /// what its progress counts up to (`Plan::steps`).
-    pub fn created_task(
+    pub(crate) fn created_task(
         &self,
         run_id: &str,
         created_ms: i64,

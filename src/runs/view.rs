@@ -199,7 +199,7 @@ impl Registry {
     }
 
     /// The first sub-tasks of a run's own task, at most `limit`.
-    pub fn first_sub_tasks(
+    pub(crate) fn first_sub_tasks(
         &self,
         parent: &TaskView,
         limit: usize,
@@ -272,7 +272,7 @@ impl Registry {
 
     /// The runs' own tasks created under task protocol `era`, newest first, after the
     /// task `after`, at most `limit`.
-    pub fn tasks_page(
+    pub(crate) fn tasks_page(
         &self,
         era: &str,
         scope: Scope<'_>,
@@ -284,7 +284,7 @@ impl Registry {
     }
 
     /// How many of `principal`'s runs are unfinished.
-    pub fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
+    pub(crate) fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
         self.store().running_runs_of(principal)
     }
 
@@ -311,7 +311,7 @@ impl Registry {
 
     /// Resolves when the database tells of a task's change made elsewhere (PostgreSQL
     /// tells of those of every host; SQLite of none).
-    pub async fn task_changed_elsewhere(&self) {
+    pub(crate) async fn task_changed_elsewhere(&self) {
         self.store().wakes().tasks.notified().await
     }
 

@@ -66,7 +66,7 @@ pub struct AuditRow {
 }
 
 /// Cuts `args` to at most [`AUDIT_ARGS_CAP`] bytes (on a character boundary) and marks the cut.
-pub fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
     if args.len() <= AUDIT_ARGS_CAP {
         return args.into();
     }

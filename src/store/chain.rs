@@ -17,7 +17,7 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 const DOMAIN: &[u8] = b"mcp-task-server audit chain v1\n";
 
 /// Lowercase hex of the SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

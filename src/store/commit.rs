@@ -95,7 +95,7 @@ impl Tx<'_> {
     /// Applies a batch inside the current transaction: the fence first, so that a writer
     /// that lost its lease writes nothing.
     /// Returns the run's key, for more writes in the same transaction.
-    pub fn apply(&self, batch: &Batch) -> Result<i64, StoreError> {
+    pub(crate) fn apply(&self, batch: &Batch) -> Result<i64, StoreError> {
         let key = match &batch.fence {
             Some((owner, lease_ms)) => {
                 self.fence(&batch.run_id, owner, *lease_ms, batch.finishes_a_unit())?
@@ -107,7 +107,7 @@ impl Tx<'_> {
     }
 
     /// Applies writes to the run with key `key`.
-    pub fn apply_writes(&self, key: i64, writes: &[Write]) -> Result<(), StoreError> {
+    pub(crate) fn apply_writes(&self, key: i64, writes: &[Write]) -> Result<(), StoreError> {
         for write in writes {
             match write {
                 Write::Nodes(rows) => self.upsert_nodes(key, rows)?,

@@ -328,7 +328,7 @@ impl Store {
     }
 
     /// Whether writes to this database will be refused.
-    pub fn is_read_only(&self) -> bool {
+    pub(crate) fn is_read_only(&self) -> bool {
         match &self.backend {
             Backend::Sqlite(sqlite) => sqlite.lock().is_readonly(rusqlite::MAIN_DB).unwrap_or(true),
             Backend::Postgres(_) => false,
@@ -450,7 +450,7 @@ fn corrupt_or(error: rusqlite::Error) -> StoreError {
 impl Store {
     /// SQLite's `PRAGMA quick_check` (every page read, no index compared): `None` when it
     /// finds nothing wrong, else its first finding. PostgreSQL checks its own pages.
-    pub fn quick_check(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) fn quick_check(&self) -> Result<Option<String>, StoreError> {
         let Backend::Sqlite(sqlite) = &self.backend else {
             return Ok(None);
         };

@@ -243,7 +243,7 @@ impl Store {
 
     /// Rows of a run in plan order (a node, then its instances) after the unit `after`,
     /// at most `limit`.
-    pub fn units_after(
+    pub(crate) fn units_after(
         &self,
         run_key: i64,
         after: Option<(i64, i64)>,
@@ -264,7 +264,11 @@ impl Store {
 
     /// The id of the node at `index` in a run's plan, without reading the whole list into
     /// Rust.
-    pub fn node_id_at(&self, run_key: i64, index: i64) -> Result<Option<String>, StoreError> {
+    pub(crate) fn node_id_at(
+        &self,
+        run_key: i64,
+        index: i64,
+    ) -> Result<Option<String>, StoreError> {
         self.with(|tx| {
             let sql = tx.db.dialect(
                 "SELECT json_extract(p.node_ids, '$[' || ?2 || ']')

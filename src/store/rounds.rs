@@ -10,7 +10,11 @@ use super::{Store, StoreError};
 impl Store {
     /// Opens the run's next round, to expire at `expires_ms`; returns its number (1, 2,
     /// ...). `None` if there is no such run.
-    pub fn next_round(&self, run_id: &str, expires_ms: i64) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn next_round(
+        &self,
+        run_id: &str,
+        expires_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
         self.with(|tx| {
             tx.db.query_opt(
                 "UPDATE run_tasks SET round = round + 1, round_expires_ms = ?2
@@ -24,7 +28,7 @@ impl Store {
 
     /// The run's latest round, now that its client answered it: it no longer expires.
     /// `None` if there is no such run.
-    pub fn answered_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn answered_round(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
         self.with(|tx| {
             tx.db.query_opt(
                 "UPDATE run_tasks SET round_expires_ms = NULL
@@ -49,7 +53,7 @@ impl Store {
     }
 
     /// Unfinished runs whose latest round expired before `now_ms`.
-    pub fn expired_rounds(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn expired_rounds(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
         self.with(|tx| {
             tx.db.query(
                 "SELECT r.id FROM run_tasks t JOIN runs r ON r.key = t.run_key

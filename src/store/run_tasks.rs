@@ -233,7 +233,7 @@ impl Tx<'_> {
     /// Records the answer of a unit's question (or its refusal, `decline` or `cancel`, with
     /// the answer `null`), unless it has one. False if there is no such question or it was
     /// answered.
-    pub fn record_answer(
+    pub(crate) fn record_answer(
         &self,
         run_key: i64,
         node: i64,
@@ -275,7 +275,7 @@ impl Tx<'_> {
 impl Store {
     /// Ends the run's own task as `cancelled` now, before its run has stopped; the
     /// trigger on terminal states keeps it so. False if the task had finished.
-    pub fn cancel_run_task(&self, run_id: &str, message: &str) -> Result<bool, StoreError> {
+    pub(crate) fn cancel_run_task(&self, run_id: &str, message: &str) -> Result<bool, StoreError> {
         let changed = self.with(|tx| {
             tx.db.execute(
                 "UPDATE run_tasks SET status = 'cancelled', status_message = ?2,
@@ -295,13 +295,13 @@ impl Store {
     }
 
     /// The run with id `run_id`, as its sub-tasks need it.
-    pub fn run_head(&self, run_id: &str) -> Result<Option<RunHead>, StoreError> {
+    pub(crate) fn run_head(&self, run_id: &str) -> Result<Option<RunHead>, StoreError> {
         let sql = format!("{HEAD_SELECT} WHERE r.id = ?1");
         self.with(|tx| tx.db.query_opt(&sql, &[&run_id], head_from_row))
     }
 
     /// The runs whose id starts with `prefix`: those a sub-task id may belong to.
-    pub fn run_heads_with_prefix(&self, prefix: &str) -> Result<Vec<RunHead>, StoreError> {
+    pub(crate) fn run_heads_with_prefix(&self, prefix: &str) -> Result<Vec<RunHead>, StoreError> {
         // Run ids are lowercase hex and hyphens, all of which sort before `~` (in
         // PostgreSQL too: the column sorts by bytes).
         let sql = format!("{HEAD_SELECT} WHERE r.id >= ?1 AND r.id < ?1 || '~'");
@@ -362,7 +362,7 @@ impl Store {
     /// Closes an open question whose answer did not fit (refusal `reasked`) and asks it
     /// again under `new_key`, in one transaction. False if there is no such run or open
     /// question.
-    pub fn reask(
+    pub(crate) fn reask(
         &self,
         run_id: &str,
         node: i64,

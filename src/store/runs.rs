@@ -140,7 +140,7 @@ pub struct NewRun<'a> {
 
 /// Who holds an unfinished run: (run id, lease owner, whether the lease ran out by the
 /// database's clock, or has no expiry).
-pub type Lease = (String, Option<String>, bool);
+pub(crate) type Lease = (String, Option<String>, bool);
 
 /// The longest lease a statement sets, in ms: far beyond any use, and far from overflowing
 /// when added to the time.
@@ -301,7 +301,7 @@ impl Tx<'_> {
     }
 
     /// Records how a run ended and gives up its lease.
-    pub fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
+    pub(crate) fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
         let now = clock::now_iso();
         self.db.execute(
             "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
@@ -377,7 +377,7 @@ impl Store {
 
     /// How a run ended, without reading its snapshot or inputs: (workflow, status, error,
     /// output, node ids in plan order as a JSON array). `None` if no such run.
-    pub fn run_end(&self, run_id: &str) -> Result<Option<RunEndRow>, StoreError> {
+    pub(crate) fn run_end(&self, run_id: &str) -> Result<Option<RunEndRow>, StoreError> {
         self.with(|tx| {
             tx.db.query_opt(
                 "SELECT r.workflow, r.status, r.error, r.output, p.node_ids
@@ -442,7 +442,7 @@ impl Store {
     }
 
     /// How many of `principal`'s runs are unfinished.
-    pub fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
+    pub(crate) fn running_runs_of(&self, principal: &str) -> Result<u64, StoreError> {
         let count: i64 = self.with(|tx| {
             tx.db
                 .query_opt(
@@ -547,7 +547,7 @@ impl Store {
     /// run runs) that finished before `finished_before_ms` and whose task TTL has run out
     /// by `now_ms`; when `ignore_ttl`, the TTL is not consulted. The audit log is never
     /// touched. Returns how many went.
-    pub fn purge_runs(
+    pub(crate) fn purge_runs(
         &self,
         finished_before_ms: i64,
         now_ms: i64,

@@ -58,7 +58,7 @@ use crate::server::Server;
 use crate::server::slots::Slots;
 
 /// The port served when `--http` names none.
-pub const DEFAULT_PORT: u16 = 8765;
+pub(crate) const DEFAULT_PORT: u16 = 8765;
 
 /// How long open connections get to finish once shutdown begins.
 const DRAIN: Duration = Duration::from_secs(5);
