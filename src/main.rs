@@ -25,7 +25,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 // mimalloc rather than the system allocator: workflow loading and scheduling allocate many
-// small objects, and it roughly halved the time to load a large workflow (BENCHMARKS.md).
+// small objects, and every figure in BENCHMARKS.md was measured on it.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
