@@ -24,9 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backends::Place;
-use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::app::{App, Config};
 use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
-use mcp_task_server::todos::Tools;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
@@ -188,16 +187,10 @@ fn durable_per_node() {
     });
     for (name, postgres) in BACKENDS {
         let place = place(postgres);
-        let store = place.store();
-        let tools = Tools::new(store.clone());
-        let registry = Arc::new(Registry::new(
-            store,
-            tools.clone(),
-            RegistryConfig::default(),
-        ));
         let workspace = tempfile::tempdir().unwrap();
-        let engine =
-            mcp_task_server::engine::Engine::new(tools, workspace.path()).with_journal(registry);
+        let config = Config::new(place.location(), workspace.path());
+        let app = App::open(&config).expect("the application opens");
+        let engine = app.engine().clone();
         let mut row = Vec::new();
         for (plan, nodes) in &shapes {
             let times: Vec<f64> = (0..11)
