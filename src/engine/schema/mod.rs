@@ -1,0 +1,121 @@
+//! The one validator of values against schemas: the arguments of a tool against the input
+//! schema it publishes, a form's answer against the form, a `value` node's output against
+//! its schema, and a run's inputs against the workflow's inputs schema.
+//!
+//! Our subset of JSON Schema, every keyword of it checked:
+//! - `type` (one name or a list): `object`, `array`, `string`, `number`, `integer`,
+//!   `boolean`, `null`;
+//! - objects: `properties`, `required`, `additionalProperties` (`false` refuses every other
+//!   key);
+//! - arrays: `items`, `minItems`, `maxItems`;
+//! - strings: `minLength`, `maxLength`, counted in UTF-16 code units (what a JavaScript
+//!   client counts, and what the tools document); `format`: `date` (a real calendar date,
+//!   `YYYY-MM-DD`), `date-time` (RFC 3339), `email`, `uri`; `contentMediaType =
+//!   "application/json"` with a `contentSchema` that the JSON read from the string fits;
+//! - numbers: `minimum`, `maximum`;
+//! - choices: `enum`, `const`, and `oneOf` or `anyOf` of `{const, title}` (a form's titled
+//!   choices).
+//!
+//! `title`, `description`, `default` and `enumNames` are annotations. A `pattern` is taken
+//! only beside `format: date`, as the date's shape, which the calendar check makes and more.
+//! [`schema_problems`] refuses every other keyword, so a schema never promises a check
+//! that is not made.
+//!
+//! Two readings ([`Dialect`]) differ where wire arguments and stored data differ: a tool's
+//! arguments take `1.0` as an integer and refuse U+0000 in strings (the store keeps them as
+//! text, which PostgreSQL cannot hold a NUL in); data kept as JSON (answers, outputs,
+//! inputs) takes an integer only without a fraction, as templates show it, and may hold
+//! any character.
+//!
+//! Every problem is reported at once, each with the path of its value (`tags[3]`,
+//! `filter.status`): unknown keys of an object first, then its properties in the schema's
+//! order.
+
+mod accept;
+mod check;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use serde_json::{Map, Value};
+
+pub use accept::schema_problems;
+pub(crate) use rules::Rule;
+
+use crate::todos::ToolError;
+
+/// How a value is read: see the module's documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// A tool's wire arguments.
+    Arguments,
+    /// Data kept as JSON.
+    Data,
+}
+
+/// One broken rule: the path of the value (empty for the value itself) and the rule.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Problem {
+    pub path: String,
+    pub rule: Rule,
+}
+
+/// Every way `value` misfits `schema`, in the order described above.
+pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<Problem> {
+    let mut walker = check::Walker::new(dialect);
+    walker.value(schema, value);
+    walker.finish()
+}
+
+/// The problems of a tool's `args` against its published input `schema`: `Ok` when none,
+/// else the `invalid_input` error that names every one, `invalid arguments: field: rule;
+/// field: rule`.
+pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), ToolError> {
+    let mut walker = check::Walker::new(Dialect::Arguments);
+    if let Some(schema) = schema.as_object() {
+        walker.object(schema, args);
+    }
+    let problems = walker.finish();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}: {}", p.path, p.rule))
+        .collect();
+    Err(ToolError::invalid_input(format!(
+        "invalid arguments: {}",
+        list.join("; ")
+    )))
+}
+
+/// Every way `value` misfits `schema` (a schema without problems), each as
+/// `` `path`: rule `` (the rule alone for the value itself).
+pub fn value_problems(schema: &Value, value: &Value) -> Vec<String> {
+    problems(schema, value, Dialect::Data)
+        .into_iter()
+        .map(|problem| match problem.path.as_str() {
+            "" => problem.rule.to_string(),
+            path => format!("`{path}`: {}", problem.rule),
+        })
+        .collect()
+}
+
+/// The integer a checked `integer` argument holds (`1.0` is 1).
+pub(crate) fn whole(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0)
+            .map(|f| f as i64)
+    })
+}
+
+/// `YYYY-MM-DD` naming a day of the proleptic Gregorian calendar (`format: date`).
+pub fn is_calendar_date(text: &str) -> bool {
+    use time::format_description::well_known::Iso8601;
+    text.len() == 10 && time::Date::parse(text, &Iso8601::DATE).is_ok()
+}
+
+/// The formats `format` may name.
+pub(crate) const FORMATS: &[&str] = &["date", "date-time", "email", "uri"];
