@@ -336,3 +336,5 @@ fn append_audit(
 mod properties;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validation_cost;

@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 
 use super::FORMATS;
 
-const KEYWORDS: &[&str] = &[
+/// The keywords of the subset: checked, or annotations.
+pub(crate) const KEYWORDS: &[&str] = &[
     "type",
     "title",
     "description",

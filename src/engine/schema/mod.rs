@@ -39,6 +39,8 @@ mod tests;
 
 use serde_json::{Map, Value};
 
+#[cfg(test)]
+pub(crate) use accept::KEYWORDS;
 pub use accept::schema_problems;
 pub(crate) use rules::Rule;
 
