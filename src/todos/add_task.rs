@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::check_args;
+use crate::engine::schema::Schema;
 use crate::store::{NewTodo, Tx};
 
 /// The published input schema, which the arguments are checked against: built once.
@@ -28,6 +28,9 @@ static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
+
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
         name: "add_task",
@@ -45,12 +48,12 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<NewTodo, ToolError> {
-    read(&INPUT_SCHEMA, args)
+    read(&CHECK, args)
 }
 
-/// The arguments checked against `schema` (the published one but in tests), then read.
-pub(super) fn read(schema: &Value, args: &Map<String, Value>) -> Result<NewTodo, ToolError> {
-    check_args(schema, args)?;
+/// The arguments checked against `schema` (the published one, but in tests), then read.
+pub(super) fn read(schema: &Schema, args: &Map<String, Value>) -> Result<NewTodo, ToolError> {
+    schema.check_args(args)?;
     let text = |value: &Value| value.as_str().expect("checked: a string").to_owned();
     let tags = match args.get("tags") {
         Some(Value::Array(tags)) => tags.iter().map(text).collect(),

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::complete_task;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::check_args;
+use crate::engine::schema::Schema;
 use crate::store::Tx;
 
 /// The published input schema, which the arguments are checked against: built once.
@@ -24,6 +24,9 @@ static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
         "additionalProperties": false
     })
 });
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -44,7 +47,7 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
-    check_args(&INPUT_SCHEMA, args)?;
+    CHECK.check_args(args)?;
     Ok(complete_task::id(args))
 }
 

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::check_args;
+use crate::engine::schema::Schema;
 use crate::store::{TodoFilter, TodoStatus, Tx};
 
 /// The published input schema, which the arguments are checked against: built once.
@@ -28,6 +28,9 @@ static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
+
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
         name: "list_tasks",
@@ -46,7 +49,7 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<TodoFilter, ToolError> {
-    check_args(&INPUT_SCHEMA, args)?;
+    CHECK.check_args(args)?;
     let Some(filter) = args.get("filter") else {
         return Ok(TodoFilter::default());
     };

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::check_args;
+use crate::engine::schema::Schema;
 use crate::store::Tx;
 
 /// The published input schema, which the arguments are checked against: built once.
@@ -22,6 +22,9 @@ static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
         "additionalProperties": false
     })
 });
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -41,7 +44,7 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<String, ToolError> {
-    check_args(&INPUT_SCHEMA, args)?;
+    CHECK.check_args(args)?;
     Ok(args["query"]
         .as_str()
         .expect("checked: a string")

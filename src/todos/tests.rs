@@ -7,7 +7,7 @@ use super::{
     ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
     search_tasks,
 };
-use crate::engine::schema::is_calendar_date;
+use crate::engine::schema::{Schema, is_calendar_date};
 use crate::store::{AuditRow, Durability, Scratch, Store, TodoFilter, TodoStatus};
 
 /// The byte cap on recorded audit arguments, as documented on `store::audit::AUDIT_ARGS_CAP`.
@@ -113,6 +113,7 @@ fn the_title_limit_is_the_one_the_published_schema_states() {
         .input_schema;
     let mut tighter = published.clone();
     tighter["properties"]["title"]["maxLength"] = json!(5);
+    let (published, tighter) = (Schema::compile(&published), Schema::compile(&tighter));
     let six = args(json!({ "title": "abcdef" }));
     assert_eq!(add_task::read(&published, &six).unwrap().title, "abcdef");
     let error = add_task::read(&tighter, &six).unwrap_err();

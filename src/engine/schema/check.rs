@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
+use super::compile::{Schema, kind};
 use super::rules::{self, Rule};
-use super::{Dialect, FORMATS, Problem, is_calendar_date};
+use super::{Dialect, Problem, is_calendar_date};
 
 #[derive(Clone, Copy)]
 enum Step<'a> {
@@ -18,7 +19,7 @@ enum Step<'a> {
 pub(super) struct Walker<'a> {
     dialect: Dialect,
     /// The path of the value the walk started at (a JSON field's, for its content).
-    prefix: String,
+    prefix: Option<String>,
     at: Vec<Step<'a>>,
     problems: Vec<Problem>,
 }
@@ -27,7 +28,7 @@ impl<'a> Walker<'a> {
     pub(super) fn new(dialect: Dialect) -> Walker<'a> {
         Walker {
             dialect,
-            prefix: String::new(),
+            prefix: None,
             at: Vec::new(),
             problems: Vec::new(),
         }
@@ -38,7 +39,7 @@ impl<'a> Walker<'a> {
     }
 
     fn path(&self) -> String {
-        let mut path = self.prefix.clone();
+        let mut path = self.prefix.clone().unwrap_or_default();
         for step in &self.at {
             match step {
                 Step::Key(key) => {
@@ -57,11 +58,12 @@ impl<'a> Walker<'a> {
 
     fn report(&mut self, rule: Rule) {
         let path = self.path();
-        self.problems.push(Problem { path, rule });
+        let whole = self.at.is_empty() && self.prefix.is_none();
+        self.problems.push(Problem { path, whole, rule });
     }
 
     /// Checks the value at `step` below the current one.
-    fn below(&mut self, step: Step<'a>, schema: &'a Value, value: &'a Value) {
+    fn below(&mut self, step: Step<'a>, schema: &'a Schema, value: &'a Value) {
         self.at.push(step);
         self.value(schema, value);
         self.at.pop();
@@ -73,21 +75,19 @@ impl<'a> Walker<'a> {
         self.at.pop();
     }
 
-    pub(super) fn value(&mut self, schema: &'a Value, value: &'a Value) {
-        let Value::Object(schema) = schema else {
-            return;
-        };
-        if let Some(kind) = schema.get("type")
-            && !self.has_type(kind, value)
+    pub(super) fn value(&mut self, schema: &'a Schema, value: &'a Value) {
+        if let Some(types) = schema.types
+            && !self.has_type(types, value)
         {
-            return self.report(Rule::Type(rules::wanted(schema)));
+            return self.report(Rule::Type(schema.wanted.clone()));
         }
-        let chosen = match schema.get("const") {
-            Some(constant) => constant == value,
-            None => rules::choices(schema).is_none_or(|choices| choices.contains(&value)),
+        let chosen = match (&schema.constant, &schema.choices) {
+            (Some(constant), _) => constant == value,
+            (None, Some(choices)) => choices.contains(value),
+            (None, None) => true,
         };
         if !chosen {
-            return self.report(Rule::Choice(rules::wanted(schema)));
+            return self.report(Rule::Choice(schema.wanted.clone()));
         }
         match value {
             Value::Object(map) => self.object(schema, map),
@@ -99,53 +99,46 @@ impl<'a> Walker<'a> {
     }
 
     /// Unknown keys first, in the order given; then the properties, in the schema's order.
-    pub(super) fn object(&mut self, schema: &'a Map<String, Value>, map: &'a Map<String, Value>) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        let known = |key: &str| properties.is_some_and(|p| p.contains_key(key));
-        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+    pub(super) fn object(&mut self, schema: &'a Schema, map: &'a Map<String, Value>) {
+        let known = |key: &str| schema.properties.iter().any(|(name, _)| name == key);
+        if schema.closed {
             for key in map.keys().filter(|key| !known(key)) {
                 self.report_below(Step::Key(key), Rule::Unknown);
             }
         }
-        let required = match schema.get("required") {
-            Some(Value::Array(names)) => names.as_slice(),
-            _ => &[],
-        };
-        let is_required = |name: &str| required.iter().any(|r| r.as_str() == Some(name));
-        for (name, property) in properties.into_iter().flatten() {
+        let required = |name: &str| schema.required.iter().any(|r| r == name);
+        for (name, property) in &schema.properties {
             match map.get(name) {
                 Some(value) => self.below(Step::Key(name), property, value),
-                None if is_required(name) => self.report_below(Step::Key(name), Rule::Required),
+                None if required(name) => self.report_below(Step::Key(name), Rule::Required),
                 None => {}
             }
         }
-        for name in required.iter().filter_map(Value::as_str) {
+        for name in &schema.required {
             if !known(name) && !map.contains_key(name) {
                 self.report_below(Step::Key(name), Rule::Required);
             }
         }
     }
 
-    fn array(&mut self, schema: &'a Map<String, Value>, items: &'a [Value]) {
-        let limit = |key: &str| schema.get(key).and_then(Value::as_u64);
-        let (min, max) = (limit("minItems"), limit("maxItems"));
+    fn array(&mut self, schema: &'a Schema, items: &'a [Value]) {
+        let (min, max) = (schema.min_items, schema.max_items);
         let count = items.len() as u64;
         if min.is_some_and(|min| count < min) || max.is_some_and(|max| count > max) {
             self.report(Rule::Count(rules::bounds(min, max), items.len()));
         }
-        if let Some(item) = schema.get("items") {
+        if let Some(item) = &schema.items {
             for (i, value) in items.iter().enumerate() {
                 self.below(Step::Index(i), item, value);
             }
         }
     }
 
-    fn string(&mut self, schema: &'a Map<String, Value>, text: &str) {
+    fn string(&mut self, schema: &'a Schema, text: &str) {
         if self.dialect == Dialect::Arguments && text.contains('\0') {
             return self.report(Rule::Nul);
         }
-        let limit = |key: &str| schema.get(key).and_then(Value::as_u64);
-        let (min, max) = (limit("minLength"), limit("maxLength"));
+        let (min, max) = (schema.min_length, schema.max_length);
         if min.is_some() || max.is_some() {
             let units = text.encode_utf16().count();
             let length = units as u64;
@@ -153,69 +146,55 @@ impl<'a> Walker<'a> {
                 self.report(Rule::Length(rules::bounds(min, max), units));
             }
         }
-        let format = schema.get("format").and_then(Value::as_str);
-        if let Some(format) = format.and_then(|f| FORMATS.iter().find(|known| **known == f))
+        if let Some(format) = schema.format
             && !has_format(format, text)
         {
             self.report(Rule::Format(format));
         }
-        let json = schema
-            .get("contentMediaType")
-            .is_some_and(|m| m == "application/json");
-        if let Some(content) = schema.get("contentSchema").filter(|_| json) {
+        if let Some(content) = &schema.content {
             self.content(content, text);
         }
     }
 
     /// A JSON field: the JSON in `text`, read as the `from_json` filter reads it (so that
     /// a draft a model wrote in a code fence fits as it is), against `schema`.
-    fn content(&mut self, schema: &Value, text: &str) {
+    fn content(&mut self, schema: &Schema, text: &str) {
         let parsed = match crate::engine::filters::json_in(text) {
             Ok(parsed) => parsed,
             Err(error) => return self.report(Rule::NotJson(error.to_string())),
         };
         let mut inner = Walker::new(self.dialect);
-        inner.prefix = self.path();
+        inner.prefix = Some(self.path());
         inner.value(schema, &parsed);
         self.problems.extend(inner.problems);
     }
 
-    fn number(&mut self, schema: &'a Map<String, Value>, value: &Value) {
+    fn number(&mut self, schema: &'a Schema, value: &Value) {
         let n = value.as_f64().unwrap_or_default();
-        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
-        if bound("minimum").is_some_and(|min| n < min)
-            || bound("maximum").is_some_and(|max| n > max)
-        {
-            self.report(Rule::Range(rules::wanted(schema), value.to_string()));
+        if schema.minimum.is_some_and(|min| n < min) || schema.maximum.is_some_and(|max| n > max) {
+            self.report(Rule::Range(schema.wanted.clone(), value.to_string()));
         }
     }
 
-    fn has_type(&self, kind: &Value, value: &Value) -> bool {
-        match kind {
-            Value::String(name) => self.is(name, value),
-            Value::Array(names) => names
-                .iter()
-                .any(|name| name.as_str().is_some_and(|name| self.is(name, value))),
-            _ => true,
-        }
-    }
-
-    fn is(&self, name: &str, value: &Value) -> bool {
-        match (name, value) {
-            ("object", Value::Object(_))
-            | ("array", Value::Array(_))
-            | ("string", Value::String(_))
-            | ("number", Value::Number(_))
-            | ("boolean", Value::Bool(_))
-            | ("null", Value::Null) => true,
-            ("integer", Value::Number(n)) => {
-                n.is_i64()
+    fn has_type(&self, types: u8, value: &Value) -> bool {
+        let bit = match value {
+            Value::Object(_) => kind::OBJECT,
+            Value::Array(_) => kind::ARRAY,
+            Value::String(_) => kind::STRING,
+            Value::Bool(_) => kind::BOOLEAN,
+            Value::Null => kind::NULL,
+            Value::Number(n) => {
+                let integer = n.is_i64()
                     || n.is_u64()
                     || (self.dialect == Dialect::Arguments
-                        && n.as_f64().is_some_and(|f| f.fract() == 0.0))
+                        && n.as_f64().is_some_and(|f| f.fract() == 0.0));
+                match integer {
+                    true => kind::NUMBER | kind::INTEGER,
+                    false => kind::NUMBER,
+                }
             }
-            _ => false,
-        }
+        };
+        types & bit != 0
     }
 }
 

@@ -33,6 +33,7 @@
 
 mod accept;
 mod check;
+mod compile;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,7 @@ use serde_json::{Map, Value};
 #[cfg(test)]
 pub(crate) use accept::KEYWORDS;
 pub use accept::schema_problems;
+pub(crate) use compile::Schema;
 pub(crate) use rules::Rule;
 
 use crate::todos::ToolError;
@@ -55,40 +57,54 @@ pub(crate) enum Dialect {
     Data,
 }
 
-/// One broken rule: the path of the value (empty for the value itself) and the rule.
+/// One broken rule: the path of the value and the rule.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Problem {
     pub path: String,
+    /// Whether the value is the one checked itself, not a part of it (whose path may be
+    /// empty too: a key `""`).
+    pub whole: bool,
     pub rule: Rule,
 }
 
 /// Every way `value` misfits `schema`, in the order described above.
 pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<Problem> {
+    let schema = Schema::compile(schema);
     let mut walker = check::Walker::new(dialect);
-    walker.value(schema, value);
+    walker.value(&schema, value);
     walker.finish()
 }
 
 /// The problems of a tool's `args` against its published input `schema`: `Ok` when none,
 /// else the `invalid_input` error that names every one, `invalid arguments: field: rule;
-/// field: rule`.
+/// field: rule`. A tool called often compiles its schema once and calls
+/// [`Schema::check_args`].
+#[allow(
+    dead_code,
+    reason = "for the workflow and run tools, whose arguments `todos::validate::Checker` still checks"
+)]
 pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), ToolError> {
-    let mut walker = check::Walker::new(Dialect::Arguments);
-    if let Some(schema) = schema.as_object() {
-        walker.object(schema, args);
+    Schema::compile(schema).check_args(args)
+}
+
+impl Schema {
+    /// [`check_args`] against this compiled schema.
+    pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), ToolError> {
+        let mut walker = check::Walker::new(Dialect::Arguments);
+        walker.object(self, args);
+        let problems = walker.finish();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.path, p.rule))
+            .collect();
+        Err(ToolError::invalid_input(format!(
+            "invalid arguments: {}",
+            list.join("; ")
+        )))
     }
-    let problems = walker.finish();
-    if problems.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = problems
-        .iter()
-        .map(|p| format!("{}: {}", p.path, p.rule))
-        .collect();
-    Err(ToolError::invalid_input(format!(
-        "invalid arguments: {}",
-        list.join("; ")
-    )))
 }
 
 /// Every way `value` misfits `schema` (a schema without problems), each as
@@ -96,9 +112,9 @@ pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<()
 pub fn value_problems(schema: &Value, value: &Value) -> Vec<String> {
     problems(schema, value, Dialect::Data)
         .into_iter()
-        .map(|problem| match problem.path.as_str() {
-            "" => problem.rule.to_string(),
-            path => format!("`{path}`: {}", problem.rule),
+        .map(|problem| match problem.whole {
+            true => problem.rule.to_string(),
+            false => format!("`{}`: {}", problem.path, problem.rule),
         })
         .collect()
 }
@@ -114,9 +130,22 @@ pub(crate) fn whole(value: &Value) -> Option<i64> {
 }
 
 /// `YYYY-MM-DD` naming a day of the proleptic Gregorian calendar (`format: date`).
+/// The shape is checked first: ISO 8601 has week and ordinal dates of the same length.
 pub fn is_calendar_date(text: &str) -> bool {
-    use time::format_description::well_known::Iso8601;
-    text.len() == 10 && time::Date::parse(text, &Iso8601::DATE).is_ok()
+    let bytes = text.as_bytes();
+    let shaped = bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if !shaped {
+        return false;
+    }
+    let number = |range: std::ops::Range<usize>| text[range].parse::<u16>().unwrap_or(0);
+    let Ok(month) = time::Month::try_from(number(5..7) as u8) else {
+        return false;
+    };
+    time::Date::from_calendar_date(i32::from(number(0..4)), month, number(8..10) as u8).is_ok()
 }
 
 /// The formats `format` may name.

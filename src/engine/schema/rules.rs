@@ -39,9 +39,16 @@ impl fmt::Display for Rule {
             Rule::Type(wanted) | Rule::Choice(wanted) => write!(f, "must be {wanted}"),
             Rule::Range(wanted, got) => write!(f, "must be {wanted} (got {got})"),
             Rule::Length(bounds, got) => {
-                write!(f, "must be {bounds} UTF-16 code units long (got {got})")
+                let units = plural(bounds, "unit");
+                write!(f, "must be {bounds} UTF-16 code {units} long (got {got})")
             }
-            Rule::Count(bounds, got) => write!(f, "must hold {bounds} items (got {got})"),
+            Rule::Count(bounds, got) => {
+                write!(
+                    f,
+                    "must hold {bounds} {} (got {got})",
+                    plural(bounds, "item")
+                )
+            }
             Rule::Nul => f.write_str("must not contain a NUL character (U+0000)"),
             Rule::Format(format) => f.write_str(match *format {
                 "date" => "must be a real calendar date in the form YYYY-MM-DD",
@@ -51,6 +58,14 @@ impl fmt::Display for Rule {
             }),
             Rule::NotJson(error) => write!(f, "is not JSON: {error}"),
         }
+    }
+}
+
+/// `unit` or `units`, as the bounds' last number asks.
+fn plural(bounds: &str, noun: &str) -> String {
+    match bounds.ends_with(" 1") || bounds == "1" {
+        true => noun.to_owned(),
+        false => format!("{noun}s"),
     }
 }
 

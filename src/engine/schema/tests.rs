@@ -57,7 +57,7 @@ fn every_misfit_is_named_with_its_path() {
         [
             "must hold at least 2 items (got 1)",
             "`[0].x`: unknown property",
-            "`[0].name`: must be at least 1 UTF-16 code units long (got 0)",
+            "`[0].name`: must be at least 1 UTF-16 code unit long (got 0)",
             "`[0].pros[1]`: must be a string",
             "`[0].effort`: must be one of: \"low\", \"medium\", \"high\"",
             "`[0].confidence`: must be an integer from 0 to 100 (got 101)",
@@ -217,7 +217,7 @@ fn lengths_are_counted_in_utf16_code_units_within_their_bounds() {
     let at_most = json!({ "type": "string", "maxLength": 1 });
     assert_eq!(
         said(&at_most, &json!("ab"), Dialect::Data),
-        [": must be at most 1 UTF-16 code units long (got 2)"]
+        [": must be at most 1 UTF-16 code unit long (got 2)"]
     );
 }
 
@@ -312,6 +312,11 @@ fn formats_are_checked_dates_against_the_calendar() {
     assert!(check("date", "2024-02-29"));
     assert!(!check("date", "2023-02-29"));
     assert!(!check("date", "2024-2-29"));
+    assert!(
+        !check("date", "2026-W01-1"),
+        "a week date is not a calendar date"
+    );
+    assert!(!check("date", "2026-001T1"), "nor is an ordinal date");
     assert!(check("date-time", "2026-12-01T10:00:00Z"));
     assert!(!check("date-time", "2026-12-01"));
     assert!(check("email", "me@example.org"));
