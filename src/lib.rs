@@ -13,9 +13,9 @@
 pub mod cli;
 pub mod clock;
 pub mod engine;
-pub mod runs;
 pub mod server;
 pub mod store;
+pub mod runs;
 pub mod todos;
 
 #[doc(hidden)]

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use mcp_task_server::engine::Engine;
 use mcp_task_server::engine::catalog::Catalog;
-use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::server::Server;
 use mcp_task_server::store::Store;
+use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::todos::Tools;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::caller::Caller;
 use super::envelope::{self, Envelope};
-use crate::runs::Registry;
 use crate::store::AuditOutcome;
+use crate::runs::Registry;
 use crate::todos::validate::Checker;
 use crate::todos::{Effects, Origin, ToolError, Tools};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mcp_task_server::engine::Engine;
 use mcp_task_server::engine::catalog::Catalog;
-use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::server::Server;
+use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::todos::Tools;
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;

@@ -6,10 +6,10 @@
 //! Invariant: a task is visible only to requests of the protocol it was created under,
 //! so a client never gets the other protocol's shapes; to the other it is unknown.
 
+pub(super) mod v2026_07_28;
+pub(super) mod v2025_11_25;
 pub(super) mod questions;
 mod rounds;
-pub(super) mod v2025_11_25;
-pub(super) mod v2026_07_28;
 
 use std::time::Duration;
 
@@ -24,8 +24,8 @@ use super::{Server, results, workflow_tools};
 use crate::engine::RunOptions;
 use crate::engine::journal::RunOrigin;
 use crate::engine::report::NodeStatus;
-use crate::runs::{Registry, TaskStatus, TaskView};
 use crate::store::AuditOutcome;
+use crate::runs::{Registry, TaskStatus, TaskView};
 use crate::todos::{Origin, ToolError};
 
 /// How often a request that waits on a task (a blocking `tasks/result`) reads it again.

@@ -18,11 +18,11 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
-use super::{Era, NotStarted, Settled, internal, questions, v2026_07_28};
-use crate::runs::TaskView;
+use super::{Era, NotStarted, Settled, internal, v2026_07_28, questions};
 use crate::server::caller::Caller;
 use crate::server::progress;
 use crate::server::{Server, results};
+use crate::runs::TaskView;
 
 /// How a call is answered in rounds: whether its `sample` questions go to the person, and
 /// the task protocol its run is recorded under.

@@ -12,11 +12,11 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
-use crate::runs::{OpenQuestion, TaskView};
 use crate::server::caller::Caller;
 use crate::server::slots::{Full, Slot};
 use crate::server::tasks::v2026_07_28::SUB_TASKS_META;
 use crate::server::{Server, results};
+use crate::runs::{OpenQuestion, TaskView};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 

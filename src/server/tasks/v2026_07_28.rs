@@ -14,10 +14,10 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, internal, questions};
-use crate::runs::{TaskStatus, TaskView};
 use crate::server::Server;
 use crate::server::caller::Caller;
 use crate::server::results;
+use crate::runs::{TaskStatus, TaskView};
 
 /// The `_meta` key under which a run's task lists its sub-tasks.
 pub(crate) const SUB_TASKS_META: &str = "x-mcp-task-server/subTasks";

@@ -16,8 +16,8 @@
 mod direct;
 pub(crate) mod fast;
 mod flights;
-pub(crate) mod screen;
 pub(crate) mod v2025_11_25;
+pub(crate) mod screen;
 
 use std::sync::Arc;
 
@@ -32,8 +32,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Mutex, Semaphore};
 
 use flights::{Cancelled, Flights};
-use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 use v2025_11_25::Session;
+use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
