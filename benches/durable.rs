@@ -51,8 +51,8 @@ use mcp_task_server::engine::observer::Event;
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::engine::report::{NodeError, NodeStatus, RunStatus};
 use mcp_task_server::engine::{Engine, RunOptions};
-use mcp_task_server::store::{Durability, Store};
 use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::store::{Durability, Store};
 use mcp_task_server::todos::{ToolResult, Tools};
 use shapes::{
     Shape, chain, diamond, edges, engine, fanout, node_id, plan, random, runtime, spawned_run,

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backends::Place;
-use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
 use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
 use mcp_task_server::todos::Tools;
 use serde_json::{Value, json};
 

@@ -10,12 +10,13 @@
 //!   of MCP;
 //! - [`clock`]: timestamps as the tools report them and stored deadlines.
 
+pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod engine;
+pub mod runs;
 pub mod server;
 pub mod store;
-pub mod runs;
 pub mod todos;
 
 #[doc(hidden)]

@@ -3,19 +3,18 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use mcp_task_server::app::{App, Config, InlineWorkflows};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
-use mcp_task_server::engine::{self, Engine};
+use mcp_task_server::engine;
+use mcp_task_server::runs::RegistryConfig;
+use mcp_task_server::runs::housekeeping::Chores;
+use mcp_task_server::server::Server;
 use mcp_task_server::server::http::{Auth, HttpOptions, Limits};
-use mcp_task_server::server::{InlineWorkflows, Server};
-use mcp_task_server::store::{self, Durability, Store};
-use mcp_task_server::runs::housekeeping::{self, Chores};
-use mcp_task_server::runs::{Registry, RegistryConfig};
-use mcp_task_server::todos::Tools;
+use mcp_task_server::store::{self, Durability};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::filter_fn;
@@ -464,49 +463,29 @@ fn workflows_dir(common: &Common) -> Option<PathBuf> {
     })
 }
 
-/// The store, the engine on it, and the task registry that journals the engine's runs.
-struct Durable {
-    engine: Engine,
-    registry: Arc<Registry>,
-}
-
-fn durable(common: &Common) -> anyhow::Result<Durable> {
-    let durability = match common.durability {
-        DurabilityArg::Normal => Durability::Normal,
-        DurabilityArg::Full => Durability::Full,
+/// The application over the database and the workflows the options name.
+fn open(common: &Common) -> anyhow::Result<App> {
+    let config = Config {
+        durability: match common.durability {
+            DurabilityArg::Normal => Durability::Normal,
+            DurabilityArg::Full => Durability::Full,
+        },
+        postgres: common.postgres(),
+        workflows: workflows_dir(common),
+        limits: common.limits(),
+        registry: RegistryConfig {
+            lease: common.lease,
+            task_ttl: common.task_ttl,
+            answer_timeout: common.answer_timeout,
+            ..RegistryConfig::default()
+        },
+        inline: match common.inline_workflows {
+            Switch::On => InlineWorkflows::On,
+            Switch::Off => InlineWorkflows::Off,
+        },
+        ..Config::new(common.db.clone(), common.workspace.clone())
     };
-    let store = Store::open_at_with(&common.db, durability, common.postgres())
-        .with_context(|| format!("cannot open the database {}", store::redacted(&common.db)))?;
-    if store.is_read_only() {
-        tracing::warn!(db = %store::redacted(&common.db), "database is read-only: writes will fail");
-    }
-    let tools = Tools::new(store.clone());
-    let config = RegistryConfig {
-        lease: common.lease,
-        task_ttl: common.task_ttl,
-        answer_timeout: common.answer_timeout,
-        ..RegistryConfig::default()
-    };
-    let registry = Arc::new(Registry::new(store, tools.clone(), config));
-    let engine = Engine::new(tools, &common.workspace)
-        .with_durability(durability)
-        .with_limits(common.limits())
-        .with_journal(registry.clone());
-    Ok(Durable { engine, registry })
-}
-
-/// Runs `work` while this process renews its leases (and, for `serve`, takes orphaned runs
-/// over and purges expired ones); gives its leases up when `work` is done.
-async fn with_housekeeping<T>(
-    durable: &Durable,
-    chores: Chores,
-    work: impl std::future::Future<Output = T>,
-) -> T {
-    let chores_task = housekeeping::spawn(durable.engine.clone(), durable.registry.clone(), chores);
-    let out = work.await;
-    chores_task.abort();
-    durable.registry.release_all();
-    out
+    App::open(&config)
 }
 
 /// Cancels `shutdown` at the first SIGTERM or Ctrl-C.
@@ -578,16 +557,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
-            let durable = durable(common)?;
-            let catalog = cli::load_catalog(dir.as_deref());
-            let inline = match common.inline_workflows {
-                Switch::On => InlineWorkflows::On,
-                Switch::Off => InlineWorkflows::Off,
-            };
-            let server = Server::new(durable.engine.clone(), catalog)
-                .with_registry(durable.registry.clone())
-                .with_inline_workflows(inline)
-                .with_write_queue(common.stdio_write_queue);
+            let app = open(common)?;
+            let server = Server::new(app.clone()).with_write_queue(common.stdio_write_queue);
             let chores = Chores {
                 take_over: true,
                 purge: true,
@@ -599,11 +570,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         let shutdown = CancellationToken::new();
                         tokio::spawn(cancel_on_signal(shutdown.clone()));
                         let serving = server.serve_http(options, shutdown);
-                        with_housekeeping(&durable, chores, serving).await
+                        app.with_housekeeping(chores, serving).await
                     }
                     None => {
                         tracing::info!(db = %store::redacted(&common.db), "serving MCP on stdio");
-                        with_housekeeping(&durable, chores, server.serve_stdio()).await
+                        app.with_housekeeping(chores, server.serve_stdio()).await
                     }
                 }
             })?;
@@ -631,16 +602,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             inputs_json,
             drive,
         }) => {
-            let catalog = cli::load_catalog(dir.as_deref());
-            let entry = cli::resolve(&catalog, &workflow).map_err(anyhow::Error::msg)?;
-            let durable = durable(common)?;
+            let app = open(common)?;
+            let entry = cli::resolve(app.workflows(), &workflow).map_err(anyhow::Error::msg)?;
             let args = RunArgs {
                 inputs,
                 inputs_json,
                 drive: drive.args(),
             };
-            let work = cli::run_workflow(&durable.engine, &durable.registry, &entry, &args);
-            Ok(runtime.block_on(with_housekeeping(&durable, TERMINAL, work)))
+            let work = cli::run_workflow(&app, &entry, &args);
+            Ok(runtime.block_on(app.with_housekeeping(TERMINAL, work)))
         }
         Command::Workflows(command) => stored_runs(&runtime, common, command),
         Command::Db(DbCommand::Migrate) => cli::migrate(&common.db, common.postgres())
@@ -667,35 +637,28 @@ fn stored_runs(
     common: &Common,
     command: WorkflowsCommand,
 ) -> anyhow::Result<ExitCode> {
-    let durable = durable(common)?;
-    let (engine, registry) = (&durable.engine, &*durable.registry);
+    let app = open(common)?;
     Ok(match command {
-        WorkflowsCommand::Runs { status, limit } => {
-            cli::list_runs(registry, status.as_deref(), limit)
-        }
-        WorkflowsCommand::Status { run_id } => cli::status(registry, &run_id),
-        WorkflowsCommand::Purge { older_than } => {
-            cli::purge(registry, older_than.unwrap_or_default())
-        }
+        WorkflowsCommand::Runs { status, limit } => cli::list_runs(&app, status.as_deref(), limit),
+        WorkflowsCommand::Status { run_id } => cli::status(&app, &run_id),
+        WorkflowsCommand::Purge { older_than } => cli::purge(&app, older_than.unwrap_or_default()),
         WorkflowsCommand::Answer {
             run_id,
             node,
             answer,
             instance,
-        } => cli::answer(registry, &run_id, &node, instance, &answer),
+        } => cli::answer(&app, &run_id, &node, instance, &answer),
         WorkflowsCommand::Resume { run_id, drive } => {
             let drive = drive.args();
-            let work = cli::resume(engine, &durable.registry, &run_id, &drive);
-            runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
+            let work = cli::resume(&app, &run_id, &drive);
+            runtime.block_on(app.with_housekeeping(TERMINAL, work))
         }
         WorkflowsCommand::Retry { run_id, drive } => {
             let drive = drive.args();
-            let work = cli::retry(engine, &durable.registry, &run_id, &drive);
-            runtime.block_on(with_housekeeping(&durable, TERMINAL, work))
+            let work = cli::retry(&app, &run_id, &drive);
+            runtime.block_on(app.with_housekeeping(TERMINAL, work))
         }
-        WorkflowsCommand::Cancel { run_id } => {
-            runtime.block_on(cli::cancel(engine, registry, &run_id))
-        }
+        WorkflowsCommand::Cancel { run_id } => runtime.block_on(cli::cancel(&app, &run_id)),
         WorkflowsCommand::List
         | WorkflowsCommand::Validate { .. }
         | WorkflowsCommand::Show { .. }

@@ -2,9 +2,12 @@
 
 #[path = "cli/answers.rs"]
 mod answers;
+mod backends;
 #[path = "cli/builtin_answers.rs"]
 mod builtin_answers;
 mod common;
+#[path = "cli/old_database.rs"]
+mod old_database;
 #[path = "cli/terminal.rs"]
 mod terminal;
 

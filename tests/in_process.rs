@@ -1,33 +1,22 @@
-//! The server in this process, over `tokio::io::duplex`: the same server as `serve`, on
-//! an in-memory byte stream, with a shutdown signal.
+//! The server in this process, over `tokio::io::duplex`: the same application and server
+//! as `serve` opens, on an in-memory byte stream, with a shutdown signal.
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_task_server::engine::Engine;
-use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::app::{App, Config};
 use mcp_task_server::server::Server;
-use mcp_task_server::store::Store;
-use mcp_task_server::runs::{Registry, RegistryConfig};
-use mcp_task_server::todos::Tools;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-fn server(workspace: &std::path::Path) -> Server {
-    let store = Store::open_in_memory().unwrap();
-    let tools = Tools::new(store.clone());
-    let registry = Arc::new(Registry::new(
-        store,
-        tools.clone(),
-        RegistryConfig::default(),
-    ));
-    let engine = Engine::new(tools, workspace).with_journal(registry);
-    let (catalog, _) = Catalog::load(None);
-    Server::new(engine, catalog)
+/// The server `serve` runs, on a database of its own in `dir`.
+fn server(dir: &std::path::Path) -> Server {
+    let db = dir.join("tasks.db").display().to_string();
+    let app = App::open(&Config::new(db, dir)).expect("the application opens");
+    Server::new(app)
 }
 
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -35,10 +24,8 @@ const DEADLINE: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn a_client_lists_and_calls_tools_in_process_until_the_server_is_shut_down() {
     let dir = tempfile::tempdir().unwrap();
-    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-    let (read, write) = tokio::io::split(server_end);
     let shutdown = CancellationToken::new();
-    let serving = tokio::spawn(server(dir.path()).serve_on(read, write, shutdown.clone()));
+    let (client_end, serving) = server(dir.path()).serve_in_memory(shutdown.clone());
 
     let client = ().serve(client_end).await.expect("the client connects");
     let tools = client.list_all_tools().await.unwrap();
@@ -59,9 +46,7 @@ async fn a_client_lists_and_calls_tools_in_process_until_the_server_is_shut_down
 #[tokio::test]
 async fn a_line_that_is_not_json_is_answered_in_process_too() {
     let dir = tempfile::tempdir().unwrap();
-    let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-    let (read, write) = tokio::io::split(server_end);
-    let serving = tokio::spawn(server(dir.path()).serve_on(read, write, CancellationToken::new()));
+    let (client_end, serving) = server(dir.path()).serve_in_memory(CancellationToken::new());
     let (client_read, mut client_write) = tokio::io::split(client_end);
     let mut lines = BufReader::new(client_read).lines();
 

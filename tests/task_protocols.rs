@@ -9,8 +9,8 @@ mod wire;
 use std::time::Duration;
 
 use backends::{Place, on_both_backends};
-use mcp_task_server::store::Scope;
 use mcp_task_server::runs::RegistryConfig;
+use mcp_task_server::store::Scope;
 use serde_json::{Value, json};
 use wire::Wire;
 

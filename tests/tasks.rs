@@ -2,10 +2,10 @@
 
 use mcp_task_server::engine::journal::{RunProgress, UnitState};
 use mcp_task_server::engine::report::{NodeError, NodeErrorKind, NodeStatus, RunStatus};
-use mcp_task_server::store::Store;
 use mcp_task_server::runs::TaskStatus;
 use mcp_task_server::runs::progress::message;
 use mcp_task_server::runs::status::unit_message;
+use mcp_task_server::store::Store;
 
 mod backends;
 

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::{Engine, RunOptions};
-use mcp_task_server::store::Store;
 use mcp_task_server::runs::{Registry, RegistryConfig};
+use mcp_task_server::store::Store;
 use mcp_task_server::todos::Tools;
 use serde_json::{Map, Value, json};
 

@@ -12,13 +12,14 @@ use serde_json::{Map, Value};
 
 use super::answers::AnswerFile;
 use super::questions::{Sources, Watch};
+use crate::app::App;
 use crate::engine::catalog::Entry;
 use crate::engine::definition::ValueType;
 use crate::engine::journal::RunOrigin;
 use crate::engine::observer::{Event, Observer};
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
-use crate::engine::{Engine, RunHandle, RunOptions, validate};
+use crate::engine::{RunHandle, RunOptions, validate};
 use crate::runs::Registry;
 
 pub struct RunArgs {
@@ -162,12 +163,7 @@ fn progress_bar() -> ProgressBar {
 }
 
 /// Runs `entry` to the end (Ctrl-C cancels it) and prints the report; 0 only on success.
-pub async fn run_workflow(
-    engine: &Engine,
-    registry: &Arc<Registry>,
-    entry: &Entry,
-    args: &RunArgs,
-) -> ExitCode {
+pub async fn run_workflow(app: &App, entry: &Entry, args: &RunArgs) -> ExitCode {
     let given = match gather_inputs(entry, args) {
         Ok(given) => given,
         Err(message) => {
@@ -182,12 +178,12 @@ pub async fn run_workflow(
             return ExitCode::FAILURE;
         }
     };
-    let following = match Following::new(registry, Arc::clone(&entry.plan), &args.drive) {
+    let following = match Following::new(app.registry(), Arc::clone(&entry.plan), &args.drive) {
         Ok(following) => following,
         Err(code) => return code,
     };
     let (bar, options) = watched(following.sources.parks());
-    let handle = engine.start(Arc::clone(&entry.plan), inputs, options);
+    let handle = (app.engine()).start(Arc::clone(&entry.plan), inputs, options);
     follow(handle, bar, following).await
 }
 

@@ -1,20 +1,20 @@
 //! The terminal commands on stored runs: `workflows runs|status|resume|cancel|retry|purge|
-//! answer`. Read-only ones (`runs`, `status`) never take a run over.
+//! answer`, each one of the application's run operations. Read-only ones (`runs`,
+//! `status`) never take a run over. The terminal is the local user, who sees every run.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::run::{DriveArgs, Following, follow, watched};
+use crate::app::{App, Caller, Cancelled, RunError, RunFilter};
 use crate::engine::journal::Journal;
-use crate::engine::{Engine, ResumeError, RunHandle, RunOptions};
-use crate::runs::Registry;
+use crate::engine::{RunHandle, RunOptions};
 
 /// `workflows runs`: a table of runs, newest first.
-pub fn list_runs(registry: &Registry, status: Option<&str>, limit: usize) -> ExitCode {
-    let runs = match registry.runs(status, crate::store::Scope::Everyone, limit) {
+pub fn list_runs(app: &App, status: Option<&str>, limit: usize) -> ExitCode {
+    let runs = match app.list_runs(RunFilter { status, limit }, &Caller::default()) {
         Ok(runs) => runs,
         Err(error) => return fail(&format!("cannot read the runs: {error}")),
     };
@@ -51,52 +51,47 @@ fn fail(message: &str) -> ExitCode {
 }
 
 /// `workflows status RUN_ID`: the stored report as JSON.
-pub fn status(registry: &Registry, run_id: &str) -> ExitCode {
-    match registry.run_view(run_id) {
-        Ok(Some(view)) => {
+pub fn status(app: &App, run_id: &str) -> ExitCode {
+    match app.get_run(run_id, &Caller::default()) {
+        Ok(view) => {
             super::say(&serde_json::to_string_pretty(&view).expect("a view serialises"));
             ExitCode::SUCCESS
         }
-        Ok(None) => fail(&format!("no run with id {run_id}")),
+        Err(error @ RunError::NotFound(_)) => fail(&error.to_string()),
         Err(error) => fail(&format!("cannot read the run: {error}")),
     }
 }
 
 /// `workflows resume RUN_ID`: takes the run over and drives it to the end, answering what
 /// is still open of its questions.
-pub async fn resume(
-    engine: &Engine,
-    registry: &Arc<Registry>,
-    run_id: &str,
-    drive: &DriveArgs,
-) -> ExitCode {
-    drive_stored(registry, run_id, drive, |options| {
-        engine.resume(run_id, options)
+pub async fn resume(app: &App, run_id: &str, drive: &DriveArgs) -> ExitCode {
+    drive_stored(app, run_id, drive, |options| {
+        app.resume_run(run_id, options, &Caller::default())
     })
     .await
 }
 
 /// `workflows retry RUN_ID`: runs a failed or cancelled run again, as a new run.
-pub async fn retry(
-    engine: &Engine,
-    registry: &Arc<Registry>,
-    run_id: &str,
-    drive: &DriveArgs,
-) -> ExitCode {
-    drive_stored(registry, run_id, drive, |options| {
-        engine.retry(run_id, options)
+pub async fn retry(app: &App, run_id: &str, drive: &DriveArgs) -> ExitCode {
+    drive_stored(app, run_id, drive, |options| {
+        app.retry_run(run_id, options, &Caller::default())
     })
     .await
 }
 
 /// Drives the run that `start` makes of stored run `run_id` to its end, at the terminal.
 async fn drive_stored(
-    registry: &Arc<Registry>,
+    app: &App,
     run_id: &str,
     drive: &DriveArgs,
-    start: impl FnOnce(RunOptions) -> Result<RunHandle, ResumeError>,
+    start: impl FnOnce(RunOptions) -> Result<RunHandle, RunError>,
 ) -> ExitCode {
-    let following = match following(registry, run_id, drive) {
+    // Its answers file is checked against the plan the run runs.
+    let plan = match app.registry().load(run_id) {
+        Ok(stored) => stored.plan,
+        Err(error) => return fail(&error.to_string()),
+    };
+    let following = match Following::new(app.registry(), plan, drive) {
         Ok(following) => following,
         Err(code) => return code,
     };
@@ -110,55 +105,30 @@ async fn drive_stored(
     }
 }
 
-/// How to follow a stored run: its answers file is checked against the plan it runs.
-fn following(
-    registry: &Arc<Registry>,
-    run_id: &str,
-    drive: &DriveArgs,
-) -> Result<Following, ExitCode> {
-    let plan = match registry.load(run_id) {
-        Ok(stored) => stored.plan,
-        Err(error) => return Err(fail(&error.to_string())),
-    };
-    Following::new(registry, plan, drive)
-}
-
 /// `workflows cancel RUN_ID`: a run driven by a live process is cancelled by that process
 /// within a few seconds; a run nobody drives is taken over and cancelled here.
-pub async fn cancel(engine: &Engine, registry: &Registry, run_id: &str) -> ExitCode {
-    match registry.request_cancel(run_id) {
-        Ok(true) => {}
-        Ok(false) => {
-            return match registry.store().run(run_id) {
-                Ok(Some(run)) => fail(&format!("run {run_id} already {}", run.status)),
-                _ => fail(&format!("no run with id {run_id}")),
-            };
+pub async fn cancel(app: &App, run_id: &str) -> ExitCode {
+    match app.cancel_run(run_id, &Caller::default()).await {
+        Ok(Cancelled::Here(status)) => {
+            super::say(&format!("run {run_id} {status}"));
+            ExitCode::SUCCESS
         }
-        Err(error) => return fail(&format!("cannot cancel: {error}")),
-    }
-    let options = crate::engine::RunOptions::default();
-    options.cancel.cancel();
-    match engine.resume(run_id, options) {
-        Ok(handle) => match handle.join.await {
-            Ok(report) => {
-                super::say(&format!("run {run_id} {}", report.status.as_str()));
-                ExitCode::SUCCESS
-            }
-            Err(error) => fail(&format!("the run stopped abnormally: {error}")),
-        },
-        Err(crate::engine::ResumeError::Journal(crate::engine::journal::JournalError::Held(_))) => {
+        Ok(Cancelled::Requested) => {
             super::say(&format!(
                 "run {run_id}: cancel requested; the process driving it stops it shortly"
             ));
             ExitCode::SUCCESS
         }
-        Err(error) => fail(&error.to_string()),
+        Err(error @ (RunError::NotFound(_) | RunError::Finished { .. })) => {
+            fail(&error.to_string())
+        }
+        Err(error) => fail(&format!("cannot cancel: {error}")),
     }
 }
 
 /// `workflows purge`: deletes finished runs and their tasks (never the audit log).
-pub fn purge(registry: &Registry, older_than: Duration) -> ExitCode {
-    match registry.purge(older_than) {
+pub fn purge(app: &App, older_than: Duration) -> ExitCode {
+    match app.purge_runs(older_than) {
         Ok(count) => {
             super::say(&format!("purged {count} finished runs"));
             ExitCode::SUCCESS
@@ -169,7 +139,7 @@ pub fn purge(registry: &Registry, older_than: Duration) -> ExitCode {
 
 /// `workflows answer RUN_ID NODE ANSWER`: answers a question a run waits on.
 pub fn answer(
-    registry: &Registry,
+    app: &App,
     run_id: &str,
     node: &str,
     instance: Option<usize>,
@@ -179,7 +149,7 @@ pub fn answer(
         Ok(value) => value,
         Err(_) => Value::String(answer.to_owned()),
     };
-    match registry.answer_question(run_id, node, instance, &value) {
+    match app.answer_question(run_id, (node, instance), &value, &Caller::default()) {
         Ok(key) => {
             super::say(&format!("answered {node} ({key}) of run {run_id}"));
             ExitCode::SUCCESS

@@ -40,7 +40,7 @@ use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
 use crate::store::{Durability, Owner};
-use crate::todos::{ToolError, ToolResult, Tools};
+use crate::todos::{ToolResult, Tools};
 
 /// Per-run settings.
 #[derive(Default, Clone)]
@@ -531,10 +531,6 @@ impl Engine {
             .into_iter()
             .next()
             .expect("a one-node plan has one node");
-        Some(match (node.status, node.output, node.error) {
-            (NodeStatus::Succeeded, Some(data), _) => Ok(data),
-            (_, _, Some(error)) => Err(error.as_tool_error().unwrap_or_else(ToolError::internal)),
-            _ => Err(ToolError::internal()),
-        })
+        Some(node.into_tool_result())
     }
 }

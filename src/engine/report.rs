@@ -218,6 +218,18 @@ pub struct NodeReport {
     pub reason: Option<String>,
 }
 
+impl NodeReport {
+    /// A todo tool's result, from the one node of its call's run: its output, or the
+    /// error its tool raised; anything else is an internal error.
+    pub fn into_tool_result(self) -> Result<Value, ToolError> {
+        match (self.status, self.output, self.error) {
+            (NodeStatus::Succeeded, Some(data), _) => Ok(data),
+            (_, _, Some(error)) => Err(error.as_tool_error().unwrap_or_else(ToolError::internal)),
+            _ => Err(ToolError::internal()),
+        }
+    }
+}
+
 /// The nodes of a report, by id, in the order of the definition. The ids are the plan's
 /// own, shared; the hasher is a fast one, since the keys are ours, not an attacker's.
 pub type NodeReports = IndexMap<std::sync::Arc<str>, NodeReport, foldhash::fast::FixedState>;

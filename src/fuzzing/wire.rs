@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::server::http::rewrite::{Events, Outbound};
 use crate::server::http::tokens::{Tokens, digest};
-use crate::server::wire::v2025_11_25::Patch;
 use crate::server::wire::screen::{Screened, screen, screen_general, top_level_id};
+use crate::server::wire::v2025_11_25::Patch;
 
 /// `stdio_screen`: the screen with its fast parse answers every line exactly as the
 /// general parse alone does.

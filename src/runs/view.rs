@@ -293,6 +293,33 @@ impl Registry {
         self.store().run_owner(run_id)
     }
 
+    /// The run `principal` started under idempotency key `key`, with the call that started
+    /// it (another principal's key finds nothing).
+    pub fn run_by_idempotency_key(
+        &self,
+        principal: Option<&str>,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.store().run_by_idempotency_key(principal, key)
+    }
+
+    /// Runs `work`, the reads that answer one request, in one read transaction of the
+    /// store: one snapshot, and one read lock instead of one per statement.
+    pub fn reading<T>(&self, work: impl FnOnce() -> T) -> Result<T, StoreError> {
+        self.store().reading(work)
+    }
+
+    /// Resolves when the database tells of a task's change made elsewhere (PostgreSQL
+    /// tells of those of every host; SQLite of none).
+    pub async fn task_changed_elsewhere(&self) {
+        self.store().wakes().tasks.notified().await
+    }
+
+    /// Run `run_id`'s status; `None` if there is no such run.
+    pub fn run_status(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.store().run(run_id)?.map(|run| run.status))
+    }
+
     /// Runs in `scope`, newest first, optionally of one status.
     pub fn runs(
         &self,

@@ -7,7 +7,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::{Map, Value};
 
-use super::envelope::{self, Envelope};
+use crate::app::envelope::{self, Envelope};
 use crate::engine::definition::ResultForm;
 use crate::todos::ToolResult;
 
@@ -159,7 +159,11 @@ mod tests {
         with_meta.meta = Some(MetaObject(json!({"k": 1}).as_object().unwrap().clone()));
         let results = [
             reply(envelope::ok(json!({"n": [1, 2], "s": "x"}))),
-            reply(envelope::failed("bad_input", "no title", None)),
+            reply(envelope::failed(
+                crate::app::Code::InvalidInput,
+                "no title",
+                None,
+            )),
             reply(Envelope {
                 files: vec![("/tmp/a b.md".into(), 3)],
                 ..envelope::ok(json!(null))

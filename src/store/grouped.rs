@@ -306,6 +306,26 @@ mod tests {
         move |tx| tx.insert_todo(&todo).map(drop)
     }
 
+    /// A call that adds a todo titled `title`, then fails.
+    fn add_then_fail(
+        title: &str,
+    ) -> impl FnMut(&Tx<'_>) -> Result<(), StoreError> + Send + 'static {
+        let mut add = add(title);
+        move |tx| {
+            add(tx)?;
+            Err(StoreError::Commit("refused".into()))
+        }
+    }
+
+    /// An empty store in memory, and a runtime to await its group commits on.
+    fn store_and_runtime() -> (Store, tokio::runtime::Runtime) {
+        let store = Store::open_in_memory().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        (store, runtime)
+    }
+
     fn titles(store: &Store) -> Vec<String> {
         let todos = store.list_todos(&TodoFilter::default()).unwrap();
         todos.into_iter().map(|todo| todo.title).collect()
@@ -313,15 +333,9 @@ mod tests {
 
     #[test]
     fn a_call_that_fails_is_undone_alone_and_the_others_of_its_group_commit() {
-        let store = Store::open_in_memory().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let (store, runtime) = store_and_runtime();
         let first = store.grouped(add("first"));
-        let failing = store.grouped(|tx| {
-            add("undone")(tx)?;
-            Err::<(), _>(StoreError::Commit("refused".into()))
-        });
+        let failing = store.grouped(add_then_fail("undone"));
         let last = store.grouped(add("last"));
         let (first, failing, last) =
             runtime.block_on(async { (first.await, failing.await, last.await) });
@@ -331,14 +345,8 @@ mod tests {
 
     #[test]
     fn a_call_alone_in_its_group_that_fails_keeps_nothing_and_the_next_group_commits() {
-        let store = Store::open_in_memory().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let failing = runtime.block_on(store.grouped(|tx| {
-            add("undone")(tx)?;
-            Err::<(), _>(StoreError::Commit("refused".into()))
-        }));
+        let (store, runtime) = store_and_runtime();
+        let failing = runtime.block_on(store.grouped(add_then_fail("undone")));
         assert!(failing.is_err());
         assert!(
             titles(&store).is_empty(),
@@ -351,10 +359,7 @@ mod tests {
 
     #[test]
     fn a_transaction_the_database_rolled_back_fails_every_call_of_its_group() {
-        let store = Store::open_in_memory().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let (store, runtime) = store_and_runtime();
         let first = store.grouped(add("first"));
         // What SQLite does on its own after `SQLITE_FULL` or an I/O error mid-transaction:
         // the whole transaction, savepoints included, is rolled back.

@@ -15,6 +15,9 @@ pub(crate) mod postgres;
 mod rounds;
 mod run_tasks;
 mod runs;
+// Test scaffolding: for this crate's unit tests, and for its integration tests and benches
+// through the `testing` feature (see Cargo.toml); no part of the library's API otherwise.
+#[cfg(any(test, feature = "testing"))]
 mod scratch;
 mod sql;
 mod todos;
@@ -38,6 +41,7 @@ pub use nodes::NodeRow;
 pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted, url_holds_password};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
+#[cfg(any(test, feature = "testing"))]
 pub use scratch::{Held, Scratch, TEST_POSTGRES};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 pub use wakes::Wakes;

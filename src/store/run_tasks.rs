@@ -115,10 +115,7 @@ fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
         run_key: r.get(12)?,
         nodes: r.get(13)?,
         node_ids: r.get(14)?,
-        owner: Owner {
-            principal: r.get(15)?,
-            session: r.get(16)?,
-        },
+        owner: Owner::read(r, 15)?,
     })
 }
 
@@ -138,10 +135,7 @@ fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
         nodes: r.get(5)?,
         era: r.get(6)?,
         node_ids: r.get(7)?,
-        owner: Owner {
-            principal: r.get(8)?,
-            session: r.get(9)?,
-        },
+        owner: Owner::read(r, 8)?,
     })
 }
 

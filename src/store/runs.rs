@@ -47,6 +47,16 @@ pub struct Owner {
     pub session: Option<String>,
 }
 
+impl Owner {
+    /// The owner a row holds in its columns `at` (the principal) and `at + 1` (the session).
+    pub(super) fn read(r: &Row<'_>, at: usize) -> Result<Owner, StoreError> {
+        Ok(Owner {
+            principal: r.get(at)?,
+            session: r.get(at + 1)?,
+        })
+    }
+}
+
 /// Whose runs a listing shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
@@ -186,10 +196,7 @@ fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
         created_at: r.get(14)?,
         updated_at: r.get(15)?,
         finished_at: r.get(16)?,
-        owner: Owner {
-            principal: r.get(17)?,
-            session: r.get(18)?,
-        },
+        owner: Owner::read(r, 17)?,
         takeovers: r.get(19)?,
     })
 }
@@ -454,12 +461,7 @@ impl Store {
             tx.db.query_opt(
                 "SELECT principal, session FROM runs WHERE id = ?1",
                 &[&run_id],
-                |r| {
-                    Ok(Owner {
-                        principal: r.get(0)?,
-                        session: r.get(1)?,
-                    })
-                },
+                |r| Owner::read(r, 0),
             )
         })
     }

@@ -47,6 +47,11 @@ impl Scratch {
         &self.url
     }
 
+    /// The schema's name.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
     /// Runs `sql` in the schema on a connection of its own, as another client would;
     /// `Err` holds the server's message.
     pub fn execute(&self, sql: &str) -> Result<(), String> {

@@ -131,23 +131,12 @@ impl<'c> Db<'c> {
         params: &[&dyn Param],
         mut read: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
-        match self {
-            Db::Sqlite(conn) => {
-                let mut stmt = conn.prepare_cached(sql)?;
-                bind(&mut stmt, params)?;
-                let mut rows = stmt.raw_query();
-                let mut out = Vec::new();
-                while let Some(row) = rows.next()? {
-                    out.push(read(&Row::Sqlite(row))?);
-                }
-                Ok(out)
-            }
-            Db::Postgres(session) => session
-                .query(&numbered(sql), params)?
-                .iter()
-                .map(|row| read(&Row::Postgres(row)))
-                .collect(),
-        }
+        let mut out = Vec::new();
+        self.each_row(sql, params, |row| {
+            out.push(read(row)?);
+            Ok(true)
+        })?;
+        Ok(out)
     }
 
     /// The first row of a query, if there is one.
@@ -157,21 +146,42 @@ impl<'c> Db<'c> {
         params: &[&dyn Param],
         mut read: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError> {
+        let mut first = None;
+        self.each_row(sql, params, |row| {
+            first = Some(read(row)?);
+            Ok(false)
+        })?;
+        Ok(first)
+    }
+
+    /// Runs a query and hands its rows to `visit` in order, for as long as it answers
+    /// `true`: the one place that steps through a result on either database.
+    fn each_row(
+        self,
+        sql: &str,
+        params: &[&dyn Param],
+        mut visit: impl FnMut(&Row<'_>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
         match self {
             Db::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(sql)?;
                 bind(&mut stmt, params)?;
                 let mut rows = stmt.raw_query();
-                match rows.next()? {
-                    Some(row) => Ok(Some(read(&Row::Sqlite(row))?)),
-                    None => Ok(None),
+                while let Some(row) = rows.next()? {
+                    if !visit(&Row::Sqlite(row))? {
+                        break;
+                    }
                 }
             }
-            Db::Postgres(session) => match session.query(&numbered(sql), params)?.first() {
-                Some(row) => Ok(Some(read(&Row::Postgres(row))?)),
-                None => Ok(None),
-            },
+            Db::Postgres(session) => {
+                for row in &session.query(&numbered(sql), params)? {
+                    if !visit(&Row::Postgres(row))? {
+                        break;
+                    }
+                }
+            }
         }
+        Ok(())
     }
 }
 

@@ -46,7 +46,8 @@ impl ErrorCode {
         }
     }
 
-    fn audit_outcome(self) -> AuditOutcome {
+    /// The outcome an audit row records for a call that failed with this code.
+    pub(crate) fn audit_outcome(self) -> AuditOutcome {
         match self {
             ErrorCode::InvalidInput => AuditOutcome::Rejected,
             ErrorCode::NotFound => AuditOutcome::NotFound,

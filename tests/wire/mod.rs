@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_task_server::app::{App, Config};
 use mcp_task_server::engine::Engine;
 use mcp_task_server::engine::catalog::Catalog;
-use mcp_task_server::server::Server;
 use mcp_task_server::runs::{Registry, RegistryConfig};
-use mcp_task_server::todos::Tools;
+use mcp_task_server::server::Server;
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
@@ -47,16 +47,16 @@ impl Wire {
         for (name, text) in files {
             std::fs::write(flows.join(name), text).unwrap();
         }
-        let store = place.store();
-        let tools = Tools::new(store.clone());
-        let registry = Arc::new(Registry::new(store, tools.clone(), config));
-        let engine = Engine::new(tools, dir.path()).with_journal(registry.clone());
-        let (catalog, problems) = Catalog::load(Some(&flows));
+        let (_, problems) = Catalog::load(Some(&flows));
         assert!(problems.is_empty(), "{problems:?}");
-        let server = Server::new(engine.clone(), catalog).with_registry(registry.clone());
-        let (client_end, server_end) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(server_end);
-        tokio::spawn(server.serve_on(read, write, CancellationToken::new()));
+        let app = App::open(&Config {
+            workflows: Some(flows),
+            registry: config,
+            ..Config::new(place.location(), dir.path())
+        })
+        .expect("the application opens");
+        let (engine, registry) = (app.engine().clone(), app.registry().clone());
+        let (client_end, _serving) = Server::new(app).serve_in_memory(CancellationToken::new());
         let (read, write) = tokio::io::split(client_end);
         Wire {
             write,

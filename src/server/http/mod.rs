@@ -196,7 +196,6 @@ impl Server {
             .enforce_origin_validation()
             .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
-        let tasks = self.registry.is_some();
         // The per-principal caps keep the principals of a tokens file from each other; a
         // server with one principal (the token made at start) has the totals alone.
         let per_principal = |cap: usize| match options.auth {
@@ -204,7 +203,7 @@ impl Server {
             Auth::Generated | Auth::Off => usize::MAX,
         };
         let server = Server {
-            max_runs: Some(options.max_runs),
+            app: self.app.clone().with_max_runs(options.max_runs),
             result_waits: Some(Slots::new(
                 options.max_result_waits,
                 per_principal(options.max_result_waits_per_principal),
@@ -249,7 +248,7 @@ impl Server {
         }
         let gate = Arc::new(Gate {
             keys,
-            tasks,
+            tasks: true,
             sessions,
             streams: Slots::new(
                 options.max_streams,

@@ -18,11 +18,11 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
-use super::{Era, NotStarted, Settled, internal, v2026_07_28, questions};
-use crate::server::caller::Caller;
+use super::{Era, NotStarted, Settled, internal, questions, v2026_07_28};
+use crate::app::Caller;
+use crate::runs::TaskView;
 use crate::server::progress;
 use crate::server::{Server, results};
-use crate::runs::TaskView;
 
 /// How a call is answered in rounds: whether its `sample` questions go to the person, and
 /// the task protocol its run is recorded under.
@@ -103,7 +103,9 @@ impl Server {
             None => match self.start_task(name, args, how.era, caller, observer) {
                 Ok(view) => view.run_id,
                 Err(NotStarted::Rejected(envelope)) => {
-                    return Ok(results::reply_as(envelope, self.result_form(name)).into());
+                    return Ok(
+                        results::reply_as(envelope, self.app.tools().result_form(name)).into(),
+                    );
                 }
                 Err(NotStarted::Fault(error)) => return Err(error),
             },

@@ -12,11 +12,11 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
-use crate::server::caller::Caller;
+use crate::app::Caller;
+use crate::runs::{OpenQuestion, TaskView};
 use crate::server::slots::{Full, Slot};
 use crate::server::tasks::v2026_07_28::SUB_TASKS_META;
 use crate::server::{Server, results};
-use crate::runs::{OpenQuestion, TaskView};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 
@@ -67,7 +67,7 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Result<Value, McpError> {
         let params = params_of(&request);
-        let caller = Caller::of(&context);
+        let caller = crate::server::caller::caller_of(&context);
         match method {
             "tools/call" => self.call_2025(params, &context, &caller),
             "tasks/get" => self.reading(|| {
@@ -109,10 +109,11 @@ impl Server {
                 ));
             }
         };
-        if self.route(name).is_none() {
+        if self.app.tools().route(name).is_none() {
             return Err(crate::server::results::unknown_tool(name));
         }
-        if self.task_support(name) == crate::engine::definition::TaskSupport::Forbidden {
+        if self.app.tools().task_support(name) == crate::engine::definition::TaskSupport::Forbidden
+        {
             return Err(crate::server::results::task_forbidden(name));
         }
         let view = match self.start_task(name, args, Era::V2025_11_25, caller, None) {
@@ -160,7 +161,8 @@ impl Server {
             ),
         };
         // Shaped as a refused call (`too_many_runs`) is.
-        let envelope = crate::server::envelope::failed("too_many_result_waits", &message, None);
+        let envelope =
+            crate::app::envelope::failed(crate::app::Code::TooManyResultWaits, &message, None);
         Err(McpError::invalid_params(message, Some(envelope.body)))
     }
 
@@ -207,7 +209,7 @@ impl Server {
             false => samples || elicits,
         };
         let Some(question) = open.into_iter().find(can_answer) else {
-            self.task_changed().await;
+            self.app.changed().await;
             return Ok(());
         };
         let sent = match questions::is_elicitation(&question.request) || samples {
@@ -221,7 +223,7 @@ impl Server {
             Ok(reply) => serde_json::to_value(reply).unwrap_or_default(),
             Err(error) => {
                 tracing::info!(%error, "the client did not answer a question");
-                self.task_changed().await;
+                self.app.changed().await;
                 return Ok(());
             }
         };
@@ -374,7 +376,7 @@ impl Server {
                 if view.status().is_terminal() {
                     return;
                 }
-                server.task_changed().await;
+                server.app.changed().await;
             }
         });
     }

@@ -14,10 +14,10 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, internal, questions};
-use crate::server::Server;
-use crate::server::caller::Caller;
-use crate::server::results;
+use crate::app::Caller;
 use crate::runs::{TaskStatus, TaskView};
+use crate::server::Server;
+use crate::server::results;
 
 /// The `_meta` key under which a run's task lists its sub-tasks.
 pub(crate) const SUB_TASKS_META: &str = "x-mcp-task-server/subTasks";
@@ -65,7 +65,7 @@ impl Server {
         match self.start_task(name, args, Era::V2026_07_28, caller, None) {
             Ok(view) => Ok(created(&view)),
             Err(NotStarted::Rejected(envelope)) => {
-                Ok(results::reply_as(envelope, self.result_form(name)).into())
+                Ok(results::reply_as(envelope, self.app.tools().result_form(name)).into())
             }
             Err(NotStarted::Fault(error)) => Err(error),
         }

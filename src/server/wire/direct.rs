@@ -29,7 +29,6 @@ use tokio::io::AsyncWrite;
 use super::flights::Flights;
 use super::{Writer, v2025_11_25, write_line};
 use crate::server::Server;
-use crate::store::Owner;
 
 /// How long the end of input waits for the lane's calls in flight: rmcp's own grace for
 /// its handlers' replies when a client hangs up.
@@ -80,7 +79,9 @@ impl Lane {
         tokio::spawn(async move {
             let name = call.params.name;
             let args = call.params.arguments.unwrap_or_default();
-            let result = server.todo_call(&name, args, Owner::default()).await;
+            let result = server
+                .todo_call(&name, args, &crate::app::Caller::default())
+                .await;
             if flights.land(&id) {
                 let message = reply(result, id);
                 if let Err(error) = write_line(&writer, &message).await {
@@ -99,7 +100,7 @@ impl Lane {
         let ClientRequest::CallToolRequest(call) = request else {
             return false;
         };
-        self.server.is_todo(&call.params.name)
+        self.server.app.tools().route(&call.params.name) == Some(crate::app::Route::Todo)
             && call.params.input_responses.is_none()
             && call.params.request_state.is_none()
             && !v2025_11_25::declares_modern(request)
@@ -137,24 +138,15 @@ fn reply(result: rmcp::model::CallToolResult, id: RequestId) -> TxJsonRpcMessage
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Engine;
-    use crate::engine::catalog::Catalog;
     use crate::server::wire::WireTransport;
-    use crate::store::{Held, Store, TodoFilter};
-    use crate::todos::Tools;
+    use crate::store::{Held, TodoFilter};
     use rmcp::ServiceExt;
     use serde_json::{Value, json};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use tokio_util::sync::CancellationToken;
 
     fn server() -> Server {
-        server_on(Store::open_in_memory().unwrap())
-    }
-
-    fn server_on(store: Store) -> Server {
-        let tools = Tools::new(store);
-        let (catalog, _) = Catalog::load(None);
-        Server::new(Engine::new(tools, &std::env::temp_dir()), catalog)
+        Server::new(crate::app::App::in_memory())
     }
 
     fn opening(version: &str) -> Vec<String> {
@@ -343,12 +335,12 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answered() {
-        let store = Store::open_in_memory().unwrap();
+        let server = server();
+        let store = server.app.registry().store().clone();
         // The first call waits for the store while the second arrives.
         let held = Held::connection_of(&store);
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
-        let server = server_on(store.clone());
         let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
             .with_lane(server.clone());
         let serving = serve(server, transport);
@@ -386,14 +378,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_do() {
-        let store = Store::open_in_memory().unwrap();
+        let server = server();
+        let store = server.app.registry().store().clone();
         // Another writer holds the connection, so that the call is still in flight when
         // the client cancels it.
         let held = Held::connection_of(&store);
 
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
-        let server = server_on(store.clone());
         let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
             .with_lane(server.clone());
         let serving = serve(server, transport);

@@ -16,8 +16,8 @@
 mod direct;
 pub(crate) mod fast;
 mod flights;
-pub(crate) mod v2025_11_25;
 pub(crate) mod screen;
+pub(crate) mod v2025_11_25;
 
 use std::sync::Arc;
 
@@ -32,8 +32,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Mutex, Semaphore};
 
 use flights::{Cancelled, Flights};
-use v2025_11_25::Session;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
+use v2025_11_25::Session;
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -445,8 +445,6 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_client_that_stops_reading_holds_the_server_at_the_queue_bound_until_it_goes() {
-        use crate::engine::{Engine, catalog::Catalog};
-        use crate::store::Store;
         use rmcp::ServiceExt;
         use std::time::{Duration, Instant};
         use tokio::io::AsyncBufReadExt;
@@ -454,9 +452,7 @@ mod tests {
         const BOUND: u32 = 4096;
         let (client, server_end) = tokio::io::duplex(1024);
         let (read, write) = tokio::io::split(server_end);
-        let tools = crate::todos::Tools::new(Store::open_in_memory().unwrap());
-        let (catalog, _) = Catalog::load(None);
-        let server = crate::server::Server::new(Engine::new(tools, &std::env::temp_dir()), catalog);
+        let server = crate::server::Server::new(crate::app::App::in_memory());
         let transport = WireTransport::new(read, write, false, BOUND);
         let writer = Arc::clone(&transport.write);
         let serving = tokio::spawn(async move {

@@ -103,9 +103,10 @@ pub(super) fn connector(
         ));
     }
     let verifier: Arc<dyn ServerCertVerifier> = match (mode, roots) {
-        (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => {
-            Arc::new(Unverified(provider.clone()))
-        }
+        (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => Arc::new(AnyName {
+            chain: None,
+            provider: provider.clone(),
+        }),
         (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
             let file = default_file.map_or("~/.postgresql/root.crt".into(), |file| {
                 file.display().to_string()
@@ -126,7 +127,10 @@ pub(super) fn connector(
             if mode == SslMode::VerifyFull {
                 webpki
             } else {
-                Arc::new(AnyName(webpki))
+                Arc::new(AnyName {
+                    chain: Some(webpki),
+                    provider: provider.clone(),
+                })
             }
         }
     };
@@ -183,9 +187,16 @@ fn load(roots: &Roots) -> Result<RootCertStore, StoreError> {
     Ok(store)
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name on it is not checked.
+/// The checks short of `verify-full`: with a root store (`verify-ca`, or `prefer` and
+/// `require` with a root file), the chain must lead to a trusted root and the name on it is
+/// not checked; without one (`prefer` and `require`: libpq's rule), the server is not
+/// authenticated. Either way the handshake's signatures are checked against the certificate
+/// presented, with the provider's algorithms, as `WebPkiServerVerifier` checks them.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct AnyName {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
 impl ServerCertVerifier for AnyName {
     fn verify_server_cert(
@@ -196,11 +207,11 @@ impl ServerCertVerifier for AnyName {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
         // The name is checked last, once the chain holds: a name error means all else passed.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -214,47 +225,7 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without roots: encrypted, the server not authenticated (libpq's
-/// rule). The handshake's signatures are still checked against the certificate presented.
-#[derive(Debug)]
-struct Unverified(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
+        let algorithms = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
@@ -264,12 +235,14 @@ impl ServerCertVerifier for Unverified {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
+        let algorithms = &self.provider.signature_verification_algorithms;
         rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

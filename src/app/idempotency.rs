@@ -9,19 +9,19 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Server;
 use super::envelope::{self, Envelope};
+use super::{App, Caller};
 use crate::store::AuditOutcome;
-use crate::todos::{Origin, ToolError};
+use crate::todos::ToolError;
 
-pub(super) const IDEMPOTENCY_KEY: &str = "idempotency_key";
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency_key";
 
 /// The longest key taken.
 const MAX_KEY: usize = 200;
 
 /// A call that may be retried: its key, and the call as canonical JSON.
 #[derive(Debug, Clone)]
-pub(super) struct Retryable {
+pub(crate) struct Retryable {
     pub key: String,
     pub call: String,
     /// The principal the call is made for: part of the call, so that one principal's key
@@ -48,7 +48,7 @@ fn canonical(value: &Value) -> Value {
 }
 
 /// The JSON Schema of the key, for the tools that take it.
-pub(super) fn key_schema() -> Value {
+pub(crate) fn key_schema() -> Value {
     json!({
         "type": "string", "minLength": 1, "maxLength": MAX_KEY,
         "description": "Makes the call safe to retry: a call with the same key and the same \
@@ -56,14 +56,14 @@ pub(super) fn key_schema() -> Value {
     })
 }
 
-impl Server {
+impl App {
     /// Takes the key out of a workflow call's arguments. A key that is not a string of 1
     /// to 200 characters rejects the call (audited); the envelope is its answer.
-    pub(super) fn take_idempotency_key(
+    pub(crate) fn take_idempotency_key(
         &self,
         tool: &str,
         args: &mut Map<String, Value>,
-        principal: Option<&str>,
+        caller: &Caller,
     ) -> Result<Option<Retryable>, Envelope> {
         let Some(value) = args.get(IDEMPOTENCY_KEY) else {
             return Ok(None);
@@ -76,9 +76,10 @@ impl Server {
             let error = ToolError::invalid_input(format!(
                 "{IDEMPOTENCY_KEY}: must be a string of 1 to {MAX_KEY} characters"
             ));
-            return Err(self.reject(tool, args, &error, principal));
+            return Err(self.refuse((tool, args), &error, caller));
         };
         args.remove(IDEMPOTENCY_KEY);
+        let principal = caller.principal();
         let mut call =
             json!({ "tool": tool, "arguments": canonical(&Value::Object(args.clone())) });
         if let Some(principal) = principal {
@@ -91,53 +92,31 @@ impl Server {
         }))
     }
 
-    /// The run an earlier call with the same key started, if any. The same key with other
-    /// arguments rejects the call (audited).
-    pub(super) fn earlier_run(
+    /// The run an earlier call with the same key started, if any (its call audited). The
+    /// same key with other arguments rejects the call (audited).
+    pub(crate) fn earlier_run(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         retryable: &Retryable,
+        caller: &Caller,
     ) -> Result<Option<String>, Envelope> {
-        let Some(registry) = &self.registry else {
-            return Ok(None);
-        };
-        let found = registry
-            .store()
+        let found = self
+            .registry
             .run_by_idempotency_key(retryable.principal.as_deref(), &retryable.key)
-            .map_err(|_| envelope::of_result(Err(ToolError::internal())))?;
+            .map_err(|_| envelope::of_error(&ToolError::internal()))?;
         match found {
             None => Ok(None),
             Some((run_id, call)) if call == retryable.call => {
-                let origin = Origin {
-                    run_id: Some(&run_id),
-                    node_id: None,
-                    principal: retryable.principal.as_deref(),
-                };
-                self.engine
-                    .tools()
-                    .audit(tool, args, AuditOutcome::Ok, origin);
+                self.audit((tool, args), AuditOutcome::Ok, Some(&run_id), caller);
                 Ok(Some(run_id))
             }
             Some(_) => {
                 let error = ToolError::invalid_input(format!(
                     "{IDEMPOTENCY_KEY}: this key was used for a call with other arguments"
                 ));
-                Err(self.reject(tool, args, &error, retryable.principal.as_deref()))
+                Err(self.refuse((tool, args), &error, caller))
             }
         }
-    }
-
-    fn reject(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-        error: &ToolError,
-        principal: Option<&str>,
-    ) -> Envelope {
-        self.engine
-            .tools()
-            .audit(tool, args, AuditOutcome::Rejected, Origin::of(principal));
-        envelope::failed(error.code.as_str(), &error.message, None)
     }
 }

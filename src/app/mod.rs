@@ -1,0 +1,174 @@
+//! The application: every operation of the server, whichever face asks for it (MCP over
+//! stdio or HTTP, the terminal). It owns each operation from start to end: the catalog of
+//! tools, validation, idempotency, quotas, starting a run, the audit row and the envelope.
+//!
+//! Invariant: the application knows neither the protocol (no rmcp) nor SQL; `server/`
+//! translates MCP to these operations and their answers back, and the store is reached
+//! through the engine, the todo tools and the run registry.
+
+mod audit;
+mod caller;
+pub(crate) mod catalog;
+pub(crate) mod envelope;
+mod idempotency;
+mod runs;
+mod starts;
+mod tasks;
+mod workflows;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+pub use caller::Caller;
+pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
+pub(crate) use envelope::{Code, Envelope};
+pub use runs::{Cancelled, RunError, RunFilter, RunSummary};
+pub(crate) use starts::{NotStarted, Sync};
+pub(crate) use tasks::CancelError;
+pub use workflows::InlineWorkflows;
+
+use crate::engine::catalog::Catalog;
+use crate::engine::{self, Engine};
+use crate::runs::housekeeping::{self, Chores};
+use crate::runs::{Registry, RegistryConfig};
+use crate::store::{self, Durability, PgOptions, Store};
+use crate::todos::Tools;
+
+/// What the application is built from: where its state lives, and the operator's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// A SQLite file, `:memory:`, or a `postgres://` URL.
+    pub db: String,
+    pub durability: Durability,
+    pub postgres: PgOptions,
+    /// The folder the file actions of workflows read and write in.
+    pub workspace: PathBuf,
+    /// The workflows folder, besides the built-in workflows.
+    pub workflows: Option<PathBuf>,
+    pub limits: engine::Limits,
+    pub registry: RegistryConfig,
+    /// Whether `run_workflow` accepts definitions from the client.
+    pub inline: InlineWorkflows,
+}
+
+impl Config {
+    /// The defaults every option has, over the database `db` and the folder `workspace`.
+    pub fn new(db: impl Into<String>, workspace: impl Into<PathBuf>) -> Config {
+        Config {
+            db: db.into(),
+            durability: Durability::Normal,
+            postgres: PgOptions::default(),
+            workspace: workspace.into(),
+            workflows: None,
+            limits: engine::Limits::default(),
+            registry: RegistryConfig::default(),
+            inline: InlineWorkflows::On,
+        }
+    }
+}
+
+/// The application: cheap to clone, one for the process, shared by every face.
+#[derive(Clone)]
+pub struct App {
+    engine: Engine,
+    registry: Arc<Registry>,
+    workflows: Arc<Catalog>,
+    tools: Arc<ToolCatalog>,
+    inline: InlineWorkflows,
+    /// At most this many unfinished runs per principal (served over HTTP with tokens).
+    max_runs: Option<u64>,
+    /// Held from the lookup of an idempotency key to the start of the run it names, so
+    /// that two calls with one key start one run.
+    starting: Arc<parking_lot::Mutex<()>>,
+    /// Woken whenever a run that this process started for a task ends.
+    finished: Arc<tokio::sync::Notify>,
+}
+
+impl App {
+    /// Opens the database (migrating it), loads the workflows (a file with problems is
+    /// logged and left out), and builds the engine on the run registry.
+    pub fn open(config: &Config) -> anyhow::Result<App> {
+        let store = match config.db.as_str() {
+            ":memory:" => Store::open_in_memory(),
+            db => Store::open_at_with(db, config.durability, config.postgres),
+        }
+        .with_context(|| format!("cannot open the database {}", store::redacted(&config.db)))?;
+        if store.is_read_only() {
+            tracing::warn!(db = %store::redacted(&config.db), "database is read-only: writes will fail");
+        }
+        let tools = Tools::new(store.clone());
+        let registry = Arc::new(Registry::new(store, tools.clone(), config.registry));
+        let engine = Engine::new(tools, &config.workspace)
+            .with_durability(config.durability)
+            .with_limits(config.limits)
+            .with_journal(registry.clone());
+        let workflows = crate::cli::load_catalog(config.workflows.as_deref());
+        Ok(App::from_parts(engine, registry, workflows, config.inline))
+    }
+
+    fn from_parts(
+        engine: Engine,
+        registry: Arc<Registry>,
+        workflows: Catalog,
+        inline: InlineWorkflows,
+    ) -> App {
+        App {
+            engine,
+            registry,
+            tools: Arc::new(ToolCatalog::new(&workflows)),
+            workflows: Arc::new(workflows),
+            inline,
+            max_runs: None,
+            starting: Arc::default(),
+            finished: Arc::default(),
+        }
+    }
+
+    /// The application on a database in memory, with the built-in workflows, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> App {
+        App::open(&Config::new(":memory:", std::env::temp_dir())).expect("a store in memory")
+    }
+
+    /// Refuses a principal a new run while it has `cap` unfinished ones.
+    pub fn with_max_runs(mut self, cap: u64) -> App {
+        self.max_runs = Some(cap);
+        self
+    }
+
+    /// The engine that runs this application's workflows.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The registry of this application's runs and tasks, on its store.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The workflows this application runs by name.
+    pub fn workflows(&self) -> &Catalog {
+        &self.workflows
+    }
+
+    /// The tools this application publishes.
+    pub(crate) fn tools(&self) -> &ToolCatalog {
+        &self.tools
+    }
+
+    /// Runs `work` while this process renews its leases (and, with `chores`, takes
+    /// orphaned runs over and purges expired ones); gives its leases up when it is done.
+    pub async fn with_housekeeping<T>(
+        &self,
+        chores: Chores,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let chores_task = housekeeping::spawn(self.engine.clone(), self.registry.clone(), chores);
+        let out = work.await;
+        chores_task.abort();
+        self.registry.release_all();
+        out
+    }
+}

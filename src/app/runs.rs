@@ -1,0 +1,220 @@
+//! The operations on runs, for every face: list, get, answer, cancel, retry, resume and
+//! purge; and the `list_runs` and `get_run` tools on them, validated strictly and audited
+//! like every tool.
+//!
+//! Another principal's run is as unknown as a run that never was. On stdio and at the
+//! terminal the caller is the one local user, who may see every run in the database.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::catalog::{GET_RUN, LIST_RUNS, RUN_STATUSES};
+use super::envelope::Envelope;
+use super::{App, Caller};
+use crate::engine::journal::JournalError;
+use crate::engine::{ResumeError, RunHandle, RunOptions};
+use crate::runs::{AnswerError, RunListing};
+use crate::store::StoreError;
+use crate::todos::ToolError;
+use crate::todos::validate::Checker;
+
+/// Which runs a listing shows.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFilter<'a> {
+    /// Only runs of this status (`running`, `succeeded`, `failed`, `cancelled`).
+    pub status: Option<&'a str>,
+    /// At most this many, newest first.
+    pub limit: usize,
+}
+
+/// A run as listings show it.
+pub type RunSummary = RunListing;
+
+/// Why an operation on a run did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("no run with id {0}")]
+    NotFound(String),
+    #[error("run {run_id} already {status}")]
+    Finished { run_id: String, status: String },
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
+    #[error("the store failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// What a cancel did.
+#[derive(Debug)]
+pub enum Cancelled {
+    /// The run was driven nowhere: this process took it over and ended it in this status.
+    Here(String),
+    /// Another process drives the run; it stops the run shortly.
+    Requested,
+}
+
+impl App {
+    /// Runs `caller` may see, newest first.
+    pub fn list_runs(
+        &self,
+        filter: RunFilter<'_>,
+        caller: &Caller,
+    ) -> Result<Vec<RunSummary>, RunError> {
+        Ok(self
+            .registry
+            .runs(filter.status, caller.listing(), filter.limit)?)
+    }
+
+    /// A run's report as stored: its nodes, tasks, questions and answers.
+    pub fn get_run(&self, run_id: &str, caller: &Caller) -> Result<Value, RunError> {
+        self.may_see_run(run_id, caller)?;
+        let view = self.registry.run_view(run_id)?;
+        view.ok_or_else(|| RunError::NotFound(run_id.to_owned()))
+    }
+
+    /// Answers the open question of a node (or of one `for_each` instance) of a run; the
+    /// run goes on wherever it is driven. Returns the question's key.
+    pub fn answer_question(
+        &self,
+        run_id: &str,
+        (node, instance): (&str, Option<usize>),
+        answer: &Value,
+        caller: &Caller,
+    ) -> Result<String, RunError> {
+        self.may_see_run(run_id, caller)?;
+        Ok(self
+            .registry
+            .answer_question(run_id, node, instance, answer)?)
+    }
+
+    /// Cancels a run wherever it is driven: a run a live process drives is cancelled by
+    /// that process within a few seconds; a run nobody drives is taken over and ended here.
+    pub async fn cancel_run(&self, run_id: &str, caller: &Caller) -> Result<Cancelled, RunError> {
+        self.may_see_run(run_id, caller)?;
+        if !self.registry.request_cancel(run_id)? {
+            return Err(match self.registry.run_status(run_id)? {
+                Some(status) => RunError::Finished {
+                    run_id: run_id.to_owned(),
+                    status,
+                },
+                None => RunError::NotFound(run_id.to_owned()),
+            });
+        }
+        self.engine.cancel_local(run_id);
+        let options = RunOptions::default();
+        options.cancel.cancel();
+        match self.engine.resume(run_id, options) {
+            Ok(handle) => match handle.join.await {
+                Ok(report) => Ok(Cancelled::Here(report.status.as_str().to_owned())),
+                Err(_) => Ok(Cancelled::Requested),
+            },
+            Err(ResumeError::Journal(JournalError::Held(_)) | ResumeError::AlreadyActive(_)) => {
+                Ok(Cancelled::Requested)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Runs a failed or cancelled run again, as a new run: nodes that succeeded keep their
+    /// results; failed, cancelled and skipped ones run again.
+    pub fn retry_run(
+        &self,
+        run_id: &str,
+        options: RunOptions,
+        caller: &Caller,
+    ) -> Result<RunHandle, RunError> {
+        self.may_see_run(run_id, caller)?;
+        Ok(self.engine.retry(run_id, options)?)
+    }
+
+    /// Takes an unfinished run over and drives it to its end in this process.
+    pub fn resume_run(
+        &self,
+        run_id: &str,
+        options: RunOptions,
+        caller: &Caller,
+    ) -> Result<RunHandle, RunError> {
+        self.may_see_run(run_id, caller)?;
+        Ok(self.engine.resume(run_id, options)?)
+    }
+
+    /// Deletes runs that finished longer ago than `older_than`, and their tasks (never the
+    /// audit log). Returns how many.
+    pub fn purge_runs(&self, older_than: Duration) -> Result<usize, RunError> {
+        Ok(self.registry.purge(older_than)?)
+    }
+
+    /// Fails unless `caller` may see run `run_id`.
+    fn may_see_run(&self, run_id: &str, caller: &Caller) -> Result<(), RunError> {
+        match self.registry.run_owner(run_id)? {
+            Some(owner) if caller.may_see(&owner) => Ok(()),
+            _ => Err(RunError::NotFound(run_id.to_owned())),
+        }
+    }
+
+    /// The `list_runs` tool.
+    pub(crate) fn list_runs_tool(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
+        let mut check = Checker::new();
+        check.known_keys(args, "", &["status", "limit"]);
+        let status = args
+            .get("status")
+            .and_then(|v| check.one_of(v, "status", RUN_STATUSES));
+        let limit = match args.get("limit") {
+            None => Some(20),
+            Some(value) => check.id(value, "limit").filter(|limit| {
+                let fits = *limit <= 100;
+                if !fits {
+                    check.problem("limit", "must be at most 100");
+                }
+                fits
+            }),
+        };
+        let result = check.finish().and_then(|()| {
+            let filter = RunFilter {
+                status,
+                limit: limit.unwrap_or(20) as usize,
+            };
+            let runs = self
+                .list_runs(filter, caller)
+                .map_err(|_| ToolError::internal())?;
+            Ok(Value::Array(runs.into_iter().map(listed).collect()))
+        });
+        self.answer_read((LIST_RUNS, args), result, caller)
+    }
+
+    /// The `get_run` tool.
+    pub(crate) fn get_run_tool(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
+        let mut check = Checker::new();
+        check.known_keys(args, "", &["run_id"]);
+        let run_id = match args.get("run_id") {
+            Some(value) => check.string(value, "run_id", 1, 64),
+            None => {
+                check.problem("run_id", "is required");
+                None
+            }
+        };
+        let result = check.finish().and_then(|()| {
+            let run_id = run_id.unwrap_or_default();
+            self.get_run(&run_id, caller).map_err(|error| match error {
+                RunError::NotFound(_) => ToolError::not_found(format!("no run with id {run_id}")),
+                _ => ToolError::internal(),
+            })
+        });
+        self.answer_read((GET_RUN, args), result, caller)
+    }
+}
+
+/// A run as `list_runs` lists it.
+fn listed(run: RunSummary) -> Value {
+    json!({
+        "runId": run.id,
+        "taskId": run.id,
+        "workflow": run.workflow,
+        "status": run.status,
+        "progress": run.progress,
+        "message": run.message,
+        "createdAt": run.created_at,
+    })
+}

@@ -1,0 +1,188 @@
+//! What the workflow tools ask for: `list_workflows`, and the checked request of a
+//! `run_workflow` call or of a workflow's own tool; and a run's report as the envelope.
+//! Arguments are validated strictly and every refused call is audited, like the todo tools.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::catalog::{LIST_WORKFLOWS, RUN_WORKFLOW};
+use super::envelope::{self, Code, Envelope};
+use super::{App, Caller};
+use crate::engine::catalog::Catalog;
+use crate::engine::definition::{Problems, WorkflowDef};
+use crate::engine::loader;
+use crate::engine::plan::Plan;
+use crate::engine::report::{RunReport, RunStatus};
+use crate::engine::validate::{self, Limits};
+use crate::todos::validate::Checker;
+use crate::todos::{ToolError, Tools};
+
+/// Whether clients may run workflows they define themselves (`--inline-workflows`).
+/// Off, `run_workflow` runs only the workflows the operator installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InlineWorkflows {
+    #[default]
+    On,
+    Off,
+}
+
+/// The refusal of an inline definition when the operator turned them off.
+const INLINE_OFF: &str = "inline workflow definitions are turned off on this server by its \
+                          operator (--inline-workflows off); run a workflow by name from \
+                          list_workflows";
+
+fn problems_error(problems: &Problems) -> ToolError {
+    let list: Vec<String> = problems.0.iter().map(ToString::to_string).collect();
+    ToolError::invalid_input(format!("invalid workflow: {}", list.join("; ")))
+}
+
+pub(crate) use crate::engine::validate::inputs_schema;
+
+impl App {
+    /// `list_workflows`: every workflow with its inputs' schema.
+    pub(crate) fn list_workflows(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
+        let mut check = Checker::new();
+        check.known_keys(args, "", &[]);
+        let listed = check.finish().map(|()| {
+            let list = self.workflows.entries().map(|entry| {
+                json!({
+                    "name": entry.def.name,
+                    "description": entry.def.description,
+                    "inputs": inputs_schema(&entry.def),
+                    "nodeCount": entry.def.nodes.len(),
+                    "exposedAsTool": entry.def.expose_as_tool,
+                })
+            });
+            Value::Array(list.collect())
+        });
+        self.answer_read((LIST_WORKFLOWS, args), listed, caller)
+    }
+
+    /// Checks a call of `run_workflow`, or of an exposed workflow's tool, and says what to
+    /// run. A rejected call is audited here, and its envelope is the call's answer.
+    pub(crate) fn prepare_run(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Request, Envelope> {
+        let request = if tool == RUN_WORKFLOW {
+            parse_run_request(&self.workflows, self.inline, args)
+        } else {
+            let entry = (self.workflows.get(tool)).expect("exposed workflows are in the catalog");
+            inputs_for(&entry.def, Arc::clone(&entry.plan), args)
+        };
+        request.map_err(|error| self.refuse((tool, args), &error, caller))
+    }
+}
+
+/// What `run_workflow` (or an exposed workflow's tool) was asked to run, once its
+/// arguments are checked.
+pub(crate) struct Request {
+    pub plan: Arc<Plan>,
+    pub inputs: Map<String, Value>,
+}
+
+fn parse_run_request(
+    catalog: &Catalog,
+    inline: InlineWorkflows,
+    args: &Map<String, Value>,
+) -> Result<Request, ToolError> {
+    let mut check = Checker::new();
+    check.known_keys(args, "", &["workflow", "definition", "inputs"]);
+    let name = args
+        .get("workflow")
+        .and_then(|v| check.string(v, "workflow", 1, 64));
+    let definition = args.get("definition").filter(|v| {
+        if !v.is_object() {
+            check.problem("definition", "must be an object (a workflow definition)");
+        }
+        v.is_object()
+    });
+    let given = match args.get("inputs") {
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            check.problem("inputs", "must be an object");
+            Map::new()
+        }
+        None => Map::new(),
+    };
+    match (
+        args.contains_key("workflow"),
+        args.contains_key("definition"),
+    ) {
+        (true, true) => check.problem("workflow", "give either workflow or definition, not both"),
+        (false, false) => check.problem("workflow", "is required (or give an inline definition)"),
+        _ => {}
+    }
+    check.finish()?;
+    if definition.is_some() && inline == InlineWorkflows::Off {
+        return Err(ToolError::invalid_input(INLINE_OFF));
+    }
+    let def = match (name, definition) {
+        (Some(name), _) => match catalog.get(&name) {
+            Some(entry) => return inputs_for(&entry.def, Arc::clone(&entry.plan), &given),
+            None => {
+                return Err(ToolError::not_found(format!(
+                    "no workflow named `{name}`; list_workflows shows them"
+                )));
+            }
+        },
+        (None, Some(value)) => loader::parse_json_checked(value, &|def| {
+            validate::validate(def, &Tools::exists, Limits::INLINE)
+        })
+        .map_err(|p| problems_error(&p))?,
+        (None, None) => unreachable!("checked above"),
+    };
+    let def = Arc::new(def);
+    let plan = Arc::new(Plan::new(Arc::clone(&def)));
+    inputs_for(&def, plan, &given)
+}
+
+fn inputs_for(
+    def: &WorkflowDef,
+    plan: Arc<Plan>,
+    given: &Map<String, Value>,
+) -> Result<Request, ToolError> {
+    let inputs = validate::check_inputs(def, given).map_err(|p| problems_error(&p))?;
+    Ok(Request { plan, inputs })
+}
+
+/// A run's envelope: its report under `data`, also when it failed, so the caller sees
+/// which node failed and why.
+pub(crate) fn run_reply(report: &RunReport, workspace: &Path) -> Envelope {
+    let data = serde_json::to_value(report).expect("a report serialises");
+    if report.status == RunStatus::Succeeded {
+        let mut reply = envelope::ok(data);
+        reply.files = written_files(report, workspace);
+        return reply;
+    }
+    let code = if report.status == RunStatus::Cancelled {
+        Code::RunCancelled
+    } else {
+        Code::RunFailed
+    };
+    let message = report
+        .error
+        .clone()
+        .unwrap_or_else(|| format!("run {}", report.status.as_str()));
+    envelope::failed(code, &message, Some(data))
+}
+
+/// The files a run's `write_file` nodes wrote: the nodes whose output has a `write_file`
+/// output's shape, `{path, bytes}` and nothing else.
+fn written_files(report: &RunReport, workspace: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    report
+        .nodes
+        .values()
+        .filter_map(|node| node.output.as_ref()?.as_object())
+        .filter(|output| output.len() == 2)
+        .filter_map(|output| {
+            let path = output.get("path")?.as_str()?;
+            let bytes = output.get("bytes")?.as_u64()?;
+            Some((workspace.join(path), bytes))
+        })
+        .collect()
+}
