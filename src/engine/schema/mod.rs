@@ -129,8 +129,8 @@ pub(crate) fn whole(value: &Value) -> Option<i64> {
     })
 }
 
-/// `YYYY-MM-DD` naming a day of the proleptic Gregorian calendar (`format: date`).
-/// The shape is checked first: ISO 8601 has week and ordinal dates of the same length.
+/// `YYYY-MM-DD` naming a day of the proleptic Gregorian calendar (`format: date`): the
+/// shape by hand (ISO 8601 parsers also take week and ordinal dates), the day by `time`.
 pub fn is_calendar_date(text: &str) -> bool {
     let bytes = text.as_bytes();
     let shaped = bytes.len() == 10
