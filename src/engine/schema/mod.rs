@@ -71,7 +71,7 @@ pub(crate) struct Problem {
 pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<Problem> {
     let schema = Schema::compile(schema);
     let mut walker = check::Walker::new(dialect);
-    walker.value(&schema, value);
+    walker.value(&schema, value, None);
     walker.finish()
 }
 
@@ -91,7 +91,7 @@ impl Schema {
     /// [`check_args`] against this compiled schema.
     pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), ToolError> {
         let mut walker = check::Walker::new(Dialect::Arguments);
-        walker.object(self, args);
+        walker.object(self, args, None);
         let problems = walker.finish();
         if problems.is_empty() {
             return Ok(());

@@ -379,3 +379,41 @@ fn unknown_keys_come_first_then_properties_in_the_schemas_order() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn annotations_check_nothing() {
+    let schema = json!({
+        "type": "string", "title": "T", "description": "D", "default": 5,
+        "enum": ["a"], "enumNames": ["A"]
+    });
+    assert_eq!(schema_problems(&schema), Vec::<String>::new());
+    assert_eq!(
+        said(&schema, &json!("a"), Dialect::Data),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn nested_objects_and_lists_name_each_misfit_by_its_full_path() {
+    let schema = json!({
+        "type": "object", "additionalProperties": false,
+        "properties": { "filter": {
+            "type": "object", "additionalProperties": false, "required": ["tags"],
+            "properties": { "tags": { "type": "array", "items": {
+                "type": "object", "additionalProperties": false,
+                "properties": { "name": { "type": "string", "maxLength": 2 } }
+            } } }
+        } }
+    });
+    let value = json!({ "filter": { "tags": [{ "name": "abc" }, { "x": 1 }], "y": 2 } });
+    assert_eq!(
+        refusal(&schema, value),
+        "invalid arguments: filter.y: unknown property; \
+         filter.tags[0].name: must be at most 2 UTF-16 code units long (got 3); \
+         filter.tags[1].x: unknown property"
+    );
+    assert_eq!(
+        refusal(&schema, json!({ "filter": {} })),
+        "invalid arguments: filter.tags: is required"
+    );
+}
