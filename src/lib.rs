@@ -1,13 +1,17 @@
-//! mcp-task-server: a task manager and a DAG workflow engine behind one stdio MCP server.
+//! mcp-task-server: a task manager and a DAG workflow engine behind one MCP server, over
+//! stdio or Streamable HTTP, its state in SQLite or PostgreSQL.
 //!
-//! Reading order, from the wire inwards:
-//! - [`server`]: the MCP protocol adapter (rmcp), the only module that knows the protocol;
-//! - [`cli`]: the terminal commands beside the server;
+//! The layers, from the outside in:
+//! - [`transport`]: stdio and HTTP, bytes in and out;
+//! - [`server`]: MCP translation (rmcp), the only module that knows the protocol;
+//! - [`cli`]: the terminal commands, a face beside the server;
+//! - [`app`]: every operation, whichever face asks for it: the catalog of tools, the call
+//!   path, the run operations;
 //! - [`engine`]: workflows, their validation, plans and the scheduler;
-//! - [`tasks`]: the durable task registry, the engine's journal on the store;
-//! - [`tools`]: the task-manager tools, each validated, run and audited on one path;
-//! - [`store`]: SQLite persistence (todos, audit log, runs, nodes, tasks), knowing nothing
-//!   of MCP;
+//! - [`runs`]: the durable run registry, the engine's journal on the store, and the runs'
+//!   MCP tasks;
+//! - [`todos`]: the five todo tools, each validated, run and audited on one path;
+//! - [`store`]: persistence (todos, audit log, runs, nodes, tasks), knowing nothing of MCP;
 //! - [`clock`]: timestamps as the tools report them and stored deadlines.
 
 pub mod app;
@@ -18,6 +22,7 @@ pub mod runs;
 pub mod server;
 pub mod store;
 pub mod todos;
+pub mod transport;
 
 #[doc(hidden)]
 pub mod fuzzing;

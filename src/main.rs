@@ -13,8 +13,11 @@ use mcp_task_server::engine;
 use mcp_task_server::runs::RegistryConfig;
 use mcp_task_server::runs::housekeeping::Chores;
 use mcp_task_server::server::Server;
-use mcp_task_server::server::http::{Auth, HttpOptions, Limits};
 use mcp_task_server::store::{self, Durability};
+use mcp_task_server::transport::{
+    self,
+    http::{Auth, HttpOptions, Limits},
+};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::filter_fn;
@@ -228,7 +231,7 @@ struct Common {
     /// Past it the server reads no further request until the client has read some: a
     /// client that stops reading slows the server down instead of growing its memory. One
     /// reply longer than this still goes out, alone.
-    #[arg(long, env = "TASKS_STDIO_WRITE_QUEUE", value_name = "BYTES", default_value_t = mcp_task_server::server::DEFAULT_WRITE_QUEUE, value_parser = clap::value_parser!(u32).range(1024..), global = true)]
+    #[arg(long, env = "TASKS_STDIO_WRITE_QUEUE", value_name = "BYTES", default_value_t = mcp_task_server::transport::stdio::DEFAULT_WRITE_QUEUE, value_parser = clap::value_parser!(u32).range(1024..), global = true)]
     stdio_write_queue: u32,
 
     /// The fuel of one template or expression evaluation: minijinja instructions, plus the
@@ -551,14 +554,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             idle_timeout: cli.http.http_idle_timeout,
                         },
                     };
-                    // `serve_http` checks too; here, before the database is opened.
+                    // `transport::http::serve` checks too; here, before the database is opened.
                     options.check()?;
                     Some(options)
                 }
                 None => None,
             };
             let app = open(common)?;
-            let server = Server::new(app.clone()).with_write_queue(common.stdio_write_queue);
+            let server = Server::new(app.clone());
             let chores = Chores {
                 take_over: true,
                 purge: true,
@@ -569,12 +572,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         tracing::info!(db = %store::redacted(&common.db), "serving MCP over HTTP");
                         let shutdown = CancellationToken::new();
                         tokio::spawn(cancel_on_signal(shutdown.clone()));
-                        let serving = server.serve_http(options, shutdown);
+                        let serving = transport::http::serve(server, options, shutdown);
                         app.with_housekeeping(chores, serving).await
                     }
                     None => {
                         tracing::info!(db = %store::redacted(&common.db), "serving MCP on stdio");
-                        app.with_housekeeping(chores, server.serve_stdio()).await
+                        let serving =
+                            transport::stdio::serve_stdio(server, common.stdio_write_queue);
+                        app.with_housekeeping(chores, serving).await
                     }
                 }
             })?;

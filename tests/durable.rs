@@ -494,6 +494,68 @@ on_both_backends! {
     }
 }
 
+/// An `input` and a `sample` node that ask at once.
+const ASK_BOTH: &str = r#"
+    [nodes.ask]
+    input = { message = "Which colour?", schema = { type = "object", properties = { colour = { type = "string" } } } }
+    [nodes.draft]
+    sample = { prompt = "Name a colour.", system = "One word.", max_tokens = 16 }
+"#;
+
+on_both_backends! {
+    async fn a_question_is_stored_as_runs_have_always_written_it_and_read_back_as_its_type(place) {
+        use mcp_task_server::engine::question::Question;
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let parked = RunOptions {
+            park_questions: true,
+            ..RunOptions::default()
+        };
+        let handle = start(&a, ASK_BOTH, json!({}), parked);
+        let store = world.store();
+        let id = handle.run_id.clone();
+        until("both questions are asked", || {
+            store.questions(&id).unwrap().len() == 2
+        })
+        .await;
+        let mut stored: Vec<String> = store
+            .questions(&id)
+            .unwrap()
+            .into_iter()
+            .map(|q| q.request)
+            .collect();
+        stored.sort();
+        let input = r#"{"kind":"input","message":"Which colour?","schema":{"type":"object","properties":{"colour":{"type":"string"}}}}"#;
+        let sample = r#"{"kind":"sample","prompt":"Name a colour.","system":"One word.","maxTokens":16}"#;
+        assert_eq!(stored, [input, sample]);
+        let mut open: Vec<Question> = a
+            .registry
+            .open_questions(&id)
+            .unwrap()
+            .into_iter()
+            .map(|q| q.request)
+            .collect();
+        open.sort_by_key(|q| q.kind());
+        assert_eq!(
+            open,
+            [
+                serde_json::from_str::<Question>(input).unwrap(),
+                serde_json::from_str::<Question>(sample).unwrap(),
+            ]
+        );
+        assert_eq!(open[0].message(), "Which colour?");
+        assert_eq!(
+            open[1],
+            Question::Sample {
+                prompt: "Name a colour.".into(),
+                system: Some("One word.".into()),
+                max_tokens: 16,
+            }
+        );
+        crash(handle).await;
+    }
+}
+
 on_both_backends! {
     async fn a_run_whose_caller_is_gone_takes_the_default_of_its_question(place) {
         let world = World::new(place);

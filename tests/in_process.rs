@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mcp_task_server::app::{App, Config};
 use mcp_task_server::server::Server;
+use mcp_task_server::transport::stdio::serve_in_memory;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -25,7 +26,7 @@ const DEADLINE: Duration = Duration::from_secs(10);
 async fn a_client_lists_and_calls_tools_in_process_until_the_server_is_shut_down() {
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
-    let (client_end, serving) = server(dir.path()).serve_in_memory(shutdown.clone());
+    let (client_end, serving) = serve_in_memory(server(dir.path()), shutdown.clone());
 
     let client = ().serve(client_end).await.expect("the client connects");
     let tools = client.list_all_tools().await.unwrap();
@@ -46,7 +47,7 @@ async fn a_client_lists_and_calls_tools_in_process_until_the_server_is_shut_down
 #[tokio::test]
 async fn a_line_that_is_not_json_is_answered_in_process_too() {
     let dir = tempfile::tempdir().unwrap();
-    let (client_end, serving) = server(dir.path()).serve_in_memory(CancellationToken::new());
+    let (client_end, serving) = serve_in_memory(server(dir.path()), CancellationToken::new());
     let (client_read, mut client_write) = tokio::io::split(client_end);
     let mut lines = BufReader::new(client_read).lines();
 

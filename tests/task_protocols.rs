@@ -1368,3 +1368,112 @@ on_both_backends! {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Answers checked the one way, in memory during a call and durably in a task
+
+on_both_backends! {
+    async fn an_answer_that_does_not_fit_its_form_is_asked_again_during_the_call_and_the_next_taken(place) {
+        let mut wire = start(place);
+        wire.initialize(json!({ "elicitation": {} })).await;
+        let asked = std::cell::Cell::new(0);
+        let answer = |_: &Value| {
+            asked.set(asked.get() + 1);
+            match asked.get() {
+                1 => json!({ "action": "accept", "content": { "ok": "yes" } }),
+                _ => json!({ "action": "accept", "content": { "ok": true } }),
+            }
+        };
+        let call = json!({ "name": "ask", "arguments": { "who": "di" } });
+        let reply = wire.request_answering(1, "tools/call", call, &answer).await;
+        let report = &reply["result"]["structuredContent"]["data"];
+        assert_eq!(report["status"], "succeeded", "{reply}");
+        assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+        let elicited = wire
+            .seen
+            .iter()
+            .filter(|m| m["method"] == "elicitation/create")
+            .count();
+        assert_eq!(elicited, 2, "asked again after the answer that did not fit");
+        let audit = wire.registry.store().audit_rows().unwrap();
+        let answers: Vec<_> = audit.iter().filter(|row| row.tool == "answer").collect();
+        assert_eq!(answers.len(), 1, "the answer taken is audited");
+        let args: Value = serde_json::from_str(&answers[0].args).unwrap();
+        assert_eq!(args["kind"], "input");
+        assert_eq!(args["answer"], json!({ "ok": true }));
+    }
+}
+
+on_both_backends! {
+    async fn a_persons_reply_to_a_sample_that_does_not_fit_is_refused_with_its_problems_and_asked_again(place) {
+        let mut wire = start(place);
+        let mut call = json!({ "name": "draft", "arguments": {} });
+        call["_meta"] = person_meta(true);
+        let created = wire.request(1, "tools/call", call).await;
+        let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+        let mut get = json!({ "taskId": task_id });
+        get["_meta"] = person_meta(true);
+        wire.poll_until(2, get.clone(), "input_required").await;
+
+        let open = wire.registry.open_questions(&task_id).unwrap();
+        let misfit = wire.registry.reply_from(
+            &task_id,
+            &open[0],
+            mcp_task_server::engine::question::Answerer::Person,
+            Ok(&json!({ "words": "Queues decouple." })),
+        );
+        let Err(mcp_task_server::runs::AnswerError::Invalid { problems }) = misfit else {
+            panic!("a reply without its text is refused: {misfit:?}");
+        };
+        assert_eq!(
+            problems,
+            ["`text`: required", "`words`: the form has no such field"]
+        );
+        let asking = wire.poll_until(3, get.clone(), "input_required").await;
+        let request = &asking["result"]["inputRequests"]["line:attempt-1.r2"];
+        assert_eq!(request["method"], "elicitation/create", "{asking}");
+        let audit = wire.registry.store().audit_rows().unwrap();
+        let rejected: Vec<_> = audit
+            .into_iter()
+            .filter(|row| row.tool == "answer" && row.outcome == "rejected")
+            .collect();
+        assert_eq!(rejected.len(), 1, "the reply that did not fit is audited");
+        let args: Value = serde_json::from_str(&rejected[0].args).unwrap();
+        assert_eq!(args["kind"], "sample");
+        assert_eq!(args["answer"], json!({ "words": "Queues decouple." }));
+
+        let mut update = json!({ "taskId": task_id, "inputResponses": {
+            "line:attempt-1.r2": { "action": "accept", "content": { "text": "Queues buffer." } } } });
+        update["_meta"] = person_meta(true);
+        wire.request(4, "tasks/update", update).await;
+        let done = wire.poll_until(5, get, "completed").await;
+        let output = &done["result"]["result"]["structuredContent"]["data"]["nodes"]["line"]["output"];
+        assert_eq!(*output, json!({ "text": "Queues buffer.", "model": "person" }));
+    }
+}
+
+on_both_backends! {
+    async fn a_2025_client_without_a_model_writes_a_samples_reply_itself_during_a_call_and_in_tasks_result(place) {
+        let mut wire = start(place);
+        wire.initialize(json!({ "elicitation": {} })).await;
+        let write = |request: &Value| {
+            assert_eq!(request["method"], "elicitation/create", "{request}");
+            assert_eq!(request["params"]["requestedSchema"]["required"], json!(["text"]));
+            json!({ "action": "accept", "content": { "text": "Queues decouple." } })
+        };
+        let person = json!({ "text": "Queues decouple.", "model": "person" });
+        let call = json!({ "name": "draft", "arguments": {} });
+        let reply = wire.request_answering(1, "tools/call", call, &write).await;
+        let output = &reply["result"]["structuredContent"]["data"]["nodes"]["line"]["output"];
+        assert_eq!(*output, person, "{reply}");
+
+        let call = json!({ "name": "draft", "arguments": {}, "task": {} });
+        let created = wire.request(2, "tools/call", call).await;
+        let task_id = created["result"]["task"]["taskId"].clone();
+        let result = wire
+            .request_answering(3, "tasks/result", json!({ "taskId": task_id }), &write)
+            .await;
+        let output = &result["result"]["structuredContent"]["data"]["nodes"]["line"]["output"];
+        assert_eq!(*output, person, "{result}");
+    }
+}

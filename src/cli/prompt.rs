@@ -7,7 +7,7 @@ use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Map, Value};
 
 use super::fields::{self, Field, FieldKind};
-use crate::engine::form;
+use crate::engine::question::{Answerer, Question};
 
 /// Why a question got no answer at the terminal.
 #[derive(Debug, thiserror::Error)]
@@ -30,23 +30,20 @@ impl From<InquireError> for Stopped {
     }
 }
 
-/// Asks the question `request` (`{kind: "input", message, schema}` or `{kind: "sample",
-/// prompt, system}`) under `header`, which names the node; returns the answer to record.
-pub(crate) fn ask(header: &str, request: &Value) -> Result<Value, Stopped> {
+/// Asks `question` under `header`, which names the node; returns the answer to record.
+pub(crate) fn ask(header: &str, question: &Question) -> Result<Value, Stopped> {
     eprintln!("\n{header}");
-    match request["kind"].as_str() {
-        Some("sample") => ask_sample(request),
-        _ => ask_form(request),
+    match question {
+        Question::Input { message, schema } => ask_form(question, message, schema),
+        Question::Sample { prompt, system, .. } => ask_sample(prompt, system.as_deref()),
     }
 }
 
 /// An `input` form, one prompt per field. Each field is checked as it is typed; the whole
-/// answer is checked against the form again, and the form asked again if it does not fit.
-fn ask_form(request: &Value) -> Result<Value, Stopped> {
-    if let Some(message) = request["message"].as_str() {
-        eprintln!("{message}");
-    }
-    let schema = &request["schema"];
+/// answer is checked as every answer is ([`Question::problems`]), and the form asked again
+/// until it fits.
+fn ask_form(question: &Question, message: &str, schema: &Value) -> Result<Value, Stopped> {
+    eprintln!("{message}");
     loop {
         let mut answer = Map::new();
         for field in fields::fields(schema) {
@@ -55,7 +52,7 @@ fn ask_form(request: &Value) -> Result<Value, Stopped> {
             }
         }
         let answer = Value::Object(answer);
-        let problems = form::answer_problems(schema, &answer);
+        let problems = question.problems(Answerer::Person, &answer);
         if problems.is_empty() {
             return Ok(answer);
         }
@@ -134,13 +131,11 @@ fn ask_field(field: &Field) -> Result<Option<Value>, Stopped> {
 }
 
 /// A `sample` node's prompt, answered by the person: lines of text, ended by an empty one.
-fn ask_sample(request: &Value) -> Result<Value, Stopped> {
-    if let Some(system) = request["system"].as_str() {
+fn ask_sample(prompt: &str, system: Option<&str>) -> Result<Value, Stopped> {
+    if let Some(system) = system {
         eprintln!("(system) {system}");
     }
-    if let Some(prompt) = request["prompt"].as_str() {
-        eprintln!("{prompt}");
-    }
+    eprintln!("{prompt}");
     let first_line = |typed: &str| {
         Ok(match typed.is_empty() {
             true => Validation::Invalid("a reply needs some text".into()),

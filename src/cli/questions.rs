@@ -107,7 +107,7 @@ impl Watch {
     }
 
     async fn answer(&mut self, question: OpenQuestion, seen: &mut HashSet<String>) -> Next {
-        let kind = question.request["kind"].as_str().unwrap_or("input");
+        let kind = question.request.kind();
         let from_file = self.sources.file.as_ref().and_then(|file| {
             let answer = file.answer(&question.node_id, question.instance, kind)?;
             Some((file.path.clone(), answer))

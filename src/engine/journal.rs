@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::actions::BoxFuture;
 use super::plan::Plan;
+use super::question::Question;
 use super::report::{NodeError, NodeStatus, RunStatus};
 use crate::store::Owner;
 use crate::todos::{AuditOutcome, Origin, ToolResult};
@@ -123,13 +124,12 @@ pub struct UnitChange<'a> {
 
 /// A question a unit puts, recorded once under its key.
 #[derive(Debug, Clone)]
-pub struct Question<'a> {
+pub struct NewQuestion<'a> {
     pub node: &'a str,
     pub index: usize,
     pub instance: Option<usize>,
     pub key: &'a str,
-    /// `{kind: "input", message, schema}` or `{kind: "sample", prompt, system, maxTokens}`.
-    pub request: Value,
+    pub request: Question,
 }
 
 /// Where the run stands, for its parent task.
@@ -158,7 +158,7 @@ pub struct RunEnd<'a> {
 pub struct RunBatch<'a> {
     pub run_id: &'a str,
     pub units: Vec<UnitChange<'a>>,
-    pub questions: Vec<Question<'a>>,
+    pub questions: Vec<NewQuestion<'a>>,
     /// Answers the caller gave directly, recorded beside their questions.
     pub answers: Vec<(UnitChange<'a>, &'a str, &'a Value)>,
     pub progress: RunProgress<'a>,

@@ -17,6 +17,7 @@ pub mod journal;
 pub mod loader;
 pub mod observer;
 pub mod plan;
+pub mod question;
 pub mod report;
 mod scheduler;
 pub mod schema;

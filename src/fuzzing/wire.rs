@@ -4,10 +4,10 @@
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::server::http::rewrite::{Events, Outbound};
-use crate::server::http::tokens::{Tokens, digest};
-use crate::server::wire::screen::{Screened, screen, screen_general, top_level_id};
-use crate::server::wire::v2025_11_25::Patch;
+use crate::server::shim::Patch;
+use crate::transport::http::rewrite::{Events, Outbound};
+use crate::transport::http::tokens::{Tokens, digest};
+use crate::transport::stdio::screen::{Screened, screen, screen_general, top_level_id};
 
 /// `stdio_screen`: the screen with its fast parse answers every line exactly as the
 /// general parse alone does.

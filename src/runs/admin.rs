@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::lease_owner::owner_is_gone;
 use super::registry::Registry;
 use crate::clock;
-use crate::engine::form;
 use crate::engine::journal::ANSWER_AUDIT;
+use crate::engine::question::{Answerer, Question, Refusal, Reply, Verdict};
 use crate::store::{AuditOutcome, StoreError};
 use crate::todos::Origin;
 
@@ -81,8 +81,9 @@ impl Registry {
     }
 
     /// Answers the open question of a node (or of one `for_each` instance) of a run, and
-    /// returns its key. An answer to an `input` must fit its form, or nothing is recorded.
-    /// The run goes on wherever it is driven.
+    /// returns its key. The answer is given in the shape its node takes; an answer to an
+    /// `input` must fit its form, or nothing is recorded. The run goes on wherever it is
+    /// driven.
     pub fn answer_question(
         &self,
         run_id: &str,
@@ -109,39 +110,67 @@ impl Registry {
             return Err(AnswerError::NoRun(run_id.to_owned()));
         }
         let questions = self.store().questions(run_id)?;
-        Ok(questions
+        questions
             .into_iter()
             .filter(|q| q.answer.is_none())
-            .map(|q| OpenQuestion {
-                node_id: q.node_id.unwrap_or_default(),
-                node: q.node,
-                instance: usize::try_from(q.instance).ok(),
-                key: q.key,
-                request: serde_json::from_str(&q.request).unwrap_or_default(),
+            .map(|q| {
+                let request = serde_json::from_str(&q.request).map_err(|error| {
+                    AnswerError::Storage(format!(
+                        "question {} of run {run_id} cannot be read: {error}",
+                        q.key
+                    ))
+                })?;
+                Ok(OpenQuestion {
+                    node_id: q.node_id.unwrap_or_default(),
+                    node: q.node,
+                    instance: usize::try_from(q.instance).ok(),
+                    key: q.key,
+                    request,
+                })
             })
-            .collect())
+            .collect()
     }
 
-    /// Answers one open question, or records its refusal. An answer to an `input` must fit
-    /// its form, or nothing is recorded.
+    /// Answers one open question with an answer in the shape its node takes, or records
+    /// its refusal: [`Registry::reply_from`] the answerer the question is written for.
     pub fn reply(
         &self,
         run_id: &str,
         question: &OpenQuestion,
         reply: Result<&Value, Refusal>,
     ) -> Result<(), AnswerError> {
-        let text = match reply {
-            Ok(answer) => {
-                if question.request["kind"] == "input" {
-                    let problems = form::answer_problems(&question.request["schema"], answer);
-                    if !problems.is_empty() {
-                        self.audit_reply(run_id, question, reply, AuditOutcome::Rejected);
-                        self.ask_again(run_id, question)?;
-                        return Err(AnswerError::Invalid { problems });
-                    }
+        let answerer = question.request.written_for();
+        self.reply_from(run_id, question, answerer, reply)
+    }
+
+    /// Answers one open question with `answerer`'s reply, or records its refusal. An
+    /// answer that does not fit the form `answerer` was shown is refused with its
+    /// problems, and the question asked again under a new key, or after
+    /// [`ASKED_AT_MOST`](super::ASKED_AT_MOST) askings, refused for good; every reply is audited.
+    pub fn reply_from(
+        &self,
+        run_id: &str,
+        question: &OpenQuestion,
+        answerer: Answerer,
+        reply: Result<&Value, Refusal>,
+    ) -> Result<(), AnswerError> {
+        let (_, asked) = asking(&question.key);
+        let taken = match reply {
+            Ok(answer) => match question.request.judge(answerer, answer, asked) {
+                Verdict::Take(taken) => Ok(taken),
+                Verdict::AskAgain(problems) => {
+                    self.misfit(run_id, question, answer, true)?;
+                    return Err(AnswerError::Invalid { problems });
                 }
-                Ok(serde_json::to_string(answer).expect("a JSON value serialises"))
-            }
+                Verdict::GiveUp(problems) => {
+                    self.misfit(run_id, question, answer, false)?;
+                    return Err(AnswerError::Invalid { problems });
+                }
+            },
+            Err(refusal) => Err(refusal),
+        };
+        let text = match &taken {
+            Ok(answer) => Ok(serde_json::to_string(answer).expect("a JSON value serialises")),
             Err(refusal) => Err(refusal.as_str()),
         };
         let instance = question.instance.map_or(-1, |k| k as i64);
@@ -157,24 +186,36 @@ impl Registry {
                 node: question.node_id.clone(),
             });
         }
-        self.audit_reply(run_id, question, reply, AuditOutcome::Ok);
+        let audited = match &taken {
+            Ok(answer) => Reply::Answer(answer),
+            Err(refusal) => Reply::Refused(*refusal),
+        };
+        self.audit_reply(run_id, question, audited, AuditOutcome::Ok);
         self.answers_changed();
         Ok(())
     }
 
-    /// After an answer that does not fit: the question again under a new key, or, after
-    /// [`ASKED_AT_MOST`] askings, the node fails.
-    fn ask_again(&self, run_id: &str, question: &OpenQuestion) -> Result<(), AnswerError> {
+    /// After an answer that does not fit, audited as rejected: the question `again` under
+    /// a new key, or else refused for good, which fails its node.
+    fn misfit(
+        &self,
+        run_id: &str,
+        question: &OpenQuestion,
+        answer: &Value,
+        again: bool,
+    ) -> Result<(), AnswerError> {
+        let audited = Reply::Answer(answer);
+        self.audit_reply(run_id, question, audited, AuditOutcome::Rejected);
         let instance = question.instance.map_or(-1, |k| k as i64);
         let (base, asked) = asking(&question.key);
-        if asked >= ASKED_AT_MOST {
-            let refusal = Err(Refusal::Invalid.as_str());
-            self.store()
-                .answer(run_id, question.node, instance, &question.key, refusal)?;
-        } else {
+        if again {
             let new_key = format!("{base}.r{}", asked + 1);
             self.store()
                 .reask(run_id, question.node, instance, &question.key, &new_key)?;
+        } else {
+            let refusal = Err(Refusal::Invalid.as_str());
+            self.store()
+                .answer(run_id, question.node, instance, &question.key, refusal)?;
         }
         self.answers_changed();
         Ok(())
@@ -185,10 +226,11 @@ impl Registry {
         &self,
         run_id: &str,
         question: &OpenQuestion,
-        reply: Result<&Value, Refusal>,
+        reply: Reply<'_>,
         outcome: AuditOutcome,
     ) {
-        let args = reply_record(question, reply);
+        let request = &question.request;
+        let args = request.audit_args(&question.key, question.instance, reply);
         // Only the run's owner reaches its questions where callers are told apart.
         let owner = self.store().run_owner(run_id).ok().flatten();
         let origin = Origin {
@@ -199,25 +241,6 @@ impl Registry {
         self.tools().audit(ANSWER_AUDIT, &args, outcome, origin);
     }
 }
-
-/// What the audit log records of a reply: the question's kind, key and instance, and the
-/// answer or the refusal.
-fn reply_record(question: &OpenQuestion, reply: Result<&Value, Refusal>) -> Map<String, Value> {
-    let mut args = Map::new();
-    args.insert("kind".into(), question.request["kind"].clone());
-    args.insert("key".into(), Value::String(question.key.clone()));
-    if let Some(k) = question.instance {
-        args.insert("instance".into(), Value::from(k));
-    }
-    match reply {
-        Ok(answer) => args.insert("answer".into(), answer.clone()),
-        Err(refusal) => args.insert("refusal".into(), Value::from(refusal.as_str())),
-    };
-    args
-}
-
-/// How many times a question is asked when its answers do not fit its form.
-pub const ASKED_AT_MOST: u32 = 3;
 
 /// A question's key as first asked, and how many times it has been asked: `attempt-1` is
 /// the first asking, `attempt-1.r2` the second.
@@ -240,29 +263,5 @@ pub struct OpenQuestion {
     pub instance: Option<usize>,
     /// Unique among the unit's questions, for the unit's lifetime.
     pub key: String,
-    /// `{kind: "input", message, schema}` or `{kind: "sample", prompt, system, maxTokens}`.
-    pub request: Value,
-}
-
-/// Why a question gets no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    Decline,
-    Cancel,
-    /// The answers given did not fit the question's form, too many times.
-    Invalid,
-    /// Nobody was there to answer: the run's answers had none for it, and nobody could be
-    /// asked.
-    Unanswered,
-}
-
-impl Refusal {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::Decline => "decline",
-            Refusal::Cancel => "cancel",
-            Refusal::Invalid => "invalid",
-            Refusal::Unanswered => "unanswered",
-        }
-    }
+    pub request: Question,
 }

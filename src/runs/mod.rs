@@ -16,7 +16,8 @@ mod registry;
 pub mod status;
 mod view;
 
-pub use admin::{ASKED_AT_MOST, AnswerError, OpenQuestion, Refusal};
+pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
+pub use admin::{AnswerError, OpenQuestion};
 pub(crate) use outcome::random_key;
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;

@@ -67,7 +67,7 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
             node: question.index as i64,
             instance: instance_number(question.instance),
             key: question.key.to_owned(),
-            request: json_text(&question.request),
+            request: serde_json::to_string(&question.request).expect("a question serialises"),
         });
     }
     for (unit, key, answer) in &batch.answers {

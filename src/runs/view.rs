@@ -22,7 +22,7 @@ pub struct RunListing {
     pub created_at: String,
 }
 
-/// A task as the wire layer will answer it.
+/// A task as the task protocols answer it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {

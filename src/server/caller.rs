@@ -5,8 +5,8 @@
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
-use super::http::Principal;
 use crate::app::Caller;
+use crate::transport::http::Principal;
 
 /// The caller of an MCP request.
 pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
-use super::{Server, results, wire};
+use super::{Server, results, shim};
 use crate::app::{Route, Sync, ToolDef};
 use crate::engine::definition::TaskSupport;
 
@@ -41,8 +41,8 @@ fn published_tool(def: &ToolDef) -> Tool {
         tool["outputSchema"] = schema.clone();
     }
     if def.tasks != TaskSupport::Forbidden {
-        // The wire layer turns this into `execution.taskSupport` for 2025-11-25 clients.
-        tool["_meta"] = json!({ wire::v2025_11_25::TASK_SUPPORT_META: def.tasks.as_str() });
+        // The 2025-11-25 shim turns this into `execution.taskSupport` for 2025-11-25 clients.
+        tool["_meta"] = json!({ shim::TASK_SUPPORT_META: def.tasks.as_str() });
     }
     serde_json::from_value(tool).expect("our tool definitions match the protocol's shape")
 }
@@ -66,7 +66,7 @@ impl Server {
         let caller = caller_of(&context);
         // The extension is a 2026-07-28 one: a request of that protocol that declares it in
         // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
-        // 2025-11-25 task protocol (`params.task`), which the wire layer routes.
+        // 2025-11-25 task protocol (`params.task`), which the 2025-11-25 shim routes.
         let tools = self.app.tools();
         let route = tools.route(name);
         let support = tools.task_support(name);
@@ -113,9 +113,9 @@ impl Server {
     }
 
     /// A task-manager tool's call, a one-node run: the whole answer to a `tools/call` of
-    /// it that asks for no task, whoever routed it here (this handler, or the wire's
+    /// it that asks for no task, whoever routed it here (this handler, or the stdio transport's
     /// direct lane).
-    pub(super) async fn todo_call(
+    pub(crate) async fn todo_call(
         &self,
         name: &str,
         args: rmcp::model::JsonObject,
@@ -164,8 +164,8 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let by_person = questions::samples_by_person(&context);
-        self.get_extension_task(&request.task_id, by_person, &caller_of(&context))
+        let can = questions::capabilities(&context);
+        self.get_extension_task(&request.task_id, can, &caller_of(&context))
     }
 
     async fn update_task(
@@ -173,8 +173,8 @@ impl ServerHandler for Server {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let caller = caller_of(&context);
-        self.update_extension_task(&request.task_id, &request.input_responses, &caller)
+        let (can, caller) = (questions::capabilities(&context), caller_of(&context));
+        self.update_extension_task(&request.task_id, &request.input_responses, can, &caller)
     }
 
     async fn cancel_task(
@@ -186,7 +186,7 @@ impl ServerHandler for Server {
         self.cancel_extension_task(&request.task_id, &caller).await
     }
 
-    /// The 2025-11-25 task requests, renamed by the wire layer. Any other custom method,
+    /// The 2025-11-25 task requests, renamed by the 2025-11-25 shim. Any other custom method,
     /// `tasks/result` and `tasks/list` of the SEP-2663 protocol included, is unknown.
     async fn on_custom_request(
         &self,
@@ -194,11 +194,11 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         // A client that names an internal method itself gets "method not found": only the
-        // wire layer's rename, which marks what it renames, reaches the 2025-11-25 handler.
+        // 2025-11-25 shim.s rename, which marks what it renames, reaches the 2025-11-25 handler.
         let v2025 = request
             .method
-            .strip_prefix(wire::v2025_11_25::PREFIX)
-            .filter(|_| wire::v2025_11_25::renamed_here(&context.extensions))
+            .strip_prefix(shim::PREFIX)
+            .filter(|_| shim::renamed_here(&context.extensions))
             .map(str::to_owned);
         match v2025 {
             // Boxed for the reason `call_tool` is: a blocking `tasks/result` waits on a run.
@@ -223,17 +223,15 @@ impl ServerHandler for Server {
         }
     }
 
-    /// The stdio transport's cancel of a call (`wire/mod.rs`), obeyed only with the mark
+    /// The stdio transport's cancel of a call (`transport/stdio/mod.rs`), obeyed only with the mark
     /// that shows the transport made it.
     async fn on_custom_notification(
         &self,
         notification: CustomNotification,
         context: NotificationContext<RoleServer>,
     ) {
-        let internal = notification.method.strip_prefix(wire::v2025_11_25::PREFIX);
-        if internal != Some(wire::v2025_11_25::CANCELLED)
-            || !wire::v2025_11_25::renamed_here(&context.extensions)
-        {
+        let internal = notification.method.strip_prefix(shim::PREFIX);
+        if internal != Some(shim::CANCELLED) || !shim::renamed_here(&context.extensions) {
             return;
         }
         let cancelled = notification

@@ -8,49 +8,50 @@ use std::sync::Arc;
 use rmcp::model::{CustomRequest, ServerRequest};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::tasks::questions::{self, Reply};
 use crate::engine::actions::{BoxFuture, Interaction};
-use crate::engine::form;
+use crate::engine::question::{ASKED_AT_MOST, Capabilities, Question, Verdict};
 use crate::engine::report::{NodeError, NodeErrorKind};
-use crate::runs::ASKED_AT_MOST;
 
 struct PeerInteraction {
     peer: Peer<RoleServer>,
-    elicitation: bool,
-    sampling: bool,
+    can: Capabilities,
 }
 
 /// The channel for the call's questions, if its client can answer any.
 pub(super) fn for_call(context: &RequestContext<RoleServer>) -> Option<Arc<dyn Interaction>> {
     let modern = super::is_stateless(context);
-    let caps = context.peer.peer_info()?.capabilities.clone();
-    let (elicitation, sampling) = (caps.elicitation.is_some(), caps.sampling.is_some());
-    if modern || !(elicitation || sampling) {
+    let can = questions::declared(&context.peer.peer_info()?.capabilities);
+    if modern || !(can.elicitation || can.sampling) {
         return None;
     }
     Some(Arc::new(PeerInteraction {
         peer: context.peer.clone(),
-        elicitation,
-        sampling,
+        can,
     }))
 }
 
-fn missing(what: &str) -> NodeError {
-    NodeError::new(
-        NodeErrorKind::Unsupported,
-        format!("this node needs the client's {what}, which it did not declare"),
-    )
-}
-
 impl PeerInteraction {
-    /// Puts `request` to the client until its reply fits, at most [`ASKED_AT_MOST`] times.
-    fn put(&self, request: Value) -> BoxFuture<Result<Value, NodeError>> {
+    /// Puts `question` to whom the client puts it, until the reply fits, at most
+    /// [`ASKED_AT_MOST`] times; fails the node if the client cannot reach them.
+    fn put(&self, question: Question) -> BoxFuture<Result<Value, NodeError>> {
+        let Some(answerer) = self.can.asks(&question) else {
+            let what = match question {
+                Question::Input { .. } => "elicitation",
+                Question::Sample { .. } => "sampling",
+            };
+            let error = NodeError::new(
+                NodeErrorKind::Unsupported,
+                format!("this node needs the client's {what}, which it did not declare"),
+            );
+            return Box::pin(async move { Err(error) });
+        };
         let peer = self.peer.clone();
         Box::pin(async move {
-            let (method, params) = questions::as_request(&request);
-            for _ in 0..ASKED_AT_MOST {
+            let (method, params) = questions::as_request(&question, answerer);
+            for asked in 1..=ASKED_AT_MOST {
                 let message =
                     ServerRequest::CustomRequest(CustomRequest::new(method, Some(params.clone())));
                 let reply = peer.send_request(message).await.map_err(|error| {
@@ -60,17 +61,13 @@ impl PeerInteraction {
                     )
                 })?;
                 let reply = serde_json::to_value(reply).unwrap_or_default();
-                match questions::read_reply(&request, &reply) {
-                    Ok(Reply::Answer(answer)) => {
-                        let problems = match request["kind"] == "input" {
-                            true => form::answer_problems(&request["schema"], &answer),
-                            false => Vec::new(),
-                        };
-                        if problems.is_empty() {
-                            return Ok(questions::as_answer(&request, answer));
+                match questions::read_reply(answerer, &reply) {
+                    Ok(Reply::Answer(answer)) => match question.judge(answerer, &answer, asked) {
+                        Verdict::Take(taken) => return Ok(taken),
+                        Verdict::AskAgain(problems) | Verdict::GiveUp(problems) => {
+                            tracing::info!(?problems, "an answer does not fit its form");
                         }
-                        tracing::info!(?problems, "an answer does not fit its form; asking again");
-                    }
+                    },
                     Ok(Reply::Refused(refusal)) => {
                         let message =
                             format!("the user chose to {} the question", refusal.as_str());
@@ -89,11 +86,7 @@ impl PeerInteraction {
 
 impl Interaction for PeerInteraction {
     fn ask(&self, message: String, schema: Value) -> BoxFuture<Result<Value, NodeError>> {
-        if !self.elicitation {
-            let error = missing("elicitation");
-            return Box::pin(async move { Err(error) });
-        }
-        self.put(json!({ "kind": "input", "message": message, "schema": schema }))
+        self.put(Question::Input { message, schema })
     }
 
     fn sample(
@@ -102,15 +95,10 @@ impl Interaction for PeerInteraction {
         system: Option<String>,
         max_tokens: u32,
     ) -> BoxFuture<Result<Value, NodeError>> {
-        let request = json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens });
-        match (self.sampling, self.elicitation) {
-            (true, _) => self.put(request),
-            // No model to ask: the person writes the reply.
-            (false, true) => self.put(questions::for_person(&request)),
-            (false, false) => {
-                let error = missing("sampling");
-                Box::pin(async move { Err(error) })
-            }
-        }
+        self.put(Question::Sample {
+            prompt,
+            system,
+            max_tokens,
+        })
     }
 }

@@ -4,26 +4,20 @@
 //! `#[tool]` macros, no typed parameters) so that the raw wire arguments reach our own
 //! validator untouched, and rejected calls are audited like any other.
 
-mod caller;
+pub(crate) mod caller;
 mod calls;
 mod handler;
-pub mod http;
 mod interaction;
 mod progress;
 mod results;
-mod slots;
+pub(crate) mod shim;
+pub(crate) mod slots;
 mod tasks;
-pub(crate) mod wire;
-
-pub use wire::DEFAULT_WRITE_QUEUE;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-
-use anyhow::Context;
-use rmcp::ServiceExt;
 
 use crate::app::App;
 
@@ -40,8 +34,6 @@ pub struct Server {
     /// A slot for each `tasks/result` request waiting, capped in all and per principal
     /// (served over HTTP).
     result_waits: Option<Arc<slots::Slots>>,
-    /// The bound of a stdio session's write queue, in bytes.
-    write_queue: u32,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -59,62 +51,30 @@ impl Server {
             app,
             runs: Arc::default(),
             result_waits: None,
-            write_queue: wire::DEFAULT_WRITE_QUEUE,
         }
     }
 
-    /// Bounds a stdio session's queue of replies waiting for the client to read them, in
-    /// bytes: past it, the server waits for the client before it reads the next request.
-    pub fn with_write_queue(mut self, bytes: u32) -> Server {
-        self.write_queue = bytes.max(1);
-        self
+    /// The application this server is the MCP face of.
+    pub(crate) fn app(&self) -> &App {
+        &self.app
     }
 
-    /// Serves MCP on this process's stdin and stdout until the client hangs up.
-    pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        // `stdio_pipes` keeps reads and writes on the IO reactor when the client gave us
-        // pipes, saving a blocking-pool hand-off per message.
-        let (read, write) = rmcp::transport::stdio_pipes();
-        self.serve_on(read, write, CancellationToken::new()).await
+    /// A clone for one session: the same application, its own table of the runs its
+    /// requests wait on (request ids are unique within a session only).
+    pub(crate) fn for_session(&self) -> Server {
+        Server {
+            runs: Arc::default(),
+            ..self.clone()
+        }
     }
 
-    /// Serves MCP on one end of an in-memory byte stream, and returns the other end: the
-    /// server as `serve` runs it, in this process, until the client hangs up or `shutdown`
-    /// is cancelled.
-    pub fn serve_in_memory(
-        self,
-        shutdown: CancellationToken,
-    ) -> (
-        tokio::io::DuplexStream,
-        tokio::task::JoinHandle<anyhow::Result<()>>,
-    ) {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(server);
-        (client, tokio::spawn(self.serve_on(read, write, shutdown)))
-    }
-
-    /// Serves MCP on any byte stream pair (stdio, a socket, an in-process `duplex`) until
-    /// the client hangs up or `shutdown` is cancelled.
-    pub async fn serve_on<R, W>(
-        self,
-        read: R,
-        write: W,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()>
-    where
-        R: tokio::io::AsyncRead + Unpin + Send + 'static,
-        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let transport =
-            wire::WireTransport::new(read, write, true, self.write_queue).with_lane(self.clone());
-        let running = self
-            .serve_with_ct(transport, shutdown)
-            .await
-            .context("MCP session failed to start")?;
-        running
-            .waiting()
-            .await
-            .context("MCP session ended abnormally")?;
-        Ok(())
+    /// Caps each principal's unfinished runs at `max_runs`, and the `tasks/result`
+    /// requests waiting by `result_waits`.
+    pub(crate) fn with_caps(self, max_runs: u64, result_waits: Arc<slots::Slots>) -> Server {
+        Server {
+            app: self.app.with_max_runs(max_runs),
+            result_waits: Some(result_waits),
+            ..self
+        }
     }
 }

@@ -402,3 +402,55 @@ fn a_run_resumed_to_park_its_questions_keeps_them_parked_for_the_next_resume() {
         .json();
     assert_eq!(report["nodes"]["todo"]["output"]["title"], "approved world");
 }
+
+#[test]
+fn workflows_answer_refuses_an_answer_that_does_not_fit_with_its_problems_and_asks_again() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("answers.toml", ANSWERS);
+    let store = Store::open(&sandbox.db).unwrap();
+    let mut child = spawn_quiet(
+        &sandbox,
+        &["workflows", "run", "answers", "--wait-for-answers"],
+    );
+    let run = || latest_run(&store);
+    wait_until("the release is asked", || {
+        run().is_some_and(|id| store.questions(&id).unwrap().len() == 1)
+    });
+    let id = run().unwrap();
+    let misfit = r#"{"name": "far too long", "colour": "red"}"#;
+    let refused = sandbox.run(&["workflows", "answer", &id, "release", misfit]);
+    refused.assert_code(1);
+    for problem in [
+        "`name`: at most 8 characters",
+        "`colour`: the form has no such field",
+    ] {
+        assert!(
+            refused.stderr.contains(problem),
+            "{problem} in\n{}",
+            refused.stderr
+        );
+    }
+    let keys: Vec<String> = store
+        .questions(&id)
+        .unwrap()
+        .into_iter()
+        .map(|q| q.key)
+        .collect();
+    assert_eq!(
+        keys,
+        ["attempt-1", "attempt-1.r2"],
+        "asked again under a new key"
+    );
+
+    let taken = sandbox.run(&["workflows", "answer", &id, "release", r#"{"name": "1.4"}"#]);
+    taken.assert_code(0);
+    assert!(taken.stdout.contains("(attempt-1.r2)"), "{}", taken.stdout);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let outcomes: Vec<String> = answer_rows(&sandbox).into_iter().map(|r| r.2).collect();
+    assert_eq!(
+        outcomes,
+        ["rejected", "ok"],
+        "the misfit, then the answer taken"
+    );
+}

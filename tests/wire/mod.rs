@@ -10,6 +10,7 @@ use mcp_task_server::engine::Engine;
 use mcp_task_server::engine::catalog::Catalog;
 use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::server::Server;
+use mcp_task_server::transport::stdio::serve_in_memory;
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
@@ -56,7 +57,7 @@ impl Wire {
         })
         .expect("the application opens");
         let (engine, registry) = (app.engine().clone(), app.registry().clone());
-        let (client_end, _serving) = Server::new(app).serve_in_memory(CancellationToken::new());
+        let (client_end, _serving) = serve_in_memory(Server::new(app), CancellationToken::new());
         let (read, write) = tokio::io::split(client_end);
         Wire {
             write,

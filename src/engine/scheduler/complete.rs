@@ -135,26 +135,7 @@ impl Run {
         let mut args = serde_json::Map::new();
         args.insert("code".into(), Value::String(error.code.to_owned()));
         args.insert("error".into(), Value::String(error.message.clone()));
-        let outcome = crate::todos::AuditOutcome::Error;
-        if self.lost() {
-            return;
-        }
-        if self.journal.is_some() {
-            self.audits.push(crate::engine::journal::PendingAudit {
-                action: audit,
-                node_id: Arc::clone(&self.plan.nodes[node].id),
-                args,
-                outcome,
-                principal: self.env.principal.clone(),
-            });
-            return;
-        }
-        let origin = crate::todos::Origin {
-            run_id: Some(&self.run_id),
-            node_id: Some(&self.plan.nodes[node].id),
-            principal: self.env.principal.as_deref(),
-        };
-        self.env.tools.audit(audit, &args, outcome, origin);
+        self.audit(node, audit, args, crate::todos::AuditOutcome::Error);
     }
 
     pub(super) fn node_changed(&self, node: usize) {

@@ -161,6 +161,20 @@ impl Run {
                 AuditOutcome::Error
             }
         };
+        self.audit(node, action, args, outcome);
+    }
+
+    /// Writes an audit row of a node's, for the principal the run acts for. In a recorded
+    /// run the row commits with the node's record, in the run's next batch, so only while
+    /// this process holds the run's lease: a run given up here writes none. Otherwise it
+    /// is appended at once.
+    pub(super) fn audit(
+        &mut self,
+        node: usize,
+        action: &'static str,
+        args: Map<String, Value>,
+        outcome: AuditOutcome,
+    ) {
         if self.lost() {
             return;
         }

@@ -4,8 +4,9 @@
 //! This is the whole of what a run needs to go on: the scheduler's queues are derived
 //! from it, so a run rebuilt from stored records continues where the stored one stopped.
 
-use crate::engine::journal::{Question, RunProgress, UnitChange, UnitState};
+use crate::engine::journal::{NewQuestion, RunProgress, UnitChange, UnitState};
 use crate::engine::plan::Plan;
+use crate::engine::question::Question;
 use crate::engine::report::NodeStatus;
 use serde_json::Value;
 
@@ -50,7 +51,7 @@ struct Asked {
     node: usize,
     instance: Option<usize>,
     key: String,
-    request: Value,
+    request: Question,
 }
 
 struct Answered {
@@ -63,7 +64,7 @@ struct Answered {
 /// What changed: units, new questions, and answers given directly.
 pub(super) type Changes<'a> = (
     Vec<UnitChange<'a>>,
-    Vec<Question<'a>>,
+    Vec<NewQuestion<'a>>,
     Vec<(UnitChange<'a>, &'a str, &'a Value)>,
 );
 
@@ -155,7 +156,7 @@ impl RunState {
         }
     }
 
-    pub fn ask(&mut self, node: usize, instance: Option<usize>, key: String, request: Value) {
+    pub fn ask(&mut self, node: usize, instance: Option<usize>, key: String, request: Question) {
         if self.tracking {
             self.asked.push(Asked {
                 node,
@@ -193,7 +194,7 @@ impl RunState {
         let questions = self
             .asked
             .iter()
-            .map(|a| Question {
+            .map(|a| NewQuestion {
                 node: &plan.nodes[a.node].id,
                 index: a.node,
                 instance: a.instance,

@@ -13,6 +13,7 @@ use crate::engine::actions::{BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
 use crate::engine::definition::RetryPolicy;
 use crate::engine::journal::{Answers, ToolCall, UnitState};
+use crate::engine::question::Question;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
 use crate::todos::{Origin, OwnedOrigin};
 
@@ -449,8 +450,9 @@ impl Run {
         };
         if let (Some(key), Answers::Caller) =
             (self.state.unit(node, instance).asking.clone(), self.answers)
+            && let Some(question) = action.as_ref().and_then(Question::of)
         {
-            self.audit_answer(node, instance, &key, &result);
+            self.audit_answer(node, instance, &question, &key, &result);
             if let Ok(answer) = &result {
                 self.state.answered(node, instance, key, answer.clone());
             }

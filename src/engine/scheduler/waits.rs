@@ -5,16 +5,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Run;
 use super::units::{Woken, contained_async, left_until, millis};
 use crate::clock;
 use crate::engine::actions::{self, BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, timed_out, with_timeout};
-use crate::engine::journal::{Answers, PendingAudit};
+use crate::engine::journal::{ANSWER_AUDIT, Answers};
+use crate::engine::question::{Question, Reply};
 use crate::engine::report::NodeError;
-use crate::todos::Origin;
+use crate::todos::AuditOutcome;
 
 impl Run {
     /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
@@ -101,21 +102,7 @@ impl Run {
             return Box::pin(async move { result });
         }
         let key = format!("attempt-{number}");
-        let request = match &question {
-            Resolved::Input {
-                message, schema, ..
-            } => {
-                json!({ "kind": "input", "message": message, "schema": schema })
-            }
-            Resolved::Sample {
-                prompt,
-                system,
-                max_tokens,
-            } => {
-                json!({ "kind": "sample", "prompt": prompt, "system": system, "maxTokens": max_tokens })
-            }
-            _ => unreachable!("only questions are asked"),
-        };
+        let request = Question::of(&question).expect("only questions are asked");
         self.state.ask(node, instance, key.clone(), request);
         self.state.unit_mut(node, instance).asking = Some(key.clone());
         self.state.asking += 1;
@@ -131,51 +118,22 @@ impl Run {
         }
     }
 
-    /// Writes the caller's reply to a question to the audit log: the answer, or why
-    /// there is none. In a recorded run the row commits with the answer's record, in the
-    /// run's next batch, so only while this process holds the run's lease; a run given up
-    /// here writes none.
+    /// Writes the caller's reply to `question` to the audit log, under [`ANSWER_AUDIT`]:
+    /// the answer, or why there is none. In a recorded run the row commits with the
+    /// answer's record, in the run's next batch.
     pub(super) fn audit_answer(
         &mut self,
         node: usize,
         instance: Option<usize>,
+        question: &Question,
         key: &str,
         result: &Result<Value, NodeError>,
     ) {
-        let mut args = serde_json::Map::new();
-        args.insert("key".into(), json!(key));
-        if let Some(k) = instance {
-            args.insert("instance".into(), json!(k));
-        }
-        let outcome = match result {
-            Ok(answer) => {
-                args.insert("answer".into(), answer.clone());
-                crate::todos::AuditOutcome::Ok
-            }
-            Err(error) => {
-                args.insert("error".into(), json!(error.message));
-                crate::todos::AuditOutcome::Error
-            }
+        let (reply, outcome) = match result {
+            Ok(answer) => (Reply::Answer(answer), AuditOutcome::Ok),
+            Err(error) => (Reply::Failed(&error.message), AuditOutcome::Error),
         };
-        let audit = crate::engine::journal::ANSWER_AUDIT;
-        if self.lost() {
-            return;
-        }
-        if self.journal.is_some() {
-            self.audits.push(PendingAudit {
-                action: audit,
-                node_id: Arc::clone(&self.plan.nodes[node].id),
-                args,
-                outcome,
-                principal: self.env.principal.clone(),
-            });
-            return;
-        }
-        let origin = Origin {
-            run_id: Some(&self.run_id),
-            node_id: Some(&self.plan.nodes[node].id),
-            principal: self.env.principal.as_deref(),
-        };
-        self.env.tools.audit(audit, &args, outcome, origin);
+        let args = question.audit_args(key, instance, reply);
+        self.audit(node, ANSWER_AUDIT, args, outcome);
     }
 }

@@ -1,5 +1,6 @@
-//! A run's open questions as protocol requests (`elicitation/create`,
-//! `sampling/createMessage`), and the client's replies back as answers.
+//! A run's questions as protocol requests (`elicitation/create`,
+//! `sampling/createMessage`), and the client's replies back as answers. Who is asked a
+//! question is the engine's decision ([`Question::answerer`]); this holds the shapes.
 //!
 //! A question's key on the wire names its unit and its key there
 //! (`node:attempt-1`, or `node#3:attempt-1` for a `for_each` instance), so it is unique
@@ -7,6 +8,7 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::question::{Answerer, Capabilities, Question};
 use crate::runs::{AnswerError, OpenQuestion, Refusal, Registry};
 
 /// The question's key on the wire.
@@ -17,62 +19,58 @@ pub(super) fn wire_key(question: &OpenQuestion) -> String {
     }
 }
 
-/// The protocol request that puts a question to the client: its method and params.
-/// `request` is the question as a run records it (`{kind: "input", message, schema}` or
-/// `{kind: "sample", prompt, system, maxTokens}`).
-pub(in crate::server) fn as_request(request: &Value) -> (&'static str, Value) {
-    if request["kind"] == "sample" {
+/// The protocol request that puts `question` to `answerer`: its method and params. A
+/// model is sampled; a person is shown the form they fill in.
+pub(in crate::server) fn as_request(
+    question: &Question,
+    answerer: Answerer,
+) -> (&'static str, Value) {
+    if let (
+        Question::Sample {
+            prompt,
+            system,
+            max_tokens,
+        },
+        Answerer::Model,
+    ) = (question, answerer)
+    {
         let mut params = json!({
             "messages": [{
                 "role": "user",
-                "content": { "type": "text", "text": request["prompt"] }
+                "content": { "type": "text", "text": prompt }
             }],
-            "maxTokens": request["maxTokens"],
+            "maxTokens": max_tokens,
         });
-        if let Some(system) = request["system"].as_str() {
+        if let Some(system) = system {
             params["systemPrompt"] = json!(system);
         }
         return ("sampling/createMessage", params);
     }
+    let form = question.form(answerer).unwrap_or_default();
     let params = json!({
         "mode": "form",
-        "message": request["message"],
-        "requestedSchema": crate::engine::form::for_client(&request["schema"]),
+        "message": question.message(),
+        "requestedSchema": crate::engine::form::for_client(&form),
     });
     ("elicitation/create", params)
 }
 
-/// A `sample` question put to the person instead, for a client that can elicit but has no
-/// model to sample: the prompt, and one text field for the reply they write themselves.
-pub(in crate::server) fn for_person(sample: &Value) -> Value {
-    json!({
-        "kind": "input",
-        "message": sample["prompt"],
-        "schema": {
-            "type": "object",
-            "properties": { "text": {
-                "type": "string",
-                "title": "Your reply",
-                "description": "There is no model to ask: write the reply yourself."
-            } },
-            "required": ["text"]
-        },
-        "forSample": true,
-    })
+/// What the client declared it can answer. A 2026-07-28 request declares its
+/// capabilities in its own `_meta`; a 2025-11-25 one did at `initialize`.
+pub(in crate::server) fn capabilities(
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Capabilities {
+    context
+        .client_capabilities()
+        .map_or_else(Capabilities::default, |caps| declared(&caps))
 }
 
-/// The answer as the question's node takes it: a person's reply to a `sample` question
-/// ([`for_person`]) reads as a model's, `{text, model: "person"}`.
-pub(in crate::server) fn as_answer(sent: &Value, answer: Value) -> Value {
-    match sent["forSample"] == true {
-        true => crate::engine::actions::sampled_by_person(&answer["text"]),
-        false => answer,
+/// What a client's declared capabilities let it answer.
+pub(in crate::server) fn declared(caps: &rmcp::model::ClientCapabilities) -> Capabilities {
+    Capabilities {
+        elicitation: caps.elicitation.is_some(),
+        sampling: caps.sampling.is_some(),
     }
-}
-
-/// Whether answering a question needs the client's elicitation (else its sampling).
-pub(in crate::server) fn is_elicitation(request: &Value) -> bool {
-    request["kind"] != "sample"
 }
 
 /// What a reply to a question amounts to.
@@ -82,10 +80,10 @@ pub(in crate::server) enum Reply {
     Refused(Refusal),
 }
 
-/// Reads the client's reply to a question: an `ElicitResult` or a `CreateMessageResult`.
-/// A sampling reply becomes `{text, model}`.
-pub(in crate::server) fn read_reply(request: &Value, reply: &Value) -> Result<Reply, String> {
-    if !is_elicitation(request) {
+/// Reads `answerer`'s reply to a question: a person's `ElicitResult`, or a model's
+/// `CreateMessageResult`, which becomes `{text, model}`.
+pub(in crate::server) fn read_reply(answerer: Answerer, reply: &Value) -> Result<Reply, String> {
+    if answerer == Answerer::Model {
         let text = reply["content"]["text"]
             .as_str()
             .ok_or("a sampling reply must carry text content")?;
@@ -103,79 +101,55 @@ pub(in crate::server) fn read_reply(request: &Value, reply: &Value) -> Result<Re
     }
 }
 
-/// Records a client's reply to `question`, which was put to it as `sent` (its own request,
-/// or [`for_person`] of it).
+/// Records a client's reply to `question`, which was put to `answerer`. An answer that
+/// does not fit is refused, and the question asked again, by the registry.
 pub(super) fn answer(
     registry: &Registry,
     run_id: &str,
     question: &OpenQuestion,
-    sent: &Value,
+    answerer: Answerer,
     reply: &Value,
 ) -> Result<(), AnswerError> {
-    let reply = read_reply(sent, reply).map_err(|problem| AnswerError::Invalid {
+    let reply = read_reply(answerer, reply).map_err(|problem| AnswerError::Invalid {
         problems: vec![problem],
     })?;
     match reply {
-        Reply::Answer(answer) if sent["forSample"] == true => {
-            let problems = crate::engine::form::answer_problems(&sent["schema"], &answer);
-            if !problems.is_empty() {
-                return Err(AnswerError::Invalid { problems });
-            }
-            registry.reply(run_id, question, Ok(&as_answer(sent, answer)))
-        }
-        Reply::Answer(answer) => registry.reply(run_id, question, Ok(&answer)),
-        Reply::Refused(refusal) => registry.reply(run_id, question, Err(refusal)),
+        Reply::Answer(answer) => registry.reply_from(run_id, question, answerer, Ok(&answer)),
+        Reply::Refused(refusal) => registry.reply_from(run_id, question, answerer, Err(refusal)),
     }
 }
 
-/// Whether the requesting client can elicit but has no model to sample: its `sample`
-/// questions then go to its person ([`for_person`]). A 2026-07-28 request declares its
-/// capabilities in its own `_meta`; a 2025-11-25 one did at `initialize`.
-pub(in crate::server) fn samples_by_person(
-    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
-) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|caps| caps.elicitation.is_some() && caps.sampling.is_none())
-}
-
 /// Open questions as the `inputRequests` of a task or of an `input_required` round, by
-/// their keys on the wire; with `by_person`, a `sample` question is a form for the person.
+/// their keys on the wire, each put to whom a client that can do what `can` says would
+/// put it.
 pub(super) fn input_requests(
     open: &[OpenQuestion],
-    by_person: bool,
+    can: Capabilities,
 ) -> Result<rmcp::model::InputRequests, serde_json::Error> {
     let mut requests = rmcp::model::InputRequests::new();
     for question in open {
-        let sent = match by_person && !is_elicitation(&question.request) {
-            true => for_person(&question.request),
-            false => question.request.clone(),
-        };
-        let (method, params) = as_request(&sent);
+        let (method, params) = as_request(&question.request, question.request.answerer(can));
         let request = serde_json::from_value(json!({ "method": method, "params": params }))?;
         requests.insert(wire_key(question), request);
     }
     Ok(requests)
 }
 
-/// Records the replies of `responses` to the open questions of `task`, by wire key. Keys
-/// that name no open question are ignored; an answer that does not fit is refused, and
-/// its question is asked again under a new key.
+/// Records the replies of `responses` to the open questions of `task`, by wire key, from
+/// a client that can do what `can` says. Keys that name no open question are ignored; an
+/// answer that does not fit is refused, and its question is asked again under a new key.
 pub(super) fn take_responses(
     registry: &Registry,
     task: &crate::runs::TaskView,
     responses: &std::collections::BTreeMap<String, Value>,
+    can: Capabilities,
 ) -> Result<(), AnswerError> {
     for question in &of_task(registry, task)? {
         let Some(reply) = responses.get(&wire_key(question)) else {
             continue;
         };
-        // A `sample` question answered with a form's result was put to the person.
-        let sent = match !is_elicitation(&question.request) && reply.get("action").is_some() {
-            true => for_person(&question.request),
-            false => question.request.clone(),
-        };
-        if let Err(error) = answer(registry, &task.run_id, question, &sent, reply) {
+        let answerer = question.request.answerer(can);
+        if let Err(error) = answer(registry, &task.run_id, question, answerer, reply) {
             tracing::info!(task_id = %task.task_id, %error, "an answer was not taken");
         }
     }

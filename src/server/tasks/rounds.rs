@@ -20,15 +20,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Era, NotStarted, Settled, internal, questions, v2026_07_28};
 use crate::app::Caller;
+use crate::engine::question::Capabilities;
 use crate::runs::TaskView;
 use crate::server::progress;
 use crate::server::{Server, results};
 
-/// How a call is answered in rounds: whether its `sample` questions go to the person, and
-/// the task protocol its run is recorded under.
+/// How a call is answered in rounds: what its client can answer, and the task protocol its
+/// run is recorded under.
 #[derive(Clone, Copy)]
 struct How {
-    samples_by_person: bool,
+    can: Capabilities,
     era: Era,
 }
 
@@ -65,7 +66,7 @@ impl Server {
         era: Era,
     ) -> Result<CallToolResponse, McpError> {
         let how = How {
-            samples_by_person: questions::samples_by_person(context),
+            can: questions::capabilities(context),
             era,
         };
         // The first round starts the run here, and reports its progress until it answers.
@@ -114,7 +115,7 @@ impl Server {
                     .open_json_with(&state, name.as_bytes())
                     .map_err(invalid_state)?;
                 let view =
-                    self.take_answers(&opened, responses.unwrap_or_default(), how.era, caller)?;
+                    self.take_answers(&opened, responses.unwrap_or_default(), how, caller)?;
                 if escalates {
                     return Ok(v2026_07_28::created(&view));
                 }
@@ -133,8 +134,7 @@ impl Server {
                     .next_round(&run_id)
                     .map_err(internal)?
                     .ok_or_else(|| invalid_state("its run is gone"))?;
-                let requests =
-                    questions::input_requests(&open, how.samples_by_person).map_err(internal)?;
+                let requests = questions::input_requests(&open, how.can).map_err(internal)?;
                 let timeout = self.registry()?.config().answer_timeout;
                 let options = SealOptions::new()
                     .associated_data(name.as_bytes())
@@ -154,10 +154,10 @@ impl Server {
         &self,
         state: &RoundState,
         responses: InputResponses,
-        era: Era,
+        how: How,
         caller: &Caller,
     ) -> Result<TaskView, McpError> {
-        let view = self.task_of(&state.run, era, caller)?;
+        let view = self.task_of(&state.run, how.era, caller)?;
         let registry = self.registry()?;
         let latest = registry
             .round(&state.run)
@@ -170,7 +170,7 @@ impl Server {
             )));
         }
         registry.answered_round(&state.run).map_err(internal)?;
-        questions::take_responses(registry, &view, &responses).map_err(internal)?;
-        self.task_of(&state.run, era, caller)
+        questions::take_responses(registry, &view, &responses, how.can).map_err(internal)?;
+        self.task_of(&state.run, how.era, caller)
     }
 }

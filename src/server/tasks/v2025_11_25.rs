@@ -3,7 +3,7 @@
 //! `elicitation/create` and `sampling/createMessage` requests), lists with `tasks/list`,
 //! and cancels with `tasks/cancel`, which ends the task before it answers.
 //!
-//! The wire layer (`wire/v2025_11_25.rs`) renames these requests; `on_custom_request` brings
+//! The 2025-11-25 shim (`server/shim.rs`) renames these requests; `on_custom_request` brings
 //! them here.
 
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
@@ -199,24 +199,17 @@ impl Server {
         peer: &Peer<RoleServer>,
     ) -> Result<(), McpError> {
         let registry = self.registry()?;
-        let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
-        let (elicits, samples) = capabilities.as_ref().map_or((false, false), |caps| {
-            (caps.elicitation.is_some(), caps.sampling.is_some())
+        let can = peer.peer_info().map_or_else(Default::default, |info| {
+            questions::declared(&info.capabilities)
         });
-        // A sample question goes to the person when the client has no model to ask.
-        let can_answer = |q: &OpenQuestion| match questions::is_elicitation(&q.request) {
-            true => elicits,
-            false => samples || elicits,
-        };
-        let Some(question) = open.into_iter().find(can_answer) else {
+        let asked = open
+            .into_iter()
+            .find_map(|q| can.asks(&q.request).map(|answerer| (q, answerer)));
+        let Some((question, answerer)) = asked else {
             self.app.changed().await;
             return Ok(());
         };
-        let sent = match questions::is_elicitation(&question.request) || samples {
-            true => question.request.clone(),
-            false => questions::for_person(&question.request),
-        };
-        let (method, mut params) = questions::as_request(&sent);
+        let (method, mut params) = questions::as_request(&question.request, answerer);
         params["_meta"] = json!({ RELATED_TASK_META: { "taskId": view.task_id } });
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let reply = match peer.send_request(request).await {
@@ -228,7 +221,7 @@ impl Server {
             }
         };
         // An answer that does not fit is asked again, under a new key, by the registry.
-        if let Err(error) = questions::answer(registry, &view.run_id, &question, &sent, &reply) {
+        if let Err(error) = questions::answer(registry, &view.run_id, &question, answerer, &reply) {
             tracing::info!(%error, "an answer was not taken");
         }
         Ok(())

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, internal, questions};
 use crate::app::Caller;
+use crate::engine::question::Capabilities;
 use crate::runs::{TaskStatus, TaskView};
 use crate::server::Server;
 use crate::server::results;
@@ -71,11 +72,11 @@ impl Server {
         }
     }
 
-    /// `tasks/get`; with `samples_by_person`, its `sample` questions go to the person.
+    /// `tasks/get` from a client that can answer what `can` says.
     pub(in crate::server) fn get_extension_task(
         &self,
         task_id: &str,
-        samples_by_person: bool,
+        can: Capabilities,
         caller: &Caller,
     ) -> Result<GetTaskResult, McpError> {
         // The task, its result and its sub-tasks are read in one snapshot. Questions are
@@ -104,7 +105,7 @@ impl Server {
         let payload = match payload {
             Some(payload) => payload,
             None => TaskPayload::InputRequired {
-                input_requests: self.input_requests(&view, samples_by_person)?,
+                input_requests: self.input_requests(&view, can)?,
             },
         };
         let mut reply = GetTaskResult::new(DetailedTask::new(wire_task(&view), payload));
@@ -117,9 +118,13 @@ impl Server {
     }
 
     /// The run's open questions (or the unit's) as `inputRequests`.
-    fn input_requests(&self, view: &TaskView, by_person: bool) -> Result<InputRequests, McpError> {
+    fn input_requests(
+        &self,
+        view: &TaskView,
+        can: Capabilities,
+    ) -> Result<InputRequests, McpError> {
         let open = questions::of_task(self.registry()?, view).map_err(internal)?;
-        questions::input_requests(&open, by_person).map_err(internal)
+        questions::input_requests(&open, can).map_err(internal)
     }
 
     /// A run's first sub-tasks (id, node, status, progress), for its task's `_meta`.
@@ -146,17 +151,19 @@ impl Server {
         Ok(Value::Array(list))
     }
 
-    /// `tasks/update`: answers by key. Keys that name no open question, and answers that
-    /// do not fit, are ignored (the protocol's updates are eventually consistent; the
-    /// question stays open and is asked again on the next `tasks/get`).
+    /// `tasks/update` from a client that can answer what `can` says: answers by key.
+    /// Keys that name no open question are ignored; an answer that does not fit is
+    /// refused, and its question asked again under a new key, on the next `tasks/get`
+    /// (the protocol's updates are eventually consistent).
     pub(in crate::server) fn update_extension_task(
         &self,
         task_id: &str,
         responses: &std::collections::BTreeMap<String, Value>,
+        can: Capabilities,
         caller: &Caller,
     ) -> Result<(), McpError> {
         let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
-        questions::take_responses(self.registry()?, &view, responses).map_err(internal)
+        questions::take_responses(self.registry()?, &view, responses, can).map_err(internal)
     }
 
     /// `tasks/cancel`: acknowledged whatever the task's state.

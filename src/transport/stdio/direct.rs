@@ -27,8 +27,9 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWrite;
 
 use super::flights::Flights;
-use super::{Writer, v2025_11_25, write_line};
+use super::{Writer, write_line};
 use crate::server::Server;
+use crate::server::shim;
 
 /// How long the end of input waits for the lane's calls in flight: rmcp's own grace for
 /// its handlers' replies when a client hangs up.
@@ -55,7 +56,7 @@ impl Lane {
     pub(super) fn take<W>(
         &self,
         message: RxJsonRpcMessage<RoleServer>,
-        session: &v2025_11_25::Session,
+        session: &shim::Session,
         writer: &Arc<Writer<W>>,
     ) -> Option<RxJsonRpcMessage<RoleServer>>
     where
@@ -100,10 +101,10 @@ impl Lane {
         let ClientRequest::CallToolRequest(call) = request else {
             return false;
         };
-        self.server.app.tools().route(&call.params.name) == Some(crate::app::Route::Todo)
+        self.server.app().tools().route(&call.params.name) == Some(crate::app::Route::Todo)
             && call.params.input_responses.is_none()
             && call.params.request_state.is_none()
-            && !v2025_11_25::declares_modern(request)
+            && !shim::declares_modern(request)
     }
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
@@ -138,8 +139,8 @@ fn reply(result: rmcp::model::CallToolResult, id: RequestId) -> TxJsonRpcMessage
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::wire::WireTransport;
     use crate::store::{Held, TodoFilter};
+    use crate::transport::stdio::WireTransport;
     use rmcp::ServiceExt;
     use serde_json::{Value, json};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -336,7 +337,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answered() {
         let server = server();
-        let store = server.app.registry().store().clone();
+        let store = server.app().registry().store().clone();
         // The first call waits for the store while the second arrives.
         let held = Held::connection_of(&store);
         let (client, server_end) = tokio::io::duplex(1 << 16);
@@ -379,7 +380,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_do() {
         let server = server();
-        let store = server.app.registry().store().clone();
+        let store = server.app().registry().store().clone();
         // Another writer holds the connection, so that the call is still in flight when
         // the client cancels it.
         let held = Held::connection_of(&store);

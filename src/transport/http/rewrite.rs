@@ -1,4 +1,4 @@
-//! The 2025-11-25 task layer over HTTP: the rewrite core of `wire/v2025_11_25.rs`, applied to
+//! The 2025-11-25 task layer over HTTP: the rewrite core of `server/shim.rs`, applied to
 //! request bodies and to the JSON or SSE responses that answer them.
 //!
 //! Why here and not in the handler: rmcp's HTTP service parses a body into a typed
@@ -21,7 +21,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::Value;
 
 use super::{Body, plain_owned};
-use crate::server::wire::v2025_11_25::{self, Patch, Route};
+use crate::server::shim::{self, Patch, Route};
 
 /// The largest request body read: rmcp's own default, which it is also told.
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -63,7 +63,7 @@ pub(super) async fn inbound(
         return Ok((Request::from_parts(parts, Full::new(body)), None));
     };
     let v2025 = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
-    let (body, outbound) = match v2025_11_25::route(&raw, tasks, v2025) {
+    let (body, outbound) = match shim::route(&raw, tasks, v2025) {
         Route::Keep => (body, None),
         Route::Patch(patch) => {
             let id = raw["id"].clone();
@@ -76,8 +76,8 @@ pub(super) async fn inbound(
             (body, Some(outbound))
         }
         Route::Rename => {
-            v2025_11_25::rename_json(&mut raw);
-            parts.extensions.insert(v2025_11_25::Renamed);
+            shim::rename_json(&mut raw);
+            parts.extensions.insert(shim::Renamed);
             if parts.headers.contains_key("mcp-method")
                 && let Some(method) = raw["method"].as_str()
                 && let Ok(value) = HeaderValue::from_str(method)
@@ -145,7 +145,7 @@ fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
     if raw["id"] != outbound.id || raw.get("result").is_none() {
         return None;
     }
-    v2025_11_25::patch_result(
+    shim::patch_result(
         outbound.patch,
         outbound.tasks,
         outbound.v2025,

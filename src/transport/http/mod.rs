@@ -54,8 +54,8 @@ pub use connections::Limits;
 pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
-use super::Server;
-use super::slots::Slots;
+use crate::server::Server;
+use crate::server::slots::Slots;
 
 /// The port served when `--http` names none.
 pub const DEFAULT_PORT: u16 = 8765;
@@ -168,120 +168,107 @@ fn plain_bytes(status: StatusCode, text: Bytes) -> Response<Body> {
     reply
 }
 
-impl Server {
-    /// A clone for one HTTP session: the same engine and registry, its own table of the
-    /// runs its requests wait on (request ids are unique within a session only).
-    fn for_session(&self) -> Server {
-        Server {
-            runs: Arc::default(),
-            ..self.clone()
+/// Serves MCP over Streamable HTTP until `shutdown` is cancelled; then stops accepting,
+/// ends the sessions, and gives open connections a few seconds to finish.
+pub async fn serve(
+    server: Server,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    options.check()?;
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.addr))?;
+    let local = listener.local_addr()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.allowed_hosts())
+        .with_allowed_origins(options.allowed_origins())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(rewrite::MAX_BODY)
+        .with_cancellation_token(shutdown.child_token());
+    // The per-principal caps keep the principals of a tokens file from each other; a
+    // server with one principal (the token made at start) has the totals alone.
+    let per_principal = |cap: usize| match options.auth {
+        Auth::File { .. } => cap,
+        Auth::Generated | Auth::Off => usize::MAX,
+    };
+    let server = server.with_caps(
+        options.max_runs,
+        Slots::new(
+            options.max_result_waits,
+            per_principal(options.max_result_waits_per_principal),
+        ),
+    );
+    let sessions = Arc::new(Bounded::new(
+        LocalSessionManager::default(),
+        options.max_sessions,
+        Owners::new(per_principal(options.max_sessions_per_principal)),
+    ));
+    let mcp =
+        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
+    let url = format!("http://{local}/mcp");
+    let (keys, hangups) = match &options.auth {
+        Auth::File { path, tokens } => {
+            // Watched before the address is announced: SIGHUP's default ends the process.
+            let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .context("cannot watch for SIGHUP, which reloads the tokens file")?;
+            let keys = Keys::new(tokens.clone(), Some(path.clone()));
+            (Some(Arc::new(keys)), Some(hangups))
         }
-    }
-
-    /// Serves MCP over Streamable HTTP until `shutdown` is cancelled; then stops accepting,
-    /// ends the sessions, and gives open connections a few seconds to finish.
-    pub async fn serve_http(
-        self,
-        options: HttpOptions,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()> {
-        options.check()?;
-        let listener = TcpListener::bind(options.addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", options.addr))?;
-        let local = listener.local_addr()?;
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(options.allowed_hosts())
-            .with_allowed_origins(options.allowed_origins())
-            .enforce_origin_validation()
-            .with_max_request_body_bytes(rewrite::MAX_BODY)
-            .with_cancellation_token(shutdown.child_token());
-        // The per-principal caps keep the principals of a tokens file from each other; a
-        // server with one principal (the token made at start) has the totals alone.
-        let per_principal = |cap: usize| match options.auth {
-            Auth::File { .. } => cap,
-            Auth::Generated | Auth::Off => usize::MAX,
-        };
-        let server = Server {
-            app: self.app.clone().with_max_runs(options.max_runs),
-            result_waits: Some(Slots::new(
-                options.max_result_waits,
-                per_principal(options.max_result_waits_per_principal),
-            )),
-            ..self
-        };
-        let sessions = Arc::new(Bounded::new(
-            LocalSessionManager::default(),
-            options.max_sessions,
-            Owners::new(per_principal(options.max_sessions_per_principal)),
-        ));
-        let mcp =
-            StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
-        let url = format!("http://{local}/mcp");
-        let (keys, hangups) = match &options.auth {
-            Auth::File { path, tokens } => {
-                // Watched before the address is announced: SIGHUP's default ends the process.
-                let hangups =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-                        .context("cannot watch for SIGHUP, which reloads the tokens file")?;
-                let keys = Keys::new(tokens.clone(), Some(path.clone()));
-                (Some(Arc::new(keys)), Some(hangups))
-            }
-            Auth::Generated => {
-                let (tokens, token) = Tokens::generate();
-                announce_token(&url, &token);
-                (Some(Arc::new(Keys::new(tokens, None))), None)
-            }
-            Auth::Off => {
-                tracing::warn!(
-                    "serving HTTP without tokens (--http-no-auth): every local user, and every \
+        Auth::Generated => {
+            let (tokens, token) = Tokens::generate();
+            announce_token(&url, &token);
+            (Some(Arc::new(Keys::new(tokens, None))), None)
+        }
+        Auth::Off => {
+            tracing::warn!(
+                "serving HTTP without tokens (--http-no-auth): every local user, and every \
                      container that shares this host's network, may call every tool as this \
                      server's user"
-                );
-                (None, None)
-            }
-        };
-        if let (Some(hangups), Some(keys)) = (hangups, &keys) {
-            let reload =
-                keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
-            tokio::spawn(reload);
-        }
-        let gate = Arc::new(Gate {
-            keys,
-            tasks: true,
-            sessions,
-            streams: Slots::new(
-                options.max_streams,
-                per_principal(options.max_streams_per_principal),
-            ),
-            mcp,
-        });
-        tracing::info!(
-            address = %local,
-            auth = match options.auth {
-                Auth::File { .. } => "tokens file",
-                Auth::Generated => "generated token",
-                Auth::Off => "none",
-            },
-            max_connections = options.connections.max,
-            "serving MCP over Streamable HTTP at {url}"
-        );
-        let mut connections =
-            connections::accept(listener, gate, options.connections, shutdown.clone()).await;
-        tracing::info!("HTTP shutdown: no new connections; finishing open ones");
-        let drained = tokio::time::timeout(DRAIN, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(
-                open = connections.len(),
-                "HTTP connections still open after {DRAIN:?}; closing them"
             );
-            connections.shutdown().await;
+            (None, None)
         }
-        Ok(())
+    };
+    if let (Some(hangups), Some(keys)) = (hangups, &keys) {
+        let reload =
+            keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
+        tokio::spawn(reload);
     }
+    let gate = Arc::new(Gate {
+        keys,
+        tasks: true,
+        sessions,
+        streams: Slots::new(
+            options.max_streams,
+            per_principal(options.max_streams_per_principal),
+        ),
+        mcp,
+    });
+    tracing::info!(
+        address = %local,
+        auth = match options.auth {
+            Auth::File { .. } => "tokens file",
+            Auth::Generated => "generated token",
+            Auth::Off => "none",
+        },
+        max_connections = options.connections.max,
+        "serving MCP over Streamable HTTP at {url}"
+    );
+    let mut connections =
+        connections::accept(listener, gate, options.connections, shutdown.clone()).await;
+    tracing::info!("HTTP shutdown: no new connections; finishing open ones");
+    let drained = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            "HTTP connections still open after {DRAIN:?}; closing them"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
 }
 
 /// Tells the person who started the server the token it made, and how a client sends it.

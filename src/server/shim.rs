@@ -30,14 +30,14 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
-use super::fast::as_message;
+use crate::transport::stdio::fast::as_message;
 use serde_json::{Map, Value, json};
 
 /// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
 pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
 
 /// The internal notification, under [`PREFIX`], by which the stdio transport tells the
-/// handler that the client cancelled a call (`wire/mod.rs` says why not rmcp's own).
+/// handler that the client cancelled a call (`transport/stdio/mod.rs` says why not rmcp's own).
 pub(crate) const CANCELLED: &str = "notifications/cancelled";
 
 /// The mark of a request this layer renamed, set where the handler finds it: in the
@@ -292,7 +292,7 @@ fn mentions_task(text: &[u8]) -> bool {
 /// Whether a request carries the per-request `_meta` of the 2026-07-28 protocol. rmcp
 /// moves `_meta` out of the typed parameters into the request's extensions, where it is
 /// read here without parsing the text again.
-pub(super) fn declares_modern(request: &ClientRequest) -> bool {
+pub(crate) fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 

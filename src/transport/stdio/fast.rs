@@ -189,7 +189,7 @@ fn with_meta<M: Default, P>(params: P, meta: Option<JsonObject>) -> Request<M, P
 }
 
 /// A request parsed as one type of client request, as the message rmcp handles.
-pub(super) fn as_message<T>(
+pub(crate) fn as_message<T>(
     request: JsonRpcRequest<T>,
     variant: fn(T) -> ClientRequest,
 ) -> RxJsonRpcMessage<RoleServer> {
@@ -203,7 +203,7 @@ pub(super) fn as_message<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::wire::screen::{Screened, screen};
+    use crate::transport::stdio::screen::{Screened, screen};
 
     #[test]
     fn a_frequent_request_parses_as_the_general_path_parses_it() {

@@ -17,23 +17,75 @@ mod direct;
 pub(crate) mod fast;
 mod flights;
 pub(crate) mod screen;
-pub(crate) mod v2025_11_25;
 
 use std::sync::Arc;
 
-use rmcp::RoleServer;
+use anyhow::Context;
 use rmcp::model::{
     ClientNotification, CustomNotification, JsonRpcMessage, JsonRpcNotification, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
+use tokio::io::DuplexStream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
+use crate::server::Server;
+use crate::server::shim::{self, Session};
 use flights::{Cancelled, Flights};
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
-use v2025_11_25::Session;
+
+/// Serves MCP on this process's stdin and stdout until the client hangs up. A session's
+/// replies waiting for the client to read them are bounded by `write_queue` bytes: past
+/// it, the server waits for the client before it reads the next request.
+pub async fn serve_stdio(server: Server, write_queue: u32) -> anyhow::Result<()> {
+    // `stdio_pipes` keeps reads and writes on the IO reactor when the client gave us
+    // pipes, saving a blocking-pool hand-off per message.
+    let (read, write) = rmcp::transport::stdio_pipes();
+    serve(server, (read, write), write_queue, CancellationToken::new()).await
+}
+
+/// Serves MCP on one end of an in-memory byte stream, and returns the other end: the
+/// server as `serve` runs it, in this process, until the client hangs up or `shutdown`
+/// is cancelled.
+pub fn serve_in_memory(
+    server: Server,
+    shutdown: CancellationToken,
+) -> (DuplexStream, JoinHandle<anyhow::Result<()>>) {
+    let (client, ours) = tokio::io::duplex(1 << 20);
+    let pair = tokio::io::split(ours);
+    let serving = tokio::spawn(serve(server, pair, DEFAULT_WRITE_QUEUE, shutdown));
+    (client, serving)
+}
+
+/// Serves MCP on any byte stream pair (stdio, a socket, an in-process `duplex`) until
+/// the client hangs up or `shutdown` is cancelled.
+pub async fn serve<R, W>(
+    server: Server,
+    (read, write): (R, W),
+    write_queue: u32,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let transport =
+        WireTransport::new(read, write, true, write_queue.max(1)).with_lane(server.clone());
+    let running = server
+        .serve_with_ct(transport, shutdown)
+        .await
+        .context("MCP session failed to start")?;
+    running
+        .waiting()
+        .await
+        .context("MCP session ended abnormally")?;
+    Ok(())
+}
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -329,10 +381,10 @@ fn cancel_in_handler(
     params: &rmcp::model::CancelledNotificationParam,
 ) -> RxJsonRpcMessage<RoleServer> {
     let mut notification = CustomNotification::new(
-        format!("{}{}", v2025_11_25::PREFIX, v2025_11_25::CANCELLED),
+        format!("{}{}", shim::PREFIX, shim::CANCELLED),
         Some(serde_json::json!({ "requestId": id, "reason": params.reason })),
     );
-    notification.extensions.insert(v2025_11_25::Renamed);
+    notification.extensions.insert(shim::Renamed);
     JsonRpcMessage::Notification(JsonRpcNotification {
         jsonrpc: rmcp::model::JsonRpcVersion2_0,
         notification: ClientNotification::CustomNotification(notification),

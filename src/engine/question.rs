@@ -1,0 +1,237 @@
+//! A question a run puts (an `input` node's form, a `sample` node's prompt), who is asked
+//! it for what the client can answer, and the one check every answer goes through before
+//! its node takes it, whichever way it came (the caller during its call, a task's client,
+//! `workflows answer`, an answers file, the terminal).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::actions::{self, Resolved};
+use super::form;
+
+/// How many times a question is asked when its answers do not fit its form.
+pub const ASKED_AT_MOST: u32 = 3;
+
+/// A question as a run records it, tagged by `kind`: `{kind: "input", message, schema}` or
+/// `{kind: "sample", prompt, system, maxTokens}`. The stored text of questions written
+/// before this type reads back as it was, and is written out the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Question {
+    /// A form for the person: the answer is an object of its fields.
+    Input { message: String, schema: Value },
+    /// A prompt for the client's model: the answer is `{text, model}`.
+    Sample {
+        prompt: String,
+        system: Option<String>,
+        #[serde(rename = "maxTokens")]
+        max_tokens: u32,
+    },
+}
+
+/// Who is asked a question, and so what a reply looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answerer {
+    /// A person fills in a form: an `input`'s own, or for a `sample`, one text field.
+    Person,
+    /// The client's model replies to a `sample`'s prompt, `{text, model}`.
+    Model,
+}
+
+/// What a client declared it can answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It shows forms to its person (elicitation).
+    pub elicitation: bool,
+    /// It has a model to ask (sampling).
+    pub sampling: bool,
+}
+
+impl Capabilities {
+    /// Whom the client asks `question` ([`Question::answerer`]), if it can ask them at all:
+    /// a person needs its elicitation, a model its sampling.
+    pub fn asks(self, question: &Question) -> Option<Answerer> {
+        let answerer = question.answerer(self);
+        let reached = match answerer {
+            Answerer::Person => self.elicitation,
+            Answerer::Model => self.sampling,
+        };
+        reached.then_some(answerer)
+    }
+}
+
+/// What becomes of an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// It fits: the node takes this value (a person's reply to a `sample` reads as a model's).
+    Take(Value),
+    /// It does not fit its form: the question is asked again, with these problems.
+    AskAgain(Vec<String>),
+    /// It does not fit, and the question was asked [`ASKED_AT_MOST`] times: the node fails.
+    GiveUp(Vec<String>),
+}
+
+/// Why a question gets no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Decline,
+    Cancel,
+    /// The answers given did not fit the question's form, too many times.
+    Invalid,
+    /// Nobody was there to answer: the run's answers had none for it, and nobody could be
+    /// asked.
+    Unanswered,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Decline => "decline",
+            Refusal::Cancel => "cancel",
+            Refusal::Invalid => "invalid",
+            Refusal::Unanswered => "unanswered",
+        }
+    }
+}
+
+/// A reply to a question as the audit log records it.
+#[derive(Debug, Clone, Copy)]
+pub enum Reply<'a> {
+    Answer(&'a Value),
+    Refused(Refusal),
+    /// The caller could not answer: why, as its node's error says.
+    Failed(&'a str),
+}
+
+impl Question {
+    /// The question of an `input` or `sample` action; none for any other action.
+    pub fn of(action: &Resolved) -> Option<Question> {
+        match action {
+            Resolved::Input {
+                message, schema, ..
+            } => Some(Question::Input {
+                message: message.clone(),
+                schema: schema.clone(),
+            }),
+            Resolved::Sample {
+                prompt,
+                system,
+                max_tokens,
+            } => Some(Question::Sample {
+                prompt: prompt.clone(),
+                system: system.clone(),
+                max_tokens: *max_tokens,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `input` or `sample`, as a run records it and an answers file names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Question::Input { .. } => "input",
+            Question::Sample { .. } => "sample",
+        }
+    }
+
+    /// Who a client with `can` puts the question to: an `input` to its person; a `sample`
+    /// to its model, or to its person when it can show forms but has no model to ask.
+    /// Whether it can ask them at all is [`Capabilities::asks`].
+    pub fn answerer(&self, can: Capabilities) -> Answerer {
+        match self {
+            Question::Input { .. } => Answerer::Person,
+            Question::Sample { .. } if can.elicitation && !can.sampling => Answerer::Person,
+            Question::Sample { .. } => Answerer::Model,
+        }
+    }
+
+    /// Who the question is written for: an `input`'s person, a `sample`'s model. An answer
+    /// given in the shape its node takes (`workflows answer`, an answers file) reads as
+    /// theirs.
+    pub fn written_for(&self) -> Answerer {
+        match self {
+            Question::Input { .. } => Answerer::Person,
+            Question::Sample { .. } => Answerer::Model,
+        }
+    }
+
+    /// The text shown above the form, or sent to the model.
+    pub fn message(&self) -> &str {
+        match self {
+            Question::Input { message, .. } => message,
+            Question::Sample { prompt, .. } => prompt,
+        }
+    }
+
+    /// The form `answerer` fills in: an `input`'s own; for a `sample` put to a person, one
+    /// text field for the reply they write themselves. A model fills in none.
+    pub fn form(&self, answerer: Answerer) -> Option<Value> {
+        match (self, answerer) {
+            (Question::Input { schema, .. }, _) => Some(schema.clone()),
+            (Question::Sample { .. }, Answerer::Person) => Some(json!({
+                "type": "object",
+                "properties": { "text": {
+                    "type": "string",
+                    "title": "Your reply",
+                    "description": "There is no model to ask: write the reply yourself."
+                } },
+                "required": ["text"]
+            })),
+            (Question::Sample { .. }, Answerer::Model) => None,
+        }
+    }
+
+    /// The problems of `answer` as `answerer`'s answer: those of the form it was shown
+    /// ([`form::answer_problems`]); a model's reply has no form to fit.
+    pub fn problems(&self, answerer: Answerer, answer: &Value) -> Vec<String> {
+        match self.form(answerer) {
+            Some(form) => form::answer_problems(&form, answer),
+            None => Vec::new(),
+        }
+    }
+
+    /// What becomes of `answer`, given by `answerer` to the question's `asked`-th asking:
+    /// taken as its node takes it, or asked again with its problems, or, at the last
+    /// asking, given up.
+    pub fn judge(&self, answerer: Answerer, answer: &Value, asked: u32) -> Verdict {
+        let problems = self.problems(answerer, answer);
+        if !problems.is_empty() {
+            return match asked >= ASKED_AT_MOST {
+                true => Verdict::GiveUp(problems),
+                false => Verdict::AskAgain(problems),
+            };
+        }
+        Verdict::Take(match (self, answerer) {
+            (Question::Sample { .. }, Answerer::Person) => {
+                actions::sampled_by_person(&answer["text"])
+            }
+            _ => answer.clone(),
+        })
+    }
+
+    /// What the audit log records of a reply to the question asked under `key`: its kind,
+    /// key and instance, and the answer, the refusal or the caller's error.
+    pub fn audit_args(
+        &self,
+        key: &str,
+        instance: Option<usize>,
+        reply: Reply<'_>,
+    ) -> Map<String, Value> {
+        let mut args = Map::new();
+        args.insert("kind".into(), Value::from(self.kind()));
+        args.insert("key".into(), Value::from(key));
+        if let Some(k) = instance {
+            args.insert("instance".into(), Value::from(k));
+        }
+        match reply {
+            Reply::Answer(answer) => args.insert("answer".into(), answer.clone()),
+            Reply::Refused(refusal) => args.insert("refusal".into(), Value::from(refusal.as_str())),
+            Reply::Failed(error) => args.insert("error".into(), Value::from(error)),
+        };
+        args
+    }
+}
+
+#[cfg(test)]
+#[path = "question_tests.rs"]
+mod tests;

@@ -1,0 +1,147 @@
+//! The question type against the JSON runs have stored, who is asked, and the one check.
+
+use super::*;
+
+const INPUT: &str = r#"{"kind":"input","message":"Approve?","schema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}"#;
+const SAMPLE: &str = r#"{"kind":"sample","prompt":"Write a line.","system":null,"maxTokens":200}"#;
+const SAMPLE_WITH_SYSTEM: &str =
+    r#"{"kind":"sample","prompt":"Write a line.","system":"Be brief.","maxTokens":64}"#;
+
+fn approve() -> Question {
+    serde_json::from_str(INPUT).unwrap()
+}
+
+fn sample() -> Question {
+    serde_json::from_str(SAMPLE).unwrap()
+}
+
+#[test]
+fn a_question_stored_as_runs_wrote_it_reads_back_and_is_written_out_the_same() {
+    for stored in [INPUT, SAMPLE, SAMPLE_WITH_SYSTEM] {
+        let question: Question = serde_json::from_str(stored).unwrap();
+        assert_eq!(serde_json::to_string(&question).unwrap(), stored);
+    }
+    assert_eq!(
+        approve(),
+        Question::Input {
+            message: "Approve?".into(),
+            schema: serde_json::from_str::<Value>(INPUT).unwrap()["schema"].clone(),
+        }
+    );
+    let Question::Sample {
+        system, max_tokens, ..
+    } = sample()
+    else {
+        panic!("a sample reads as a sample");
+    };
+    assert_eq!((system, max_tokens), (None, 200));
+}
+
+#[test]
+fn a_question_is_built_from_its_resolved_action_as_the_run_records_it() {
+    let action = Resolved::Sample {
+        prompt: "Write a line.".into(),
+        system: None,
+        max_tokens: 200,
+    };
+    let question = Question::of(&action).unwrap();
+    assert_eq!(serde_json::to_string(&question).unwrap(), SAMPLE);
+    assert_eq!(Question::of(&Resolved::Text("t".into())), None);
+}
+
+#[test]
+fn a_sample_goes_to_the_person_only_for_a_client_that_shows_forms_and_has_no_model() {
+    let can = |elicitation, sampling| Capabilities {
+        elicitation,
+        sampling,
+    };
+    assert_eq!(sample().answerer(can(true, false)), Answerer::Person);
+    for (elicitation, sampling) in [(true, true), (false, true), (false, false)] {
+        assert_eq!(
+            sample().answerer(can(elicitation, sampling)),
+            Answerer::Model
+        );
+    }
+    for (elicitation, sampling) in [(true, true), (true, false), (false, true), (false, false)] {
+        assert_eq!(
+            approve().answerer(can(elicitation, sampling)),
+            Answerer::Person
+        );
+    }
+    // Whom a client asks, if it can ask anyone: a client with neither capability asks
+    // nobody; one with a model only cannot ask an `input`.
+    assert_eq!(can(false, false).asks(&sample()), None);
+    assert_eq!(can(false, false).asks(&approve()), None);
+    assert_eq!(can(false, true).asks(&approve()), None);
+    assert_eq!(can(false, true).asks(&sample()), Some(Answerer::Model));
+    assert_eq!(can(true, false).asks(&sample()), Some(Answerer::Person));
+    assert_eq!(can(true, true).asks(&sample()), Some(Answerer::Model));
+}
+
+#[test]
+fn an_answer_that_does_not_fit_its_form_is_asked_again_with_its_problems() {
+    let misfit = json!({ "ok": "yes" });
+    assert_eq!(
+        approve().judge(Answerer::Person, &misfit, 1),
+        Verdict::AskAgain(vec!["`ok`: expected a boolean".to_owned()])
+    );
+    assert_eq!(
+        approve().judge(Answerer::Person, &json!({}), ASKED_AT_MOST - 1),
+        Verdict::AskAgain(vec!["`ok`: required".to_owned()])
+    );
+}
+
+#[test]
+fn an_answer_that_does_not_fit_at_the_last_asking_gives_the_question_up() {
+    assert_eq!(
+        approve().judge(Answerer::Person, &json!({}), ASKED_AT_MOST),
+        Verdict::GiveUp(vec!["`ok`: required".to_owned()])
+    );
+}
+
+#[test]
+fn an_answer_that_fits_is_taken_as_it_is() {
+    let answer = json!({ "ok": true });
+    assert_eq!(
+        approve().judge(Answerer::Person, &answer, 1),
+        Verdict::Take(answer)
+    );
+    let reply = json!({ "text": "Queues decouple.", "model": "m-1" });
+    assert_eq!(
+        sample().judge(Answerer::Model, &reply, 1),
+        Verdict::Take(reply)
+    );
+}
+
+#[test]
+fn a_persons_reply_to_a_sample_must_have_its_text_and_reads_as_a_models() {
+    let typed = json!({ "text": "Queues decouple." });
+    assert_eq!(
+        sample().judge(Answerer::Person, &typed, 1),
+        Verdict::Take(json!({ "text": "Queues decouple.", "model": "person" }))
+    );
+    assert_eq!(
+        sample().judge(Answerer::Person, &json!({}), 1),
+        Verdict::AskAgain(vec!["`text`: required".to_owned()])
+    );
+    let form = sample().form(Answerer::Person).unwrap();
+    assert_eq!(form["required"], json!(["text"]));
+    assert_eq!(sample().form(Answerer::Model), None);
+}
+
+#[test]
+fn the_audit_log_names_a_replys_question_kind_key_and_instance_with_what_came_of_it() {
+    let answer = json!({ "ok": true });
+    let args = approve().audit_args("attempt-1", Some(2), Reply::Answer(&answer));
+    assert_eq!(
+        Value::Object(args),
+        json!({ "kind": "input", "key": "attempt-1", "instance": 2, "answer": { "ok": true } })
+    );
+    let refused = sample().audit_args("attempt-1.r2", None, Reply::Refused(Refusal::Decline));
+    assert_eq!(
+        Value::Object(refused),
+        json!({ "kind": "sample", "key": "attempt-1.r2", "refusal": "decline" })
+    );
+    let failed = approve().audit_args("attempt-1", None, Reply::Failed("gone"));
+    assert_eq!(failed["error"], "gone");
+}
