@@ -179,10 +179,10 @@ async fn an_answer_passed_up_front_that_misfits_its_phase_fails_the_run_naming_e
     assert_eq!(node["status"], "failed");
     let message = node["error"]["message"].as_str().unwrap();
     for problem in [
-        "`[0].name`: at least 1 character",
+        "`[0].name`: must be at least 1 UTF-16 code unit long (got 0)",
         "`[0].effort`: must be one of",
-        "`[0].confidence`: 101 is above the maximum 100",
-        "`[0].description`: required",
+        "`[0].confidence`: must be an integer from 0 to 100 (got 101)",
+        "`[0].description`: is required",
     ] {
         assert!(message.contains(problem), "{problem} in {message}");
     }

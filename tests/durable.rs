@@ -470,8 +470,8 @@ on_both_backends! {
         assert_eq!(
             problems,
             [
-                "`colour`: expected a string",
-                "`size`: the form has no such field"
+                "`size`: unknown property",
+                "`colour`: must be a string"
             ]
         );
         let key = b

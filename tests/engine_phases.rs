@@ -100,9 +100,9 @@ async fn a_value_that_misfits_its_schema_fails_its_node_naming_every_problem() {
     assert_eq!(run.error_code("checked"), "invalid_value");
     let message = run.error_message("checked");
     for problem in [
-        "`[0].name`: required",
-        "`[0].size`: 12 is above the maximum 9",
-        "`[1].name`: expected string, found an integer",
+        "`[0].name`: is required",
+        "`[0].size`: must be an integer no larger than 9 (got 12)",
+        "`[1].name`: must be a string",
     ] {
         assert!(message.contains(problem), "{problem} in {message}");
     }

@@ -1427,7 +1427,7 @@ on_both_backends! {
         };
         assert_eq!(
             problems,
-            ["`text`: required", "`words`: the form has no such field"]
+            ["`words`: unknown property", "`text`: is required"]
         );
         let asking = wire.poll_until(3, get.clone(), "input_required").await;
         let request = &asking["result"]["inputRequests"]["line:attempt-1.r2"];

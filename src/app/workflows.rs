@@ -38,28 +38,7 @@ fn problems_error(problems: &Problems) -> ToolError {
     ToolError::invalid_input(format!("invalid workflow: {}", list.join("; ")))
 }
 
-/// The JSON Schema of a workflow's inputs.
-pub(crate) fn inputs_schema(def: &WorkflowDef) -> Value {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (name, input) in &def.inputs {
-        let mut schema = json!({ "type": input.kind.name() });
-        if !input.description.is_empty() {
-            schema["description"] = json!(input.description);
-        }
-        if let Some(default) = &input.default {
-            schema["default"] = default.clone();
-        }
-        if let Some(choices) = &input.choices {
-            schema["enum"] = json!(choices);
-        }
-        if input.required {
-            required.push(name.clone());
-        }
-        properties.insert(name.clone(), schema);
-    }
-    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
-}
+pub(crate) use crate::engine::validate::inputs_schema;
 
 impl App {
     /// `list_workflows`: every workflow with its inputs' schema.

@@ -419,7 +419,9 @@ mod tests {
         assert_eq!(count.parse(" 4 "), Ok(Some(json!(4))));
         assert_eq!(
             count.parse("12"),
-            Err(vec!["12 is above the maximum 9".to_owned()])
+            Err(vec![
+                "must be a positive integer no larger than 9 (got 12)".to_owned()
+            ])
         );
         assert_eq!(
             count.parse("2.5"),
@@ -452,12 +454,14 @@ mod tests {
         assert_eq!(name.parse("1.5"), Ok(Some(json!("1.5"))));
         assert_eq!(
             name.parse("a very long name"),
-            Err(vec!["at most 8 characters".to_owned()])
+            Err(vec![
+                "must be at most 8 UTF-16 code units long (got 16)".to_owned()
+            ])
         );
         let mail = field_named("mail");
         assert_eq!(
             mail.parse("not an address"),
-            Err(vec!["not a valid email".to_owned()])
+            Err(vec!["must be an email address".to_owned()])
         );
         assert_eq!(
             mail.parse("me@example.org"),

@@ -1,126 +1,22 @@
-//! Checking an answer against the form an `input` node asked with: the restricted schema
-//! the loader accepts (`loader/form.rs`), so every keyword here is one it lets through.
+//! Checking an answer against the form an `input` node asked with (the restricted schema
+//! the loader accepts, `loader/form.rs`), and the form as a client is shown it.
 //!
 //! Every problem is reported at once, each naming its field.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// The problems of `answer` as an answer to `schema`; empty when it fits.
+/// The problems of `answer` as an answer to `schema`, checked by the one validator
+/// (`engine/schema`), each naming its field; empty when it fits. A form has no fields but
+/// its properties.
 pub fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
-    let Value::Object(answer) = answer else {
+    if !answer.is_object() {
         return vec!["an answer is an object of the form's fields".to_owned()];
-    };
-    let empty = Map::new();
-    let properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let mut problems = Vec::new();
-    for name in schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        if !answer.contains_key(name) {
-            problems.push(format!("`{name}`: required"));
-        }
     }
-    for (name, value) in answer {
-        match properties.get(name) {
-            Some(property) => problems.extend(
-                field_problems(property, value)
-                    .into_iter()
-                    .map(|p| format!("`{name}`: {p}")),
-            ),
-            None => problems.push(format!("`{name}`: the form has no such field")),
-        }
+    let mut form = schema.clone();
+    if let Some(form) = form.as_object_mut() {
+        form.insert("additionalProperties".to_owned(), Value::Bool(false));
     }
-    problems
-}
-
-fn field_problems(property: &Value, value: &Value) -> Vec<String> {
-    let number = |key: &str| property.get(key).and_then(Value::as_f64);
-    match property.get("type").and_then(Value::as_str) {
-        Some("string") => {
-            let Some(text) = value.as_str() else {
-                return vec!["expected a string".to_owned()];
-            };
-            string_problems(property, text)
-        }
-        Some(kind @ ("number" | "integer")) => {
-            let fits = match kind {
-                "integer" => value.is_i64() || value.is_u64(),
-                _ => value.is_number(),
-            };
-            let Some(n) = value.as_f64().filter(|_| fits) else {
-                return vec![format!("expected {}", article(kind))];
-            };
-            let mut problems = Vec::new();
-            if let Some(min) = number("minimum").filter(|min| n < *min) {
-                problems.push(format!("{n} is below the minimum {min}"));
-            }
-            if let Some(max) = number("maximum").filter(|max| n > *max) {
-                problems.push(format!("{n} is above the maximum {max}"));
-            }
-            problems
-        }
-        Some("boolean") if !value.is_boolean() => vec!["expected a boolean".to_owned()],
-        Some("array") => list_problems(property, value),
-        _ => Vec::new(),
-    }
-}
-
-/// The choices of a select: a string `enum`, or the constants of a `oneOf` or `anyOf`.
-fn choices(select: &Value) -> Option<Vec<&Value>> {
-    if let Some(options) = select.get("enum").and_then(Value::as_array) {
-        return Some(options.iter().collect());
-    }
-    let titled = ["oneOf", "anyOf"]
-        .iter()
-        .find_map(|key| select.get(*key).and_then(Value::as_array))?;
-    Some(
-        titled
-            .iter()
-            .filter_map(|option| option.get("const"))
-            .collect(),
-    )
-}
-
-fn one_of(options: &[&Value]) -> String {
-    let names: Vec<String> = options.iter().map(|option| option.to_string()).collect();
-    format!("one of {}", names.join(", "))
-}
-
-/// A multi-select list: strings, each one of the items' choices, within the item counts.
-fn list_problems(property: &Value, value: &Value) -> Vec<String> {
-    let Some(picked) = value.as_array() else {
-        return vec!["expected a list of choices".to_owned()];
-    };
-    let mut problems = Vec::new();
-    let options = property.get("items").and_then(choices).unwrap_or_default();
-    for item in picked {
-        if !options.contains(&item) {
-            problems.push(format!("{item} is not {}", one_of(&options)));
-        }
-    }
-    let count = picked.len() as u64;
-    let limit = |key: &str| property.get(key).and_then(Value::as_u64);
-    if let Some(min) = limit("minItems").filter(|min| count < *min) {
-        problems.push(format!("at least {min} choices"));
-    }
-    if let Some(max) = limit("maxItems").filter(|max| count > *max) {
-        problems.push(format!("at most {max} choices"));
-    }
-    problems
-}
-
-fn article(kind: &str) -> String {
-    match kind {
-        "integer" => "an integer".to_owned(),
-        other => format!("a {other}"),
-    }
+    super::schema::value_problems(&form, answer)
 }
 
 /// The form as a client is shown it: the keywords of the protocol's restricted schema
@@ -134,58 +30,6 @@ pub fn for_client(schema: &Value) -> Value {
         }
     }
     form
-}
-
-fn string_problems(property: &Value, text: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if let Some(schema) = property.get("contentSchema") {
-        // Read as the `from_json` filter reads it, so that a draft a model wrote in a code
-        // fence can be confirmed as it is.
-        match super::filters::json_in(text) {
-            Ok(value) => problems.extend(super::schema::value_problems(schema, &value)),
-            Err(error) => problems.push(format!("not JSON: {error}")),
-        }
-    }
-    let length = text.chars().count();
-    let limit = |key: &str| property.get(key).and_then(Value::as_u64);
-    if let Some(min) = limit("minLength").filter(|min| (length as u64) < *min) {
-        problems.push(format!("at least {min} characters"));
-    }
-    if let Some(max) = limit("maxLength").filter(|max| (length as u64) > *max) {
-        problems.push(format!("at most {max} characters"));
-    }
-    if let Some(options) = choices(property)
-        && !options.iter().any(|option| *option == text)
-    {
-        problems.push(one_of(&options));
-    }
-    if let Some(format) = property.get("format").and_then(Value::as_str)
-        && !has_format(format, text)
-    {
-        problems.push(format!("not a valid {format}"));
-    }
-    problems
-}
-
-fn has_format(format: &str, text: &str) -> bool {
-    use time::format_description::well_known::{Iso8601, Rfc3339};
-    match format {
-        "email" => text
-            .split_once('@')
-            .is_some_and(|(user, host)| !user.is_empty() && host.contains('.')),
-        "uri" => text.split_once(':').is_some_and(|(scheme, _)| {
-            scheme
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        }),
-        "date" => text.len() == 10 && time::Date::parse(text, &Iso8601::DATE).is_ok(),
-        "date-time" => time::OffsetDateTime::parse(text, &Rfc3339).is_ok(),
-        _ => true,
-    }
 }
 
 #[cfg(test)]
@@ -224,15 +68,15 @@ mod tests {
         assert_eq!(
             answer_problems(&form, &misfit),
             [
-                "`one`: one of \"a\"",
-                "`many`: \"z\" is not one of \"x\", \"y\"",
-                "`many`: at most 2 choices",
+                "`one`: must be one of: \"a\"",
+                "`many`: must hold at most 2 items (got 3)",
+                "`many[1]`: must be one of: \"x\", \"y\"",
             ]
         );
         let not_a_list = json!({ "many": "x" });
         assert_eq!(
             answer_problems(&form, &not_a_list),
-            ["`many`: expected a list of choices"]
+            ["`many`: must be an array"]
         );
     }
 
@@ -249,13 +93,13 @@ mod tests {
             "ok": "yes", "day": "2026-13-01", "extra": 1 });
         let problems = answer_problems(&form(), &answer);
         for expected in [
-            "`count`: required",
-            "`choice`: one of \"a\", \"b\"",
-            "`mail`: not a valid email",
-            "`ratio`: expected a number",
-            "`ok`: expected a boolean",
-            "`day`: not a valid date",
-            "`extra`: the form has no such field",
+            "`count`: is required",
+            "`choice`: must be one of: \"a\", \"b\"",
+            "`mail`: must be an email address",
+            "`ratio`: must be a number",
+            "`ok`: must be a boolean",
+            "`day`: must be a real calendar date in the form YYYY-MM-DD",
+            "`extra`: unknown property",
         ] {
             assert!(
                 problems.iter().any(|p| p == expected),
@@ -263,7 +107,10 @@ mod tests {
             );
         }
         let bounds = answer_problems(&form(), &json!({ "choice": "a", "count": 12 }));
-        assert_eq!(bounds, ["`count`: 12 is above the maximum 9"]);
+        assert_eq!(
+            bounds,
+            ["`count`: must be a positive integer no larger than 9 (got 12)"]
+        );
         assert_eq!(
             answer_problems(&form(), &json!("a")),
             ["an answer is an object of the form's fields"]
@@ -284,7 +131,7 @@ mod tests {
         let wrong = json!({ "items": "[1, \"two\"]" });
         assert_eq!(
             answer_problems(&form, &wrong),
-            ["`items`: `[1]`: expected integer, found a string"]
+            ["`items[1]`: must be an integer"]
         );
         assert!(answer_problems(&form, &json!({ "items": "nope" }))[0].contains("not JSON"));
         // The client sees a text field only.

@@ -83,11 +83,11 @@ fn an_answer_that_does_not_fit_its_form_is_asked_again_with_its_problems() {
     let misfit = json!({ "ok": "yes" });
     assert_eq!(
         approve().judge(Answerer::Person, &misfit, 1),
-        Verdict::AskAgain(vec!["`ok`: expected a boolean".to_owned()])
+        Verdict::AskAgain(vec!["`ok`: must be a boolean".to_owned()])
     );
     assert_eq!(
         approve().judge(Answerer::Person, &json!({}), ASKED_AT_MOST - 1),
-        Verdict::AskAgain(vec!["`ok`: required".to_owned()])
+        Verdict::AskAgain(vec!["`ok`: is required".to_owned()])
     );
 }
 
@@ -95,7 +95,7 @@ fn an_answer_that_does_not_fit_its_form_is_asked_again_with_its_problems() {
 fn an_answer_that_does_not_fit_at_the_last_asking_gives_the_question_up() {
     assert_eq!(
         approve().judge(Answerer::Person, &json!({}), ASKED_AT_MOST),
-        Verdict::GiveUp(vec!["`ok`: required".to_owned()])
+        Verdict::GiveUp(vec!["`ok`: is required".to_owned()])
     );
 }
 
@@ -122,7 +122,7 @@ fn a_persons_reply_to_a_sample_must_have_its_text_and_reads_as_a_models() {
     );
     assert_eq!(
         sample().judge(Answerer::Person, &json!({}), 1),
-        Verdict::AskAgain(vec!["`text`: required".to_owned()])
+        Verdict::AskAgain(vec!["`text`: is required".to_owned()])
     );
     let form = sample().form(Answerer::Person).unwrap();
     assert_eq!(form["required"], json!(["text"]));

@@ -90,7 +90,7 @@ fn parse(tool: &str, args: &Map<String, Value>) -> Result<(), ToolError> {
 }
 
 /// The paths where `value` misfits `schema`, read as JSON Schema: the keywords the tools
-/// publish, no more. Written apart from `tools/validate.rs`, so the two check each other.
+/// publish, no more. Written apart from `engine/schema`, so the two check each other.
 fn schema_misfits(schema: &Value, value: &Value, at: &str, wrong: &mut Vec<String>) {
     let fits = match schema.get("type").and_then(Value::as_str) {
         Some("object") => return object_misfits(schema, value, at, wrong),

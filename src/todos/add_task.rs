@@ -1,18 +1,16 @@
 //! `add_task`: create a todo.
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value, json};
 
-use super::validate::Checker;
-use super::{Effects, ToolResult, ToolSpec, schema};
+use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
+use crate::engine::schema::Schema;
 use crate::store::{NewTodo, Tx};
 
-pub(super) fn spec() -> ToolSpec {
-    ToolSpec {
-        name: "add_task",
-        title: "Add a todo",
-        description: "Create a todo with a title, an optional due date and optional tags. \
-            Returns the new todo with its id.",
-        input_schema: json!({
+/// The published input schema, which the arguments are checked against: built once.
+static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
             "type": "object",
             "properties": {
                 "title": {
@@ -27,7 +25,19 @@ pub(super) fn spec() -> ToolSpec {
             },
             "required": ["title"],
             "additionalProperties": false
-        }),
+    })
+});
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
+
+pub(super) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "add_task",
+        title: "Add a todo",
+        description: "Create a todo with a title, an optional due date and optional tags. \
+            Returns the new todo with its id.",
+        input_schema: INPUT_SCHEMA.clone(),
         data_schema: schema::todo(),
         effects: Effects {
             read_only: false,
@@ -37,43 +47,23 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
-pub(crate) fn parse(args: &Map<String, Value>) -> Result<NewTodo, super::ToolError> {
-    let mut check = Checker::new();
-    check.known_keys(args, "", &["title", "due", "tags"]);
-    let title = check
-        .required(args, "", "title")
-        .and_then(|v| check_title(&mut check, v));
-    let due = args.get("due").and_then(|v| check.date(v, "due"));
-    let tags = args.get("tags").and_then(|v| check_tags(&mut check, v));
-    check.finish()?;
-    Ok(NewTodo {
-        title: title.expect("checked"),
-        due,
-        tags: tags.unwrap_or_default(),
-    })
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<NewTodo, ToolError> {
+    read(&CHECK, args)
 }
 
-fn check_title(check: &mut Checker, value: &Value) -> Option<String> {
-    check.string(value, "title", 1, 200)
-}
-
-fn check_tags(check: &mut Checker, value: &Value) -> Option<Vec<String>> {
-    let Value::Array(items) = value else {
-        check.problem("tags", "must be an array of strings");
-        return None;
+/// The arguments checked against `schema` (the published one, but in tests), then read.
+pub(super) fn read(schema: &Schema, args: &Map<String, Value>) -> Result<NewTodo, ToolError> {
+    schema.check_args(args)?;
+    let text = |value: &Value| value.as_str().expect("checked: a string").to_owned();
+    let tags = match args.get("tags") {
+        Some(Value::Array(tags)) => tags.iter().map(text).collect(),
+        _ => Vec::new(),
     };
-    if items.len() > 10 {
-        check.problem(
-            "tags",
-            format!("must hold at most 10 tags (got {})", items.len()),
-        );
-    }
-    let tags: Vec<Option<String>> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| check.string(item, &format!("tags[{i}]"), 1, 40))
-        .collect();
-    tags.into_iter().collect()
+    Ok(NewTodo {
+        title: text(&args["title"]),
+        due: args.get("due").map(text),
+        tags,
+    })
 }
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {

@@ -1,10 +1,25 @@
 //! `complete_task`: mark a todo done.
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value, json};
 
-use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
+use crate::engine::schema::Schema;
 use crate::store::Tx;
+
+/// The published input schema, which the arguments are checked against: built once.
+static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": { "id": schema::id() },
+        "required": ["id"],
+        "additionalProperties": false
+    })
+});
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -12,12 +27,7 @@ pub(super) fn spec() -> ToolSpec {
         title: "Complete a todo",
         description: "Mark the todo with this id as done and return it. Completing a todo \
             that is already done succeeds and changes nothing.",
-        input_schema: json!({
-            "type": "object",
-            "properties": { "id": schema::id() },
-            "required": ["id"],
-            "additionalProperties": false
-        }),
+        input_schema: INPUT_SCHEMA.clone(),
         data_schema: schema::todo(),
         effects: Effects {
             read_only: false,
@@ -27,19 +37,14 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
-/// The id of `complete_task` and `delete_task`, checked alongside other known keys.
-pub(super) fn parse_id(check: &mut Checker, args: &Map<String, Value>) -> Option<i64> {
-    check
-        .required(args, "", "id")
-        .and_then(|v| check.id(v, "id"))
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
+    CHECK.check_args(args)?;
+    Ok(id(args))
 }
 
-pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
-    let mut check = Checker::new();
-    check.known_keys(args, "", &["id"]);
-    let id = parse_id(&mut check, args);
-    check.finish()?;
-    Ok(id.expect("checked"))
+/// The id of `complete_task` and `delete_task`, once checked.
+pub(super) fn id(args: &Map<String, Value>) -> i64 {
+    crate::engine::schema::whole(&args["id"]).expect("checked: an integer")
 }
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {

@@ -1,11 +1,32 @@
 //! `delete_task`: permanently delete a todo, with an explicit confirmation.
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value, json};
 
-use super::complete_task::parse_id;
-use super::validate::Checker;
+use super::complete_task;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
+use crate::engine::schema::Schema;
 use crate::store::Tx;
+
+/// The published input schema, which the arguments are checked against: built once.
+static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": schema::id(),
+            "confirm": {
+                "type": "boolean", "const": true,
+                "description": "Must be the boolean true, set only after the user agreed to the deletion."
+            }
+        },
+        "required": ["id", "confirm"],
+        "additionalProperties": false
+    })
+});
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -15,18 +36,7 @@ pub(super) fn spec() -> ToolSpec {
             This cannot be undone: ask the user for explicit consent before calling, and \
             pass confirm: true only after they have given it. Calls without confirm: true \
             are rejected.",
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "id": schema::id(),
-                "confirm": {
-                    "type": "boolean", "const": true,
-                    "description": "Must be the boolean true, set only after the user agreed to the deletion."
-                }
-            },
-            "required": ["id", "confirm"],
-            "additionalProperties": false
-        }),
+        input_schema: INPUT_SCHEMA.clone(),
         data_schema: schema::todo(),
         effects: Effects {
             read_only: false,
@@ -37,16 +47,8 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
-    let mut check = Checker::new();
-    check.known_keys(args, "", &["id", "confirm"]);
-    let id = parse_id(&mut check, args);
-    if let Some(confirm) = check.required(args, "", "confirm")
-        && confirm != &Value::Bool(true)
-    {
-        check.problem("confirm", "must be the boolean literal true");
-    }
-    check.finish()?;
-    Ok(id.expect("checked"))
+    CHECK.check_args(args)?;
+    Ok(complete_task::id(args))
 }
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {

@@ -1,10 +1,35 @@
 //! `list_tasks`: list todos, optionally filtered.
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value, json};
 
-use super::validate::Checker;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
+use crate::engine::schema::Schema;
 use crate::store::{TodoFilter, TodoStatus, Tx};
+
+/// The published input schema, which the arguments are checked against: built once.
+static INPUT_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "filter": {
+                "type": "object",
+                "properties": {
+                    "status": { "type": "string", "enum": ["open", "done"] },
+                    "tag": schema::tag(),
+                    "dueAfter": schema::date("Only todos due on or after this date (YYYY-MM-DD)."),
+                    "dueBefore": schema::date("Only todos due on or before this date (YYYY-MM-DD).")
+                },
+                "additionalProperties": false
+            }
+        },
+        "additionalProperties": false
+    })
+});
+
+/// [`INPUT_SCHEMA`] compiled, for the check of every call.
+static CHECK: LazyLock<Schema> = LazyLock::new(|| Schema::compile(&INPUT_SCHEMA));
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -13,22 +38,7 @@ pub(super) fn spec() -> ToolSpec {
         description: "List todos in ascending id order, optionally filtered by status, tag \
             and due-date range. Both due bounds are inclusive; todos without a due date never \
             match a due bound.",
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "filter": {
-                    "type": "object",
-                    "properties": {
-                        "status": { "type": "string", "enum": ["open", "done"] },
-                        "tag": schema::tag(),
-                        "dueAfter": schema::date("Only todos due on or after this date (YYYY-MM-DD)."),
-                        "dueBefore": schema::date("Only todos due on or before this date (YYYY-MM-DD).")
-                    },
-                    "additionalProperties": false
-                }
-            },
-            "additionalProperties": false
-        }),
+        input_schema: INPUT_SCHEMA.clone(),
         data_schema: schema::todo_list(),
         effects: Effects {
             read_only: true,
@@ -39,31 +49,20 @@ pub(super) fn spec() -> ToolSpec {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<TodoFilter, ToolError> {
-    let mut check = Checker::new();
-    check.known_keys(args, "", &["filter"]);
-    let mut filter = TodoFilter::default();
-    if let Some(value) = args.get("filter") {
-        let allowed = ["status", "tag", "dueAfter", "dueBefore"];
-        if let Some(map) = check.object(value, "filter", &allowed) {
-            filter.status = map.get("status").and_then(|v| {
-                match check.one_of(v, "filter.status", &["open", "done"])? {
-                    "done" => Some(TodoStatus::Done),
-                    _ => Some(TodoStatus::Open),
-                }
-            });
-            filter.tag = map
-                .get("tag")
-                .and_then(|v| check.string(v, "filter.tag", 1, 40));
-            filter.due_after = map
-                .get("dueAfter")
-                .and_then(|v| check.date(v, "filter.dueAfter"));
-            filter.due_before = map
-                .get("dueBefore")
-                .and_then(|v| check.date(v, "filter.dueBefore"));
-        }
-    }
-    check.finish()?;
-    Ok(filter)
+    CHECK.check_args(args)?;
+    let Some(filter) = args.get("filter") else {
+        return Ok(TodoFilter::default());
+    };
+    let text = |key: &str| filter.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(TodoFilter {
+        status: filter.get("status").map(|status| match status.as_str() {
+            Some("done") => TodoStatus::Done,
+            _ => TodoStatus::Open,
+        }),
+        tag: text("tag"),
+        due_after: text("dueAfter"),
+        due_before: text("dueBefore"),
+    })
 }
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {

@@ -337,3 +337,5 @@ fn append_audit(
 mod properties;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validation_cost;

@@ -2,11 +2,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::validate::{MAX_SAFE_INTEGER, is_calendar_date};
+use super::validate::MAX_SAFE_INTEGER;
 use super::{
     ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
     search_tasks,
 };
+use crate::engine::schema::{Schema, is_calendar_date};
 use crate::store::{AuditRow, Durability, Scratch, Store, TodoFilter, TodoStatus};
 
 /// The byte cap on recorded audit arguments, as documented on `store::audit::AUDIT_ARGS_CAP`.
@@ -101,6 +102,27 @@ fn audit(tools: &Tools) -> Vec<AuditRow> {
 fn title_of_200_ascii_characters_is_accepted() {
     let title = "a".repeat(200);
     assert_eq!(add(json!({ "title": title })).unwrap().title, title);
+}
+
+#[test]
+fn the_title_limit_is_the_one_the_published_schema_states() {
+    let published = Tools::specs()
+        .into_iter()
+        .find(|spec| spec.name == "add_task")
+        .expect("add_task is published")
+        .input_schema;
+    let mut tighter = published.clone();
+    tighter["properties"]["title"]["maxLength"] = json!(5);
+    let (published, tighter) = (Schema::compile(&published), Schema::compile(&tighter));
+    let six = args(json!({ "title": "abcdef" }));
+    assert_eq!(add_task::read(&published, &six).unwrap().title, "abcdef");
+    let error = add_task::read(&tighter, &six).unwrap_err();
+    assert_eq!(
+        error.message,
+        "invalid arguments: title: must be 1 to 5 UTF-16 code units long (got 6)"
+    );
+    let five = args(json!({ "title": "abcde" }));
+    assert_eq!(add_task::read(&tighter, &five).unwrap().title, "abcde");
 }
 
 #[test]

@@ -1,11 +1,12 @@
-//! Strict validation of raw wire arguments, reporting every problem at once.
-//!
-//! The checks mirror the JSON Schemas the tools publish, with the rules a schema cannot
-//! express (lengths in UTF-16 code units, real calendar dates, safe integers).
+//! Hand-written argument checks, reporting every problem at once, in the message format of
+//! [`crate::engine::schema::check_args`], which checks a tool's arguments against its
+//! published input schema. The todo tools use that; `list_workflows`, `run_workflow`,
+//! `list_runs` and `get_run` still check with [`Checker`].
 
 use serde_json::{Map, Value};
 
 use super::ToolError;
+use crate::engine::schema::is_calendar_date;
 
 /// Largest integer a JSON number carries exactly in every client (2^53 - 1).
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
@@ -177,30 +178,4 @@ impl Checker {
         }
         found
     }
-}
-
-/// `YYYY-MM-DD` with four, two and two ASCII digits, and a day that exists in that month.
-pub fn is_calendar_date(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let shape_ok = bytes.len() == 10
-        && bytes[4] == b'-'
-        && bytes[7] == b'-'
-        && bytes
-            .iter()
-            .enumerate()
-            .all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit());
-    if !shape_ok {
-        return false;
-    }
-    let number = |range: std::ops::Range<usize>| text[range].parse::<u32>().unwrap_or(0);
-    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days_in_month = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days_in_month).contains(&day)
 }

@@ -124,8 +124,8 @@ fn a_file_answer_that_does_not_fit_its_form_fails_its_node_with_every_problem() 
     assert_eq!(release["status"], "failed");
     assert_eq!(release["error"]["code"], "refused", "{release}");
     for problem in [
-        "`name`: at most 8 characters",
-        "`colour`: the form has no such field",
+        "`name`: must be at most 8 UTF-16 code units long (got 12)",
+        "`colour`: unknown property",
     ] {
         assert!(ran.stderr.contains(problem), "{problem} in\n{}", ran.stderr);
     }
@@ -421,8 +421,8 @@ fn workflows_answer_refuses_an_answer_that_does_not_fit_with_its_problems_and_as
     let refused = sandbox.run(&["workflows", "answer", &id, "release", misfit]);
     refused.assert_code(1);
     for problem in [
-        "`name`: at most 8 characters",
-        "`colour`: the form has no such field",
+        "`name`: must be at most 8 UTF-16 code units long (got 12)",
+        "`colour`: unknown property",
     ] {
         assert!(
             refused.stderr.contains(problem),

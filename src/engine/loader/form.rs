@@ -13,6 +13,7 @@
 //! template expands to is checked when the node asks (`actions::resolve`).
 
 use super::*;
+use crate::engine::schema::FORMATS;
 
 const FORM_KEYS: &[&str] = &["type", "properties", "required", "title", "description"];
 const STRING_KEYS: &[&str] = &[
@@ -47,7 +48,6 @@ const NUMBER_KEYS: &[&str] = &[
     "maximum",
 ];
 const BOOLEAN_KEYS: &[&str] = &["type", "title", "description", "default"];
-const FORMATS: &[&str] = &["email", "uri", "date", "date-time"];
 
 impl Decoder {
     /// A form schema; every problem in it is reported.
@@ -290,6 +290,28 @@ impl Decoder {
                     self.wrong_type::<()>(&at, "a property name", name);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_keyword_a_form_may_have_is_one_the_validator_checks() {
+        let keys = [
+            FORM_KEYS,
+            STRING_KEYS,
+            ARRAY_KEYS,
+            NUMBER_KEYS,
+            BOOLEAN_KEYS,
+        ];
+        for key in keys.concat() {
+            assert!(
+                crate::engine::schema::KEYWORDS.contains(&key),
+                "{key} is not a keyword of engine/schema"
+            );
         }
     }
 }

@@ -9,10 +9,14 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use petgraph::Direction;
 use petgraph::algo::{DfsSpace, has_path_connecting, tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::definition::{ActionDef, InputDef, NodeDef, Problem, Problems, WorkflowDef};
 use super::template::{self, ROOTS};
+use inputs::show;
+
+mod inputs;
+pub use inputs::{check_inputs, inputs_schema};
 
 /// Limits that depend on where a definition comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -511,72 +515,6 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
         ActionDef::WaitFor { duration } => vec![("wait", duration)],
         ActionDef::Tool { .. } | ActionDef::Wait { .. } | ActionDef::Value { .. } => vec![],
     }
-}
-
-fn show(values: &[Value]) -> String {
-    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
-    shown.join(", ")
-}
-
-/// Checks the inputs given to a run against the declarations and fills in defaults.
-///
-/// The result names every declared input; an optional input without a default that was
-/// not given is `null`, so templates can test for it. A given `null` counts as absent.
-pub fn check_inputs(
-    def: &WorkflowDef,
-    given: &Map<String, Value>,
-) -> Result<Map<String, Value>, Problems> {
-    let locations = &def.locations;
-    let mut problems = Vec::new();
-    for name in given.keys().filter(|name| !def.inputs.contains_key(*name)) {
-        let declared: Vec<&str> = def.inputs.keys().map(String::as_str).collect();
-        let message = match declared.is_empty() {
-            true => format!("unknown input `{name}`; this workflow takes no inputs"),
-            false => format!(
-                "unknown input `{name}`; declared inputs: {}",
-                declared.join(", ")
-            ),
-        };
-        problems.push(locations.problem(&format!("inputs.{name}"), message));
-    }
-    let mut complete = Map::new();
-    for (name, input) in &def.inputs {
-        let path = format!("inputs.{name}");
-        let value = given.get(name).filter(|value| !value.is_null());
-        match given_input(name, input, value) {
-            Ok(value) => {
-                complete.insert(name.clone(), value);
-            }
-            Err(message) => problems.push(locations.problem(&path, message)),
-        }
-    }
-    match problems.is_empty() {
-        true => Ok(complete),
-        false => Err(Problems(problems)),
-    }
-}
-
-/// The value of one input, or what is wrong with it.
-fn given_input(name: &str, input: &InputDef, value: Option<&Value>) -> Result<Value, String> {
-    let Some(value) = value else {
-        if input.required {
-            return Err(format!("the required input `{name}` is missing"));
-        }
-        return Ok(input.default.clone().unwrap_or(Value::Null));
-    };
-    if !input.kind.matches(value) {
-        let type_name = input.kind.name();
-        return Err(format!(
-            "input `{name}` must be of type {type_name}, got {value}"
-        ));
-    }
-    if let Some(choices) = input.choices.as_ref().filter(|c| !c.contains(value)) {
-        return Err(format!(
-            "input `{name}` must be one of {}, got {value}",
-            show(choices)
-        ));
-    }
-    Ok(value.clone())
 }
 
 #[cfg(test)]
