@@ -172,3 +172,6 @@ impl App {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

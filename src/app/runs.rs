@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{GET_RUN, LIST_RUNS, RUN_STATUSES};
+use super::catalog::{GET_RUN, LIST_RUNS};
 use super::envelope::Envelope;
 use super::{App, Caller};
 use crate::engine::journal::JournalError;
+use crate::engine::schema::whole;
 use crate::engine::{ResumeError, RunHandle, RunOptions};
 use crate::runs::{AnswerError, RunListing};
 use crate::store::StoreError;
 use crate::todos::ToolError;
-use crate::todos::validate::Checker;
 
 /// Which runs a listing shows.
 #[derive(Debug, Clone, Copy)]
@@ -160,25 +160,10 @@ impl App {
 
     /// The `list_runs` tool.
     pub(crate) fn list_runs_tool(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
-        let mut check = Checker::new();
-        check.known_keys(args, "", &["status", "limit"]);
-        let status = args
-            .get("status")
-            .and_then(|v| check.one_of(v, "status", RUN_STATUSES));
-        let limit = match args.get("limit") {
-            None => Some(20),
-            Some(value) => check.id(value, "limit").filter(|limit| {
-                let fits = *limit <= 100;
-                if !fits {
-                    check.problem("limit", "must be at most 100");
-                }
-                fits
-            }),
-        };
-        let result = check.finish().and_then(|()| {
+        let result = self.checked(LIST_RUNS, args).and_then(|()| {
             let filter = RunFilter {
-                status,
-                limit: limit.unwrap_or(20) as usize,
+                status: args.get("status").and_then(Value::as_str),
+                limit: args.get("limit").and_then(whole).map_or(20, |n| n as usize),
             };
             let runs = self
                 .list_runs(filter, caller)
@@ -190,18 +175,12 @@ impl App {
 
     /// The `get_run` tool.
     pub(crate) fn get_run_tool(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
-        let mut check = Checker::new();
-        check.known_keys(args, "", &["run_id"]);
-        let run_id = match args.get("run_id") {
-            Some(value) => check.string(value, "run_id", 1, 64),
-            None => {
-                check.problem("run_id", "is required");
-                None
-            }
-        };
-        let result = check.finish().and_then(|()| {
-            let run_id = run_id.unwrap_or_default();
-            self.get_run(&run_id, caller).map_err(|error| match error {
+        let result = self.checked(GET_RUN, args).and_then(|()| {
+            let run_id = args
+                .get("run_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            self.get_run(run_id, caller).map_err(|error| match error {
                 RunError::NotFound(_) => ToolError::not_found(format!("no run with id {run_id}")),
                 _ => ToolError::internal(),
             })

@@ -15,8 +15,8 @@ use crate::engine::definition::{Problems, WorkflowDef};
 use crate::engine::loader;
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
+use crate::engine::schema::{check_args, check_args_with};
 use crate::engine::validate::{self, Limits};
-use crate::todos::validate::Checker;
 use crate::todos::{ToolError, Tools};
 
 /// Whether clients may run workflows they define themselves (`--inline-workflows`).
@@ -41,11 +41,15 @@ fn problems_error(problems: &Problems) -> ToolError {
 pub(crate) use crate::engine::validate::inputs_schema;
 
 impl App {
+    /// Checks the arguments of fixed tool `tool` against the input schema it publishes.
+    pub(crate) fn checked(&self, tool: &str, args: &Map<String, Value>) -> Result<(), ToolError> {
+        let schema = &self.tools.get(tool).expect("a fixed tool").input_schema;
+        check_args(schema, args)
+    }
+
     /// `list_workflows`: every workflow with its inputs' schema.
     pub(crate) fn list_workflows(&self, args: &Map<String, Value>, caller: &Caller) -> Envelope {
-        let mut check = Checker::new();
-        check.known_keys(args, "", &[]);
-        let listed = check.finish().map(|()| {
+        let listed = self.checked(LIST_WORKFLOWS, args).map(|()| {
             let list = self.workflows.entries().map(|entry| {
                 json!({
                     "name": entry.def.name,
@@ -69,7 +73,12 @@ impl App {
         caller: &Caller,
     ) -> Result<Request, Envelope> {
         let request = if tool == RUN_WORKFLOW {
-            parse_run_request(&self.workflows, self.inline, args)
+            let schema = &self
+                .tools
+                .get(RUN_WORKFLOW)
+                .expect("a fixed tool")
+                .input_schema;
+            parse_run_request(&self.workflows, self.inline, schema, args)
         } else {
             let entry = (self.workflows.get(tool)).expect("exposed workflows are in the catalog");
             inputs_for(&entry.def, Arc::clone(&entry.plan), args)
@@ -88,41 +97,27 @@ pub(crate) struct Request {
 fn parse_run_request(
     catalog: &Catalog,
     inline: InlineWorkflows,
+    schema: &Value,
     args: &Map<String, Value>,
 ) -> Result<Request, ToolError> {
-    let mut check = Checker::new();
-    check.known_keys(args, "", &["workflow", "definition", "inputs"]);
-    let name = args
-        .get("workflow")
-        .and_then(|v| check.string(v, "workflow", 1, 64));
-    let definition = args.get("definition").filter(|v| {
-        if !v.is_object() {
-            check.problem("definition", "must be an object (a workflow definition)");
-        }
-        v.is_object()
-    });
+    // One rule the schema cannot state: a workflow by name, or one given inline.
+    let either = match (args.get("workflow"), args.get("definition")) {
+        (Some(_), Some(_)) => Some(("workflow", "give either workflow or definition, not both")),
+        (None, None) => Some(("workflow", "is required (or give an inline definition)")),
+        _ => None,
+    };
+    check_args_with(schema, args, either.as_slice())?;
+    let name = args.get("workflow").and_then(Value::as_str);
+    let definition = args.get("definition");
     let given = match args.get("inputs") {
         Some(Value::Object(map)) => map.clone(),
-        Some(_) => {
-            check.problem("inputs", "must be an object");
-            Map::new()
-        }
-        None => Map::new(),
+        _ => Map::new(),
     };
-    match (
-        args.contains_key("workflow"),
-        args.contains_key("definition"),
-    ) {
-        (true, true) => check.problem("workflow", "give either workflow or definition, not both"),
-        (false, false) => check.problem("workflow", "is required (or give an inline definition)"),
-        _ => {}
-    }
-    check.finish()?;
     if definition.is_some() && inline == InlineWorkflows::Off {
         return Err(ToolError::invalid_input(INLINE_OFF));
     }
     let def = match (name, definition) {
-        (Some(name), _) => match catalog.get(&name) {
+        (Some(name), _) => match catalog.get(name) {
             Some(entry) => return inputs_for(&entry.def, Arc::clone(&entry.plan), &given),
             None => {
                 return Err(ToolError::not_found(format!(

@@ -9,7 +9,6 @@ pub(crate) mod delete_task;
 pub(crate) mod list_tasks;
 mod schema;
 pub(crate) mod search_tasks;
-pub mod validate;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -337,5 +336,3 @@ fn append_audit(
 mod properties;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod validation_cost;

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::validate::MAX_SAFE_INTEGER;
+use super::schema::MAX_SAFE_INTEGER;
 use super::{ToolError, add_task, complete_task, delete_task, list_tasks, search_tasks};
 
 /// A string of `min..=max` UTF-16 code units of any characters but NUL (which the store

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use crate::store::Todo;
 
-use super::validate::MAX_SAFE_INTEGER;
+/// Largest integer a JSON number carries exactly in every client (2^53 - 1).
+pub(crate) const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 
 pub(super) fn id() -> Value {
     json!({

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::validate::MAX_SAFE_INTEGER;
+use super::schema::MAX_SAFE_INTEGER;
 use super::{
     ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
     search_tasks,

@@ -79,12 +79,35 @@ pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<P
 /// else the `invalid_input` error that names every one, `invalid arguments: field: rule;
 /// field: rule`. A tool called often compiles its schema once and calls
 /// [`Schema::check_args`].
-#[allow(
-    dead_code,
-    reason = "for the workflow and run tools, whose arguments `todos::validate::Checker` still checks"
-)]
 pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), ToolError> {
-    Schema::compile(schema).check_args(args)
+    check_args_with(schema, args, &[])
+}
+
+/// [`check_args`], with the problems of rules the subset cannot state (`more`: each a path
+/// and what it says) reported after the schema's own, all at once.
+pub(crate) fn check_args_with(
+    schema: &Value,
+    args: &Map<String, Value>,
+    more: &[(&str, &str)],
+) -> Result<(), ToolError> {
+    let mut walker = check::Walker::new(Dialect::Arguments);
+    walker.object(&Schema::compile(schema), args, None);
+    let mut list: Vec<String> = (walker.finish().iter())
+        .map(|p| format!("{}: {}", p.path, p.rule))
+        .collect();
+    list.extend(more.iter().map(|(path, rule)| format!("{path}: {rule}")));
+    refusal(list)
+}
+
+/// `Ok` without problems, else the `invalid_input` error that names every one.
+fn refusal(list: Vec<String>) -> Result<(), ToolError> {
+    if list.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::invalid_input(format!(
+        "invalid arguments: {}",
+        list.join("; ")
+    )))
 }
 
 impl Schema {
@@ -92,18 +115,10 @@ impl Schema {
     pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), ToolError> {
         let mut walker = check::Walker::new(Dialect::Arguments);
         walker.object(self, args, None);
-        let problems = walker.finish();
-        if problems.is_empty() {
-            return Ok(());
-        }
-        let list: Vec<String> = problems
-            .iter()
+        let list = (walker.finish().iter())
             .map(|p| format!("{}: {}", p.path, p.rule))
             .collect();
-        Err(ToolError::invalid_input(format!(
-            "invalid arguments: {}",
-            list.join("; ")
-        )))
+        refusal(list)
     }
 }
 
