@@ -7,7 +7,7 @@
 use time::OffsetDateTime;
 
 /// Now, as `2026-11-30T10:00:00.000Z`.
-pub fn now_iso() -> String {
+pub(crate) fn now_iso() -> String {
     iso_from_ms(now_ms())
 }
 
@@ -38,7 +38,7 @@ fn offset_ms() -> i64 {
 ///
 /// Formatted by hand: a durable run writes two timestamps per node, and general-purpose
 /// formatting (`time`'s, or `write!`) cost a third as much as the node's row write.
-pub fn iso_from_ms(ms: i64) -> String {
+pub(crate) fn iso_from_ms(ms: i64) -> String {
     let ms = ms.max(0);
     let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     let (year, month, day) = civil_from_days(days);

@@ -243,7 +243,7 @@ fn expand_form(
 
 /// A `sample` node's answer written by a person where a model would have replied: its
 /// output has the shape of a model's reply, with `model: "person"`.
-pub fn sampled_by_person(text: &Value) -> Value {
+pub(crate) fn sampled_by_person(text: &Value) -> Value {
     serde_json::json!({ "text": text, "model": "person" })
 }
 

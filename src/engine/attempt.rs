@@ -51,7 +51,7 @@ pub fn jitter_seed(run_id: &str, node_id: &str, instance: Option<usize>) -> u64 
 
 /// How a unit (a node, or one `for_each` instance) ended, or how one attempt of it did.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Succeeded(serde_json::Value),
     Failed(NodeError),
     Cancelled,
@@ -68,13 +68,13 @@ impl From<Result<serde_json::Value, NodeError>> for Outcome {
 
 /// The delay before attempt `finished + 1`, after `finished` attempts failed; `None` when
 /// no attempt is left. The same seed gives the same delay in any process.
-pub fn retry_delay(policy: &RetryPolicy, seed: u64, finished: u32) -> Option<Duration> {
+pub(crate) fn retry_delay(policy: &RetryPolicy, seed: u64, finished: u32) -> Option<Duration> {
     let index = usize::try_from(finished.checked_sub(1)?).ok()?;
     backoff_delays(policy, seed).nth(index)
 }
 
 /// The event of a failed attempt, and when the next one comes.
-pub fn failure_event<'a>(
+pub(crate) fn failure_event<'a>(
     run_id: &'a str,
     node: &'a str,
     attempt: u32,
@@ -91,7 +91,7 @@ pub fn failure_event<'a>(
 }
 
 /// Bounds an attempt by the node's per-attempt timeout.
-pub async fn with_timeout<Fut>(
+pub(crate) async fn with_timeout<Fut>(
     timeout: Option<Duration>,
     attempt: Fut,
 ) -> Result<serde_json::Value, NodeError>
@@ -107,7 +107,7 @@ where
 }
 
 /// The failure of an attempt that ran out of its timeout, `limit`.
-pub fn timed_out(limit: Duration) -> NodeError {
+pub(crate) fn timed_out(limit: Duration) -> NodeError {
     NodeError::new(
         NodeErrorKind::Timeout,
         format!(

@@ -51,7 +51,7 @@ impl Default for TemplateLimits {
 impl TemplateLimits {
     /// The most items a list a filter builds may have: a list of more items than this
     /// cannot fit the output cap once written out.
-    pub fn max_items(&self) -> usize {
+    pub(crate) fn max_items(&self) -> usize {
         (self.max_output / 16).max(1)
     }
 }

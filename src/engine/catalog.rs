@@ -58,7 +58,7 @@ pub struct Catalog {
 }
 
 /// Decodes and validates one workflow file's text.
-pub fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
+pub(crate) fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
     let stem = Path::new(source)
         .file_stem()
         .and_then(|s| s.to_str())
@@ -69,7 +69,7 @@ pub fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
 }
 
 /// Reads, decodes and validates one workflow file.
-pub fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
+pub(crate) fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
         let locations = super::definition::Locations::new(source.as_str());
@@ -81,7 +81,7 @@ pub fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
 }
 
 /// The `.toml` files of `dir`, sorted by name.
-pub fn workflow_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub(crate) fn workflow_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "toml") && path.is_file())

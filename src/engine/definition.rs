@@ -135,7 +135,7 @@ pub enum Trigger {
 }
 
 impl Trigger {
-    pub const NAMES: &'static [&'static str] =
+    pub(crate) const NAMES: &'static [&'static str] =
         &["all_success", "all_done", "one_success", "none_failed"];
 
     pub fn parse(name: &str) -> Option<Trigger> {
@@ -160,7 +160,7 @@ pub enum TaskSupport {
 }
 
 impl TaskSupport {
-    pub const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
+    pub(crate) const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
 
     pub fn parse(name: &str) -> Option<TaskSupport> {
         Some(match name {
@@ -186,7 +186,7 @@ pub enum ResultForm {
 }
 
 impl ResultForm {
-    pub const NAMES: &'static [&'static str] = &["envelope", "text"];
+    pub(crate) const NAMES: &'static [&'static str] = &["envelope", "text"];
 
     pub fn parse(name: &str) -> Option<ResultForm> {
         Some(match name {
@@ -208,7 +208,7 @@ pub enum OnFailure {
 }
 
 impl OnFailure {
-    pub const NAMES: &'static [&'static str] = &["fail_run", "continue"];
+    pub(crate) const NAMES: &'static [&'static str] = &["fail_run", "continue"];
 
     pub fn parse(name: &str) -> Option<OnFailure> {
         Some(match name {
@@ -280,7 +280,7 @@ pub enum ActionDef {
 }
 
 impl ActionDef {
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "tool",
         "render",
         "write_file",
@@ -351,7 +351,7 @@ pub struct WorkflowDef {
     pub locations: Locations,
 }
 
-pub const DEFAULT_MAX_PARALLEL: usize = 8;
+pub(crate) const DEFAULT_MAX_PARALLEL: usize = 8;
 
 /// Field locations of a decoded definition.
 #[derive(Debug, Clone, PartialEq, Default)]

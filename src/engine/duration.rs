@@ -76,7 +76,7 @@ fn part_nanos(number: &str, unit: u128) -> Option<u128> {
 }
 
 /// Formats a duration the way `parse_duration` reads it: `1m30s`, `200ms`, `0s`.
-pub fn format_duration(duration: Duration) -> String {
+pub(crate) fn format_duration(duration: Duration) -> String {
     if duration.is_zero() {
         return "0s".to_owned();
     }

@@ -207,7 +207,7 @@ pub fn write_file(
 /// into place: [`write_file`] in two steps, so that a recorded run renames it only while
 /// it still holds the run's lease (`scheduler/files.rs`).
 #[derive(Debug)]
-pub struct Staged {
+pub(crate) struct Staged {
     parent: File,
     temp: OsString,
     name: OsString,
@@ -219,7 +219,7 @@ pub struct Staged {
 
 /// The first step of [`write_file`]: the folders made, the content written to the
 /// temporary file and synced.
-pub fn stage(
+pub(crate) fn stage(
     root: &Path,
     path: &str,
     content: &str,
@@ -294,7 +294,7 @@ impl Staged {
     }
 
     /// Removes the temporary file: the write is not to land.
-    pub fn discard(self) {
+    pub(crate) fn discard(self) {
         let _ = unlink_at(std::os::fd::AsFd::as_fd(&self.parent), &self.temp);
     }
 }
@@ -402,7 +402,7 @@ pub fn content_hash(content: &str) -> String {
 
 /// Whether `path` under `root` already holds exactly `content`. It reads at most one byte
 /// more than `content`, through the same confined open as `read_file`.
-pub fn already_written(root: &Path, path: &str, content: &str) -> bool {
+pub(crate) fn already_written(root: &Path, path: &str, content: &str) -> bool {
     let Ok(workspace) = open_workspace(root) else {
         return false;
     };

@@ -213,7 +213,7 @@ fn invalid(message: String) -> Error {
 /// The JSON a text holds, as a model writes it: bare, inside a Markdown code fence, or
 /// after a line of prose. The text from the first `{` or `[` to the last `}` or `]` is
 /// read when the whole is not JSON.
-pub fn from_json(text: &str) -> Result<Value, Error> {
+pub(crate) fn from_json(text: &str) -> Result<Value, Error> {
     match json_in(text) {
         Ok(value) => Ok(Value::from_serialize(&value)),
         Err(error) => Err(invalid(format!("from_json: not JSON ({error})"))),
@@ -221,7 +221,7 @@ pub fn from_json(text: &str) -> Result<Value, Error> {
 }
 
 /// The JSON in `text`, read as [`from_json`] reads it.
-pub fn json_in(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+pub(crate) fn json_in(text: &str) -> Result<serde_json::Value, serde_json::Error> {
     let trimmed = text.trim();
     serde_json::from_str::<serde_json::Value>(trimmed).or_else(|first| {
         let start = trimmed.find(['{', '[']);
@@ -287,7 +287,7 @@ fn fold(ch: char) -> Vec<char> {
 
 /// The number a name starts with when it starts with exactly `digits` digits (default 4)
 /// followed by anything but a digit, as `0007-title.md` does; none otherwise.
-pub fn number_prefix(name: &str, digits: Option<usize>) -> Option<u64> {
+pub(crate) fn number_prefix(name: &str, digits: Option<usize>) -> Option<u64> {
     let digits = digits.unwrap_or(4);
     let bytes = name.as_bytes();
     let leading = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -295,7 +295,7 @@ pub fn number_prefix(name: &str, digits: Option<usize>) -> Option<u64> {
 }
 
 /// The last `n` items of a list (all of them when it has fewer).
-pub fn tail(items: Vec<Value>, n: usize) -> Vec<Value> {
+pub(crate) fn tail(items: Vec<Value>, n: usize) -> Vec<Value> {
     let skip = items.len().saturating_sub(n);
     items.into_iter().skip(skip).collect()
 }
@@ -316,7 +316,7 @@ pub fn zero_pad(n: i64, width: usize) -> Result<String, Error> {
 
 /// `text` cut to at most `max` UTF-16 code units (the unit tool limits count in), with a
 /// visible `…` at the end when it was cut.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let units: usize = text.chars().map(char::len_utf16).sum();
     if units <= max {
         return text.to_owned();

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// The problems of `answer` as an answer to `schema`, checked by the one validator
 /// (`engine/schema`), each naming its field; empty when it fits. A form has no fields but
 /// its properties.
-pub fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
+pub(crate) fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
     if !answer.is_object() {
         return vec!["an answer is an object of the form's fields".to_owned()];
     }
@@ -21,7 +21,7 @@ pub fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
 
 /// The form as a client is shown it: the keywords of the protocol's restricted schema
 /// only. A field's `contentSchema` is checked here, on the answer, not by the client.
-pub fn for_client(schema: &Value) -> Value {
+pub(crate) fn for_client(schema: &Value) -> Value {
     let mut form = schema.clone();
     if let Some(properties) = form.get_mut("properties").and_then(Value::as_object_mut) {
         for property in properties.values_mut().filter_map(Value::as_object_mut) {

@@ -49,13 +49,13 @@ impl RunOrigin {
 
 /// The audit log's name for a reply to a run's question (an answer to an `input`, a
 /// sampling reply to a `sample`, or a refusal), whichever way it came.
-pub const ANSWER_AUDIT: &str = "answer";
+pub(crate) const ANSWER_AUDIT: &str = "answer";
 
 /// The audit log's name for a node failed over a budget (`budget_exceeded`).
-pub const BUDGET_AUDIT: &str = "budget_exceeded";
+pub(crate) const BUDGET_AUDIT: &str = "budget_exceeded";
 
 /// The audit log's name for a node whose work panicked (`internal_error`).
-pub const PANIC_AUDIT: &str = "node_panicked";
+pub(crate) const PANIC_AUDIT: &str = "node_panicked";
 
 /// Who answers a run's questions (`input` and `sample` nodes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

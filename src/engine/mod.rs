@@ -211,7 +211,7 @@ impl Engine {
     /// Commits files as the store commits (`--durability`): with `Full`, a folder is
     /// synced once `write_file` has placed a file in it, so that a power loss cannot take
     /// back a file whose node the store recorded as done.
-    pub fn with_durability(mut self, durability: Durability) -> Engine {
+    pub(crate) fn with_durability(mut self, durability: Durability) -> Engine {
         Arc::make_mut(&mut self.env).sync_folders = durability == Durability::Full;
         self
     }
@@ -405,7 +405,7 @@ impl Engine {
     }
 
     /// Cancels a run this process drives; false if it drives no such run.
-    pub fn cancel_local(&self, run_id: &str) -> bool {
+    pub(crate) fn cancel_local(&self, run_id: &str) -> bool {
         match self.lock_active().get(run_id) {
             Some(active) => {
                 active.cancel.cancel();
@@ -417,7 +417,7 @@ impl Engine {
 
     /// Cancels one node (with its instances), or one `for_each` instance, of a run this
     /// process drives; the rest of the run goes on. False if it drives no such run.
-    pub fn cancel_unit(&self, run_id: &str, node: &str, instance: Option<usize>) -> bool {
+    pub(crate) fn cancel_unit(&self, run_id: &str, node: &str, instance: Option<usize>) -> bool {
         match self.lock_active().get(run_id) {
             Some(active) => active.units.send((node.to_owned(), instance)).is_ok(),
             None => false,
@@ -515,7 +515,7 @@ impl Engine {
     }
 
     /// [`Engine::call_tool`] for a caller the server tells apart, named in its audit row.
-    pub async fn call_tool_for(
+    pub(crate) async fn call_tool_for(
         &self,
         name: &str,
         args: Map<String, Value>,

@@ -239,7 +239,7 @@ impl Plan {
 
     /// Whether runs of this plan are recorded: every workflow's are; the one-node plan of a
     /// direct tool call is not (its audit row is its record).
-    pub fn is_durable(&self) -> bool {
+    pub(crate) fn is_durable(&self) -> bool {
         !matches!(
             self.nodes.as_slice(),
             [PlannedNode {
@@ -250,7 +250,7 @@ impl Plan {
     }
 
     /// The one-node workflow behind a direct call of tool `name`.
-    pub fn single_tool(name: &str) -> Plan {
+    pub(crate) fn single_tool(name: &str) -> Plan {
         Plan {
             name: name.to_owned(),
             max_parallel: 1,

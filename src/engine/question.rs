@@ -40,7 +40,7 @@ pub enum Answerer {
 
 /// What a client declared it can answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     /// It shows forms to its person (elicitation).
     pub elicitation: bool,
     /// It has a model to ask (sampling).
@@ -137,7 +137,7 @@ impl Question {
     /// Who a client with `can` puts the question to: an `input` to its person; a `sample`
     /// to its model, or to its person when it can show forms but has no model to ask.
     /// Whether it can ask them at all is [`Capabilities::asks`].
-    pub fn answerer(&self, can: Capabilities) -> Answerer {
+    pub(crate) fn answerer(&self, can: Capabilities) -> Answerer {
         match self {
             Question::Input { .. } => Answerer::Person,
             Question::Sample { .. } if can.elicitation && !can.sampling => Answerer::Person,
@@ -148,7 +148,7 @@ impl Question {
     /// Who the question is written for: an `input`'s person, a `sample`'s model. An answer
     /// given in the shape its node takes (`workflows answer`, an answers file) reads as
     /// theirs.
-    pub fn written_for(&self) -> Answerer {
+    pub(crate) fn written_for(&self) -> Answerer {
         match self {
             Question::Input { .. } => Answerer::Person,
             Question::Sample { .. } => Answerer::Model,
@@ -193,7 +193,7 @@ impl Question {
     /// What becomes of `answer`, given by `answerer` to the question's `asked`-th asking:
     /// taken as its node takes it, or asked again with its problems, or, at the last
     /// asking, given up.
-    pub fn judge(&self, answerer: Answerer, answer: &Value, asked: u32) -> Verdict {
+    pub(crate) fn judge(&self, answerer: Answerer, answer: &Value, asked: u32) -> Verdict {
         let problems = self.problems(answerer, answer);
         if !problems.is_empty() {
             return match asked >= ASKED_AT_MOST {
@@ -211,7 +211,7 @@ impl Question {
 
     /// What the audit log records of a reply to the question asked under `key`: its kind,
     /// key and instance, and the answer, the refusal or the caller's error.
-    pub fn audit_args(
+    pub(crate) fn audit_args(
         &self,
         key: &str,
         instance: Option<usize>,

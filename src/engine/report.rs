@@ -134,7 +134,7 @@ impl NodeError {
 
     /// Whether another attempt might succeed. Rejected input, a missing todo, a template
     /// error or a refused path fail the same way every time.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self.kind {
             NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
             NodeErrorKind::Timeout => true,
@@ -149,7 +149,7 @@ impl NodeError {
     }
 
     /// The tool's own error, when the node's failure is one.
-    pub fn as_tool_error(&self) -> Option<ToolError> {
+    pub(crate) fn as_tool_error(&self) -> Option<ToolError> {
         match self.kind {
             NodeErrorKind::Tool(code) => Some(ToolError {
                 code,
@@ -169,7 +169,7 @@ struct StoredError {
 
 impl NodeError {
     /// The error as JSON that [`NodeError::from_stored`] reads back.
-    pub fn to_stored(&self) -> String {
+    pub(crate) fn to_stored(&self) -> String {
         let kind = match self.kind {
             NodeErrorKind::Tool(code) => format!("tool:{}", code.as_str()),
             // Its code is a tool's code; the stored kind keeps it apart.
@@ -183,7 +183,7 @@ impl NodeError {
         serde_json::to_string(&stored).expect("an error serialises")
     }
 
-    pub fn from_stored(text: &str) -> Option<NodeError> {
+    pub(crate) fn from_stored(text: &str) -> Option<NodeError> {
         let stored: StoredError = serde_json::from_str(text).ok()?;
         let kind = match stored.kind.as_str() {
             "timeout" => NodeErrorKind::Timeout,
@@ -221,7 +221,7 @@ pub struct NodeReport {
 impl NodeReport {
     /// A todo tool's result, from the one node of its call's run: its output, or the
     /// error its tool raised; anything else is an internal error.
-    pub fn into_tool_result(self) -> Result<Value, ToolError> {
+    pub(crate) fn into_tool_result(self) -> Result<Value, ToolError> {
         match (self.status, self.output, self.error) {
             (NodeStatus::Succeeded, Some(data), _) => Ok(data),
             (_, _, Some(error)) => Err(error.as_tool_error().unwrap_or_else(ToolError::internal)),
@@ -232,7 +232,7 @@ impl NodeReport {
 
 /// The nodes of a report, by id, in the order of the definition. The ids are the plan's
 /// own, shared; the hasher is a fast one, since the keys are ours, not an attacker's.
-pub type NodeReports = IndexMap<std::sync::Arc<str>, NodeReport, foldhash::fast::FixedState>;
+pub(crate) type NodeReports = IndexMap<std::sync::Arc<str>, NodeReport, foldhash::fast::FixedState>;
 
 /// The result of a run, as the CLI prints it and `run_workflow` returns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -36,7 +36,7 @@ fn environment() -> Environment<'static> {
 }
 
 /// The variables a template or expression may name at its root.
-pub const ROOTS: &[&str] = &["inputs", "nodes", "run", "item", "index"];
+pub(crate) const ROOTS: &[&str] = &["inputs", "nodes", "run", "item", "index"];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
@@ -154,7 +154,11 @@ impl Templates {
     }
 
     /// Evaluates an expression for its truth (`when`).
-    pub fn eval_bool(&self, expr: &str, ctx: &minijinja::Value) -> Result<bool, TemplateError> {
+    pub(crate) fn eval_bool(
+        &self,
+        expr: &str,
+        ctx: &minijinja::Value,
+    ) -> Result<bool, TemplateError> {
         contained(|| {
             let armed = budget::arm(self.limits);
             Ok(self.evaluate(&armed, expr, ctx)?.is_true())
@@ -280,7 +284,7 @@ fn closes_a_block(expr: &str) -> Option<usize> {
 }
 
 /// Whether `text` uses template syntax at all; plain strings are taken literally.
-pub fn is_template(text: &str) -> bool {
+pub(crate) fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%") || text.contains("{#")
 }
 
@@ -291,7 +295,7 @@ fn sole_expression(text: &str) -> Option<&str> {
 }
 
 /// Whether a string anywhere in `value` is a template (what [`expand`] expands).
-pub fn has_template(value: &Value) -> bool {
+pub(crate) fn has_template(value: &Value) -> bool {
     match value {
         Value::String(text) => is_template(text),
         Value::Array(items) => items.iter().any(has_template),
@@ -301,7 +305,7 @@ pub fn has_template(value: &Value) -> bool {
 }
 
 /// The dotted variable paths a template names (`inputs.title`, `nodes.plan.output`).
-pub fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateError> {
+pub(crate) fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateError> {
     // Compiling folds constant operations (`'x' * 10**8 ~ …`): they are checked too.
     let _armed = budget::arm(TemplateLimits::default());
     let template = COMPILER.template_from_str(source)?;
@@ -309,14 +313,14 @@ pub fn template_references(source: &str) -> Result<BTreeSet<String>, TemplateErr
 }
 
 /// The dotted variable paths an expression names.
-pub fn expression_references(expr: &str) -> Result<BTreeSet<String>, TemplateError> {
+pub(crate) fn expression_references(expr: &str) -> Result<BTreeSet<String>, TemplateError> {
     let _armed = budget::arm(TemplateLimits::default());
     let expression = compile_expression(&COMPILER, expr)?;
     Ok(expression.undeclared_variables(true).into_iter().collect())
 }
 
 /// The references of every template string inside a JSON value (tool `args`).
-pub fn value_references(value: &Value) -> Result<BTreeSet<String>, TemplateError> {
+pub(crate) fn value_references(value: &Value) -> Result<BTreeSet<String>, TemplateError> {
     let mut found = BTreeSet::new();
     collect_value_references(value, &mut found)?;
     Ok(found)

@@ -99,7 +99,7 @@ pub type ToolResult = Result<Value, ToolError>;
 
 /// The hints a tool publishes about its effects.
 #[derive(Debug, Clone, Copy)]
-pub struct Effects {
+pub(crate) struct Effects {
     pub read_only: bool,
     pub destructive: bool,
     pub idempotent: bool,
@@ -107,7 +107,7 @@ pub struct Effects {
 
 /// What a tool publishes for discovery.
 #[derive(Debug, Clone)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
@@ -140,7 +140,7 @@ pub struct OwnedOrigin {
 }
 
 impl OwnedOrigin {
-    pub fn borrowed(&self) -> Origin<'_> {
+    pub(crate) fn borrowed(&self) -> Origin<'_> {
         Origin {
             run_id: self.run_id.as_deref(),
             node_id: self.node_id.as_deref(),
@@ -183,7 +183,7 @@ impl Tools {
     }
 
     /// The published definitions, in a stable order.
-    pub fn specs() -> Vec<ToolSpec> {
+    pub(crate) fn specs() -> Vec<ToolSpec> {
         HANDLERS.iter().map(|(_, spec, _)| spec()).collect()
     }
 
@@ -235,7 +235,7 @@ impl Tools {
     /// commit with whatever else the caller writes there. `None` when no such tool exists;
     /// the outer `Err` when the audit row could not be written, and the caller's
     /// transaction must fail.
-    pub fn invoke_in(
+    pub(crate) fn invoke_in(
         &self,
         tx: &Tx<'_>,
         name: &str,
@@ -249,7 +249,7 @@ impl Tools {
     /// Appends the audit row of a call inside the caller's transaction, so that the row
     /// commits with what the call did (a run it started, say). `Err` fails that
     /// transaction: no effect commits without its row.
-    pub fn audit_in(
+    pub(crate) fn audit_in(
         &self,
         tx: &Tx<'_>,
         tool: &str,

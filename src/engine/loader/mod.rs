@@ -76,15 +76,15 @@ const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens"];
 const VALUE_KEYS: &[&str] = &["expr", "schema"];
 const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
 /// What a `read_file` node reads unless it says otherwise, and the most it may ask for.
-pub const DEFAULT_READ_BYTES: u64 = 64 * 1024;
-pub const MAX_READ_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_READ_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_READ_BYTES: u64 = 1024 * 1024;
 const TYPE_NAMES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
 
 /// The rule for workflow names and node ids.
-pub const ID_RULE: &str = "[a-z][a-z0-9_]{0,63}";
+pub(crate) const ID_RULE: &str = "[a-z][a-z0-9_]{0,63}";
 
 /// Whether `text` matches [`ID_RULE`].
-pub fn is_id(text: &str) -> bool {
+pub(crate) fn is_id(text: &str) -> bool {
     let mut chars = text.chars();
     chars.next().is_some_and(|c| c.is_ascii_lowercase())
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -118,7 +118,7 @@ pub type Check<'c> = &'c dyn Fn(&WorkflowDef) -> Result<(), Problems>;
 /// [`parse_toml`], then `check`. Unknown keys do not stop `check` (the rest of the
 /// definition decodes as it would without them), so their problems and its come together;
 /// any other decoding problem leaves the definition incomplete and stops before `check`.
-pub fn parse_toml_checked(
+pub(crate) fn parse_toml_checked(
     source: &str,
     default_name: &str,
     text: &str,
@@ -132,7 +132,7 @@ pub fn parse_toml_checked(
 }
 
 /// [`parse_json`], then `check`, as [`parse_toml_checked`] does.
-pub fn parse_json_checked(value: &Value, check: Check<'_>) -> Result<WorkflowDef, Problems> {
+pub(crate) fn parse_json_checked(value: &Value, check: Check<'_>) -> Result<WorkflowDef, Problems> {
     Decoder::new(Locations::new("inline"), false).workflow(value, "inline", check)
 }
 

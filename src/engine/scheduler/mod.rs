@@ -94,7 +94,7 @@ pub(crate) struct RunSetup {
 
 impl RunSetup {
     /// The setup of a stored run, to drive it on from where it stopped.
-    pub fn from_stored(stored: StoredRun, env: Arc<ActionEnv>) -> RunSetup {
+    pub(crate) fn from_stored(stored: StoredRun, env: Arc<ActionEnv>) -> RunSetup {
         RunSetup {
             plan: stored.plan,
             env,

@@ -129,13 +129,17 @@ impl RunState {
     }
 
     /// The unit's record, marked as changed.
-    pub fn unit_mut(&mut self, node: usize, instance: Option<usize>) -> &mut UnitState {
+    pub(crate) fn unit_mut(&mut self, node: usize, instance: Option<usize>) -> &mut UnitState {
         self.mark(node, instance);
         self.unit_mut_clean(node, instance)
     }
 
     /// The unit's record, for a change that is already committed.
-    pub fn unit_mut_clean(&mut self, node: usize, instance: Option<usize>) -> &mut UnitState {
+    pub(crate) fn unit_mut_clean(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+    ) -> &mut UnitState {
         match instance {
             None => &mut self.nodes[node],
             Some(k) => &mut self.fans[node].as_mut().expect("an expanded node").units[k],
@@ -178,7 +182,7 @@ impl RunState {
         }
     }
 
-    pub fn has_changes(&self) -> bool {
+    pub(crate) fn has_changes(&self) -> bool {
         !self.dirty.is_empty() || !self.asked.is_empty() || !self.answered.is_empty()
     }
 
@@ -211,7 +215,7 @@ impl RunState {
     }
 
     /// Marks every change as committed.
-    pub fn clear_changes(&mut self) {
+    pub(crate) fn clear_changes(&mut self) {
         for (node, instance) in std::mem::take(&mut self.dirty) {
             match instance {
                 None => self.node_dirty[node] = false,
@@ -281,7 +285,7 @@ impl RunState {
     }
 
     /// Forgets a `for_each` node's share of progress once the node is terminal.
-    pub fn close_fan(&mut self, node: usize) {
+    pub(crate) fn close_fan(&mut self, node: usize) {
         self.open_fans.retain(|&i| i != node);
     }
 }

@@ -9,12 +9,12 @@ use super::rules;
 
 /// The JSON types a schema's `type` names, as bits.
 pub(super) mod kind {
-    pub const OBJECT: u8 = 1;
-    pub const ARRAY: u8 = 2;
-    pub const STRING: u8 = 4;
-    pub const NUMBER: u8 = 8;
+    pub(crate) const OBJECT: u8 = 1;
+    pub(crate) const ARRAY: u8 = 2;
+    pub(crate) const STRING: u8 = 4;
+    pub(crate) const NUMBER: u8 = 8;
     pub const INTEGER: u8 = 16;
-    pub const BOOLEAN: u8 = 32;
+    pub(crate) const BOOLEAN: u8 = 32;
     pub const NULL: u8 = 64;
 }
 

@@ -59,7 +59,7 @@ pub(crate) enum Dialect {
 
 /// One broken rule: the path of the value and the rule.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Problem {
+pub struct Problem {
     pub path: String,
     /// Whether the value is the one checked itself, not a part of it (whose path may be
     /// empty too: a key `""`).
@@ -124,7 +124,7 @@ impl Schema {
 
 /// Every way `value` misfits `schema` (a schema without problems), each as
 /// `` `path`: rule `` (the rule alone for the value itself).
-pub fn value_problems(schema: &Value, value: &Value) -> Vec<String> {
+pub(crate) fn value_problems(schema: &Value, value: &Value) -> Vec<String> {
     problems(schema, value, Dialect::Data)
         .into_iter()
         .map(|problem| match problem.whole {
@@ -146,7 +146,7 @@ pub(crate) fn whole(value: &Value) -> Option<i64> {
 
 /// `YYYY-MM-DD` naming a day of the proleptic Gregorian calendar (`format: date`): the
 /// shape by hand (ISO 8601 parsers also take week and ordinal dates), the day by `time`.
-pub fn is_calendar_date(text: &str) -> bool {
+pub(crate) fn is_calendar_date(text: &str) -> bool {
     let bytes = text.as_bytes();
     let shaped = bytes.len() == 10
         && bytes.iter().enumerate().all(|(i, b)| match i {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 /// A rule a value broke. Each says what the value must be, read from the schema.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Rule {
+pub enum Rule {
     /// A required property is missing.
     Required,
     /// A property the schema does not allow (`additionalProperties: false`).

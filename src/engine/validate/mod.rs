@@ -35,7 +35,7 @@ impl Limits {
         host_files: true,
     };
     /// A definition passed inline in a tool call.
-    pub const INLINE: Limits = Limits {
+    pub(crate) const INLINE: Limits = Limits {
         max_nodes: 1_000,
         host_files: false,
     };
