@@ -21,10 +21,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+/// A run as listings show it.
+pub use crate::store::RunSummary;
 pub use caller::Caller;
 pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
 pub(crate) use envelope::{Code, Envelope};
-pub use runs::{Cancelled, RunError, RunFilter, RunSummary};
+pub use runs::{Cancelled, RunError, RunFilter};
 pub(crate) use starts::{NotStarted, Sync};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;

@@ -15,8 +15,8 @@ use super::{App, Caller};
 use crate::engine::journal::JournalError;
 use crate::engine::schema::whole;
 use crate::engine::{ResumeError, RunHandle, RunOptions};
-use crate::runs::{AnswerError, RunListing};
-use crate::store::StoreError;
+use crate::runs::AnswerError;
+use crate::store::{RunSummary, StoreError};
 use crate::todos::ToolError;
 
 /// Which runs a listing shows.
@@ -27,9 +27,6 @@ pub struct RunFilter<'a> {
     /// At most this many, newest first.
     pub limit: usize,
 }
-
-/// A run as listings show it.
-pub type RunSummary = RunListing;
 
 /// Why an operation on a run did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +194,7 @@ fn listed(run: RunSummary) -> Value {
         "workflow": run.workflow,
         "status": run.status,
         "progress": run.progress,
-        "message": run.message,
+        "message": run.status_message,
         "createdAt": run.created_at,
     })
 }

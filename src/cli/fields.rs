@@ -413,61 +413,62 @@ mod tests {
         );
     }
 
+    /// Checks what the field `name` makes of each text typed: a value (`None` where the
+    /// field is left out) or the one problem it names.
+    fn check_parses(name: &str, cases: &[(&str, Result<Option<Value>, &str>)]) {
+        let field = field_named(name);
+        for (typed, expected) in cases {
+            let expected = expected.clone().map_err(|problem| vec![problem.to_owned()]);
+            assert_eq!(field.parse(typed), expected, "{name}: {typed:?}");
+        }
+    }
+
     #[test]
     fn typed_numbers_are_parsed_and_checked_against_their_bounds() {
-        let count = field_named("count");
-        assert_eq!(count.parse(" 4 "), Ok(Some(json!(4))));
-        assert_eq!(
-            count.parse("12"),
-            Err(vec![
-                "must be a positive integer no larger than 9 (got 12)".to_owned()
-            ])
+        check_parses(
+            "count",
+            &[
+                (" 4 ", Ok(Some(json!(4)))),
+                (
+                    "12",
+                    Err("must be a positive integer no larger than 9 (got 12)"),
+                ),
+                ("2.5", Err("`2.5` is not an integer")),
+                ("", Err("an answer is required")),
+            ],
         );
-        assert_eq!(
-            count.parse("2.5"),
-            Err(vec!["`2.5` is not an integer".to_owned()])
-        );
-        assert_eq!(
-            count.parse(""),
-            Err(vec!["an answer is required".to_owned()])
-        );
-        let ratio = field_named("ratio");
-        assert_eq!(ratio.parse("0.25"), Ok(Some(json!(0.25))));
-        assert_eq!(
-            ratio.parse("half"),
-            Err(vec!["`half` is not a number".to_owned()])
-        );
-        assert_eq!(
-            ratio.parse("NaN"),
-            Err(vec!["`NaN` is not a number".to_owned()])
-        );
-        assert_eq!(
-            ratio.parse(""),
-            Ok(None),
-            "an optional field may be left out"
+        check_parses(
+            "ratio",
+            &[
+                ("0.25", Ok(Some(json!(0.25)))),
+                ("half", Err("`half` is not a number")),
+                ("NaN", Err("`NaN` is not a number")),
+                // An optional field may be left out.
+                ("", Ok(None)),
+            ],
         );
     }
 
     #[test]
-    fn typed_text_is_checked_against_its_length_and_format_with_every_problem() {
-        let name = field_named("name");
-        assert_eq!(name.parse("1.5"), Ok(Some(json!("1.5"))));
-        assert_eq!(
-            name.parse("a very long name"),
-            Err(vec![
-                "must be at most 8 UTF-16 code units long (got 16)".to_owned()
-            ])
+    fn typed_text_is_checked_against_its_length_and_format() {
+        check_parses(
+            "name",
+            &[
+                ("1.5", Ok(Some(json!("1.5")))),
+                (
+                    "a very long name",
+                    Err("must be at most 8 UTF-16 code units long (got 16)"),
+                ),
+            ],
         );
-        let mail = field_named("mail");
-        assert_eq!(
-            mail.parse("not an address"),
-            Err(vec!["must be an email address".to_owned()])
+        check_parses(
+            "mail",
+            &[
+                ("not an address", Err("must be an email address")),
+                ("me@example.org", Ok(Some(json!("me@example.org")))),
+                ("", Ok(None)),
+            ],
         );
-        assert_eq!(
-            mail.parse("me@example.org"),
-            Ok(Some(json!("me@example.org")))
-        );
-        assert_eq!(mail.parse(""), Ok(None));
     }
 
     #[test]

@@ -22,4 +22,4 @@ pub use admin::{AnswerError, OpenQuestion};
 pub(crate) use outcome::random_key;
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
-pub use view::{RunListing, TaskView};
+pub use view::TaskView;

@@ -8,19 +8,7 @@ use super::Registry;
 use super::ids;
 use super::records::{self, instance_number};
 use super::status::{TaskStatus, unit_message};
-use crate::store::{NodeRow, Owner, RunHead, Scope, StoreError, TaskRow};
-
-/// A run as `workflows runs` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RunListing {
-    pub id: String,
-    pub workflow: String,
-    pub status: String,
-    pub progress: i64,
-    pub message: Option<String>,
-    pub origin: String,
-    pub created_at: String,
-}
+use crate::store::{NodeRow, Owner, RunHead, RunSummary, Scope, StoreError, TaskRow};
 
 /// A task as the task protocols answer it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -326,20 +314,8 @@ impl Registry {
         status: Option<&str>,
         scope: Scope<'_>,
         limit: usize,
-    ) -> Result<Vec<RunListing>, StoreError> {
-        let runs = self.store().list_runs(status, scope, limit)?;
-        Ok(runs
-            .into_iter()
-            .map(|r| RunListing {
-                id: r.id,
-                workflow: r.workflow,
-                status: r.status,
-                progress: r.progress,
-                message: r.status_message,
-                origin: r.origin,
-                created_at: r.created_at,
-            })
-            .collect())
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        self.store().list_runs(status, scope, limit)
     }
 
     /// The run's report as stored: the run, its task, every node in definition order

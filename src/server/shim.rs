@@ -338,17 +338,26 @@ mod tests {
         }
     }
 
+    /// What the layer makes of `raw` as it comes in on `session`.
+    fn receive(session: &mut Session, raw: &Value) -> RxJsonRpcMessage<RoleServer> {
+        let text = raw.to_string();
+        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap())
+    }
+
+    /// A session whose client sent `initialize` under request id `id`.
+    fn initialized(id: i64) -> Session {
+        let mut session = Session::new(true);
+        let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}});
+        receive(&mut session, &init);
+        session
+    }
+
     /// The method a request has after the layer, in a session that opened with
     /// `initialize`.
     fn method_after(raw: Value) -> String {
-        let mut session = Session::new(true);
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "c", "version": "1"}}});
-        let text = init.to_string();
-        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
-        let text = raw.to_string();
-        let message = session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let message = receive(&mut initialized(0), &raw);
         serde_json::to_value(&message).unwrap()["method"]
             .as_str()
             .unwrap()
@@ -382,19 +391,15 @@ mod tests {
     fn an_error_reply_ends_the_patch_its_request_asked_for() {
         // `initialize` fails: a later request under the same id must not have its result
         // patched as an `initialize` result.
-        let mut session = Session::new(true);
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "c", "version": "1"}}});
-        let text = init.to_string();
-        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        let mut session = initialized(1);
         let failed: TxJsonRpcMessage<RoleServer> = serde_json::from_value(json!({
             "jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no"}}))
         .unwrap();
         assert!(session.outbound(&failed).is_none());
-        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-        let text = ping.to_string();
-        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap());
+        receive(
+            &mut session,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        );
         let pong: TxJsonRpcMessage<RoleServer> =
             serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap();
         assert!(

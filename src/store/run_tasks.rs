@@ -139,13 +139,12 @@ fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
     })
 }
 
-/// The update of a run's own task; its progress never goes down.
-const UPDATE_TASK_SQLITE: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3,
-         progress = MAX(progress, ?4), updated_at = ?5, updated_ms = ?6,
-         result = COALESCE(?7, result), error = COALESCE(?8, error)
-     WHERE run_key = ?1 AND (status = 'working' OR status = 'input_required')";
-const UPDATE_TASK_POSTGRES: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3,
-         progress = GREATEST(progress, ?4), updated_at = ?5, updated_ms = ?6,
+/// The update of a run's own task; its progress never goes down (the larger of the two is
+/// written with `CASE`, which both dialects read alike, where SQLite's `MAX` would be
+/// PostgreSQL's `GREATEST`).
+const UPDATE_TASK: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3,
+         progress = CASE WHEN progress > ?4 THEN progress ELSE ?4 END,
+         updated_at = ?5, updated_ms = ?6,
          result = COALESCE(?7, result), error = COALESCE(?8, error)
      WHERE run_key = ?1 AND (status = 'working' OR status = 'input_required')";
 
@@ -190,7 +189,7 @@ impl Tx<'_> {
         error: Option<&str>,
     ) -> Result<(), StoreError> {
         self.db.execute(
-            self.db.dialect(UPDATE_TASK_SQLITE, UPDATE_TASK_POSTGRES),
+            UPDATE_TASK,
             &[
                 &run_key,
                 &status,

@@ -110,7 +110,6 @@ pub struct RunSummary {
     pub status_message: Option<String>,
     pub origin: String,
     pub created_at: String,
-    pub created_ms: i64,
 }
 
 /// A run being created, with the lease of the process that will drive it.
@@ -417,7 +416,7 @@ impl Store {
     ) -> Result<Vec<RunSummary>, StoreError> {
         let sql = format!(
             "SELECT r.id, r.workflow, r.status, COALESCE(t.progress, 0), t.status_message,
-                    r.origin, r.created_at, COALESCE(t.updated_ms, 0)
+                    r.origin, r.created_at
              FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key
              WHERE (CAST(?1 AS TEXT) IS NULL OR r.status = ?1) AND {}
              ORDER BY r.created_at DESC, r.key DESC LIMIT ?2",
@@ -435,7 +434,6 @@ impl Store {
                     status_message: r.get(4)?,
                     origin: r.get(5)?,
                     created_at: r.get(6)?,
-                    created_ms: r.get(7)?,
                 })
             })
         })

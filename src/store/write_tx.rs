@@ -91,23 +91,19 @@ mod tests {
     }
 
     #[test]
-    fn a_committed_transaction_keeps_its_rows() {
-        let conn = table();
-        let tx = WriteTx::begin(&conn).unwrap();
-        tx.execute("INSERT INTO t VALUES (1)", []).unwrap();
-        tx.commit().unwrap();
-        assert_eq!(count(&conn), 1);
-        assert!(conn.is_autocommit());
-    }
-
-    #[test]
-    fn a_transaction_dropped_before_its_commit_leaves_nothing() {
-        let conn = table();
-        let tx = WriteTx::begin(&conn).unwrap();
-        tx.execute("INSERT INTO t VALUES (1)", []).unwrap();
-        drop(tx);
-        assert_eq!(count(&conn), 0);
-        assert!(conn.is_autocommit());
+    fn a_transaction_keeps_its_rows_if_committed_and_leaves_nothing_if_dropped() {
+        for (commit, rows) in [(true, 1), (false, 0)] {
+            let conn = table();
+            let tx = WriteTx::begin(&conn).unwrap();
+            tx.execute("INSERT INTO t VALUES (1)", []).unwrap();
+            if commit {
+                tx.commit().unwrap();
+            } else {
+                drop(tx);
+            }
+            assert_eq!(count(&conn), rows, "committed: {commit}");
+            assert!(conn.is_autocommit());
+        }
     }
 
     #[test]
