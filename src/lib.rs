@@ -23,6 +23,7 @@ pub mod server;
 pub mod store;
 pub mod todos;
 pub mod transport;
+pub(crate) mod web;
 
 #[doc(hidden)]
 pub mod fuzzing;

@@ -314,6 +314,13 @@ enum Command {
     /// Look after the database.
     #[command(subcommand)]
     Db(DbCommand),
+    /// Serve the dashboard alone, to follow and steer runs in a browser, over the database
+    /// a stdio server uses too; prints the link that signs a browser in.
+    Ui {
+        /// Where to listen: HOST:PORT or a port alone (on 127.0.0.1)
+        #[arg(value_name = "ADDR", default_value = "127.0.0.1:8766", value_parser = http_addr)]
+        addr: SocketAddr,
+    },
 }
 
 #[derive(Subcommand)]
@@ -491,6 +498,32 @@ fn open(common: &Common) -> anyhow::Result<App> {
     App::open(&config)
 }
 
+/// How to serve HTTP on `addr`, as the `--http-*` options say.
+fn http_options(http: &HttpArgs, addr: SocketAddr) -> anyhow::Result<HttpOptions> {
+    let auth = match &http.http_tokens {
+        Some(path) => Auth::from_file(path.clone())?,
+        None if http.http_no_auth => Auth::Off,
+        None => Auth::Generated,
+    };
+    Ok(HttpOptions {
+        addr,
+        auth,
+        hosts: http.http_hosts.clone(),
+        max_sessions: http.http_max_sessions as usize,
+        max_sessions_per_principal: http.http_max_sessions_per_principal as usize,
+        max_streams: http.http_max_streams as usize,
+        max_streams_per_principal: http.http_max_streams_per_principal as usize,
+        max_runs: u64::from(http.http_max_runs),
+        max_result_waits: http.http_max_result_waits as usize,
+        max_result_waits_per_principal: http.http_max_result_waits_per_principal as usize,
+        connections: Limits {
+            max: http.http_max_connections as usize,
+            header_timeout: http.http_header_timeout,
+            idle_timeout: http.http_idle_timeout,
+        },
+    })
+}
+
 /// Cancels `shutdown` at the first SIGTERM or Ctrl-C.
 async fn cancel_on_signal(shutdown: CancellationToken) {
     let terminate = async {
@@ -530,30 +563,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve => {
             let http = match cli.http.http {
                 Some(addr) => {
-                    let auth = match &cli.http.http_tokens {
-                        Some(path) => Auth::from_file(path.clone())?,
-                        None if cli.http.http_no_auth => Auth::Off,
-                        None => Auth::Generated,
-                    };
-                    let options = HttpOptions {
-                        addr,
-                        auth,
-                        hosts: cli.http.http_hosts.clone(),
-                        max_sessions: cli.http.http_max_sessions as usize,
-                        max_sessions_per_principal: cli.http.http_max_sessions_per_principal
-                            as usize,
-                        max_streams: cli.http.http_max_streams as usize,
-                        max_streams_per_principal: cli.http.http_max_streams_per_principal as usize,
-                        max_runs: u64::from(cli.http.http_max_runs),
-                        max_result_waits: cli.http.http_max_result_waits as usize,
-                        max_result_waits_per_principal: cli.http.http_max_result_waits_per_principal
-                            as usize,
-                        connections: Limits {
-                            max: cli.http.http_max_connections as usize,
-                            header_timeout: cli.http.http_header_timeout,
-                            idle_timeout: cli.http.http_idle_timeout,
-                        },
-                    };
+                    let options = http_options(&cli.http, addr)?;
                     // `transport::http::serve` checks too; here, before the database is opened.
                     options.check()?;
                     Some(options)
@@ -582,6 +592,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         app.with_housekeeping(chores, serving).await
                     }
                 }
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ui { addr } => {
+            let options = http_options(&cli.http, addr)?;
+            options.check()?;
+            let app = open(common)?;
+            runtime.block_on(async {
+                tracing::info!(db = %store::redacted(&common.db), "serving the dashboard");
+                let shutdown = CancellationToken::new();
+                tokio::spawn(cancel_on_signal(shutdown.clone()));
+                // Answers and cancels reach the process that drives a run through the
+                // database; this one drives only the retries started here.
+                let serving = transport::http::serve_pages(app.clone(), options, shutdown);
+                app.with_housekeeping(TERMINAL, serving).await
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -7,6 +7,7 @@
 //! through the engine, the todo tools and the run registry.
 
 mod audit;
+mod board;
 mod caller;
 pub(crate) mod catalog;
 pub(crate) mod envelope;

@@ -148,7 +148,7 @@ impl App {
     }
 
     /// Fails unless `caller` may see run `run_id`.
-    fn may_see_run(&self, run_id: &str, caller: &Caller) -> Result<(), RunError> {
+    pub(super) fn may_see_run(&self, run_id: &str, caller: &Caller) -> Result<(), RunError> {
         match self.registry.run_owner(run_id)? {
             Some(owner) if caller.may_see(&owner) => Ok(()),
             _ => Err(RunError::NotFound(run_id.to_owned())),

@@ -6,7 +6,7 @@
 
 mod answers;
 mod db;
-mod fields;
+pub(crate) mod fields;
 mod mermaid;
 mod prompt;
 mod questions;

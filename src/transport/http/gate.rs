@@ -22,6 +22,7 @@ use super::tokens::{Principal, TokenDigest};
 use super::{Body, plain, rewrite};
 use crate::server::Server;
 use crate::server::slots::{Full, Slot, Slots};
+use crate::web::Web;
 
 /// What every request passes before rmcp sees it.
 pub(super) struct Gate {
@@ -33,7 +34,10 @@ pub(super) struct Gate {
     /// A slot for each SSE stream open, and for each request until its response shows
     /// whether it is one.
     pub(super) streams: Arc<Slots>,
-    pub(super) mcp: StreamableHttpService<Server, Sessions>,
+    /// MCP at `/mcp`; `None` where only the dashboard is served (`ui`).
+    pub(super) mcp: Option<StreamableHttpService<Server, Sessions>>,
+    /// The dashboard at every other path; `None` without tokens (`--http-no-auth`).
+    pub(super) web: Option<Arc<Web>>,
 }
 
 /// The principal of a request's token, and the token's digest.
@@ -50,9 +54,21 @@ impl Gate {
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
             });
         }
+        if request.uri().path() != "/mcp"
+            && let Some(web) = &self.web
+        {
+            // Browsers sign in by a cookie of their own, not a bearer token.
+            return Ok(web.handle(request).await);
+        }
         let caller = match self.authenticate(&mut request) {
             Ok(caller) => caller,
             Err(refused) => return Ok(*refused),
+        };
+        let Some(mcp) = &self.mcp else {
+            return Ok(plain(
+                StatusCode::NOT_FOUND,
+                "this server serves the dashboard only\n",
+            ));
         };
         if request.uri().path() != "/mcp" {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
@@ -67,7 +83,7 @@ impl Gate {
             Ok(opening) => opening,
             Err(refused) => return Ok(refused),
         };
-        let mut mcp = self.mcp.clone();
+        let mut mcp = mcp.clone();
         // Only a GET (the session's stream) or a POST (answered as a stream) may open one;
         // a DELETE that closes a session is served even when the streams are all taken.
         if !matches!(*request.method(), Method::GET | Method::POST) {

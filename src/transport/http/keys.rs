@@ -19,7 +19,7 @@ use super::sessions::Sessions;
 use super::tokens::{Principal, TokenDigest, Tokens, digest};
 
 /// The tokens in force.
-pub(super) struct Keys {
+pub(crate) struct Keys {
     /// The file they are read from; `None` for a token made at start.
     path: Option<PathBuf>,
     tokens: RwLock<Arc<Tokens>>,
@@ -34,14 +34,14 @@ impl Keys {
     }
 
     /// The principal of `token`, and the token's digest, if it is one of the tokens now.
-    pub(super) fn principal(&self, token: &[u8]) -> Option<(Principal, TokenDigest)> {
+    pub(crate) fn principal(&self, token: &[u8]) -> Option<(Principal, TokenDigest)> {
         let token = digest(token);
         let tokens = self.tokens.read().clone();
         tokens.principal(&token).map(|p| (p.clone(), token))
     }
 
     /// Whether the token of digest `token` is one of the tokens now.
-    pub(super) fn holds(&self, token: &TokenDigest) -> bool {
+    pub(crate) fn holds(&self, token: &TokenDigest) -> bool {
         self.tokens.read().holds(token)
     }
 

@@ -24,7 +24,7 @@
 
 mod connections;
 mod gate;
-mod keys;
+pub(crate) mod keys;
 mod owners;
 pub(crate) mod rewrite;
 mod sessions;
@@ -54,8 +54,10 @@ pub use connections::Limits;
 pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
+use crate::app::App;
 use crate::server::Server;
 use crate::server::slots::Slots;
+use crate::web::{Viewer, Web};
 
 /// The port served when `--http` names none.
 pub(crate) const DEFAULT_PORT: u16 = 8765;
@@ -168,10 +170,38 @@ fn plain_bytes(status: StatusCode, text: Bytes) -> Response<Body> {
     reply
 }
 
-/// Serves MCP over Streamable HTTP until `shutdown` is cancelled; then stops accepting,
-/// ends the sessions, and gives open connections a few seconds to finish.
+/// Serves MCP over Streamable HTTP until `shutdown` is cancelled, and the dashboard
+/// beside it at `/` (with tokens); then stops accepting, ends the sessions, and gives
+/// open connections a few seconds to finish.
 pub async fn serve(
     server: Server,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let app = server.app().clone();
+    listen(Some(server), app, options, shutdown).await
+}
+
+/// Serves the dashboard alone, over `app`'s database, which a stdio server may be using
+/// too; until `shutdown` is cancelled. Without a tokens file, the holder of the token made
+/// at start is the machine's local user, who sees every run, as at the terminal; the
+/// link that signs a browser in is printed on stdout.
+pub async fn serve_pages(
+    app: App,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !matches!(options.auth, Auth::Off),
+        "the dashboard needs sign-in: serve it with a tokens file, or with the token made at start"
+    );
+    listen(None, app, options, shutdown).await
+}
+
+/// Serves MCP (given a server) and the dashboard on `options.addr`.
+async fn listen(
+    server: Option<Server>,
+    app: App,
     options: HttpOptions,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -180,59 +210,73 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
     let local = listener.local_addr()?;
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(options.allowed_hosts())
-        .with_allowed_origins(options.allowed_origins())
-        .enforce_origin_validation()
-        .with_max_request_body_bytes(rewrite::MAX_BODY)
-        .with_cancellation_token(shutdown.child_token());
     // The per-principal caps keep the principals of a tokens file from each other; a
     // server with one principal (the token made at start) has the totals alone.
     let per_principal = |cap: usize| match options.auth {
         Auth::File { .. } => cap,
         Auth::Generated | Auth::Off => usize::MAX,
     };
-    let server = server.with_caps(
-        options.max_runs,
-        Slots::new(
-            options.max_result_waits,
-            per_principal(options.max_result_waits_per_principal),
-        ),
-    );
     let sessions = Arc::new(Bounded::new(
         LocalSessionManager::default(),
         options.max_sessions,
         Owners::new(per_principal(options.max_sessions_per_principal)),
     ));
-    let mcp =
-        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
+    let mcp = server.map(|server| {
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(options.allowed_hosts())
+            .with_allowed_origins(options.allowed_origins())
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(rewrite::MAX_BODY)
+            .with_cancellation_token(shutdown.child_token());
+        let server = server.with_caps(
+            options.max_runs,
+            Slots::new(
+                options.max_result_waits,
+                per_principal(options.max_result_waits_per_principal),
+            ),
+        );
+        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config)
+    });
+    let pages_only = mcp.is_none();
     let url = format!("http://{local}/mcp");
-    let (keys, hangups) = match &options.auth {
+    let (keys, hangups, generated) = match &options.auth {
         Auth::File { path, tokens } => {
             // Watched before the address is announced: SIGHUP's default ends the process.
             let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
                 .context("cannot watch for SIGHUP, which reloads the tokens file")?;
             let keys = Keys::new(tokens.clone(), Some(path.clone()));
-            (Some(Arc::new(keys)), Some(hangups))
+            (Some(Arc::new(keys)), Some(hangups), None)
         }
         Auth::Generated => {
             let (tokens, token) = Tokens::generate();
-            announce_token(&url, &token);
-            (Some(Arc::new(Keys::new(tokens, None))), None)
+            if !pages_only {
+                announce_token(&url, &token);
+            }
+            (Some(Arc::new(Keys::new(tokens, None))), None, Some(token))
         }
         Auth::Off => {
             tracing::warn!(
                 "serving HTTP without tokens (--http-no-auth): every local user, and every \
                      container that shares this host's network, may call every tool as this \
-                     server's user"
+                     server's user; the dashboard, which needs sign-in, is not served"
             );
-            (None, None)
+            (None, None, None)
         }
     };
     if let (Some(hangups), Some(keys)) = (hangups, &keys) {
         let reload =
             keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
         tokio::spawn(reload);
+    }
+    let web = keys.as_ref().map(|keys| {
+        let viewer = match (&options.auth, pages_only) {
+            (Auth::Generated, true) => Viewer::Local,
+            _ => Viewer::Principal,
+        };
+        Arc::new(Web::new(app, keys.clone(), viewer, options.allowed_hosts()))
+    });
+    if let Some(web) = &web {
+        announce_dashboard(local, web, generated.as_deref(), pages_only);
     }
     let gate = Arc::new(Gate {
         keys,
@@ -243,6 +287,7 @@ pub async fn serve(
             per_principal(options.max_streams_per_principal),
         ),
         mcp,
+        web,
     });
     tracing::info!(
         address = %local,
@@ -252,7 +297,11 @@ pub async fn serve(
             Auth::Off => "none",
         },
         max_connections = options.connections.max,
-        "serving MCP over Streamable HTTP at {url}"
+        "{}",
+        match pages_only {
+            true => format!("serving the dashboard at http://{local}/"),
+            false => format!("serving MCP over Streamable HTTP at {url}"),
+        }
     );
     let mut connections =
         connections::accept(listener, gate, options.connections, shutdown.clone()).await;
@@ -269,6 +318,28 @@ pub async fn serve(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Tells where the dashboard is: with the token made at start, a one-time link that signs
+/// a browser in. `ui` says it on stdout, its output; `serve` on stderr, beside the token.
+fn announce_dashboard(local: SocketAddr, web: &Web, token: Option<&str>, pages_only: bool) {
+    let base = format!("http://{local}");
+    let text = match token.and_then(|t| Some((t, web.one_time_code(t)?))) {
+        Some((token, code)) => format!(
+            "The dashboard: open {base}/login?code={code}\n\
+             (the link signs one browser in, once, within 15 minutes; to sign in again, give\n\
+             {base}/login the token {})\n",
+            if pages_only { token } else { "above" }
+        ),
+        None => format!("The dashboard: {base}/ (sign in with a token of the tokens file)\n"),
+    };
+    if pages_only {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    } else {
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(format!("{text}\n").as_bytes());
+    }
 }
 
 /// Tells the person who started the server the token it made, and how a client sends it.

@@ -1,0 +1,114 @@
+//! The runs as the dashboard lists them: filtered by status, workflow and text, a page at
+//! a time, with what a row shows (its task's state, its node count, when it ended).
+
+use super::runs::scope_clause;
+use super::{Scope, Store, StoreError};
+
+/// Which runs a page of the list shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunQuery<'a> {
+    /// Only runs of this status (`running`, `succeeded`, `failed`, `cancelled`).
+    pub status: Option<&'a str>,
+    /// Only runs of this workflow.
+    pub workflow: Option<&'a str>,
+    /// Only runs whose id, workflow or status message holds this text, in any case.
+    pub text: Option<&'a str>,
+    /// Only runs older than this run (the last one of the page before).
+    pub before: Option<&'a str>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// A run as a row of the dashboard's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardRow {
+    pub id: String,
+    pub workflow: String,
+    pub status: String,
+    /// Its task's state: `input_required` while it waits on an answer.
+    pub task_status: Option<String>,
+    pub progress: i64,
+    pub status_message: Option<String>,
+    /// How many nodes its plan has.
+    pub nodes: i64,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl Store {
+    /// A page of the runs in `scope` that `query` names, newest first.
+    pub fn board_runs(
+        &self,
+        query: &RunQuery<'_>,
+        scope: Scope<'_>,
+    ) -> Result<Vec<BoardRow>, StoreError> {
+        let sql = format!(
+            "SELECT r.id, r.workflow, r.status, t.status, COALESCE(t.progress, 0),
+                    t.status_message, p.nodes, r.created_at, r.finished_at
+             FROM runs r JOIN plans p ON p.key = r.plan_key
+             LEFT JOIN run_tasks t ON t.run_key = r.key
+             WHERE (CAST(?1 AS TEXT) IS NULL OR r.status = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR r.workflow = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL
+                    OR LOWER(r.id) LIKE ?3 ESCAPE '\\'
+                    OR LOWER(r.workflow) LIKE ?3 ESCAPE '\\'
+                    OR LOWER(COALESCE(t.status_message, '')) LIKE ?3 ESCAPE '\\')
+               AND (CAST(?4 AS TEXT) IS NULL
+                    OR (r.created_at, r.key) < (SELECT b.created_at, b.key FROM runs b WHERE b.id = ?4))
+               AND {}
+             ORDER BY r.created_at DESC, r.key DESC LIMIT ?5",
+            scope_clause(6, 7)
+        );
+        let text = query
+            .text
+            .map(|text| format!("%{}%", like_escaped(&text.to_lowercase())));
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let (kind, name) = scope.params();
+        let params: [&dyn super::sql::Param; 7] = [
+            &query.status,
+            &query.workflow,
+            &text,
+            &query.before,
+            &limit,
+            &kind,
+            &name,
+        ];
+        self.with(|tx| {
+            tx.db.query(&sql, &params, |r| {
+                Ok(BoardRow {
+                    id: r.get(0)?,
+                    workflow: r.get(1)?,
+                    status: r.get(2)?,
+                    task_status: r.get(3)?,
+                    progress: r.get(4)?,
+                    status_message: r.get(5)?,
+                    nodes: r.get(6)?,
+                    created_at: r.get(7)?,
+                    finished_at: r.get(8)?,
+                })
+            })
+        })
+    }
+
+    /// The names of the workflows that runs in `scope` ran, for the list's filter.
+    pub fn board_workflows(&self, scope: Scope<'_>) -> Result<Vec<String>, StoreError> {
+        let sql = format!(
+            "SELECT DISTINCT r.workflow FROM runs r WHERE {} ORDER BY r.workflow LIMIT 500",
+            scope_clause(1, 2)
+        );
+        let (kind, name) = scope.params();
+        self.with(|tx| tx.db.query(&sql, &[&kind, &name], |r| r.get(0)))
+    }
+}
+
+/// `text` with LIKE's wildcards and its escape character taken literally.
+fn like_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}

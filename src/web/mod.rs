@@ -1,0 +1,262 @@
+//! The dashboard: pages to follow and steer runs in a browser, served at `/` beside `/mcp`
+//! (`serve --http`) or alone over a database a stdio server also uses (`ui`). A face like
+//! `server/`: each page calls the same application operations as MCP and the terminal,
+//! for the caller its login names (`auth.rs`), and holds no rule of its own.
+//!
+//! Invariant: every page but the sign-in page and the assets needs a live login; a request
+//! without one is sent to sign in (GET) or refused (anything else).
+//!
+//! Invariant: every state-changing request (a POST) carries an `Origin` of this server's
+//! own host; a cross-site one is refused before it is read.
+//!
+//! Invariant: every text reaches the page escaped: pages are maud templates, which escape
+//! whatever is not marked `PreEscaped`, and nothing from the store or the request is.
+
+pub(crate) mod auth;
+mod dag;
+mod form;
+mod page;
+mod runs;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+
+use crate::app::{App, Caller};
+use crate::transport::http::keys::Keys;
+pub(crate) use auth::Viewer;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The largest form a page posts.
+const MAX_FORM: usize = 256 * 1024;
+
+/// The dashboard of one server.
+pub(crate) struct Web {
+    app: App,
+    sign_in: auth::SignIn,
+    /// The `Host` names the pages are served under, against DNS rebinding.
+    hosts: Vec<String>,
+}
+
+/// A request as the pages see it: its method, path, query and headers, and who made it.
+struct Asked<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: Vec<(String, String)>,
+    caller: Caller,
+}
+
+impl Asked<'_> {
+    /// The value of query parameter `name`, if given and not empty.
+    fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(key, value)| key == name && !value.is_empty())
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+impl Web {
+    pub(crate) fn new(app: App, keys: Arc<Keys>, viewer: Viewer, hosts: Vec<String>) -> Web {
+        Web {
+            app,
+            sign_in: auth::SignIn::new(keys, viewer),
+            hosts,
+        }
+    }
+
+    /// A one-time link's code for the holder of `token`; see [`auth::SignIn::one_time_code`].
+    pub(crate) fn one_time_code(&self, token: &str) -> Option<String> {
+        self.sign_in.one_time_code(token.as_bytes())
+    }
+
+    /// Serves one request for a page, an asset or an action.
+    pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if !self.host_accepted(request.headers()) {
+            return plain(StatusCode::FORBIDDEN, "this host name is not served\n");
+        }
+        if request.method() == Method::POST && !self.same_origin(request.headers()) {
+            return plain(StatusCode::FORBIDDEN, "a cross-site request is refused\n");
+        }
+        let path = request.uri().path().to_owned();
+        let query = parse_form(request.uri().query().unwrap_or("").as_bytes());
+        match (request.method(), path.as_str()) {
+            (&Method::GET, "/assets/dashboard.css") => return page::stylesheet(),
+            (&Method::GET, "/login") => {
+                return match query.iter().find(|(key, _)| key == "code") {
+                    Some((_, code)) => self.redeem(code),
+                    None => page::html(StatusCode::OK, page::sign_in_page(None)),
+                };
+            }
+            (&Method::POST, "/login") => {
+                let form = read_form(request).await;
+                return self.sign_in(form);
+            }
+            (&Method::POST, "/logout") => {
+                self.sign_in.sign_out(request.headers());
+                let mut reply = see_other("/login");
+                set_header(&mut reply, header::SET_COOKIE, &auth::clear_cookie());
+                return reply;
+            }
+            _ => {}
+        }
+        let Some(caller) = self.sign_in.caller(request.headers()) else {
+            return match *request.method() {
+                Method::GET | Method::HEAD => see_other("/login"),
+                _ => plain(StatusCode::FORBIDDEN, "sign in first\n"),
+            };
+        };
+        let method = request.method().clone();
+        let form = match method {
+            Method::POST => read_form(request).await,
+            _ => Ok(Vec::new()),
+        };
+        let asked = Asked {
+            method: &method,
+            path: &path,
+            query,
+            caller,
+        };
+        match form {
+            Ok(form) => self.route(&asked, form).await,
+            Err(reply) => reply,
+        }
+    }
+
+    /// The pages and actions of a signed-in browser.
+    async fn route(&self, asked: &Asked<'_>, form: Vec<(String, String)>) -> Response<Body> {
+        let segments: Vec<&str> = asked.path.trim_matches('/').split('/').collect();
+        match (asked.method, segments.as_slice()) {
+            (&Method::GET, [""]) => runs::list(&self.app, asked),
+            (&Method::GET, ["runs", run_id]) => runs::show(&self.app, asked, run_id),
+            (&Method::POST, ["runs", run_id, "cancel"]) => {
+                runs::cancel(&self.app, &asked.caller, run_id).await
+            }
+            (&Method::POST, ["runs", run_id, "retry"]) => {
+                runs::retry(&self.app, &asked.caller, run_id)
+            }
+            (&Method::POST, ["runs", run_id, "answer"]) => {
+                runs::answer(&self.app, &asked.caller, run_id, &form)
+            }
+            _ => page::html(StatusCode::NOT_FOUND, page::not_found()),
+        }
+    }
+
+    fn sign_in(&self, form: Result<Vec<(String, String)>, Response<Body>>) -> Response<Body> {
+        let Ok(form) = form else {
+            return page::html(StatusCode::BAD_REQUEST, page::sign_in_page(Some(BAD_FORM)));
+        };
+        let token = form.iter().find(|(key, _)| key == "token");
+        let cookie = token.and_then(|(_, token)| self.sign_in.sign_in(token.trim().as_bytes()));
+        match cookie {
+            Some(cookie) => signed_in(&cookie),
+            None => page::html(
+                StatusCode::UNAUTHORIZED,
+                page::sign_in_page(Some("That token is not one of this server's.")),
+            ),
+        }
+    }
+
+    fn redeem(&self, code: &str) -> Response<Body> {
+        match self.sign_in.redeem(code) {
+            Some(cookie) => signed_in(&cookie),
+            None => page::html(
+                StatusCode::UNAUTHORIZED,
+                page::sign_in_page(Some(
+                    "That sign-in link was used already or has expired; sign in with a token.",
+                )),
+            ),
+        }
+    }
+
+    /// Whether the request's `Host` is one the pages are served under.
+    fn host_accepted(&self, headers: &HeaderMap) -> bool {
+        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+            return false;
+        };
+        self.hosts.iter().any(|name| host_name(host) == name)
+    }
+
+    /// Whether a POST comes from a page of this server: its `Origin` names the host the
+    /// request was sent to. A browser sends `Origin` with every POST; a request without
+    /// one did not come from a page and is refused too.
+    fn same_origin(&self, headers: &HeaderMap) -> bool {
+        let text = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &http::HeaderValue| v.to_str().ok())
+        };
+        let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
+            return false;
+        };
+        let Some((_, origin_host)) = origin.split_once("://") else {
+            return false;
+        };
+        origin_host == host
+    }
+}
+
+const BAD_FORM: &str = "That form could not be read.";
+
+/// The host name of a `Host` value, without its port (an IPv6 address without brackets).
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+/// The pairs of a URL-encoded form or query.
+fn parse_form(bytes: &[u8]) -> Vec<(String, String)> {
+    form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+/// The fields of a POSTed form; `Err` is the reply when it is too long or unreadable.
+async fn read_form(request: Request<Incoming>) -> Result<Vec<(String, String)>, Response<Body>> {
+    let body = Limited::new(request.into_body(), MAX_FORM);
+    match body.collect().await {
+        Ok(collected) => Ok(parse_form(&collected.to_bytes())),
+        Err(_) => Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the form is too long\n",
+        )),
+    }
+}
+
+/// Sends a just signed-in browser to the runs, holding its login.
+fn signed_in(cookie: &str) -> Response<Body> {
+    let mut reply = see_other("/");
+    set_header(&mut reply, header::SET_COOKIE, &auth::set_cookie(cookie));
+    reply
+}
+
+fn set_header(reply: &mut Response<Body>, name: header::HeaderName, value: &str) {
+    if let Ok(value) = value.parse() {
+        reply.headers_mut().insert(name, value);
+    }
+}
+
+/// 303 to `location`: where a browser goes after a form, or to sign in.
+fn see_other(location: &str) -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::new()).boxed());
+    *reply.status_mut() = StatusCode::SEE_OTHER;
+    set_header(&mut reply, header::LOCATION, location);
+    reply
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *reply.status_mut() = status;
+    set_header(
+        &mut reply,
+        header::CONTENT_TYPE,
+        "text/plain; charset=utf-8",
+    );
+    reply
+}

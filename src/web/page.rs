@@ -1,0 +1,108 @@
+//! The frame every page shares (title, navigation, stylesheet), the sign-in page, and the
+//! replies that carry a page.
+//!
+//! The stylesheet is compiled into the binary: nothing is fetched at run time, and the
+//! pages work with no network beyond the server.
+
+use bytes::Bytes;
+use http::{Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use maud::{DOCTYPE, Markup, html};
+
+use super::{Body, set_header};
+
+const STYLESHEET: &str = include_str!("assets/dashboard.css");
+
+/// A page in the frame every page shares, under `title`.
+pub(super) fn frame(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · mcp-task-server" }
+                link rel="stylesheet" href="/assets/dashboard.css";
+            }
+            body {
+                header.top {
+                    a.brand href="/" { "mcp-task-server" }
+                    nav aria-label="Sections" {
+                        a href="/" { "Runs" }
+                    }
+                    form.logout method="post" action="/logout" {
+                        button type="submit" { "Sign out" }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// The sign-in page, with what went wrong last time.
+pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "Sign in · mcp-task-server" }
+                link rel="stylesheet" href="/assets/dashboard.css";
+            }
+            body {
+                main.narrow {
+                    h1 { "Sign in" }
+                    p { "Sign in with a token of this server: a token of its tokens file, or the one it printed at start." }
+                    @if let Some(problem) = problem {
+                        p.problem role="alert" { (problem) }
+                    }
+                    form method="post" action="/login" {
+                        label for="token" { "Token" }
+                        input #token type="password" name="token" autocomplete="current-password" required autofocus;
+                        button type="submit" { "Sign in" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The page of a path that names nothing.
+pub(super) fn not_found() -> Markup {
+    frame(
+        "Not found",
+        html! {
+            h1 { "Not found" }
+            p { "Nothing is at this address. " a href="/" { "Back to the runs" } "." }
+        },
+    )
+}
+
+/// A reply carrying a page.
+pub(super) fn html(status: StatusCode, page: Markup) -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::from(page.into_string())).boxed());
+    *reply.status_mut() = status;
+    set_header(&mut reply, header::CONTENT_TYPE, "text/html; charset=utf-8");
+    // The pages load nothing from elsewhere and run no script of their own: a page that
+    // some text escaped from would still run none.
+    set_header(
+        &mut reply,
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    );
+    set_header(&mut reply, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set_header(&mut reply, header::REFERRER_POLICY, "same-origin");
+    set_header(&mut reply, header::CACHE_CONTROL, "no-store");
+    reply
+}
+
+/// The stylesheet.
+pub(super) fn stylesheet() -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::from_static(STYLESHEET.as_bytes())).boxed());
+    set_header(&mut reply, header::CONTENT_TYPE, "text/css; charset=utf-8");
+    set_header(&mut reply, header::CACHE_CONTROL, "max-age=300");
+    reply
+}
