@@ -28,6 +28,9 @@ const PHASE_LABEL: f64 = 18.0;
 /// The most characters of a node's id its box shows; its title shows the whole.
 const LABEL_CHARS: usize = 20;
 
+/// A box: its left, top, width and height.
+type Rect = (f64, f64, f64, f64);
+
 /// A node's place in the picture: its top-left corner.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Place {
@@ -135,8 +138,8 @@ fn layout(plan: &Plan) -> Vec<Place> {
 }
 
 /// The box of each phase around its nodes, in the order the phases first appear.
-fn phase_boxes<'a>(plan: &'a Plan, places: &[Place]) -> Vec<(&'a str, (f64, f64, f64, f64))> {
-    let mut boxes: Vec<(&str, (f64, f64, f64, f64))> = Vec::new();
+fn phase_boxes<'a>(plan: &'a Plan, places: &[Place]) -> Vec<(&'a str, Rect)> {
+    let mut boxes: Vec<(&str, Rect)> = Vec::new();
     for (node, place) in plan.nodes.iter().zip(places) {
         let Some(phase) = node.phase.and_then(|i| plan.phases.get(i)) else {
             continue;
@@ -275,7 +278,7 @@ mod tests {
         assert!(svg.contains(r##"href="#node-left""##), "{svg}");
         assert!(svg.contains(">two</text>"), "the phase is named: {svg}");
         assert!(
-            svg.contains(">a_node_whose_id_is…</text>"),
+            svg.contains(">a_node_whose_id_is_…</text>"),
             "a long id is cut: {svg}"
         );
         assert_eq!(svg.matches("<path ").count(), 4, "one curve an edge: {svg}");
