@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;
+mod dashboard;
 mod gate;
 mod load;
 mod principals;

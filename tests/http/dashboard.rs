@@ -1,0 +1,221 @@
+//! The dashboard beside `/mcp`: who may open which page, what a request from another site
+//! or without a login gets, that each principal sees its own runs as over MCP, and that
+//! text from the store reaches the page escaped.
+
+use serde_json::json;
+
+use super::{ALICE, BOB, HttpServer, Reply, WAIT, common, open_session, start_2025_task};
+
+impl HttpServer {
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
+    }
+
+    /// A page, with the login `cookie` if any.
+    fn page(&self, path: &str, cookie: Option<&str>) -> Reply {
+        let mut head = format!("GET {path} HTTP/1.1\r\nHost: {}", self.host());
+        if let Some(cookie) = cookie {
+            head.push_str(&format!("\r\nCookie: {cookie}"));
+        }
+        self.send(&head, "")
+    }
+
+    /// A form POSTed to `path` from `origin` (none: no `Origin` header).
+    fn form(&self, path: &str, cookie: Option<&str>, origin: Option<&str>, body: &str) -> Reply {
+        let mut head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-www-form-urlencoded",
+            self.host()
+        );
+        if let Some(origin) = origin {
+            head.push_str(&format!("\r\nOrigin: {origin}"));
+        }
+        if let Some(cookie) = cookie {
+            head.push_str(&format!("\r\nCookie: {cookie}"));
+        }
+        self.send(&head, body)
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.host())
+    }
+
+    /// Signs in with `token`; returns the `Cookie` header value of the login.
+    fn sign_in(&self, token: &str) -> String {
+        let reply = self.form(
+            "/login",
+            None,
+            Some(&self.origin()),
+            &format!("token={token}"),
+        );
+        assert_eq!(reply.status, 303, "{}", reply.body);
+        assert_eq!(reply.header("location"), Some("/"));
+        let cookie = reply.header("set-cookie").expect("a login cookie");
+        assert!(cookie.contains("HttpOnly"), "{cookie}");
+        assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+        cookie.split(';').next().unwrap().to_owned()
+    }
+}
+
+fn with_tokens() -> HttpServer {
+    HttpServer::start(&["--http-tokens", "{tokens}"])
+}
+
+#[test]
+fn a_page_without_a_login_sends_the_browser_to_sign_in_and_an_action_is_refused() {
+    let server = with_tokens();
+    for path in ["/", "/runs/some-run"] {
+        let reply = server.page(path, None);
+        assert_eq!(reply.status, 303, "{path}: {}", reply.body);
+        assert_eq!(reply.header("location"), Some("/login"), "{path}");
+    }
+    let forged = server.page("/", Some("mts_login=0123456789abcdef"));
+    assert_eq!(
+        forged.status, 303,
+        "a cookie the server did not give is no login"
+    );
+    let action = server.form("/runs/some-run/cancel", None, Some(&server.origin()), "");
+    assert_eq!(action.status, 403, "{}", action.body);
+    let sign_in = server.page("/login", None);
+    assert_eq!(sign_in.status, 200);
+    assert!(
+        sign_in.body.contains(r#"<label for="token">"#),
+        "{}",
+        sign_in.body
+    );
+}
+
+#[test]
+fn only_a_token_of_the_server_signs_in_and_signing_out_ends_the_login() {
+    let server = with_tokens();
+    let wrong = server.form(
+        "/login",
+        None,
+        Some(&server.origin()),
+        "token=not-a-token-at-all",
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    assert_eq!(wrong.header("set-cookie"), None);
+    let cookie = server.sign_in(ALICE);
+    assert_eq!(server.page("/", Some(&cookie)).status, 200);
+    let out = server.form("/logout", Some(&cookie), Some(&server.origin()), "");
+    assert_eq!(out.status, 303);
+    assert_eq!(
+        server.page("/", Some(&cookie)).status,
+        303,
+        "the login is over"
+    );
+}
+
+#[test]
+fn a_cross_site_post_is_refused_and_changes_nothing() {
+    let server = with_tokens();
+    let alice = open_session(&server, ALICE);
+    let run = start_2025_task(&server, &alice, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+    let cookie = server.sign_in(ALICE);
+    let cancel = format!("/runs/{run}/cancel");
+    for origin in [Some("http://evil.example"), Some("null"), None] {
+        let reply = server.form(&cancel, Some(&cookie), origin, "");
+        assert_eq!(reply.status, 403, "{origin:?}: {}", reply.body);
+    }
+    let page = server.page(&format!("/runs/{run}"), Some(&cookie));
+    assert!(
+        page.body
+            .contains(r#"<span class="badge running">running</span>"#),
+        "{}",
+        page.body
+    );
+    // From the page itself, the same request cancels the run, and is audited.
+    let reply = server.form(&cancel, Some(&cookie), Some(&server.origin()), "");
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    let page = server.page(&format!("/runs/{run}"), Some(&cookie));
+    assert!(
+        page.body
+            .contains(r#"<span class="badge cancelled">cancelled</span>"#),
+        "{}",
+        page.body
+    );
+    let audited: Vec<_> = common::audit_rows(&server.db.path)
+        .into_iter()
+        .filter(|row| row.tool == "cancel_run")
+        .map(|row| (row.outcome, row.principal, row.run_id))
+        .collect();
+    assert_eq!(
+        audited,
+        [("ok".to_owned(), Some("alice".to_owned()), Some(run))]
+    );
+}
+
+#[test]
+fn a_page_asked_for_under_another_host_name_is_refused() {
+    let server = with_tokens();
+    let cookie = server.sign_in(ALICE);
+    let head = format!("GET / HTTP/1.1\r\nHost: attacker.example\r\nCookie: {cookie}");
+    assert_eq!(server.send(&head, "").status, 403);
+}
+
+#[test]
+fn each_principal_sees_its_own_runs_and_another_ones_run_is_not_found() {
+    let server = with_tokens();
+    let alice = open_session(&server, ALICE);
+    let run = start_2025_task(&server, &alice, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+    let alices = server.sign_in(ALICE);
+    let bobs = server.sign_in(BOB);
+    assert!(server.page("/", Some(&alices)).body.contains(&run));
+    let list = server.page("/", Some(&bobs));
+    assert!(!list.body.contains(&run), "{}", list.body);
+    assert!(list.body.contains("No run matches."), "{}", list.body);
+    let page = server.page(&format!("/runs/{run}"), Some(&bobs));
+    assert_eq!(page.status, 404, "{}", page.body);
+    let cancel = server.form(
+        &format!("/runs/{run}/cancel"),
+        Some(&bobs),
+        Some(&server.origin()),
+        "",
+    );
+    assert_eq!(cancel.status, 404, "{}", cancel.body);
+    let page = server.page(&format!("/runs/{run}"), Some(&alices));
+    assert!(
+        page.body
+            .contains(r#"<span class="badge running">running</span>"#),
+        "{}",
+        page.body
+    );
+}
+
+#[test]
+fn text_from_the_store_reaches_the_page_escaped() {
+    let server = with_tokens();
+    let alice = open_session(&server, ALICE);
+    let definition = json!({
+        "inputs": {"title": {"type": "string"}},
+        "nodes": {
+            "echo": {"value": {"expr": "inputs.title"}},
+            "sleep": {"wait": WAIT, "needs": ["echo"]},
+        }
+    });
+    let params = json!({"name": "run_workflow", "task": {"ttl": 60000}, "arguments": {
+        "definition": definition, "inputs": {"title": "<script>alert(1)</script>"}}});
+    let created = server.post(&alice, &super::request(3, "tools/call", params));
+    let run = created.response(3)["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cookie = server.sign_in(ALICE);
+    let page = server.page(&format!("/runs/{run}"), Some(&cookie));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(!page.body.contains("<script>"), "{}", page.body);
+    assert!(
+        page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{}",
+        page.body
+    );
+    let policy = page.header("content-security-policy").unwrap_or_default();
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+}
+
+#[test]
+fn without_tokens_the_dashboard_is_not_served() {
+    let server = HttpServer::start(&[]);
+    assert_eq!(server.page("/", None).status, 404);
+    assert_eq!(server.page("/login", None).status, 404);
+}
