@@ -437,7 +437,11 @@ impl Drive {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Whatever RUST_LOG asks for, no statement's parameters are logged: some are secrets.
-    let no_parameters = filter_fn(|metadata| !store::logs_statement_parameters(metadata));
+    // Whatever RUST_LOG asks for, the steps of the DAG layout behind the dashboard's
+    // pictures (info lines from `rust-sugiyama`, a dozen a picture) are not logged.
+    let no_parameters = filter_fn(|metadata| {
+        !store::logs_statement_parameters(metadata) && !logs_layout_steps(metadata)
+    });
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -464,6 +468,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether an event is a step of the DAG layout library, below a warning.
+fn logs_layout_steps(metadata: &tracing::Metadata<'_>) -> bool {
+    *metadata.level() > tracing::Level::WARN
+        && (metadata.module_path()).is_some_and(|path| path.starts_with("rust_sugiyama"))
 }
 
 fn workflows_dir(common: &Common) -> Option<PathBuf> {

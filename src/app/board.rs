@@ -34,3 +34,89 @@ impl App {
         })
     }
 }
+
+/// A file a run wrote, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WrittenFile {
+    /// The node that wrote it.
+    pub node: String,
+    /// Its path under the workspace.
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// The most of a file the dashboard shows.
+const MAX_SHOWN: u64 = 4 * 1024 * 1024;
+
+impl App {
+    /// The files run `run_id`'s `write_file` nodes wrote, in plan order.
+    pub(crate) fn run_files(
+        &self,
+        run_id: &str,
+        caller: &Caller,
+    ) -> Result<Vec<WrittenFile>, RunError> {
+        let plan = self.run_plan(run_id, caller)?;
+        let run = self.get_run(run_id, caller)?;
+        let files = plan
+            .nodes
+            .iter()
+            .filter(|node| node.action.is_write_file())
+            .filter_map(|node| {
+                let output = &run["nodes"][node.id.as_ref()]["output"];
+                Some(WrittenFile {
+                    node: node.id.to_string(),
+                    path: output["path"].as_str()?.to_owned(),
+                    bytes: output["bytes"].as_u64()?,
+                })
+            })
+            .collect();
+        Ok(files)
+    }
+
+    /// The text of the file node `node` of run `run_id` wrote, read under the workspace
+    /// as a `read_file` node reads (never outside it, nor through a link); `None` when
+    /// that node wrote none or it cannot be read now.
+    pub(crate) fn run_file(
+        &self,
+        run_id: &str,
+        node: &str,
+        caller: &Caller,
+    ) -> Result<Option<(WrittenFile, String)>, RunError> {
+        let files = self.run_files(run_id, caller)?;
+        let Some(file) = files.into_iter().find(|file| file.node == node) else {
+            return Ok(None);
+        };
+        let read = crate::engine::files::read_file(self.engine.workspace(), &file.path, MAX_SHOWN);
+        Ok(read.ok().and_then(|read| {
+            let content = read["content"].as_str()?.to_owned();
+            Some((file, content))
+        }))
+    }
+}
+
+impl App {
+    /// Starts a run of `run_workflow`'s `args` for `caller`, by the call path a task's
+    /// start takes (validated, under the run quota, audited with the run), its questions
+    /// parked for whoever answers; its task is labelled `label`. The run's id, or what
+    /// was wrong.
+    pub(crate) fn start_run(
+        &self,
+        args: serde_json::Map<String, serde_json::Value>,
+        caller: &Caller,
+        label: &str,
+    ) -> Result<String, String> {
+        use super::catalog::RUN_WORKFLOW;
+        use super::starts::NotStarted;
+        match self.start_task(RUN_WORKFLOW, args, caller, label, None) {
+            Ok(view) => Ok(view.run_id),
+            Err(NotStarted::Refused(envelope)) => Err(envelope.body["error"]["message"]
+                .as_str()
+                .unwrap_or("the run was refused")
+                .to_owned()),
+            Err(NotStarted::NotRecorded) => Err("the run could not be recorded".to_owned()),
+            Err(NotStarted::NotATask | NotStarted::OtherProtocol) => {
+                Err("the run could not be started".to_owned())
+            }
+        }
+    }
+}

@@ -32,7 +32,7 @@ pub(crate) use starts::{NotStarted, Sync};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;
 
-use crate::engine::catalog::Catalog;
+use crate::engine::catalog::{Catalog, Rejected};
 use crate::engine::{self, Engine};
 use crate::runs::housekeeping::{self, Chores};
 use crate::runs::{Registry, RegistryConfig};
@@ -87,6 +87,8 @@ pub struct App {
     starting: Arc<parking_lot::Mutex<()>>,
     /// Woken whenever a run that this process started for a task ends.
     finished: Arc<tokio::sync::Notify>,
+    /// The files of the workflows folder left out for their problems.
+    rejected: Arc<Vec<Rejected>>,
 }
 
 impl App {
@@ -107,8 +109,11 @@ impl App {
             .with_durability(config.durability)
             .with_limits(config.limits)
             .with_journal(registry.clone());
-        let workflows = crate::cli::load_catalog(config.workflows.as_deref());
-        Ok(App::from_parts(engine, registry, workflows, config.inline))
+        let (workflows, rejected) = Catalog::load(config.workflows.as_deref());
+        crate::cli::log_rejected(&rejected);
+        let mut app = App::from_parts(engine, registry, workflows, config.inline);
+        app.rejected = Arc::new(rejected);
+        Ok(app)
     }
 
     fn from_parts(
@@ -126,6 +131,7 @@ impl App {
             max_runs: None,
             starting: Arc::default(),
             finished: Arc::default(),
+            rejected: Arc::default(),
         }
     }
 
@@ -154,6 +160,11 @@ impl App {
     /// The workflows this application runs by name.
     pub fn workflows(&self) -> &Catalog {
         &self.workflows
+    }
+
+    /// The files of the workflows folder left out for their problems, when it was loaded.
+    pub(crate) fn rejected_workflows(&self) -> &[Rejected] {
+        &self.rejected
     }
 
     /// The tools this application publishes.

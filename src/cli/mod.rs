@@ -33,13 +33,18 @@ pub(crate) fn say(text: &str) {
 /// Loads the catalog, reporting rejected files on stderr.
 pub fn load_catalog(dir: Option<&Path>) -> Catalog {
     let (catalog, rejected) = Catalog::load(dir);
+    log_rejected(&rejected);
+    catalog
+}
+
+/// Logs each workflow file left out of a catalog, with its problems.
+pub(crate) fn log_rejected(rejected: &[catalog::Rejected]) {
     for file in rejected {
         for problem in &file.problems.0 {
             tracing::error!("{problem}");
         }
         tracing::warn!(file = %file.origin, "workflow file left out because of the problems above");
     }
-    catalog
 }
 
 /// A workflow named in the catalog, or a path to a file.

@@ -19,6 +19,13 @@ pub enum NodeAction {
     ToolWithRunInputs(String),
 }
 
+impl NodeAction {
+    /// Whether the node writes a file under the workspace.
+    pub fn is_write_file(&self) -> bool {
+        matches!(self, NodeAction::Defined(ActionDef::WriteFile { .. }))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlannedNode {
     /// Shared with every report of every run of the plan.

@@ -8,6 +8,7 @@
 mod audit;
 mod board;
 pub mod chain;
+mod changes;
 mod commit;
 mod grouped;
 mod migrations;

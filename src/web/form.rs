@@ -33,9 +33,7 @@ pub(super) fn question_form(run_id: &str, question: &Value, problems: &[String])
                 }
                 _ => {
                     p.message { (request["message"].as_str().unwrap_or_default()) }
-                    @for field in fields::fields(&request["schema"]) {
-                        (field_input(key, &field))
-                    }
+                    (fields_of(question))
                 }
             }
             @if !problems.is_empty() {
@@ -44,6 +42,16 @@ pub(super) fn question_form(run_id: &str, question: &Value, problems: &[String])
                 }
             }
             button type="submit" { "Answer" }
+        }
+    }
+}
+
+/// The labelled fields of an `input` question's form.
+pub(super) fn fields_of(question: &Value) -> Markup {
+    let key = question["key"].as_str().unwrap_or_default();
+    html! {
+        @for field in fields::fields(&question["request"]["schema"]) {
+            (field_input(key, &field))
         }
     }
 }

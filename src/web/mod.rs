@@ -15,8 +15,11 @@
 pub(crate) mod auth;
 mod dag;
 mod form;
+mod live;
 mod page;
 mod runs;
+mod todos;
+mod workflows;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -39,6 +42,7 @@ const MAX_FORM: usize = 256 * 1024;
 /// The dashboard of one server.
 pub(crate) struct Web {
     app: App,
+    live: live::Live,
     sign_in: auth::SignIn,
     /// The `Host` names the pages are served under, against DNS rebinding.
     hosts: Vec<String>,
@@ -63,8 +67,11 @@ impl Asked<'_> {
 }
 
 impl Web {
+    /// The dashboard of `app`, whose browsers sign in with `keys`. Starts the watcher of
+    /// live updates, so it is made on the runtime.
     pub(crate) fn new(app: App, keys: Arc<Keys>, viewer: Viewer, hosts: Vec<String>) -> Web {
         Web {
+            live: live::Live::start(&app),
             app,
             sign_in: auth::SignIn::new(keys, viewer),
             hosts,
@@ -88,6 +95,7 @@ impl Web {
         let query = parse_form(request.uri().query().unwrap_or("").as_bytes());
         match (request.method(), path.as_str()) {
             (&Method::GET, "/assets/dashboard.css") => return page::stylesheet(),
+            (&Method::GET, "/assets/dashboard.js") => return page::script(),
             (&Method::GET, "/login") => {
                 return match query.iter().find(|(key, _)| key == "code") {
                     Some((_, code)) => self.redeem(code),
@@ -134,7 +142,11 @@ impl Web {
         let segments: Vec<&str> = asked.path.trim_matches('/').split('/').collect();
         match (asked.method, segments.as_slice()) {
             (&Method::GET, [""]) => runs::list(&self.app, asked),
+            (&Method::GET, ["live"]) => runs::list_live(&self.app, asked, &self.live),
             (&Method::GET, ["runs", run_id]) => runs::show(&self.app, asked, run_id),
+            (&Method::GET, ["runs", run_id, "live"]) => {
+                runs::show_live(&self.app, asked, &self.live, run_id)
+            }
             (&Method::POST, ["runs", run_id, "cancel"]) => {
                 runs::cancel(&self.app, &asked.caller, run_id).await
             }
@@ -143,6 +155,22 @@ impl Web {
             }
             (&Method::POST, ["runs", run_id, "answer"]) => {
                 runs::answer(&self.app, &asked.caller, run_id, &form)
+            }
+            (&Method::GET, ["runs", run_id, "files", node]) => {
+                runs::file(&self.app, &asked.caller, run_id, node)
+            }
+            (&Method::GET, ["workflows"]) => workflows::list(&self.app),
+            (&Method::GET, ["workflows", name]) => workflows::show(&self.app, name),
+            (&Method::POST, ["workflows", name, "start"]) => {
+                workflows::start(&self.app, &asked.caller, name, &form)
+            }
+            (&Method::GET, ["todos"]) => todos::list(&self.app, asked).await,
+            (&Method::POST, ["todos", id, "complete"]) => {
+                todos::complete(&self.app, &asked.caller, id).await
+            }
+            (&Method::GET, ["todos", id, "delete"]) => todos::confirm_delete(id),
+            (&Method::POST, ["todos", id, "delete"]) => {
+                todos::delete(&self.app, &asked.caller, id, &form).await
             }
             _ => page::html(StatusCode::NOT_FOUND, page::not_found()),
         }

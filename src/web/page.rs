@@ -12,9 +12,15 @@ use maud::{DOCTYPE, Markup, html};
 use super::{Body, set_header};
 
 const STYLESHEET: &str = include_str!("assets/dashboard.css");
+const SCRIPT: &str = include_str!("assets/dashboard.js");
 
 /// A page in the frame every page shares, under `title`.
 pub(super) fn frame(title: &str, body: Markup) -> Markup {
+    live_frame(title, None, body)
+}
+
+/// A page whose live regions the event stream at `live` updates.
+pub(super) fn live_frame(title: &str, live: Option<&str>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -23,18 +29,21 @@ pub(super) fn frame(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · mcp-task-server" }
                 link rel="stylesheet" href="/assets/dashboard.css";
+                script src="/assets/dashboard.js" defer {}
             }
             body {
                 header.top {
                     a.brand href="/" { "mcp-task-server" }
                     nav aria-label="Sections" {
                         a href="/" { "Runs" }
+                        a href="/workflows" { "Workflows" }
+                        a href="/todos" { "Todos" }
                     }
                     form.logout method="post" action="/logout" {
                         button type="submit" { "Sign out" }
                     }
                 }
-                main { (body) }
+                main data-live=[live] { (body) }
             }
         }
     }
@@ -85,8 +94,8 @@ pub(super) fn html(status: StatusCode, page: Markup) -> Response<Body> {
     let mut reply = Response::new(Full::new(Bytes::from(page.into_string())).boxed());
     *reply.status_mut() = status;
     set_header(&mut reply, header::CONTENT_TYPE, "text/html; charset=utf-8");
-    // The pages load nothing from elsewhere and run no script of their own: a page that
-    // some text escaped from would still run none.
+    // The pages load nothing from elsewhere and run only the server's own script file: a
+    // page that some text escaped from would still run nothing inline.
     set_header(
         &mut reply,
         header::CONTENT_SECURITY_POLICY,
@@ -101,8 +110,18 @@ pub(super) fn html(status: StatusCode, page: Markup) -> Response<Body> {
 
 /// The stylesheet.
 pub(super) fn stylesheet() -> Response<Body> {
-    let mut reply = Response::new(Full::new(Bytes::from_static(STYLESHEET.as_bytes())).boxed());
-    set_header(&mut reply, header::CONTENT_TYPE, "text/css; charset=utf-8");
+    asset(STYLESHEET, "text/css; charset=utf-8")
+}
+
+/// The script of live updates.
+pub(super) fn script() -> Response<Body> {
+    asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+fn asset(text: &'static str, kind: &str) -> Response<Body> {
+    let mut reply = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    set_header(&mut reply, header::CONTENT_TYPE, kind);
     set_header(&mut reply, header::CACHE_CONTROL, "max-age=300");
+    set_header(&mut reply, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     reply
 }

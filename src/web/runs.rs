@@ -6,7 +6,8 @@ use http::{Response, StatusCode};
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::page::{frame, html as page};
+use super::live::{Live, Region};
+use super::page::{frame, html as page, live_frame};
 use super::{Asked, Body, dag, form, see_other};
 use crate::app::{App, Caller, RunError};
 use crate::engine::RunOptions;
@@ -19,20 +20,19 @@ const STATUSES: [&str; 4] = ["running", "succeeded", "failed", "cancelled"];
 
 /// `GET /`: the runs the caller may see.
 pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
-    let query = RunQuery {
-        status: asked.query("status").filter(|s| STATUSES.contains(s)),
-        workflow: asked.query("workflow"),
-        text: asked.query("q"),
-        before: asked.query("before"),
-        limit: PAGE,
-    };
-    let rows = app.board_runs(&query, &asked.caller);
+    let query = run_query(asked);
     let workflows = app.board_workflows(&asked.caller).unwrap_or_default();
-    let rows = match rows {
-        Ok(rows) => rows,
+    let (table, last) = match runs_table(app, &asked.caller, &query) {
+        Ok(found) => found,
         Err(error) => return failed(&error),
     };
-    let older = (rows.len() == PAGE).then(|| older_link(&query, &rows[PAGE - 1].id));
+    let older = last.map(|last| older_link(&query, &last));
+    // The first page follows the runs as they change; an older page stays as it is.
+    let live = query.before.is_none().then(|| {
+        let mut url = form_urlencoded::Serializer::new(String::from("/live?"));
+        filters(&query, &mut url);
+        url.finish()
+    });
     let body = html! {
         h1 { "Runs" }
         form.filters method="get" action="/" {
@@ -54,6 +54,52 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
             input #q type="search" name="q" value=[query.text] placeholder="id, workflow or message";
             button type="submit" { "Filter" }
         }
+        (table.markup())
+        @if let Some(older) = older { p { a href=(older) { "Older runs" } } }
+    };
+    page(StatusCode::OK, live_frame("Runs", live.as_deref(), body))
+}
+
+/// `GET /live`: the first page of the list, as it changes.
+pub(super) fn list_live(app: &App, asked: &Asked<'_>, live: &Live) -> Response<Body> {
+    let (app, caller) = (app.clone(), asked.caller.clone());
+    let status = asked.query("status").map(str::to_owned);
+    let workflow = asked.query("workflow").map(str::to_owned);
+    let text = asked.query("q").map(str::to_owned);
+    live.stream(move || {
+        let query = RunQuery {
+            status: status.as_deref().filter(|s| STATUSES.contains(s)),
+            workflow: workflow.as_deref(),
+            text: text.as_deref(),
+            before: None,
+            limit: PAGE,
+        };
+        runs_table(&app, &caller, &query)
+            .ok()
+            .map(|(table, _)| vec![table])
+    })
+}
+
+/// The list's query, as the page's address gives it.
+fn run_query<'a>(asked: &'a Asked<'_>) -> RunQuery<'a> {
+    RunQuery {
+        status: asked.query("status").filter(|s| STATUSES.contains(s)),
+        workflow: asked.query("workflow"),
+        text: asked.query("q"),
+        before: asked.query("before"),
+        limit: PAGE,
+    }
+}
+
+/// The table of a page of runs, and the last run's id when there may be more.
+fn runs_table(
+    app: &App,
+    caller: &Caller,
+    query: &RunQuery<'_>,
+) -> Result<(Region, Option<String>), RunError> {
+    let rows = app.board_runs(query, caller)?;
+    let last = (rows.len() == PAGE).then(|| rows[PAGE - 1].id.clone());
+    let table = html! {
         @if rows.is_empty() {
             p.empty { "No run matches." }
         } @else {
@@ -65,9 +111,8 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
                 tbody { @for row in &rows { (list_row(row)) } }
             }
         }
-        @if let Some(older) = older { p { a href=(older) { "Older runs" } } }
     };
-    page(StatusCode::OK, frame("Runs", body))
+    Ok((Region::of("live-runs", table), last))
 }
 
 fn list_row(row: &BoardRow) -> Markup {
@@ -91,22 +136,41 @@ fn list_row(row: &BoardRow) -> Markup {
 /// The link to the page after `query`'s, which ends at run `last`.
 fn older_link(query: &RunQuery<'_>, last: &str) -> String {
     let mut url = form_urlencoded::Serializer::new(String::from("/?"));
-    for (key, value) in [
+    filters(query, &mut url);
+    url.append_pair("before", last);
+    url.finish()
+}
+
+/// The filters of `query` as the parameters of an address.
+fn filters(query: &RunQuery<'_>, url: &mut form_urlencoded::Serializer<'_, String>) {
+    let given = [
         ("status", query.status),
         ("workflow", query.workflow),
         ("q", query.text),
-    ] {
+    ];
+    for (key, value) in given {
         if let Some(value) = value {
             url.append_pair(key, value);
         }
     }
-    url.append_pair("before", last);
-    url.finish()
 }
 
 /// `GET /runs/{id}`: a run's page.
 pub(super) fn show(app: &App, asked: &Asked<'_>, run_id: &str) -> Response<Body> {
     run_page(app, &asked.caller, run_id, asked.query("done"), None)
+}
+
+/// `GET /runs/{id}/live`: a run's page as it changes.
+pub(super) fn show_live(app: &App, asked: &Asked<'_>, live: &Live, run_id: &str) -> Response<Body> {
+    if let Err(error) = app.get_run(run_id, &asked.caller) {
+        return failed(&error);
+    }
+    let (app, caller, run_id) = (app.clone(), asked.caller.clone(), run_id.to_owned());
+    live.stream(move || {
+        run_regions(&app, &caller, &run_id, None)
+            .ok()
+            .map(|(_, regions)| regions)
+    })
 }
 
 /// A run's page, with a note of what was just done and the problems of an answer posted.
@@ -117,13 +181,32 @@ fn run_page(
     done: Option<&str>,
     problems: Option<(&str, &[String])>,
 ) -> Response<Body> {
-    let (run, plan) = match app
-        .get_run(run_id, caller)
-        .and_then(|run| Ok((run, app.run_plan(run_id, caller)?)))
-    {
+    let (title, regions) = match run_regions(app, caller, run_id, problems) {
         Ok(found) => found,
         Err(error) => return failed(&error),
     };
+    let body = html! {
+        @if let Some(done) = done { p.note role="status" { (done_note(done)) } }
+        @for region in &regions { (region.markup()) }
+    };
+    let status_code = match problems {
+        Some(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        None => StatusCode::OK,
+    };
+    let live = format!("/runs/{run_id}/live");
+    page(status_code, live_frame(&title, Some(&live), body))
+}
+
+/// The parts of a run's page, each a live region, and the page's title.
+fn run_regions(
+    app: &App,
+    caller: &Caller,
+    run_id: &str,
+    problems: Option<(&str, &[String])>,
+) -> Result<(String, Vec<Region>), RunError> {
+    let run = app.get_run(run_id, caller)?;
+    let plan = app.run_plan(run_id, caller)?;
+    let title = run["workflow"].as_str().unwrap_or("Run").to_owned();
     let status = run["status"].as_str().unwrap_or_default();
     let node_status = |id: &str| run["nodes"][id]["status"].as_str().map(str::to_owned);
     let open: Vec<&Value> = run["questions"]
@@ -132,9 +215,8 @@ fn run_page(
         .flatten()
         .filter(|q| q["answered"] == false)
         .collect();
-    let body = html! {
-        h1 { (run["workflow"].as_str().unwrap_or_default()) " " (badge(status)) }
-        @if let Some(done) = done { p.note role="status" { (done_note(done)) } }
+    let summary = html! {
+        h1 { (title) " " (badge(status)) }
         dl.facts {
             dt { "Run" } dd.id { (run_id) }
             dt { "Started" } dd { (time(run["created_at"].as_str().unwrap_or_default())) }
@@ -152,6 +234,8 @@ fn run_page(
                 form method="post" action=(format!("/runs/{run_id}/retry")) { button type="submit" { "Retry, keeping what succeeded" } }
             }
         }
+    };
+    let questions = html! {
         @if !open.is_empty() {
             section.questions aria-labelledby="questions" {
                 h2 #questions { "Waiting for an answer" }
@@ -163,10 +247,29 @@ fn run_page(
                 }
             }
         }
+    };
+    let asked: Vec<&str> = open.iter().filter_map(|q| q["key"].as_str()).collect();
+    let nodes = html! {
         section aria-labelledby="dag" {
             h2 #dag { "Nodes" }
             div.dag-frame { (dag::picture(&plan, &node_status)) }
             (nodes_table(&plan, &run))
+        }
+    };
+    let files = app.run_files(run_id, caller)?;
+    let io = html! {
+        @if !files.is_empty() {
+            section aria-labelledby="files" {
+                h2 #files { "Files written" }
+                ul.files {
+                    @for file in &files {
+                        li {
+                            a href=(format!("/runs/{run_id}/files/{}", file.node)) { (file.path) }
+                            " " small { (file.bytes) " bytes, by " (file.node) }
+                        }
+                    }
+                }
+            }
         }
         section aria-labelledby="io" {
             h2 #io { "Inputs and output" }
@@ -174,14 +277,17 @@ fn run_page(
             @if !run["output"].is_null() { h3 { "Output" } pre { (pretty(&run["output"])) } }
         }
     };
-    let status_code = match problems {
-        Some(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        None => StatusCode::OK,
-    };
-    page(
-        status_code,
-        frame(run["workflow"].as_str().unwrap_or("Run"), body),
-    )
+    let regions = vec![
+        Region::of("live-summary", summary),
+        Region::keyed(
+            "live-questions",
+            format!("q:{}", asked.join(",")),
+            questions,
+        ),
+        Region::of("live-nodes", nodes),
+        Region::of("live-io", io),
+    ];
+    Ok((title, regions))
 }
 
 /// Every node of the run with its state, attempts, times, sub-task, error and output.
@@ -280,6 +386,22 @@ pub(super) fn answer(
             None,
             Some((node, &[error.to_string()])),
         ),
+        Err(error) => failed(&error),
+    }
+}
+
+/// `GET /runs/{id}/files/{node}`: the file a node wrote, as text.
+pub(super) fn file(app: &App, caller: &Caller, run_id: &str, node: &str) -> Response<Body> {
+    match app.run_file(run_id, node, caller) {
+        Ok(Some((file, content))) => {
+            let body = html! {
+                h1 { (file.path) }
+                p { "Written by " a href=(format!("/runs/{run_id}#node-{node}")) { (node) } " of run " a href=(format!("/runs/{run_id}")) { (run_id) } "." }
+                pre.file { (content) }
+            };
+            page(StatusCode::OK, frame(&file.path, body))
+        }
+        Ok(None) => page(StatusCode::NOT_FOUND, super::page::not_found()),
         Err(error) => failed(&error),
     }
 }

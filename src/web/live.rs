@@ -1,0 +1,162 @@
+//! Live updates over SSE. One watcher per server reads the store's change stamp a few
+//! times a second, and only while some page listens; a move wakes every open stream,
+//! which renders its page's live regions for its own caller and sends those that changed.
+//! So a browser never polls, and a store that does not change costs one cheap read a
+//! tick, however many browsers watch.
+//!
+//! Invariant: a region is sent only when its text differs from what that stream sent
+//! last; the script in the page replaces a region only when its key differs, and never
+//! a question's form while the same questions are open (what the person typed stays).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use http::{Response, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use super::{Body, set_header};
+use crate::app::App;
+
+/// How often the change stamp is read while a page listens.
+const TICK: Duration = Duration::from_millis(250);
+
+/// How long a stream stays silent before it sends a comment, so that proxies and the
+/// browser keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// A part of a page that changes as the run does: its element id, a key that changes
+/// when it must be replaced, and what it holds.
+pub(super) struct Region {
+    id: &'static str,
+    key: String,
+    inner: Markup,
+}
+
+impl Region {
+    /// A region keyed by its own text.
+    pub(super) fn of(id: &'static str, inner: Markup) -> Region {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        inner.0.hash(&mut hasher);
+        let key = format!("{:016x}", hasher.finish());
+        Region { id, key, inner }
+    }
+
+    /// A region keyed by what it shows rather than its text (the open questions).
+    pub(super) fn keyed(id: &'static str, key: String, inner: Markup) -> Region {
+        Region { id, key, inner }
+    }
+
+    /// The region as the page holds it: an element of its id, carrying its key.
+    pub(super) fn markup(&self) -> Markup {
+        html! { div id=(self.id) data-key=(self.key) { (self.inner) } }
+    }
+}
+
+/// The watcher of one server's store.
+pub(super) struct Live {
+    changed: watch::Receiver<u64>,
+}
+
+impl Live {
+    /// Starts the watcher of `app`'s store, which ends with the runtime.
+    pub(super) fn start(app: &App) -> Live {
+        let (sender, changed) = watch::channel(0u64);
+        let store = app.registry().store().clone();
+        tokio::spawn(async move {
+            let mut last = None;
+            let mut ticks = tokio::time::interval(TICK);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if sender.is_closed() {
+                    return;
+                }
+                // The one receiver kept here: nobody listens.
+                if sender.receiver_count() <= 1 {
+                    last = None;
+                    continue;
+                }
+                let stamp = match store.change_stamp() {
+                    Ok(stamp) => stamp,
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot read the store's change stamp");
+                        continue;
+                    }
+                };
+                if last.as_ref().is_some_and(|seen| *seen != stamp) {
+                    sender.send_modify(|count| *count += 1);
+                }
+                last = Some(stamp);
+            }
+        });
+        Live { changed }
+    }
+
+    /// An SSE stream of the regions `render` makes, sent as they change. `render` gives
+    /// `None` when there is nothing more to show (the run is gone), which ends it.
+    pub(super) fn stream(
+        &self,
+        render: impl Fn() -> Option<Vec<Region>> + Send + Sync + 'static,
+    ) -> Response<Body> {
+        let mut changed = self.changed.clone();
+        changed.mark_unchanged();
+        let sent: HashMap<&'static str, String> = HashMap::new();
+        let events = futures::stream::unfold(
+            (changed, sent, render),
+            |(mut changed, mut sent, render)| async move {
+                loop {
+                    let woke = tokio::time::timeout(KEEP_ALIVE, changed.changed()).await;
+                    match woke {
+                        Err(_) => {
+                            return Some((
+                                Bytes::from_static(b": alive\n\n"),
+                                (changed, sent, render),
+                            ));
+                        }
+                        Ok(Err(_)) => return None,
+                        Ok(Ok(())) => {}
+                    }
+                    let regions = render()?;
+                    if let Some(event) = update(&regions, &mut sent) {
+                        return Some((event, (changed, sent, render)));
+                    }
+                }
+            },
+        );
+        let body = StreamBody::new(events.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes))));
+        let mut reply = Response::new(BodyExt::boxed(body));
+        set_header(&mut reply, header::CONTENT_TYPE, "text/event-stream");
+        set_header(&mut reply, header::CACHE_CONTROL, "no-store");
+        reply
+    }
+}
+
+/// The event that sends the regions whose text changed since `sent`, if any did.
+fn update(regions: &[Region], sent: &mut HashMap<&'static str, String>) -> Option<Bytes> {
+    let mut changed = Map::new();
+    for region in regions {
+        if sent.get(region.id) == Some(&region.key) {
+            continue;
+        }
+        sent.insert(region.id, region.key.clone());
+        changed.insert(
+            region.id.to_owned(),
+            json!({ "key": region.key, "html": region.markup().0 }),
+        );
+    }
+    if changed.is_empty() {
+        return None;
+    }
+    Some(Bytes::from(format!(
+        "event: update\ndata: {}\n\n",
+        Value::Object(changed)
+    )))
+}
