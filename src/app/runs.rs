@@ -118,8 +118,8 @@ impl App {
         }
     }
 
-    /// Runs a failed or cancelled run again, as a new run: nodes that succeeded keep their
-    /// results; failed, cancelled and skipped ones run again.
+    /// Runs a failed or cancelled run again, as a new run that `caller` owns: nodes that
+    /// succeeded keep their results; failed, cancelled and skipped ones run again.
     pub(crate) fn retry_run(
         &self,
         run_id: &str,
@@ -127,6 +127,10 @@ impl App {
         caller: &Caller,
     ) -> Result<RunHandle, RunError> {
         self.may_see_run(run_id, caller)?;
+        let options = RunOptions {
+            owner: caller.owner().clone(),
+            ..options
+        };
         Ok(self.engine.retry(run_id, options)?)
     }
 
