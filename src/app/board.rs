@@ -120,3 +120,47 @@ impl App {
         }
     }
 }
+
+impl App {
+    /// A page of the audit log as `caller` may read it: a principal its own calls' rows,
+    /// the local user every row.
+    pub(crate) fn board_audit(
+        &self,
+        query: &crate::store::AuditQuery<'_>,
+        caller: &Caller,
+    ) -> Result<Vec<crate::store::AuditRow>, RunError> {
+        use crate::store::Scope;
+        let store = self.registry.store();
+        Ok(match caller.listing() {
+            Scope::Everyone => store.board_audit(query, false)?,
+            Scope::Principal(principal) => {
+                if query.principal.is_some_and(|asked| asked != principal) {
+                    return Ok(Vec::new());
+                }
+                let mine = crate::store::AuditQuery {
+                    principal: Some(principal),
+                    ..*query
+                };
+                store.board_audit(&mine, false)?
+            }
+            Scope::Session(_) | Scope::Nobody => {
+                let unnamed = crate::store::AuditQuery {
+                    principal: None,
+                    ..*query
+                };
+                store.board_audit(&unnamed, true)?
+            }
+        })
+    }
+
+    /// Walks the audit log's hash chain: whether it verifies, and what it found.
+    pub(crate) fn verify_audit(&self) -> Result<(bool, String), RunError> {
+        Ok(match self.registry.store().verify_audit_chain()? {
+            Ok(intact) => (true, intact.to_string()),
+            Err((broken, checked)) => (
+                false,
+                format!("the chain is broken: {broken} ({checked} rows before it verified)"),
+            ),
+        })
+    }
+}

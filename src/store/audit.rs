@@ -86,10 +86,10 @@ const WALK_PAGE: i64 = 512;
 /// other.
 const CHAIN_LOCK: &str = "SELECT pg_advisory_xact_lock(1635083369, hashtext(current_schema()))";
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, at, tool, args, outcome, run_id, node_id, principal, args_sha256, prev_hash, hash";
 
-fn read_row(r: &Row<'_>) -> Result<AuditRow, StoreError> {
+pub(super) fn read_row(r: &Row<'_>) -> Result<AuditRow, StoreError> {
     Ok(AuditRow {
         id: r.get(0)?,
         at: r.get(1)?,

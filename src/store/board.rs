@@ -112,3 +112,51 @@ fn like_escaped(text: &str) -> String {
     }
     escaped
 }
+
+/// Which rows a page of the audit log shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuditQuery<'a> {
+    pub tool: Option<&'a str>,
+    /// `ok`, `rejected`, `not_found` or `error`.
+    pub outcome: Option<&'a str>,
+    /// Only the calls of this principal.
+    pub principal: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+    /// Only rows older than this one (the last of the page before).
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+impl Store {
+    /// A page of the audit log, newest first. With `only_unnamed`, only the rows of calls
+    /// made for no principal.
+    pub fn board_audit(
+        &self,
+        query: &AuditQuery<'_>,
+        only_unnamed: bool,
+    ) -> Result<Vec<super::AuditRow>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM audit_log
+             WHERE (CAST(?1 AS TEXT) IS NULL OR tool = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR outcome = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR principal = ?3)
+               AND (CAST(?4 AS TEXT) IS NULL OR run_id = ?4)
+               AND (CAST(?5 AS BIGINT) IS NULL OR id < ?5)
+               AND (CAST(?6 AS BIGINT) = 0 OR principal IS NULL)
+             ORDER BY id DESC LIMIT ?7",
+            super::audit::COLUMNS
+        );
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let unnamed = i64::from(only_unnamed);
+        let params: [&dyn super::sql::Param; 7] = [
+            &query.tool,
+            &query.outcome,
+            &query.principal,
+            &query.run_id,
+            &query.before,
+            &unnamed,
+            &limit,
+        ];
+        self.with(|tx| tx.db.query(&sql, &params, super::audit::read_row))
+    }
+}

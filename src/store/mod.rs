@@ -38,7 +38,7 @@ use sql::Db;
 use write_tx::WriteTx;
 
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
-pub use board::{BoardRow, RunQuery};
+pub use board::{AuditQuery, BoardRow, RunQuery};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
 pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted, url_holds_password};

@@ -12,6 +12,7 @@
 //! Invariant: every text reaches the page escaped: pages are maud templates, which escape
 //! whatever is not marked `PreEscaped`, and nothing from the store or the request is.
 
+mod audit;
 pub(crate) mod auth;
 mod dag;
 mod form;
@@ -165,6 +166,7 @@ impl Web {
                 workflows::start(&self.app, &asked.caller, name, &form)
             }
             (&Method::GET, ["todos"]) => todos::list(&self.app, asked).await,
+            (&Method::GET, ["audit"]) => audit::list(&self.app, asked),
             (&Method::POST, ["todos", id, "complete"]) => {
                 todos::complete(&self.app, &asked.caller, id).await
             }

@@ -38,6 +38,7 @@ pub(super) fn live_frame(title: &str, live: Option<&str>, body: Markup) -> Marku
                         a href="/" { "Runs" }
                         a href="/workflows" { "Workflows" }
                         a href="/todos" { "Todos" }
+                        a href="/audit" { "Audit log" }
                     }
                     form.logout method="post" action="/logout" {
                         button type="submit" { "Sign out" }

@@ -219,3 +219,31 @@ fn without_tokens_the_dashboard_is_not_served() {
     assert_eq!(server.page("/", None).status, 404);
     assert_eq!(server.page("/login", None).status, 404);
 }
+
+#[test]
+fn the_audit_log_shows_a_principal_the_rows_of_its_own_calls_and_verifies_the_chain() {
+    let server = with_tokens();
+    for (token, title) in [(ALICE, "from-alice"), (BOB, "from-bob")] {
+        let session = open_session(&server, token);
+        let added = server.post(
+            &session,
+            &super::call(2, "add_task", json!({"title": title})),
+        );
+        assert_eq!(added.response(2)["result"]["isError"], false);
+    }
+    let cookie = server.sign_in(ALICE);
+    let page = server.page("/audit?tool=add_task", Some(&cookie));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("from-alice"), "{}", page.body);
+    assert!(!page.body.contains("from-bob"), "{}", page.body);
+    // A principal cannot ask for another one's rows.
+    let asked = server.page("/audit?principal=bob", Some(&cookie));
+    assert!(!asked.body.contains("from-bob"), "{}", asked.body);
+    assert!(asked.body.contains("No row matches."), "{}", asked.body);
+    let verified = server.page("/audit?verify=1", Some(&cookie));
+    assert!(
+        verified.body.contains("The chain verifies"),
+        "{}",
+        verified.body
+    );
+}
