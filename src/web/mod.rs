@@ -16,6 +16,7 @@ mod audit;
 pub(crate) mod auth;
 mod dag;
 mod form;
+mod gantt;
 mod live;
 mod page;
 mod runs;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::live::{Live, Region};
 use super::page::{frame, html as page, live_frame};
-use super::{Asked, Body, dag, form, see_other};
+use super::{Asked, Body, dag, form, gantt, see_other};
 use crate::app::{App, Caller, RunError};
 use crate::engine::RunOptions;
 use crate::store::{AuditOutcome, BoardRow, RunQuery};
@@ -253,6 +253,10 @@ fn run_regions(
         section aria-labelledby="dag" {
             h2 #dag { "Nodes" }
             div.dag-frame { (dag::picture(&plan, &node_status)) }
+            @if let Some(timeline) = gantt::timeline(&plan, &run, time::OffsetDateTime::now_utc()) {
+                h3 { "Timeline" }
+                div.dag-frame { (timeline) }
+            }
             (nodes_table(&plan, &run))
         }
     };
@@ -275,6 +279,10 @@ fn run_regions(
             h2 #io { "Inputs and output" }
             h3 { "Inputs" } pre { (pretty(&run["inputs"])) }
             @if !run["output"].is_null() { h3 { "Output" } pre { (pretty(&run["output"])) } }
+            details {
+                summary { "The definition this run started with" }
+                pre { (serde_json::to_string_pretty(&plan).unwrap_or_default()) }
+            }
         }
     };
     let regions = vec![
@@ -316,16 +324,18 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
                         td { (entry["started_at"].as_str().map(time).unwrap_or_default()) }
                         td { @if let Some(start) = entry["started_at"].as_str() { (took(start, entry["finished_at"].as_str())) } }
                     }
-                    @if entry.get("error").is_some() || entry.get("output").is_some() {
-                        tr.detail { td colspan="6" {
+                    tr.detail { td colspan="6" {
+                        details {
+                            summary { "Action" }
+                            pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
+                        }
                             @if let Some(message) = entry["error"]["message"].as_str() {
                                 p.error { (entry["error"]["code"].as_str().unwrap_or("error")) ": " (message) }
                             }
                             @if let Some(output) = entry.get("output") {
                                 details { summary { "Output" } pre { (pretty(output)) } }
                             }
-                        } }
-                    }
+                    } }
                 }
             }
         }
