@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use mcp_task_server::app::{App, Config};
 use mcp_task_server::engine::RunOptions;
 use mcp_task_server::engine::plan::Plan;
+use mcp_task_server::store::Owner;
 use serde_json::{Map, json};
 
 const TOKEN: &str = "alice-bench-0123456789abcdef";
@@ -127,8 +128,13 @@ fn fill(db: &std::path::Path, runs: usize) -> String {
         for n in 0..runs {
             let mut inputs = Map::new();
             inputs.insert("n".to_owned(), json!(n));
+            // Alice's, as if she had started them: the runs her pages list.
             let options = RunOptions {
                 record: true,
+                owner: Owner {
+                    principal: Some("alice".to_owned()),
+                    session: None,
+                },
                 ..RunOptions::default()
             };
             let report = app.engine().run(plan.clone(), inputs, options).await;

@@ -1,5 +1,6 @@
 //! Live updates over SSE. One watcher per server reads the store's change stamp a few
-//! times a second, and only while some page listens; a move wakes every open stream,
+//! times a second, and at once when the store tells of a change (PostgreSQL's
+//! `LISTEN`/`NOTIFY`), only while some page listens; a move wakes every open stream,
 //! which renders its page's live regions for its own caller and sends those that changed.
 //! So a browser never polls, and a store that does not change costs one cheap read a
 //! tick, however many browsers watch.
@@ -11,6 +12,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +21,7 @@ use http::{Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use maud::{Markup, html};
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
@@ -63,7 +66,13 @@ impl Region {
 /// The watcher of one server's store.
 pub(super) struct Live {
     changed: watch::Receiver<u64>,
+    /// The regions last rendered for each view (a page for one caller), with the count of
+    /// changes they were rendered at: the streams that watch the same view share one
+    /// rendering a change.
+    rendered: Arc<Mutex<HashMap<String, (u64, Rendered)>>>,
 }
+
+type Rendered = Arc<Option<Vec<Region>>>;
 
 impl Live {
     /// Starts the watcher of `app`'s store, which ends with the runtime.
@@ -75,7 +84,16 @@ impl Live {
             let mut ticks = tokio::time::interval(TICK);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                ticks.tick().await;
+                // A change the store tells of (an answer, a cancel, a task's new state:
+                // PostgreSQL's LISTEN/NOTIFY from every host, or this process) is looked at
+                // at once; any other, at the next tick.
+                let wakes = store.wakes();
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    _ = wakes.tasks.notified() => {}
+                    _ = wakes.answered.notified() => {}
+                    _ = wakes.cancelled.notified() => {}
+                }
                 if sender.is_closed() {
                     return;
                 }
@@ -97,45 +115,78 @@ impl Live {
                 last = Some(stamp);
             }
         });
-        Live { changed }
+        Live {
+            changed,
+            rendered: Arc::default(),
+        }
     }
 
     /// An SSE stream of the regions `render` makes, sent as they change. `render` gives
-    /// `None` when there is nothing more to show (the run is gone), which ends it.
+    /// `None` when there is nothing more to show (the run is gone), which ends it. `view`
+    /// names what `render` shows to whom: streams of one view share each rendering.
     pub(super) fn stream(
         &self,
+        view: String,
         render: impl Fn() -> Option<Vec<Region>> + Send + Sync + 'static,
     ) -> Response<Body> {
         let mut changed = self.changed.clone();
         changed.mark_unchanged();
-        let sent: HashMap<&'static str, String> = HashMap::new();
-        let events = futures::stream::unfold(
-            (changed, sent, render),
-            |(mut changed, mut sent, render)| async move {
-                loop {
-                    let woke = tokio::time::timeout(KEEP_ALIVE, changed.changed()).await;
-                    match woke {
-                        Err(_) => {
-                            return Some((
-                                Bytes::from_static(b": alive\n\n"),
-                                (changed, sent, render),
-                            ));
-                        }
-                        Ok(Err(_)) => return None,
-                        Ok(Ok(())) => {}
-                    }
-                    let regions = render()?;
-                    if let Some(event) = update(&regions, &mut sent) {
-                        return Some((event, (changed, sent, render)));
-                    }
+        let watch = Watch {
+            changed,
+            sent: HashMap::new(),
+            view,
+            render,
+            rendered: self.rendered.clone(),
+        };
+        let events = futures::stream::unfold(watch, |mut watch| async move {
+            loop {
+                let woke = tokio::time::timeout(KEEP_ALIVE, watch.changed.changed()).await;
+                match woke {
+                    Err(_) => return Some((Bytes::from_static(b": alive\n\n"), watch)),
+                    Ok(Err(_)) => return None,
+                    Ok(Ok(())) => {}
                 }
-            },
-        );
+                let regions = watch.regions();
+                let regions = regions.as_ref().as_ref()?;
+                if let Some(event) = update(regions, &mut watch.sent) {
+                    return Some((event, watch));
+                }
+            }
+        });
         let body = StreamBody::new(events.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes))));
         let mut reply = Response::new(BodyExt::boxed(body));
         set_header(&mut reply, header::CONTENT_TYPE, "text/event-stream");
         set_header(&mut reply, header::CACHE_CONTROL, "no-store");
         reply
+    }
+}
+
+/// One open stream.
+struct Watch<R> {
+    changed: watch::Receiver<u64>,
+    /// The key of each region as this stream last sent it.
+    sent: HashMap<&'static str, String>,
+    view: String,
+    render: R,
+    rendered: Arc<Mutex<HashMap<String, (u64, Rendered)>>>,
+}
+
+impl<R: Fn() -> Option<Vec<Region>>> Watch<R> {
+    /// The view's regions as of the last change: rendered by the first stream of the view
+    /// to ask, and shared with the others.
+    fn regions(&self) -> Rendered {
+        let change = *self.changed.borrow();
+        if let Some((at, regions)) = self.rendered.lock().get(&self.view)
+            && *at == change
+        {
+            return regions.clone();
+        }
+        let regions = Arc::new((self.render)());
+        let mut rendered = self.rendered.lock();
+        // Views nobody watches any more go with the next change.
+        rendered.retain(|_, (at, _)| *at + 1 >= change);
+        rendered.insert(self.view.clone(), (change, regions.clone()));
+        regions
     }
 }
 

@@ -66,7 +66,8 @@ pub(super) fn list_live(app: &App, asked: &Asked<'_>, live: &Live) -> Response<B
     let status = asked.query("status").map(str::to_owned);
     let workflow = asked.query("workflow").map(str::to_owned);
     let text = asked.query("q").map(str::to_owned);
-    live.stream(move || {
+    let view = format!("list {caller:?} {status:?} {workflow:?} {text:?}");
+    live.stream(view, move || {
         let query = RunQuery {
             status: status.as_deref().filter(|s| STATUSES.contains(s)),
             workflow: workflow.as_deref(),
@@ -166,7 +167,8 @@ pub(super) fn show_live(app: &App, asked: &Asked<'_>, live: &Live, run_id: &str)
         return failed(&error);
     }
     let (app, caller, run_id) = (app.clone(), asked.caller.clone(), run_id.to_owned());
-    live.stream(move || {
+    let view = format!("run {run_id} {caller:?}");
+    live.stream(view, move || {
         run_regions(&app, &caller, &run_id, None)
             .ok()
             .map(|(_, regions)| regions)
@@ -298,16 +300,26 @@ fn run_regions(
     Ok((title, regions))
 }
 
-/// Every node of the run with its state, attempts, times, sub-task, error and output.
+/// Every node of the run with its state, attempts, times, sub-task, error and output; for
+/// a plan too large to draw, only the nodes that run, failed or were cancelled.
 fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
+    let large = plan.nodes.len() > dag::MAX_DRAWN;
+    let shown = plan.nodes.iter().filter(|node| {
+        !large
+            || matches!(
+                run["nodes"][node.id.as_ref()]["status"].as_str(),
+                Some("running" | "failed" | "cancelled")
+            )
+    });
     html! {
+        @if large { p { "Below: the nodes that run, failed or were cancelled." } }
         table.nodes {
             thead { tr {
                 th scope="col" { "Node" } th scope="col" { "Phase" } th scope="col" { "State" }
                 th scope="col" { "Attempts" } th scope="col" { "Started" } th scope="col" { "Took" }
             } }
             tbody {
-                @for node in &plan.nodes {
+                @for node in shown {
                     @let id: &str = node.id.as_ref();
                     @let entry = &run["nodes"][id];
                     tr id=(format!("node-{id}")) {

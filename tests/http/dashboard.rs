@@ -247,3 +247,56 @@ fn the_audit_log_shows_a_principal_the_rows_of_its_own_calls_and_verifies_the_ch
         verified.body
     );
 }
+
+/// Every route of the dashboard, with the method it is served for.
+const ROUTES: [(&str, &str); 17] = [
+    ("GET", "/"),
+    ("GET", "/live"),
+    ("GET", "/runs/some-run"),
+    ("GET", "/runs/some-run/live"),
+    ("GET", "/runs/some-run/files/report"),
+    ("POST", "/runs/some-run/cancel"),
+    ("POST", "/runs/some-run/retry"),
+    ("POST", "/runs/some-run/answer"),
+    ("GET", "/workflows"),
+    ("GET", "/workflows/release_checklist"),
+    ("POST", "/workflows/release_checklist/start"),
+    ("GET", "/todos"),
+    ("POST", "/todos/1/complete"),
+    ("GET", "/todos/1/delete"),
+    ("POST", "/todos/1/delete"),
+    ("GET", "/audit"),
+    ("GET", "/audit?verify=1"),
+];
+
+#[test]
+fn every_route_needs_a_login_and_every_action_a_page_of_this_server() {
+    let server = with_tokens();
+    let cookie = server.sign_in(ALICE);
+    for (method, path) in ROUTES {
+        let reply = match method {
+            "GET" => server.page(path, None),
+            _ => server.form(path, None, Some(&server.origin()), ""),
+        };
+        let expected = if method == "GET" { 303 } else { 403 };
+        assert_eq!(
+            reply.status, expected,
+            "{method} {path} without a login: {}",
+            reply.body
+        );
+        if method == "POST" {
+            let forged = server.form(path, Some(&cookie), Some("http://evil.example"), "");
+            assert_eq!(
+                forged.status, 403,
+                "{path} from another site: {}",
+                forged.body
+            );
+        }
+    }
+    // Nothing was done: no run started, no todo touched.
+    let tools: Vec<String> = common::audit_rows(&server.db.path)
+        .into_iter()
+        .map(|row| row.tool)
+        .collect();
+    assert_eq!(tools, Vec::<String>::new());
+}
