@@ -300,3 +300,146 @@ fn every_route_needs_a_login_and_every_action_a_page_of_this_server() {
         .collect();
     assert_eq!(tools, Vec::<String>::new());
 }
+
+/// `ui` over the database of another process that drives a run: its link signs a browser
+/// in as the local user, who sees the run waiting, answers it in the page, and the other
+/// process finishes the run.
+#[test]
+fn ui_beside_another_process_answers_the_run_that_process_drives() {
+    use std::io::BufRead as _;
+    let db = common::TempDb::new();
+    let workflows = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dashboard");
+    let db_path = db.path.display().to_string();
+    let mut driver = std::process::Command::new(common::BIN)
+        .args(["--db", &db_path, "--workflows", workflows, "--workspace"])
+        .arg(db.dir.path())
+        .args(["workflows", "run", "review", "--wait-for-answers", "--json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the run");
+    let mut ui = std::process::Command::new(common::BIN)
+        .args([
+            "--db",
+            &db_path,
+            "--workflows",
+            workflows,
+            "ui",
+            "127.0.0.1:0",
+        ])
+        .env_remove("TASKS_HTTP_TOKENS_FILE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start ui");
+    let mut said = std::io::BufReader::new(ui.stdout.take().unwrap()).lines();
+    let first = said.next().unwrap().unwrap();
+    let link = first
+        .split("open ")
+        .nth(1)
+        .expect("a link")
+        .trim()
+        .to_owned();
+    let after = link.strip_prefix("http://").unwrap();
+    let (addr, path) = after.split_once('/').unwrap();
+    let server = Pages {
+        addr: addr.parse().unwrap(),
+    };
+    let signed = server.get(&format!("/{path}"), None);
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    let cookie = signed
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        server.get(&format!("/{path}"), None).status,
+        401,
+        "the link works once"
+    );
+
+    let run = wait_for(|| {
+        let list = server.get("/", Some(&cookie));
+        let waiting = list.body.contains(r#"<tr class="waiting">"#);
+        let run = list
+            .body
+            .split("href=\"/runs/")
+            .nth(1)?
+            .split('"')
+            .next()?
+            .to_owned();
+        waiting.then_some(run)
+    });
+    let answered = server.post(
+        &format!("/runs/{run}/answer"),
+        &cookie,
+        "node=review&f.verdict=hold&f.notes=not+yet",
+    );
+    assert_eq!(answered.status, 303, "{}", answered.body);
+    wait_for(|| {
+        let page = server.get(&format!("/runs/{run}"), Some(&cookie));
+        page.body
+            .contains(r#"<span class="badge succeeded">succeeded</span>"#)
+            .then_some(())
+    });
+    let status = driver.wait().unwrap();
+    assert!(status.success(), "the driving process ends well");
+    let _ = ui.kill();
+    let _ = ui.wait();
+}
+
+/// The dashboard of a `ui` process.
+struct Pages {
+    addr: std::net::SocketAddr,
+}
+
+impl Pages {
+    fn send(&self, head: &str, body: &str) -> Reply {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(self.addr).unwrap();
+        let request = format!(
+            "{head}\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        Reply::parse(&raw)
+    }
+
+    fn get(&self, path: &str, cookie: Option<&str>) -> Reply {
+        let cookie = cookie
+            .map(|c| format!("\r\nCookie: {c}"))
+            .unwrap_or_default();
+        self.send(&format!("GET {path} HTTP/1.1{cookie}"), "")
+    }
+
+    fn post(&self, path: &str, cookie: &str, body: &str) -> Reply {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nCookie: {cookie}\r\nOrigin: http://{}\r\n\
+             Content-Type: application/x-www-form-urlencoded",
+            self.addr
+        );
+        self.send(&head, body)
+    }
+}
+
+/// What `found` finds, within ten seconds.
+fn wait_for<T>(mut found: impl FnMut() -> Option<T>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(found) = found() {
+            return found;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "not seen in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
