@@ -5,7 +5,7 @@
 use http::{Response, StatusCode};
 use maud::{Markup, html};
 
-use super::page::{frame, html as page};
+use super::page::{frame, header_row, html as page};
 use super::{Asked, Body};
 use crate::app::App;
 use crate::store::{AuditQuery, AuditRow};
@@ -73,10 +73,7 @@ fn table(rows: &[AuditRow]) -> Markup {
             p.empty { "No row matches." }
         } @else {
             table.audit {
-                thead { tr {
-                    th scope="col" { "#" } th scope="col" { "At" } th scope="col" { "Tool" } th scope="col" { "Outcome" }
-                    th scope="col" { "Principal" } th scope="col" { "Run" } th scope="col" { "Arguments" }
-                } }
+                (header_row(&["#", "At", "Tool", "Outcome", "Principal", "Run", "Arguments"]))
                 tbody {
                     @for row in rows {
                         tr {

@@ -5,6 +5,7 @@ use maud::{Markup, html};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use super::format::parse;
 use crate::engine::plan::Plan;
 
 const LABEL_W: f64 = 180.0;
@@ -64,10 +65,6 @@ fn seconds_label(seconds: f64) -> String {
         s if s < 120.0 => format!("{s:.1} s"),
         s => format!("{:.1} min", s / 60.0),
     }
-}
-
-fn parse(stamp: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(stamp, &time::format_description::well_known::Rfc3339).ok()
 }
 
 #[cfg(test)]

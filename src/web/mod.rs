@@ -12,13 +12,16 @@
 //! Invariant: every text reaches the page escaped: pages are maud templates, which escape
 //! whatever is not marked `PreEscaped`, and nothing from the store or the request is.
 
+mod actions;
 mod audit;
 pub(crate) mod auth;
 mod dag;
 mod form;
+mod format;
 mod gantt;
 mod live;
 mod page;
+mod run;
 mod runs;
 mod todos;
 mod workflows;
@@ -145,21 +148,21 @@ impl Web {
         match (asked.method, segments.as_slice()) {
             (&Method::GET, [""]) => runs::list(&self.app, asked),
             (&Method::GET, ["live"]) => runs::list_live(&self.app, asked, &self.live),
-            (&Method::GET, ["runs", run_id]) => runs::show(&self.app, asked, run_id),
+            (&Method::GET, ["runs", run_id]) => run::show(&self.app, asked, run_id),
             (&Method::GET, ["runs", run_id, "live"]) => {
-                runs::show_live(&self.app, asked, &self.live, run_id)
-            }
-            (&Method::POST, ["runs", run_id, "cancel"]) => {
-                runs::cancel(&self.app, &asked.caller, run_id).await
-            }
-            (&Method::POST, ["runs", run_id, "retry"]) => {
-                runs::retry(&self.app, &asked.caller, run_id)
-            }
-            (&Method::POST, ["runs", run_id, "answer"]) => {
-                runs::answer(&self.app, &asked.caller, run_id, &form)
+                run::show_live(&self.app, asked, &self.live, run_id)
             }
             (&Method::GET, ["runs", run_id, "files", node]) => {
-                runs::file(&self.app, &asked.caller, run_id, node)
+                run::file(&self.app, &asked.caller, run_id, node)
+            }
+            (&Method::POST, ["runs", run_id, "cancel"]) => {
+                actions::cancel(&self.app, &asked.caller, run_id).await
+            }
+            (&Method::POST, ["runs", run_id, "retry"]) => {
+                actions::retry(&self.app, &asked.caller, run_id)
+            }
+            (&Method::POST, ["runs", run_id, "answer"]) => {
+                actions::answer(&self.app, &asked.caller, run_id, &form)
             }
             (&Method::GET, ["workflows"]) => workflows::list(&self.app),
             (&Method::GET, ["workflows", name]) => workflows::show(&self.app, name),

@@ -24,13 +24,7 @@ pub(super) fn live_frame(title: &str, live: Option<&str>, body: Markup) -> Marku
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · mcp-task-server" }
-                link rel="stylesheet" href="/assets/dashboard.css";
-                script src="/assets/dashboard.js" defer {}
-            }
+            (head(title))
             body {
                 header.top {
                     a.brand href="/" { "mcp-task-server" }
@@ -50,17 +44,30 @@ pub(super) fn live_frame(title: &str, live: Option<&str>, body: Markup) -> Marku
     }
 }
 
+/// The head of every page: its title, the stylesheet and the script of live updates.
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · mcp-task-server" }
+            link rel="stylesheet" href="/assets/dashboard.css";
+            script src="/assets/dashboard.js" defer {}
+        }
+    }
+}
+
+/// A table's head row of column headers.
+pub(super) fn header_row(columns: &[&str]) -> Markup {
+    html! { thead { tr { @for column in columns { th scope="col" { (column) } } } } }
+}
+
 /// The sign-in page, with what went wrong last time.
 pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "Sign in · mcp-task-server" }
-                link rel="stylesheet" href="/assets/dashboard.css";
-            }
+            (head("Sign in"))
             body {
                 main.narrow {
                     h1 { "Sign in" }

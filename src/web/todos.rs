@@ -6,7 +6,7 @@ use http::{Response, StatusCode};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 
-use super::page::{frame, html as page};
+use super::page::{frame, header_row, html as page};
 use super::{Asked, Body, see_other};
 use crate::app::{App, Caller};
 
@@ -66,10 +66,7 @@ fn table(todos: &Value) -> Markup {
             p.empty { "No todo matches." }
         } @else {
             table.todos {
-                thead { tr {
-                    th scope="col" { "#" } th scope="col" { "Title" } th scope="col" { "Status" }
-                    th scope="col" { "Tags" } th scope="col" { "Due" } th scope="col" { "Actions" }
-                } }
+                (header_row(&["#", "Title", "Status", "Tags", "Due", "Actions"]))
                 tbody {
                     @for todo in todos {
                         @let id = todo["id"].as_u64().unwrap_or_default();

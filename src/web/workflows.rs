@@ -7,7 +7,7 @@ use http::{Response, StatusCode};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 
-use super::page::{frame, html as page};
+use super::page::{frame, header_row, html as page};
 use super::{Body, dag, form, see_other};
 use crate::app::{App, Caller};
 use crate::engine::validate::inputs_schema;
@@ -30,7 +30,7 @@ pub(super) fn list(app: &App) -> Response<Body> {
             }
         }
         table.workflows {
-            thead { tr { th scope="col" { "Workflow" } th scope="col" { "Nodes" } th scope="col" { "Description" } } }
+            (header_row(&["Workflow", "Nodes", "Description"]))
             tbody {
                 @for entry in app.workflows().entries() {
                     tr {

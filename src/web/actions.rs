@@ -1,0 +1,135 @@
+//! The actions on a run: answer an open question from its form, cancel, retry; each the
+//! application's own run operation, and cancel and retry audited as calls.
+
+use http::Response;
+use serde_json::Value;
+
+use super::format::failed;
+use super::run::run_page;
+use super::{Body, form, see_other};
+use crate::app::{App, Caller, RunError};
+use crate::engine::RunOptions;
+use crate::store::AuditOutcome;
+
+/// `POST /runs/{id}/answer`: answers a node's open question from its form.
+pub(super) fn answer(
+    app: &App,
+    caller: &Caller,
+    run_id: &str,
+    posted: &[(String, String)],
+) -> Response<Body> {
+    let field = |name: &str| {
+        posted
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let node = field("node").unwrap_or_default();
+    let instance = field("instance").and_then(|i| i.parse::<usize>().ok());
+    let run = match app.get_run(run_id, caller) {
+        Ok(run) => run,
+        Err(error) => return failed(&error),
+    };
+    let question = run["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|q| {
+            q["node"] == node
+                && q["answered"] == false
+                && q["instance"].as_u64().map(|i| i as usize) == instance
+        });
+    let Some(question) = question else {
+        return run_page(
+            app,
+            caller,
+            run_id,
+            None,
+            Some((
+                node,
+                &["this question is answered already, or was never asked".to_owned()],
+            )),
+        );
+    };
+    let answer = match form::posted_answer(&question["request"], posted) {
+        Ok(answer) => answer,
+        Err(problems) => return run_page(app, caller, run_id, None, Some((node, &problems))),
+    };
+    match app.answer_question(run_id, (node, instance), &answer, caller) {
+        Ok(_) => see_other(&format!("/runs/{run_id}?done=answered")),
+        Err(RunError::Answer(error)) => run_page(
+            app,
+            caller,
+            run_id,
+            None,
+            Some((node, &[error.to_string()])),
+        ),
+        Err(error) => failed(&error),
+    }
+}
+
+/// `POST /runs/{id}/cancel`.
+pub(super) async fn cancel(app: &App, caller: &Caller, run_id: &str) -> Response<Body> {
+    let args = run_args(run_id);
+    match app.cancel_run(run_id, caller).await {
+        Ok(_) => {
+            app.audit(
+                ("cancel_run", &args),
+                AuditOutcome::Ok,
+                Some(run_id),
+                caller,
+            );
+            see_other(&format!("/runs/{run_id}?done=cancelled"))
+        }
+        Err(error) => {
+            app.audit(
+                ("cancel_run", &args),
+                outcome_of(&error),
+                Some(run_id),
+                caller,
+            );
+            failed(&error)
+        }
+    }
+}
+
+/// `POST /runs/{id}/retry`: a new run that keeps what succeeded, driven by this process.
+pub(super) fn retry(app: &App, caller: &Caller, run_id: &str) -> Response<Body> {
+    let args = run_args(run_id);
+    match app.retry_run(run_id, RunOptions::default(), caller) {
+        Ok(handle) => {
+            let new_run = handle.run_id.clone();
+            app.audit(
+                ("retry_run", &args),
+                AuditOutcome::Ok,
+                Some(&new_run),
+                caller,
+            );
+            see_other(&format!("/runs/{new_run}?done=retried"))
+        }
+        Err(error) => {
+            app.audit(
+                ("retry_run", &args),
+                outcome_of(&error),
+                Some(run_id),
+                caller,
+            );
+            failed(&error)
+        }
+    }
+}
+
+fn run_args(run_id: &str) -> serde_json::Map<String, Value> {
+    let mut args = serde_json::Map::new();
+    args.insert("run_id".to_owned(), Value::String(run_id.to_owned()));
+    args
+}
+
+fn outcome_of(error: &RunError) -> AuditOutcome {
+    match error {
+        RunError::NotFound(_) => AuditOutcome::NotFound,
+        RunError::Store(_) => AuditOutcome::Error,
+        _ => AuditOutcome::Rejected,
+    }
+}

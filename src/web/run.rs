@@ -1,0 +1,235 @@
+//! A run's page: its summary and actions, its open questions as forms, its DAG, timeline
+//! and nodes, the files it wrote, its inputs, output and definition; each part a live
+//! region that follows the store.
+
+use http::{Response, StatusCode};
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::format::{badge, failed, pretty, progress, time, took};
+use super::live::{Live, Region};
+use super::page::{frame, header_row, html as page, live_frame};
+use super::{Asked, Body, dag, form, gantt};
+use crate::app::{App, Caller, RunError};
+
+/// `GET /runs/{id}`: a run's page.
+pub(super) fn show(app: &App, asked: &Asked<'_>, run_id: &str) -> Response<Body> {
+    run_page(app, &asked.caller, run_id, asked.query("done"), None)
+}
+
+/// `GET /runs/{id}/live`: a run's page as it changes.
+pub(super) fn show_live(app: &App, asked: &Asked<'_>, live: &Live, run_id: &str) -> Response<Body> {
+    if let Err(error) = app.get_run(run_id, &asked.caller) {
+        return failed(&error);
+    }
+    let (app, caller, run_id) = (app.clone(), asked.caller.clone(), run_id.to_owned());
+    let view = format!("run {run_id} {caller:?}");
+    live.stream(view, move || {
+        run_regions(&app, &caller, &run_id, None)
+            .ok()
+            .map(|(_, regions)| regions)
+    })
+}
+
+/// A run's page, with a note of what was just done and the problems of an answer posted.
+pub(super) fn run_page(
+    app: &App,
+    caller: &Caller,
+    run_id: &str,
+    done: Option<&str>,
+    problems: Option<(&str, &[String])>,
+) -> Response<Body> {
+    let (title, regions) = match run_regions(app, caller, run_id, problems) {
+        Ok(found) => found,
+        Err(error) => return failed(&error),
+    };
+    let body = html! {
+        @if let Some(done) = done { p.note role="status" { (done_note(done)) } }
+        @for region in &regions { (region.markup()) }
+    };
+    let status_code = match problems {
+        Some(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        None => StatusCode::OK,
+    };
+    let live = format!("/runs/{run_id}/live");
+    page(status_code, live_frame(&title, Some(&live), body))
+}
+
+/// The parts of a run's page, each a live region, and the page's title.
+fn run_regions(
+    app: &App,
+    caller: &Caller,
+    run_id: &str,
+    problems: Option<(&str, &[String])>,
+) -> Result<(String, Vec<Region>), RunError> {
+    let run = app.get_run(run_id, caller)?;
+    let plan = app.run_plan(run_id, caller)?;
+    let title = run["workflow"].as_str().unwrap_or("Run").to_owned();
+    let status = run["status"].as_str().unwrap_or_default();
+    let node_status = |id: &str| run["nodes"][id]["status"].as_str().map(str::to_owned);
+    let open: Vec<&Value> = run["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["answered"] == false)
+        .collect();
+    let summary = html! {
+        h1 { (title) " " (badge(status)) }
+        dl.facts {
+            dt { "Run" } dd.id { (run_id) }
+            dt { "Started" } dd { (time(run["created_at"].as_str().unwrap_or_default())) }
+            dt { "Took" } dd { (took(run["created_at"].as_str().unwrap_or_default(), run["finished_at"].as_str())) }
+            dt { "Progress" } dd { (progress(run["progress"].as_i64().unwrap_or(0))) }
+            @if let Some(message) = run["message"].as_str() { dt { "Message" } dd { (message) } }
+            @if let Some(of) = run["retry_of"].as_str() { dt { "Retry of" } dd { a href=(format!("/runs/{of}")) { (of) } } }
+            @if let Some(error) = run["error"].as_str() { dt { "Error" } dd.error { (error) } }
+        }
+        div.actions {
+            @if status == "running" {
+                form method="post" action=(format!("/runs/{run_id}/cancel")) { button type="submit" { "Cancel the run" } }
+            }
+            @if matches!(status, "failed" | "cancelled") {
+                form method="post" action=(format!("/runs/{run_id}/retry")) { button type="submit" { "Retry, keeping what succeeded" } }
+            }
+        }
+    };
+    let questions = html! {
+        @if !open.is_empty() {
+            section.questions aria-labelledby="questions" {
+                h2 #questions { "Waiting for an answer" }
+                @for question in &open {
+                    @let node = question["node"].as_str().unwrap_or_default();
+                    h3 { (node) }
+                    @let shown: &[String] = match problems { Some((at, found)) if at == node => found, _ => &[] };
+                    (form::question_form(run_id, question, shown))
+                }
+            }
+        }
+    };
+    let asked: Vec<&str> = open.iter().filter_map(|q| q["key"].as_str()).collect();
+    let nodes = html! {
+        section aria-labelledby="dag" {
+            h2 #dag { "Nodes" }
+            div.dag-frame { (dag::picture(&plan, &node_status)) }
+            @if let Some(timeline) = gantt::timeline(&plan, &run, time::OffsetDateTime::now_utc()) {
+                h3 { "Timeline" }
+                div.dag-frame { (timeline) }
+            }
+            (nodes_table(&plan, &run))
+        }
+    };
+    let files = app.run_files(run_id, caller)?;
+    let io = html! {
+        @if !files.is_empty() {
+            section aria-labelledby="files" {
+                h2 #files { "Files written" }
+                ul.files {
+                    @for file in &files {
+                        li {
+                            a href=(format!("/runs/{run_id}/files/{}", file.node)) { (file.path) }
+                            " " small { (file.bytes) " bytes, by " (file.node) }
+                        }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="io" {
+            h2 #io { "Inputs and output" }
+            h3 { "Inputs" } pre { (pretty(&run["inputs"])) }
+            @if !run["output"].is_null() { h3 { "Output" } pre { (pretty(&run["output"])) } }
+            details {
+                summary { "The definition this run started with" }
+                pre { (serde_json::to_string_pretty(&plan).unwrap_or_default()) }
+            }
+        }
+    };
+    let regions = vec![
+        Region::of("live-summary", summary),
+        Region::keyed(
+            "live-questions",
+            format!("q:{}", asked.join(",")),
+            questions,
+        ),
+        Region::of("live-nodes", nodes),
+        Region::of("live-io", io),
+    ];
+    Ok((title, regions))
+}
+
+/// Every node of the run with its state, attempts, times, sub-task, error and output; for
+/// a plan too large to draw, only the nodes that run, failed or were cancelled.
+fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
+    let large = plan.nodes.len() > dag::MAX_DRAWN;
+    let shown = plan.nodes.iter().filter(|node| {
+        !large
+            || matches!(
+                run["nodes"][node.id.as_ref()]["status"].as_str(),
+                Some("running" | "failed" | "cancelled")
+            )
+    });
+    html! {
+        @if large { p { "Below: the nodes that run, failed or were cancelled." } }
+        table.nodes {
+            (header_row(&["Node", "Phase", "State", "Attempts", "Started", "Took"]))
+            tbody {
+                @for node in shown {
+                    @let id: &str = node.id.as_ref();
+                    @let entry = &run["nodes"][id];
+                    tr id=(format!("node-{id}")) {
+                        th scope="row" {
+                            (id)
+                            @if let Some(task) = entry["task_id"].as_str() { br; small.id { "task " (task) } }
+                        }
+                        td { (node.phase.and_then(|i| plan.phases.get(i)).map_or("", String::as_str)) }
+                        td {
+                            (badge(entry["status"].as_str().unwrap_or("pending")))
+                            @if let Some(reason) = entry["reason"].as_str() { br; small { (reason) } }
+                        }
+                        td.num { (entry["attempts"].as_u64().unwrap_or(0)) }
+                        td { (entry["started_at"].as_str().map(time).unwrap_or_default()) }
+                        td { @if let Some(start) = entry["started_at"].as_str() { (took(start, entry["finished_at"].as_str())) } }
+                    }
+                    tr.detail { td colspan="6" {
+                        details {
+                            summary { "Action" }
+                            pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
+                        }
+                            @if let Some(message) = entry["error"]["message"].as_str() {
+                                p.error { (entry["error"]["code"].as_str().unwrap_or("error")) ": " (message) }
+                            }
+                            @if let Some(output) = entry.get("output") {
+                                details { summary { "Output" } pre { (pretty(output)) } }
+                            }
+                    } }
+                }
+            }
+        }
+    }
+}
+
+/// `GET /runs/{id}/files/{node}`: the file a node wrote, as text.
+pub(super) fn file(app: &App, caller: &Caller, run_id: &str, node: &str) -> Response<Body> {
+    match app.run_file(run_id, node, caller) {
+        Ok(Some((file, content))) => {
+            let body = html! {
+                h1 { (file.path) }
+                p { "Written by " a href=(format!("/runs/{run_id}#node-{node}")) { (node) } " of run " a href=(format!("/runs/{run_id}")) { (run_id) } "." }
+                pre.file { (content) }
+            };
+            page(StatusCode::OK, frame(&file.path, body))
+        }
+        Ok(None) => page(StatusCode::NOT_FOUND, super::page::not_found()),
+        Err(error) => failed(&error),
+    }
+}
+
+fn done_note(done: &str) -> &'static str {
+    match done {
+        "answered" => "Answer sent: the run goes on.",
+        "cancelled" => {
+            "The run is cancelled, or will be within seconds where another process drives it."
+        }
+        "retried" => "This is the retry: nodes that succeeded before keep their results.",
+        _ => "Done.",
+    }
+}
