@@ -109,7 +109,9 @@ impl Live {
                         continue;
                     }
                 };
-                if last.as_ref().is_some_and(|seen| *seen != stamp) {
+                // The first read after nobody listened counts as a change too: a stream
+                // that opened then may have rendered before a change this read includes.
+                if last.as_ref().is_none_or(|seen| *seen != stamp) {
                     sender.send_modify(|count| *count += 1);
                 }
                 last = Some(stamp);
@@ -138,18 +140,26 @@ impl Live {
             render,
             rendered: self.rendered.clone(),
         };
-        let events = futures::stream::unfold(watch, |mut watch| async move {
+        // The first pass renders at once: what changed between the page's rendering and
+        // this stream's start is sent, and the page keeps the regions whose key it has.
+        let events = futures::stream::unfold((watch, true), |(mut watch, first)| async move {
+            let mut first = first;
             loop {
-                let woke = tokio::time::timeout(KEEP_ALIVE, watch.changed.changed()).await;
-                match woke {
-                    Err(_) => return Some((Bytes::from_static(b": alive\n\n"), watch)),
-                    Ok(Err(_)) => return None,
-                    Ok(Ok(())) => {}
+                if !first {
+                    let woke = tokio::time::timeout(KEEP_ALIVE, watch.changed.changed()).await;
+                    match woke {
+                        Err(_) => {
+                            return Some((Bytes::from_static(b": alive\n\n"), (watch, false)));
+                        }
+                        Ok(Err(_)) => return None,
+                        Ok(Ok(())) => {}
+                    }
                 }
+                first = false;
                 let regions = watch.regions();
                 let regions = regions.as_ref().as_ref()?;
                 if let Some(event) = update(regions, &mut watch.sent) {
-                    return Some((event, watch));
+                    return Some((event, (watch, false)));
                 }
             }
         });
