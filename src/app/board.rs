@@ -164,3 +164,26 @@ impl App {
         })
     }
 }
+
+impl App {
+    /// The audit rows of run `run_id`'s calls, oldest first: each attempt of a `tool`
+    /// node, with the arguments it was called with once its templates were resolved.
+    pub(crate) fn run_calls(
+        &self,
+        run_id: &str,
+        caller: &Caller,
+    ) -> Result<Vec<crate::store::AuditRow>, RunError> {
+        self.may_see_run(run_id, caller)?;
+        let query = crate::store::AuditQuery {
+            run_id: Some(run_id),
+            limit: MAX_CALLS_SHOWN,
+            ..Default::default()
+        };
+        let mut rows = self.registry.store().board_audit(&query, false)?;
+        rows.reverse();
+        Ok(rows)
+    }
+}
+
+/// The most calls of one run a page shows.
+const MAX_CALLS_SHOWN: usize = 2000;

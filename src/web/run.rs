@@ -11,6 +11,8 @@ use super::live::{Live, Region};
 use super::page::{frame, header_row, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
+use crate::engine::definition::RetryPolicy;
+use crate::store::AuditRow;
 
 /// `GET /runs/{id}`: a run's page.
 pub(super) fn show(app: &App, asked: &Asked<'_>, run_id: &str) -> Response<Body> {
@@ -64,6 +66,7 @@ fn run_regions(
 ) -> Result<(String, Vec<Region>), RunError> {
     let run = app.get_run(run_id, caller)?;
     let plan = app.run_plan(run_id, caller)?;
+    let calls = app.run_calls(run_id, caller)?;
     let title = run["workflow"].as_str().unwrap_or("Run").to_owned();
     let status = run["status"].as_str().unwrap_or_default();
     let node_status = |id: &str| run["nodes"][id]["status"].as_str().map(str::to_owned);
@@ -115,7 +118,7 @@ fn run_regions(
                 h3 { "Timeline" }
                 div.dag-frame { (timeline) }
             }
-            (nodes_table(&plan, &run))
+            (nodes_table(&plan, &run, &calls))
         }
     };
     let files = app.run_files(run_id, caller)?;
@@ -158,7 +161,7 @@ fn run_regions(
 
 /// Every node of the run with its state, attempts, times, sub-task, error and output; for
 /// a plan too large to draw, only the nodes that run, failed or were cancelled.
-fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
+fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]) -> Markup {
     let large = plan.nodes.len() > dag::MAX_DRAWN;
     let shown = plan.nodes.iter().filter(|node| {
         !large
@@ -193,7 +196,9 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
                         details {
                             summary { "Action" }
                             pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
+                            @if node.retry.max_attempts > 1 { p { (retry_policy(&node.retry)) } }
                         }
+                        (attempts(calls, id))
                             @if let Some(message) = entry["error"]["message"].as_str() {
                                 p.error { (entry["error"]["code"].as_str().unwrap_or("error")) ": " (message) }
                             }
@@ -205,6 +210,44 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value) -> Markup {
             }
         }
     }
+}
+
+/// A `tool` node's calls, one an attempt, each with its time, outcome and the arguments
+/// it was called with, resolved.
+fn attempts(calls: &[AuditRow], node: &str) -> Markup {
+    let mine: Vec<&AuditRow> = calls
+        .iter()
+        .filter(|call| call.node_id.as_deref() == Some(node))
+        .collect();
+    html! {
+        @if !mine.is_empty() {
+            table.attempts {
+                (header_row(&["Attempt", "At", "Outcome", "Arguments, resolved"]))
+                tbody {
+                    @for (n, call) in mine.iter().enumerate() {
+                        tr {
+                            td.num { (n + 1) }
+                            td { (time(&call.at)) }
+                            td { span class=(format!("badge outcome-{}", call.outcome)) { (call.outcome) } }
+                            td { code { (call.args) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a node is retried, as a person reads it.
+fn retry_policy(retry: &RetryPolicy) -> String {
+    format!(
+        "Retried up to {} attempts in all, after {:?} at first, {}× longer each time, at most {:?}{}.",
+        retry.max_attempts,
+        retry.initial_delay,
+        retry.factor,
+        retry.max_delay,
+        if retry.jitter { ", with jitter" } else { "" }
+    )
 }
 
 /// `GET /runs/{id}/files/{node}`: the file a node wrote, as text.

@@ -136,6 +136,9 @@ test("a failed run is retried as a new run that keeps what succeeded", async () 
   await alice.goto(`${base}/workflows/broken`);
   await alice.getByRole("button", { name: "Start" }).click();
   await alice.locator("#live-summary .badge.failed").waitFor(WAIT);
+  // The failed node's attempt: its outcome and the arguments it was called with.
+  const attempt = alice.locator("#node-fail + tr table.attempts tbody tr").first();
+  assert.match(await attempt.textContent(), /not_found.*987654321/s);
   const failed = alice.url();
   await alice.getByRole("button", { name: "Retry, keeping what succeeded" }).click();
   await alice.getByText("This is the retry").waitFor();
