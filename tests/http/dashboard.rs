@@ -443,3 +443,31 @@ fn wait_for<T>(mut found: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_workflows_page_names_each_problem_of_a_file_left_out_with_its_line_and_column() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.path().join("bad.toml"),
+        "name = \"bad\"\n[nodes.a]\nrender = \"x\"\nneeds = [\"nowhere\"]\n",
+    )
+    .unwrap();
+    let folder = folder.path().to_str().unwrap().to_owned();
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--workflows", &folder]);
+    let cookie = server.sign_in(ALICE);
+    let page = server.page("/workflows", Some(&cookie));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Left out for their problems"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("bad.toml:4:"), "{}", page.body);
+    assert!(page.body.contains("nowhere"), "{}", page.body);
+    // The built-in workflows are there, each linked to its page and its form.
+    assert!(
+        page.body.contains(r#"href="/workflows/release_checklist""#),
+        "{}",
+        page.body
+    );
+}
