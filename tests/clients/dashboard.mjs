@@ -67,6 +67,15 @@ async function mcpSession(token) {
   return post;
 }
 
+/** The form controls of the page that no label names. */
+async function unlabelled(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
+      .filter((c) => c.labels.length === 0 && !c.getAttribute("aria-label"))
+      .map((c) => c.outerHTML),
+  );
+}
+
 test("a page without a session is refused", async () => {
   const reply = await fetch(base + "/", { redirect: "manual" });
   assert.equal(reply.status, 303);
@@ -101,6 +110,11 @@ test("the run's page shows its DAG and its question", async () => {
   assert.match(await alice.locator('g.node[data-node="review"]').getAttribute("class"), /running/);
   await alice.getByRole("heading", { name: "Waiting for an answer" }).waitFor();
   await alice.getByText("Review release 2.0").waitFor();
+  assert.deepEqual(await unlabelled(alice), []);
+  // From the keyboard: a node of the picture is a link to its details.
+  await alice.locator('svg.dag a[href="#node-review"]').focus();
+  await alice.keyboard.press("Enter");
+  await alice.waitForURL(/#node-review$/);
 });
 
 test("answering the form lets the run finish, seen live without a reload", async () => {
@@ -125,6 +139,7 @@ test("the file the run wrote opens from its link", async () => {
 
 test("a run started from the workflow page can be cancelled", async () => {
   await alice.goto(`${base}/workflows/slow`);
+  assert.deepEqual(await unlabelled(alice), []);
   await alice.getByRole("button", { name: "Start" }).click();
   await alice.waitForURL(/\/runs\/[0-9a-f-]+$/);
   await alice.locator("#live-summary .badge.running").waitFor();
@@ -149,6 +164,7 @@ test("a failed run is retried as a new run that keeps what succeeded", async () 
 test("the todos page lists the todo the run made", async () => {
   await alice.goto(`${base}/todos`);
   await alice.getByRole("cell", { name: "release 2.0: ship" }).waitFor();
+  assert.deepEqual(await unlabelled(alice), []);
   await alice.screenshot({ path: join(shots, "todos.png"), fullPage: true });
 });
 
