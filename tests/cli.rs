@@ -866,3 +866,48 @@ fn a_run_completes_on_more_worker_threads_and_none_is_refused() {
     assert_eq!(none.code, Some(2), "{}", none.stderr);
     assert!(none.stderr.contains("--worker-threads"), "{}", none.stderr);
 }
+
+#[test]
+fn show_mermaid_groups_a_phased_workflow_by_phase_in_phase_order() {
+    let sandbox = Sandbox::new();
+    let ran = sandbox.run(&["workflows", "show", "interactive_adr_planning", "--mermaid"]);
+    ran.assert_code(0);
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    let subgraphs: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("subgraph phase_"))
+        .map(|l| l.split('[').next().unwrap())
+        .collect();
+    assert_eq!(
+        subgraphs,
+        [
+            "problem_definition",
+            "research_analysis",
+            "option_exploration",
+            "decision_making",
+            "impact_assessment",
+            "implementation_planning",
+            "adr_generation"
+        ],
+        "{}",
+        ran.stdout
+    );
+    // Each node stands inside its phase's subgraph.
+    let research = lines
+        .iter()
+        .position(|l| l.starts_with("subgraph phase_research_analysis"))
+        .unwrap();
+    let end = research + lines[research..].iter().position(|l| *l == "end").unwrap();
+    assert!(
+        lines[research..end]
+            .iter()
+            .any(|l| l.starts_with("research_draft[")),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        lines.contains(&"research_draft --> research_review"),
+        "{}",
+        ran.stdout
+    );
+}

@@ -2,22 +2,31 @@
 
 use std::fmt::Write;
 
-use crate::engine::definition::{OnFailure, Trigger, WorkflowDef};
+use crate::engine::definition::{NodeDef, OnFailure, Trigger, WorkflowDef};
 
+/// The flowchart of `def`: a phased workflow's nodes in one subgraph per phase, in the
+/// order the phases first appear; nodes without a phase outside them.
 pub(super) fn render(def: &WorkflowDef) -> String {
     let mut out = String::from("flowchart TD\n");
-    for node in def.nodes.values() {
-        let mut label = format!("{}<br/>{}", node.id, node.action.kind());
-        if node.for_each.is_some() {
-            label.push_str(" ×each");
+    let mut phases: Vec<&str> = Vec::new();
+    for phase in def.nodes.values().filter_map(|node| node.phase.as_deref()) {
+        if !phases.contains(&phase) {
+            phases.push(phase);
         }
-        if node.when.is_some() {
-            label.push_str(" ?when");
+    }
+    for phase in &phases {
+        let _ = writeln!(out, "    subgraph phase_{phase}[\"{phase}\"]");
+        for node in def
+            .nodes
+            .values()
+            .filter(|n| n.phase.as_deref() == Some(phase))
+        {
+            let _ = writeln!(out, "        {}", box_of(node));
         }
-        if node.retry.max_attempts > 1 {
-            let _ = write!(label, " ↻{}", node.retry.max_attempts);
-        }
-        let _ = writeln!(out, "    {}[\"{}\"]", node.id, label.replace('"', "'"));
+        out.push_str("    end\n");
+    }
+    for node in def.nodes.values().filter(|node| node.phase.is_none()) {
+        let _ = writeln!(out, "    {}", box_of(node));
     }
     for node in def.nodes.values() {
         let rule = match node.trigger {
@@ -41,4 +50,19 @@ pub(super) fn render(def: &WorkflowDef) -> String {
         }
     }
     out
+}
+
+/// A node's box: its id, its action, and marks for `for_each`, `when` and retries.
+fn box_of(node: &NodeDef) -> String {
+    let mut label = format!("{}<br/>{}", node.id, node.action.kind());
+    if node.for_each.is_some() {
+        label.push_str(" ×each");
+    }
+    if node.when.is_some() {
+        label.push_str(" ?when");
+    }
+    if node.retry.max_attempts > 1 {
+        let _ = write!(label, " ↻{}", node.retry.max_attempts);
+    }
+    format!("{}[\"{}\"]", node.id, label.replace('"', "'"))
 }
