@@ -84,3 +84,54 @@ async fn a_line_that_is_not_json_is_answered_in_process_too() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn a_client_starts_a_workflow_as_a_prompt_and_completes_its_arguments() {
+    use rmcp::model::{
+        ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, PromptReference, Reference,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (client_end, _serving) = serve_in_memory(server(dir.path()), CancellationToken::new());
+    let client = ().serve(client_end).await.expect("the client connects");
+    let info = client.peer_info().expect("the server's info");
+    assert!(info.capabilities.prompts.is_some() && info.capabilities.completions.is_some());
+
+    let prompts = client.list_all_prompts().await.unwrap();
+    let adr = prompts
+        .iter()
+        .find(|p| p.name == "interactive_adr_planning")
+        .expect("the ADR planner is a prompt");
+    let arguments = adr.arguments.as_ref().unwrap();
+    let title = arguments.iter().find(|a| a.name == "title").unwrap();
+    assert_eq!(title.required, Some(true));
+
+    let mut args = serde_json::Map::new();
+    args.insert("title".to_owned(), json!("Pick a queue"));
+    let mut request = GetPromptRequestParams::new("interactive_adr_planning");
+    request.arguments = Some(args);
+    let prompt = client.get_prompt(request).await.unwrap();
+    let text = serde_json::to_value(&prompt.messages[0].content).unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("`title`: \"Pick a queue\""), "{text}");
+    assert!(text.contains("It goes in 7 phases"), "{text}");
+
+    // A required argument left out is the caller's mistake, named.
+    let missing = client
+        .get_prompt(GetPromptRequestParams::new("interactive_adr_planning"))
+        .await
+        .unwrap_err();
+    assert!(
+        missing.to_string().contains("`title`: required"),
+        "{missing}"
+    );
+
+    let reference = Reference::Prompt(PromptReference::new("interactive_adr_planning"));
+    let typed = ArgumentInfo::new("status", "Acc");
+    let completed = client
+        .complete(CompleteRequestParams::new(reference, typed))
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["Accepted"]);
+}

@@ -12,6 +12,7 @@ mod caller;
 pub(crate) mod catalog;
 pub(crate) mod envelope;
 mod idempotency;
+pub(crate) mod prompts;
 mod runs;
 mod starts;
 mod tasks;

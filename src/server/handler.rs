@@ -1,10 +1,11 @@
-//! `ServerHandler`: discovery and dispatch of tool calls.
+//! `ServerHandler`: discovery and dispatch of tool calls, prompts and completions.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomNotification, CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -12,7 +13,7 @@ use serde_json::json;
 
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
-use super::{Server, results, shim};
+use super::{Server, prompts, results, shim};
 use crate::app::{Route, Sync, ToolDef};
 use crate::engine::definition::TaskSupport;
 
@@ -129,6 +130,8 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_prompts()
+            .enable_completions()
             .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
@@ -146,6 +149,32 @@ impl ServerHandler for Server {
     ) -> Result<ListToolsResult, McpError> {
         let tools = self.app.tools().all().iter().map(published_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(prompts::listed(
+            &self.app,
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        prompts::given(&self.app, &request).map(GetPromptResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        Ok(prompts::completed(&self.app, &request))
     }
 
     async fn call_tool(

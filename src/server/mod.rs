@@ -9,6 +9,7 @@ mod calls;
 mod handler;
 mod interaction;
 mod progress;
+mod prompts;
 mod results;
 pub(crate) mod shim;
 pub(crate) mod slots;
