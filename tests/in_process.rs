@@ -135,3 +135,141 @@ async fn a_client_starts_a_workflow_as_a_prompt_and_completes_its_arguments() {
         .unwrap();
     assert_eq!(completed.completion.values, ["Accepted"]);
 }
+
+/// The text of a resource read, or the error's message.
+async fn read(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    uri: &str,
+) -> Result<(String, Option<String>), String> {
+    let request = rmcp::model::ReadResourceRequestParams::new(uri);
+    match client.read_resource(request).await {
+        Ok(read) => match &read.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            } => Ok((text.clone(), mime_type.clone())),
+            other => Err(format!("not text: {other:?}")),
+        },
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn a_client_reads_the_file_a_run_wrote_and_the_runs_and_workflows_as_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client_end, _serving) = serve_in_memory(server(dir.path()), CancellationToken::new());
+    let client = ().serve(client_end).await.expect("the client connects");
+    let inputs = json!({"version": "1.0", "checks": ["tests"],
+                        "results": [{"check": "tests", "passed": true}]});
+    let ran = common::call(&client, "deployment_readiness", inputs).await;
+    let wire = serde_json::to_value(&ran).unwrap();
+    let run_id = wire["structuredContent"]["data"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let link = wire["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .expect("the result links the report it wrote");
+    let uri = link["uri"].as_str().unwrap().to_owned();
+
+    let (text, mime) = read(&client, &uri).await.unwrap();
+    assert!(text.contains("1.0"), "{text}");
+    assert_eq!(mime.as_deref(), Some("text/markdown"));
+    let listed = client.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == uri), "{listed:?}");
+    let templates = client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates.len(), 4);
+
+    let (report, _) = read(&client, &format!("tasks://runs/{run_id}/report.json"))
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["status"], "succeeded");
+    let (summary, _) = read(&client, &format!("tasks://runs/{run_id}/summary.md"))
+        .await
+        .unwrap();
+    assert!(
+        summary.starts_with("# Run of `deployment_readiness`: succeeded"),
+        "{summary}"
+    );
+    let source = "tasks://workflows/interactive_adr_planning/source.toml";
+    let (toml, _) = read(&client, source).await.unwrap();
+    assert!(toml.contains("name = \"interactive_adr_planning\""));
+    let diagram = "tasks://workflows/interactive_adr_planning/diagram.mmd";
+    let (mermaid, _) = read(&client, diagram).await.unwrap();
+    assert!(
+        mermaid.contains("subgraph phase_problem_definition"),
+        "{mermaid}"
+    );
+
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, Reference, ResourceTemplateReference};
+    let template = Reference::Resource(ResourceTemplateReference::new(
+        "tasks://runs/{run_id}/summary.md",
+    ));
+    let typed = ArgumentInfo::new("run_id", &run_id[..4]);
+    let completed = client
+        .complete(CompleteRequestParams::new(template, typed))
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, [run_id]);
+}
+
+#[tokio::test]
+async fn a_read_that_leads_outside_the_workspace_is_refused_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(workspace.join("inside.txt"), "fine").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "the-content-of-the-secret").unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        workspace.join("link.txt"),
+    )
+    .unwrap();
+    let (client_end, _serving) = serve_in_memory(server(dir.path()), CancellationToken::new());
+    let client = ().serve(client_end).await.expect("the client connects");
+
+    let ws = workspace.display().to_string();
+    assert_eq!(
+        read(&client, &format!("file://{ws}/inside.txt"))
+            .await
+            .unwrap()
+            .0,
+        "fine"
+    );
+    for uri in [
+        format!("file://{}", outside.path().join("secret.txt").display()),
+        format!(
+            "file://{ws}/../{}/secret.txt",
+            outside.path().file_name().unwrap().to_str().unwrap()
+        ),
+        format!("file://{ws}/link.txt"),
+        "file:///etc/passwd".to_owned(),
+        "https://example.com/x".to_owned(),
+    ] {
+        let refused = read(&client, &uri).await;
+        assert!(refused.is_err(), "{uri}: {refused:?}");
+        assert!(
+            !format!("{refused:?}").contains("the-content"),
+            "{uri}: {refused:?}"
+        );
+    }
+    let outcomes: Vec<String> = common::audit_rows(&dir.path().join("tasks.db"))
+        .into_iter()
+        .filter(|row| row.tool == "read_resource")
+        .map(|row| row.outcome)
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "ok",
+            "rejected",
+            "rejected",
+            "rejected",
+            "rejected",
+            "not_found"
+        ]
+    );
+}

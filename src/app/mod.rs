@@ -13,6 +13,7 @@ pub(crate) mod catalog;
 pub(crate) mod envelope;
 mod idempotency;
 pub(crate) mod prompts;
+pub(crate) mod resources;
 mod runs;
 mod starts;
 mod tasks;

@@ -6,7 +6,7 @@ use crate::engine::definition::{NodeDef, OnFailure, Trigger, WorkflowDef};
 
 /// The flowchart of `def`: a phased workflow's nodes in one subgraph per phase, in the
 /// order the phases first appear; nodes without a phase outside them.
-pub(super) fn render(def: &WorkflowDef) -> String {
+pub(crate) fn render(def: &WorkflowDef) -> String {
     let mut out = String::from("flowchart TD\n");
     let mut phases: Vec<&str> = Vec::new();
     for phase in def.nodes.values().filter_map(|node| node.phase.as_deref()) {

@@ -7,7 +7,7 @@
 mod answers;
 mod db;
 pub(crate) mod fields;
-mod mermaid;
+pub(crate) mod mermaid;
 mod prompt;
 mod questions;
 mod run;

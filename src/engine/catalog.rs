@@ -150,6 +150,19 @@ impl Catalog {
             .insert(def.name.clone(), Entry { def, plan, origin });
     }
 
+    /// The text of the file workflow `name` was loaded from: a built-in's own, or the
+    /// file of the workflows folder as it is now.
+    pub fn source(&self, name: &str) -> Option<String> {
+        let entry = self.get(name)?;
+        match entry.origin.strip_prefix("built-in:") {
+            Some(file) => BUILT_IN
+                .iter()
+                .find(|(name, _)| *name == file)
+                .map(|(_, text)| (*text).to_owned()),
+            None => std::fs::read_to_string(&entry.origin).ok(),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.entries.get(name)
     }

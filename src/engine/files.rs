@@ -537,6 +537,18 @@ pub fn read_file(root: &Path, path: &str, max_bytes: u64) -> Result<Value, NodeE
     Ok(json!({ "path": path, "content": content, "bytes": size, "truncated": truncated }))
 }
 
+/// The bytes of file `path` under `root`, at most `max_bytes` of them, and the file's size:
+/// reached as [`read_file`] reaches it (never outside `root`, nor through a link).
+pub fn read_bytes(root: &Path, path: &str, max_bytes: u64) -> Result<(Vec<u8>, u64), NodeError> {
+    let workspace = open_workspace(root)?;
+    let (file, size) = open_regular(std::os::fd::AsFd::as_fd(&workspace), path)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes)
+        .read_to_end(&mut bytes)
+        .map_err(|e| file_error(format!("cannot read `{path}`: {e}")))?;
+    Ok((bytes, size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

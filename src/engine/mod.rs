@@ -169,7 +169,13 @@ pub enum ResumeError {
 }
 
 impl Engine {
+    /// The engine of `tools`, whose file actions work under `workspace`, which it keeps
+    /// as an absolute path with its links resolved (where it exists): what the `file://`
+    /// links of results name, and what a read by such a link is checked against.
     pub fn new(tools: Tools, workspace: &Path) -> Engine {
+        let workspace = std::fs::canonicalize(workspace)
+            .or_else(|_| std::path::absolute(workspace))
+            .unwrap_or_else(|_| workspace.to_path_buf());
         let single = Tools::specs()
             .into_iter()
             .map(|spec| (spec.name, Arc::new(Plan::single_tool(spec.name))))
@@ -177,7 +183,7 @@ impl Engine {
         Engine {
             env: Arc::new(ActionEnv {
                 tools,
-                workspace: workspace.to_path_buf(),
+                workspace,
                 sync_folders: false,
                 interaction: None,
                 principal: None,

@@ -1,11 +1,13 @@
-//! `ServerHandler`: discovery and dispatch of tool calls, prompts and completions.
+//! `ServerHandler`: discovery and dispatch of tool calls, prompts, resources and
+//! completions.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
     CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
     GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    ListPromptsResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool, UpdateTaskParams,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -13,7 +15,7 @@ use serde_json::json;
 
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
-use super::{Server, prompts, results, shim};
+use super::{Server, prompts, resources, results, shim};
 use crate::app::{Route, Sync, ToolDef};
 use crate::engine::definition::TaskSupport;
 
@@ -131,6 +133,7 @@ impl ServerHandler for Server {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_prompts()
+            .enable_resources()
             .enable_completions()
             .enable_tasks()
             .build();
@@ -172,9 +175,37 @@ impl ServerHandler for Server {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        Ok(prompts::completed(&self.app, &request))
+        Ok(prompts::completed(
+            &self.app,
+            &request,
+            &caller_of(&context),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::listed(&self.app, request.as_ref(), &caller_of(&context))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(&self.app, &request, &caller_of(&context)).map(ReadResourceResponse::from)
     }
 
     async fn call_tool(

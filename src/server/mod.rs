@@ -10,6 +10,7 @@ mod handler;
 mod interaction;
 mod progress;
 mod prompts;
+mod resources;
 mod results;
 pub(crate) mod shim;
 pub(crate) mod slots;

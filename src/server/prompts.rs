@@ -9,8 +9,8 @@ use rmcp::model::{
     Prompt, PromptArgument, PromptMessage, Reference, Role,
 };
 
-use crate::app::App;
 use crate::app::prompts::PromptDef;
+use crate::app::{App, Caller};
 
 /// Every prompt of `app`.
 pub(super) fn listed(app: &App) -> Vec<Prompt> {
@@ -47,14 +47,18 @@ pub(super) fn given(
     Ok(result)
 }
 
-/// The values that complete a prompt's argument; none for anything else.
-pub(super) fn completed(app: &App, request: &CompleteRequestParams) -> CompleteResult {
+/// The values that complete a prompt's argument or a resource template's variable.
+pub(super) fn completed(
+    app: &App,
+    request: &CompleteRequestParams,
+    caller: &Caller,
+) -> CompleteResult {
+    let (name, typed) = (&request.argument.name, &request.argument.value);
     let values = match &request.r#ref {
-        Reference::Prompt(prompt) => app.complete_prompt_argument(
-            &prompt.name,
-            &request.argument.name,
-            &request.argument.value,
-        ),
+        Reference::Prompt(prompt) => app.complete_prompt_argument(&prompt.name, name, typed),
+        Reference::Resource(template) => {
+            app.complete_template_variable(&template.uri, name, typed, caller)
+        }
         _ => Vec::new(),
     };
     let total = values.len();

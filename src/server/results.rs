@@ -16,22 +16,6 @@ pub(super) fn tool_result(result: ToolResult) -> CallToolResult {
     reply(envelope::of_result(result))
 }
 
-/// A `file://` URI of an absolute path, each byte outside the URI's unreserved characters
-/// and `/` percent-encoded.
-fn file_uri(path: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut uri = String::from("file://");
-    for &byte in path.as_os_str().as_bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                uri.push(byte as char)
-            }
-            other => uri.push_str(&format!("%{other:02X}")),
-        }
-    }
-    uri
-}
-
 /// `-32602`, as the MCP specification prescribes for an unknown tool.
 pub(super) fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool: {name}"), None)
@@ -110,7 +94,7 @@ pub(super) fn reply(reply: Envelope) -> CallToolResult {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let mut link = Resource::new(file_uri(&path), name).with_size(bytes);
+        let mut link = Resource::new(crate::app::resources::file_uri(&path), name).with_size(bytes);
         if path.extension().is_some_and(|e| e == "md") {
             link = link.with_mime_type("text/markdown");
         }
