@@ -222,7 +222,11 @@ async fn a_read_that_leads_outside_the_workspace_is_refused_and_audited() {
     let workspace = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::write(workspace.join("inside.txt"), "fine").unwrap();
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret.txt"), "the-content-of-the-secret").unwrap();
+    std::fs::write(
+        outside.path().join("secret.txt"),
+        "the-content-of-the-secret",
+    )
+    .unwrap();
     std::os::unix::fs::symlink(
         outside.path().join("secret.txt"),
         workspace.join("link.txt"),

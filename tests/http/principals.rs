@@ -360,3 +360,41 @@ fn a_retry_with_its_key_gets_its_run_even_at_the_run_cap() {
     let sync = server.post(&alice, &sync).response(8);
     assert_eq!(sync["result"]["structuredContent"]["ok"], true, "{sync}");
 }
+
+#[test]
+fn another_principals_run_is_no_resource_to_read() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let run = start_2025_task(&server, &alice, json!({"nodes": {"hi": {"render": "hi"}}}));
+    let uri = format!("tasks://runs/{run}/report.json");
+    let read = |session: &[String], id| {
+        let reply = server.post(session, &request(id, "resources/read", json!({"uri": uri})));
+        reply.response(id)
+    };
+    let alices = read(&alice, 7);
+    assert!(
+        alices["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&run),
+        "{alices}"
+    );
+    let bobs = read(&bob, 8);
+    assert_eq!(bobs["error"]["code"], -32002, "unknown to bob: {bobs}");
+    let listed = server.post(
+        &bob,
+        &request(
+            9,
+            "completion/complete",
+            json!({
+        "ref": {"type": "ref/resource", "uri": "tasks://runs/{run_id}/report.json"},
+        "argument": {"name": "run_id", "value": ""}}),
+        ),
+    );
+    assert_eq!(
+        listed.response(9)["result"]["completion"]["values"],
+        json!([]),
+        "nor completed"
+    );
+}
