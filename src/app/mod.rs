@@ -10,6 +10,7 @@ mod audit;
 mod board;
 mod caller;
 pub(crate) mod catalog;
+mod changes;
 pub(crate) mod envelope;
 mod idempotency;
 pub(crate) mod prompts;
@@ -91,6 +92,8 @@ pub struct App {
     finished: Arc<tokio::sync::Notify>,
     /// The files of the workflows folder left out for their problems.
     rejected: Arc<Vec<Rejected>>,
+    /// The count of the store's changes, once something waits on it (`changes.rs`).
+    changes: Arc<std::sync::OnceLock<tokio::sync::watch::Receiver<u64>>>,
 }
 
 impl App {
@@ -134,6 +137,7 @@ impl App {
             starting: Arc::default(),
             finished: Arc::default(),
             rejected: Arc::default(),
+            changes: Arc::default(),
         }
     }
 

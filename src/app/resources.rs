@@ -92,6 +92,20 @@ impl App {
         read
     }
 
+    /// A fingerprint of what the resource at `uri` holds now, for `caller`: it differs
+    /// whenever the contents do (a subscription sends an update then); `None` while the
+    /// resource cannot be read. Not audited: the read the update prompts is.
+    pub(crate) fn resource_fingerprint(&self, uri: &str, caller: &Caller) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let contents = self.resolve(uri, caller).ok()?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        match &contents {
+            Contents::Text { text, .. } => text.hash(&mut hasher),
+            Contents::Blob { bytes, .. } => bytes.hash(&mut hasher),
+        }
+        Some(hasher.finish())
+    }
+
     fn resolve(&self, uri: &str, caller: &Caller) -> Result<Contents, ResourceError> {
         if let Some(path) = uri.strip_prefix("file://") {
             return self.workspace_file(uri, path);

@@ -7,15 +7,16 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool, UpdateTaskParams,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
-use super::{Server, prompts, resources, results, shim};
+use super::{Server, prompts, resources, results, shim, subscriptions};
 use crate::app::{Route, Sync, ToolDef};
 use crate::engine::definition::TaskSupport;
 
@@ -134,6 +135,7 @@ impl ServerHandler for Server {
             .enable_tools()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
             .enable_completions()
             .enable_tasks()
             .build();
@@ -198,6 +200,40 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(resources::templates())
+    }
+
+    #[allow(deprecated)] // the 2025-11-25 method, which rmcp keeps for that era
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let caller = caller_of(&context);
+        (self.watches).subscribe(&self.app, request.uri, caller, context.peer);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.watches.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        subscriptions::accepted(requested)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let caller = caller_of(context.request_context());
+        subscriptions::listen(&self.app, &caller, &context).await;
+        Ok(())
     }
 
     async fn read_resource(

@@ -14,6 +14,7 @@ mod resources;
 mod results;
 pub(crate) mod shim;
 pub(crate) mod slots;
+mod subscriptions;
 mod tasks;
 
 use std::collections::HashMap;
@@ -36,6 +37,8 @@ pub struct Server {
     /// A slot for each `tasks/result` request waiting, capped in all and per principal
     /// (served over HTTP).
     result_waits: Option<Arc<slots::Slots>>,
+    /// The session's `resources/subscribe` watches.
+    watches: subscriptions::Watches,
 }
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
@@ -53,6 +56,7 @@ impl Server {
             app,
             runs: Arc::default(),
             result_waits: None,
+            watches: subscriptions::Watches::default(),
         }
     }
 
@@ -66,6 +70,7 @@ impl Server {
     pub(crate) fn for_session(&self) -> Server {
         Server {
             runs: Arc::default(),
+            watches: subscriptions::Watches::default(),
             ..self.clone()
         }
     }

@@ -1,9 +1,7 @@
-//! Live updates over SSE. One watcher per server reads the store's change stamp a few
-//! times a second, and at once when the store tells of a change (PostgreSQL's
-//! `LISTEN`/`NOTIFY`), only while some page listens; a move wakes every open stream,
-//! which renders its page's live regions for its own caller and sends those that changed.
-//! So a browser never polls, and a store that does not change costs one cheap read a
-//! tick, however many browsers watch.
+//! Live updates over SSE, on the application's count of the store's changes
+//! (`app/changes.rs`): a change wakes every open stream, which renders its page's live
+//! regions for its own caller and sends those that changed. So a browser never polls, and
+//! a store that does not change costs one cheap read a tick, however many browsers watch.
 //!
 //! Invariant: a region is sent only when its text differs from what that stream sent
 //! last; the script in the page replaces a region only when its key differs, and never
@@ -27,9 +25,6 @@ use tokio::sync::watch;
 
 use super::{Body, set_header};
 use crate::app::App;
-
-/// How often the change stamp is read while a page listens.
-const TICK: Duration = Duration::from_millis(250);
 
 /// How long a stream stays silent before it sends a comment, so that proxies and the
 /// browser keep it open.
@@ -75,48 +70,9 @@ pub(super) struct Live {
 type Rendered = Arc<Option<Vec<Region>>>;
 
 impl Live {
-    /// Starts the watcher of `app`'s store, which ends with the runtime.
+    /// The live updates of `app`'s pages, on the application's watch of its store.
     pub(super) fn start(app: &App) -> Live {
-        let (sender, changed) = watch::channel(0u64);
-        let store = app.registry().store().clone();
-        tokio::spawn(async move {
-            let mut last = None;
-            let mut ticks = tokio::time::interval(TICK);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                // A change the store tells of (an answer, a cancel, a task's new state:
-                // PostgreSQL's LISTEN/NOTIFY from every host, or this process) is looked at
-                // at once; any other, at the next tick.
-                let wakes = store.wakes();
-                tokio::select! {
-                    _ = ticks.tick() => {}
-                    _ = wakes.tasks.notified() => {}
-                    _ = wakes.answered.notified() => {}
-                    _ = wakes.cancelled.notified() => {}
-                }
-                if sender.is_closed() {
-                    return;
-                }
-                // The one receiver kept here: nobody listens.
-                if sender.receiver_count() <= 1 {
-                    last = None;
-                    continue;
-                }
-                let stamp = match store.change_stamp() {
-                    Ok(stamp) => stamp,
-                    Err(error) => {
-                        tracing::debug!(%error, "cannot read the store's change stamp");
-                        continue;
-                    }
-                };
-                // The first read after nobody listened counts as a change too: a stream
-                // that opened then may have rendered before a change this read includes.
-                if last.as_ref().is_none_or(|seen| *seen != stamp) {
-                    sender.send_modify(|count| *count += 1);
-                }
-                last = Some(stamp);
-            }
-        });
+        let changed = app.changes();
         Live {
             changed,
             rendered: Arc::default(),

@@ -398,3 +398,81 @@ fn another_principals_run_is_no_resource_to_read() {
         "nor completed"
     );
 }
+
+#[test]
+fn a_subscriber_hears_of_its_run_as_it_changes_and_another_principal_hears_nothing() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let alice = open_session(&server, ALICE);
+    let bob = open_session(&server, BOB);
+    let definition = json!({"nodes": {"pause": {"wait": "700ms"},
+                                      "hi": {"render": "hi", "needs": ["pause"]}}});
+    let run = start_2025_task(&server, &alice, definition);
+    let uri = format!("tasks://runs/{run}/summary.md");
+    for (session, id) in [(&alice, 7), (&bob, 8)] {
+        let reply = server.post(
+            session,
+            &request(id, "resources/subscribe", json!({"uri": uri})),
+        );
+        assert_eq!(reply.response(id)["result"], json!({}), "{}", reply.body);
+    }
+    let mut hers = open_stream(&server, &alice);
+    let mut his = open_stream(&server, &bob);
+    let (_, sent) = first_to_send(&mut [&mut hers], "notifications/resources/updated");
+    assert!(sent.contains(&uri), "{sent}");
+    // The run is over by now or soon; Bob's stream carries nothing of it.
+    std::thread::sleep(Duration::from_millis(900));
+    his.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buffer = [0u8; 4096];
+    let heard = his.read(&mut buffer).map_or(0, |n| n);
+    let heard = String::from_utf8_lossy(&buffer[..heard]).into_owned();
+    assert!(!heard.contains("resources/updated"), "{heard}");
+}
+
+#[test]
+fn a_2026_07_28_listener_hears_of_a_run_until_its_end() {
+    let server = HttpServer::start(&[]);
+    let definition = json!({"nodes": {"pause": {"wait": "600ms"},
+                                      "hi": {"render": "hi", "needs": ["pause"]}}});
+    let task = start_modern_task(&server, definition);
+    let uri = format!("tasks://runs/{task}/summary.md");
+    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "_meta": modern_meta(), "notifications": {"resourceSubscriptions": [uri]}}});
+    let body = listen.to_string();
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr.port(),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let (_, heard) = first_to_send(&mut [&mut stream], "notifications/resources/updated");
+    let acknowledged = heard.find("notifications/subscriptions/acknowledged");
+    let updated = heard.find("notifications/resources/updated");
+    assert!(acknowledged < updated && acknowledged.is_some(), "{heard}");
+    assert!(heard.contains(&uri), "{heard}");
+    // Each update says the summary changed; read after the last, it tells the run's end.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let read = json!({"jsonrpc": "2.0", "id": 6, "method": "resources/read",
+                          "params": {"_meta": modern_meta(), "uri": uri}});
+        let headers = [
+            "MCP-Protocol-Version: 2026-07-28".to_owned(),
+            "Mcp-Method: resources/read".to_owned(),
+            format!("Mcp-Name: {uri}"),
+        ];
+        let summary = server.post(&headers, &read).response(6);
+        let text = summary["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if text.contains(": succeeded") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{summary}");
+        let (_, more) = first_to_send(&mut [&mut stream], "notifications/resources/updated");
+        assert!(more.contains(&uri), "{more}");
+    }
+}

@@ -1,0 +1,132 @@
+//! Resource subscriptions, in both eras: a 2025-11-25 client's `resources/subscribe` (a
+//! watch per URI, until `resources/unsubscribe` or the end of its session) and a
+//! 2026-07-28 client's `subscriptions/listen` (one stream for the URIs it names). Each
+//! waits on the application's count of the store's changes and sends
+//! `notifications/resources/updated` when what the resource holds for the caller differs
+//! from what it held: a run's report and summary as its nodes change, a file once
+//! rewritten.
+//!
+//! Invariant: a subscription sends nothing about a resource its caller may not read (another
+//! principal's run holds nothing for it, so it never changes).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rmcp::model::{ResourceUpdatedNotificationParam, SubscriptionFilter};
+use rmcp::service::SubscriptionContext;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{App, Caller};
+
+/// The `resources/subscribe` watches of one session, by URI.
+#[derive(Default, Clone)]
+pub(crate) struct Watches(Arc<Mutex<HashMap<String, CancellationToken>>>);
+
+impl Watches {
+    /// Starts watching `uri` for the session of `peer`, unless it is already.
+    pub(super) fn subscribe(
+        &self,
+        app: &App,
+        uri: String,
+        caller: Caller,
+        peer: rmcp::Peer<rmcp::RoleServer>,
+    ) {
+        let stop = CancellationToken::new();
+        {
+            let mut watches = self.0.lock();
+            if watches.contains_key(&uri) {
+                return;
+            }
+            watches.insert(uri.clone(), stop.clone());
+        }
+        let app = app.clone();
+        // Weak: the session's handle ends every watch when it goes (`Drop`).
+        let watches = Arc::downgrade(&self.0);
+        tokio::spawn(async move {
+            let mut changes = app.changes();
+            let mut seen = app.resource_fingerprint(&uri, &caller);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                let now = app.resource_fingerprint(&uri, &caller);
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                let update = ResourceUpdatedNotificationParam::new(uri.clone());
+                if peer.notify_resource_updated(update).await.is_err() {
+                    // The session is gone.
+                    if let Some(watches) = watches.upgrade() {
+                        watches.lock().remove(&uri);
+                    }
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Stops watching `uri`.
+    pub(super) fn unsubscribe(&self, uri: &str) {
+        if let Some(stop) = self.0.lock().remove(uri) {
+            stop.cancel();
+        }
+    }
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        // The last handle of a session's watches ends them all.
+        if Arc::strong_count(&self.0) == 1 {
+            for (_, stop) in self.0.lock().drain() {
+                stop.cancel();
+            }
+        }
+    }
+}
+
+/// What a `subscriptions/listen` request is granted: updates of the resources it names.
+pub(super) fn accepted(requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    let uris = requested.resource_subscriptions.clone()?;
+    Some(
+        SubscriptionFilter::builder()
+            .resource_subscriptions(uris)
+            .build(),
+    )
+}
+
+/// Serves one `subscriptions/listen` stream until its request is cancelled.
+pub(super) async fn listen(app: &App, caller: &Caller, context: &SubscriptionContext) {
+    let uris = context
+        .accepted()
+        .resource_subscriptions
+        .clone()
+        .unwrap_or_default();
+    let mut seen: Vec<Option<u64>> = uris
+        .iter()
+        .map(|uri| app.resource_fingerprint(uri, caller))
+        .collect();
+    let mut changes = app.changes();
+    loop {
+        tokio::select! {
+            _ = context.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        for (uri, seen) in uris.iter().zip(seen.iter_mut()) {
+            let now = app.resource_fingerprint(uri, caller);
+            if now != *seen {
+                *seen = now;
+                if context
+                    .sink()
+                    .notify_resource_updated(uri.clone())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
