@@ -36,6 +36,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 use crate::app::{App, Caller};
+use crate::transport::http::host_name;
 use crate::transport::http::keys::Keys;
 pub(crate) use auth::Viewer;
 
@@ -237,14 +238,6 @@ impl Web {
 }
 
 const BAD_FORM: &str = "That form could not be read.";
-
-/// The host name of a `Host` value, without its port (an IPv6 address without brackets).
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    host.rsplit_once(':').map_or(host, |(name, _)| name)
-}
 
 /// The pairs of a URL-encoded form or query.
 fn parse_form(bytes: &[u8]) -> Vec<(String, String)> {

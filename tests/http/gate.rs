@@ -272,3 +272,38 @@ fn a_stream_beyond_the_cap_is_refused_until_one_closes() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_server_card_tells_a_client_before_it_connects_where_and_how_to_connect() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let host = format!("127.0.0.1:{}", server.addr.port());
+    let reply = server.send(
+        &format!("GET /mcp/server-card HTTP/1.1\r\nHost: {host}\r\nAccept: application/mcp-server-card+json"),
+        "",
+    );
+    assert_eq!(reply.status, 200, "no token needed: {}", reply.body);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/mcp-server-card+json")
+    );
+    let card: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    for field in ["$schema", "name", "version", "description"] {
+        assert!(card[field].is_string(), "{field}: {card}");
+    }
+    let name = card["name"].as_str().unwrap();
+    assert_eq!(name.matches('/').count(), 1, "namespace/name: {name}");
+    let remote = &card["remotes"][0];
+    assert_eq!(remote["type"], "streamable-http");
+    assert_eq!(remote["url"], format!("http://{host}/mcp"));
+    assert_eq!(remote["headers"][0]["name"], "Authorization");
+    assert_eq!(remote["headers"][0]["isSecret"], true);
+    assert_eq!(
+        remote["supportedProtocolVersions"],
+        serde_json::json!(["2025-11-25", "2026-07-28"])
+    );
+    let foreign = server.send(
+        "GET /mcp/server-card HTTP/1.1\r\nHost: attacker.example",
+        "",
+    );
+    assert_eq!(foreign.status, 403);
+}

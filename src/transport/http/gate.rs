@@ -26,6 +26,8 @@ use crate::web::Web;
 
 /// What every request passes before rmcp sees it.
 pub(super) struct Gate {
+    /// The `Host` names served.
+    pub(super) hosts: Vec<String>,
     /// The tokens requests need; `None` with `--http-no-auth`.
     pub(super) keys: Option<Arc<Keys>>,
     /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
@@ -53,6 +55,13 @@ impl Gate {
                 Method::GET | Method::HEAD => plain(StatusCode::OK, "ok\n"),
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
             });
+        }
+        if request.uri().path() == super::card::PATH && request.method() == Method::GET {
+            return Ok(super::card::card(
+                request.headers(),
+                &self.hosts,
+                self.keys.is_some(),
+            ));
         }
         if request.uri().path() != "/mcp"
             && let Some(web) = &self.web

@@ -22,6 +22,7 @@
 //!
 //! Invariant: no token reaches a log line or a response.
 
+mod card;
 mod connections;
 mod gate;
 pub(crate) mod keys;
@@ -152,6 +153,14 @@ impl HttpOptions {
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// The host name of a `Host` value, without its port (an IPv6 address without brackets).
+pub(crate) fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     plain_bytes(status, Bytes::from_static(text.as_bytes()))
 }
@@ -279,6 +288,7 @@ async fn listen(
         announce_dashboard(local, web, generated.as_deref(), pages_only);
     }
     let gate = Arc::new(Gate {
+        hosts: options.allowed_hosts(),
         keys,
         tasks: true,
         sessions,
