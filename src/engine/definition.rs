@@ -77,6 +77,14 @@ pub enum ValueType {
     Object,
 }
 
+/// A setting a workflow file names by one of a fixed list of words.
+pub(crate) trait Named: Sized {
+    /// Every word, in the order an error lists them.
+    const NAMES: &'static [&'static str];
+
+    fn parse(name: &str) -> Option<Self>;
+}
+
 impl ValueType {
     pub fn name(self) -> &'static str {
         match self {
@@ -89,18 +97,6 @@ impl ValueType {
         }
     }
 
-    pub fn parse(name: &str) -> Option<ValueType> {
-        Some(match name {
-            "string" => ValueType::String,
-            "integer" => ValueType::Integer,
-            "number" => ValueType::Number,
-            "boolean" => ValueType::Boolean,
-            "array" => ValueType::Array,
-            "object" => ValueType::Object,
-            _ => return None,
-        })
-    }
-
     pub fn matches(self, value: &Value) -> bool {
         match self {
             ValueType::String => value.is_string(),
@@ -110,6 +106,23 @@ impl ValueType {
             ValueType::Array => value.is_array(),
             ValueType::Object => value.is_object(),
         }
+    }
+}
+
+impl Named for ValueType {
+    const NAMES: &'static [&'static str] =
+        &["string", "integer", "number", "boolean", "array", "object"];
+
+    fn parse(name: &str) -> Option<ValueType> {
+        Some(match name {
+            "string" => ValueType::String,
+            "integer" => ValueType::Integer,
+            "number" => ValueType::Number,
+            "boolean" => ValueType::Boolean,
+            "array" => ValueType::Array,
+            "object" => ValueType::Object,
+            _ => return None,
+        })
     }
 }
 
@@ -134,11 +147,11 @@ pub enum Trigger {
     NoneFailed,
 }
 
-impl Trigger {
-    pub(crate) const NAMES: &'static [&'static str] =
+impl Named for Trigger {
+    const NAMES: &'static [&'static str] =
         &["all_success", "all_done", "one_success", "none_failed"];
 
-    pub fn parse(name: &str) -> Option<Trigger> {
+    fn parse(name: &str) -> Option<Trigger> {
         Some(match name {
             "all_success" => Trigger::AllSuccess,
             "all_done" => Trigger::AllDone,
@@ -159,10 +172,10 @@ pub enum TaskSupport {
     Required,
 }
 
-impl TaskSupport {
-    pub(crate) const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
+impl Named for TaskSupport {
+    const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
 
-    pub fn parse(name: &str) -> Option<TaskSupport> {
+    fn parse(name: &str) -> Option<TaskSupport> {
         Some(match name {
             "forbidden" => TaskSupport::Forbidden,
             "optional" => TaskSupport::Optional,
@@ -170,7 +183,9 @@ impl TaskSupport {
             _ => return None,
         })
     }
+}
 
+impl TaskSupport {
     pub fn as_str(self) -> &'static str {
         Self::NAMES[self as usize]
     }
@@ -185,10 +200,10 @@ pub enum ResultForm {
     Text,
 }
 
-impl ResultForm {
-    pub(crate) const NAMES: &'static [&'static str] = &["envelope", "text"];
+impl Named for ResultForm {
+    const NAMES: &'static [&'static str] = &["envelope", "text"];
 
-    pub fn parse(name: &str) -> Option<ResultForm> {
+    fn parse(name: &str) -> Option<ResultForm> {
         Some(match name {
             "envelope" => ResultForm::Envelope,
             "text" => ResultForm::Text,
@@ -207,10 +222,10 @@ pub enum OnFailure {
     Continue,
 }
 
-impl OnFailure {
-    pub(crate) const NAMES: &'static [&'static str] = &["fail_run", "continue"];
+impl Named for OnFailure {
+    const NAMES: &'static [&'static str] = &["fail_run", "continue"];
 
-    pub fn parse(name: &str) -> Option<OnFailure> {
+    fn parse(name: &str) -> Option<OnFailure> {
         Some(match name {
             "fail_run" => OnFailure::FailRun,
             "continue" => OnFailure::Continue,

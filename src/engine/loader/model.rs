@@ -28,17 +28,13 @@ impl Decoder {
                 .opt(map, "", "expose_as_tool", Self::boolean)
                 .unwrap_or(false),
             task_support: self
-                .opt(map, "", "task_support", |d, p, v| {
-                    d.choice(p, v, TaskSupport::NAMES, TaskSupport::parse)
-                })
+                .opt(map, "", "task_support", Self::choice)
                 .unwrap_or_default(),
             ask_before_task: self
                 .opt(map, "", "ask_before_task", Self::boolean)
                 .unwrap_or(false),
             result: self
-                .opt(map, "", "result", |d, p, v| {
-                    d.choice(p, v, ResultForm::NAMES, ResultForm::parse)
-                })
+                .opt(map, "", "result", Self::choice)
                 .unwrap_or_default(),
             max_parallel: max_parallel.map_or(DEFAULT_MAX_PARALLEL, |n| n as usize),
             timeout: self.opt(map, "", "timeout", Self::timeout),
@@ -111,9 +107,7 @@ impl Decoder {
 
     pub(super) fn input_def(&mut self, path: &str, value: &Value) -> Option<InputDef> {
         let map = self.fields(path, value, INPUT_KEYS)?;
-        let kind = self.req(map, path, "type", |d, p, v| {
-            d.choice(p, v, TYPE_NAMES, ValueType::parse).map(Some)
-        });
+        let kind = self.req(map, path, "type", |d, p, v| d.choice(p, v).map(Some));
         Some(InputDef {
             kind: kind.unwrap_or(ValueType::String),
             description: self
@@ -195,10 +189,10 @@ impl Decoder {
             needs: self.opt(map, p, "needs", Self::strings).unwrap_or_default(),
             when: self.opt(map, p, "when", Self::string),
             trigger: self
-                .opt(map, p, "trigger", Self::trigger)
+                .opt(map, p, "trigger", Self::choice)
                 .unwrap_or_default(),
             on_failure: self
-                .opt(map, p, "on_failure", Self::on_failure)
+                .opt(map, p, "on_failure", Self::choice)
                 .unwrap_or_default(),
             timeout: self.opt(map, p, "timeout", Self::timeout),
             for_each: self.opt(map, p, "for_each", Self::string),
@@ -216,14 +210,6 @@ impl Decoder {
             );
         }
         Some(name)
-    }
-
-    pub(super) fn trigger(&mut self, path: &str, value: &Value) -> Option<Trigger> {
-        self.choice(path, value, Trigger::NAMES, Trigger::parse)
-    }
-
-    pub(super) fn on_failure(&mut self, path: &str, value: &Value) -> Option<OnFailure> {
-        self.choice(path, value, OnFailure::NAMES, OnFailure::parse)
     }
 
     pub(super) fn retry(&mut self, path: &str, value: &Value) -> Option<RetryPolicy> {

@@ -109,17 +109,11 @@ impl Decoder {
         Some(duration)
     }
 
-    pub(super) fn choice<T>(
-        &mut self,
-        path: &str,
-        value: &Value,
-        names: &[&str],
-        parse: fn(&str) -> Option<T>,
-    ) -> Option<T> {
+    pub(super) fn choice<T: Named>(&mut self, path: &str, value: &Value) -> Option<T> {
         let text = self.string(path, value)?;
-        let parsed = parse(&text);
+        let parsed = T::parse(&text);
         if parsed.is_none() {
-            let message = format!("unknown value `{text}`; expected one of {}", list(names));
+            let message = format!("unknown value `{text}`; expected one of {}", list(T::NAMES));
             self.report(path, message);
         }
         parsed
