@@ -105,6 +105,15 @@ pub(crate) struct Effects {
     pub idempotent: bool,
 }
 
+impl Effects {
+    /// A reading tool's: no effect, safe to repeat.
+    pub(crate) const READ_ONLY: Effects = Effects {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    };
+}
+
 /// What a tool publishes for discovery.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolSpec {
