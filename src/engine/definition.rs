@@ -78,23 +78,21 @@ pub enum ValueType {
 }
 
 /// A setting a workflow file names by one of a fixed list of words.
-pub(crate) trait Named: Sized {
-    /// Every word, in the order an error lists them.
+pub(crate) trait Named: Copy + 'static {
+    /// Every value, in the order of [`Named::NAMES`].
+    const ALL: &'static [Self];
+    /// The word for each value, in the order an error lists them.
     const NAMES: &'static [&'static str];
 
-    fn parse(name: &str) -> Option<Self>;
+    fn parse(name: &str) -> Option<Self> {
+        let at = Self::NAMES.iter().position(|known| *known == name)?;
+        Some(Self::ALL[at])
+    }
 }
 
 impl ValueType {
     pub fn name(self) -> &'static str {
-        match self {
-            ValueType::String => "string",
-            ValueType::Integer => "integer",
-            ValueType::Number => "number",
-            ValueType::Boolean => "boolean",
-            ValueType::Array => "array",
-            ValueType::Object => "object",
-        }
+        Self::NAMES[self as usize]
     }
 
     pub fn matches(self, value: &Value) -> bool {
@@ -110,20 +108,16 @@ impl ValueType {
 }
 
 impl Named for ValueType {
+    const ALL: &'static [ValueType] = &[
+        ValueType::String,
+        ValueType::Integer,
+        ValueType::Number,
+        ValueType::Boolean,
+        ValueType::Array,
+        ValueType::Object,
+    ];
     const NAMES: &'static [&'static str] =
         &["string", "integer", "number", "boolean", "array", "object"];
-
-    fn parse(name: &str) -> Option<ValueType> {
-        Some(match name {
-            "string" => ValueType::String,
-            "integer" => ValueType::Integer,
-            "number" => ValueType::Number,
-            "boolean" => ValueType::Boolean,
-            "array" => ValueType::Array,
-            "object" => ValueType::Object,
-            _ => return None,
-        })
-    }
 }
 
 /// A declared input of a workflow.
@@ -148,18 +142,14 @@ pub enum Trigger {
 }
 
 impl Named for Trigger {
+    const ALL: &'static [Trigger] = &[
+        Trigger::AllSuccess,
+        Trigger::AllDone,
+        Trigger::OneSuccess,
+        Trigger::NoneFailed,
+    ];
     const NAMES: &'static [&'static str] =
         &["all_success", "all_done", "one_success", "none_failed"];
-
-    fn parse(name: &str) -> Option<Trigger> {
-        Some(match name {
-            "all_success" => Trigger::AllSuccess,
-            "all_done" => Trigger::AllDone,
-            "one_success" => Trigger::OneSuccess,
-            "none_failed" => Trigger::NoneFailed,
-            _ => return None,
-        })
-    }
 }
 
 /// Whether a workflow's tool runs as an MCP task: as the client asks (`optional`), always
@@ -173,16 +163,12 @@ pub enum TaskSupport {
 }
 
 impl Named for TaskSupport {
+    const ALL: &'static [TaskSupport] = &[
+        TaskSupport::Forbidden,
+        TaskSupport::Optional,
+        TaskSupport::Required,
+    ];
     const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
-
-    fn parse(name: &str) -> Option<TaskSupport> {
-        Some(match name {
-            "forbidden" => TaskSupport::Forbidden,
-            "optional" => TaskSupport::Optional,
-            "required" => TaskSupport::Required,
-            _ => return None,
-        })
-    }
 }
 
 impl TaskSupport {
@@ -201,15 +187,8 @@ pub enum ResultForm {
 }
 
 impl Named for ResultForm {
+    const ALL: &'static [ResultForm] = &[ResultForm::Envelope, ResultForm::Text];
     const NAMES: &'static [&'static str] = &["envelope", "text"];
-
-    fn parse(name: &str) -> Option<ResultForm> {
-        Some(match name {
-            "envelope" => ResultForm::Envelope,
-            "text" => ResultForm::Text,
-            _ => return None,
-        })
-    }
 }
 
 /// What a node's failure does to its run.
@@ -223,15 +202,8 @@ pub enum OnFailure {
 }
 
 impl Named for OnFailure {
+    const ALL: &'static [OnFailure] = &[OnFailure::FailRun, OnFailure::Continue];
     const NAMES: &'static [&'static str] = &["fail_run", "continue"];
-
-    fn parse(name: &str) -> Option<OnFailure> {
-        Some(match name {
-            "fail_run" => OnFailure::FailRun,
-            "continue" => OnFailure::Continue,
-            _ => return None,
-        })
-    }
 }
 
 /// How a node is retried. `max_attempts` counts every try, the first included.
@@ -409,5 +381,27 @@ impl Locations {
             location: self.at(path),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reads_back_its_names<T: Named + std::fmt::Debug + PartialEq>(name: fn(T) -> &'static str) {
+        assert_eq!(T::ALL.len(), T::NAMES.len());
+        for &value in T::ALL {
+            assert_eq!(T::parse(name(value)), Some(value), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn every_named_setting_reads_back_the_name_it_is_written_with() {
+        reads_back_its_names(ValueType::name);
+        reads_back_its_names(TaskSupport::as_str);
+        reads_back_its_names(|value: Trigger| Trigger::NAMES[value as usize]);
+        reads_back_its_names(|value: ResultForm| ResultForm::NAMES[value as usize]);
+        reads_back_its_names(|value: OnFailure| OnFailure::NAMES[value as usize]);
+        assert_eq!(OnFailure::parse("ignore"), None);
     }
 }
