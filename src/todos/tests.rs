@@ -46,6 +46,13 @@ fn problem_fields<T: std::fmt::Debug>(result: Result<T, ToolError>) -> Vec<Strin
         .collect()
 }
 
+/// Asserts that `result` is an error saying `field` is required.
+fn assert_required<T: std::fmt::Debug>(result: Result<T, ToolError>, field: &str) {
+    let error = result.unwrap_err();
+    let said = format!("{field}: is required");
+    assert!(error.message.contains(&said), "{}", error.message);
+}
+
 fn add(value: Value) -> Result<crate::store::NewTodo, ToolError> {
     add_task::parse(&args(value))
 }
@@ -191,12 +198,7 @@ fn title_of_200_precomposed_accented_letters_is_accepted() {
 
 #[test]
 fn missing_title_is_rejected_as_required() {
-    let error = add(json!({})).unwrap_err();
-    assert!(
-        error.message.contains("title: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(add(json!({})), "title");
 }
 
 #[test]
@@ -422,12 +424,7 @@ fn ids_that_are_not_positive_safe_integers_are_rejected() {
 
 #[test]
 fn missing_id_is_rejected_as_required() {
-    let error = complete(json!({})).unwrap_err();
-    assert!(
-        error.message.contains("id: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(complete(json!({})), "id");
     let result = delete_task::parse(&args(json!({ "confirm": true })));
     assert_eq!(problem_fields(result), ["id"]);
 }
@@ -455,12 +452,7 @@ fn confirm_other_than_the_boolean_true_is_rejected() {
 
 #[test]
 fn missing_confirm_is_rejected_as_required() {
-    let error = delete_task::parse(&args(json!({ "id": 1 }))).unwrap_err();
-    assert!(
-        error.message.contains("confirm: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(delete_task::parse(&args(json!({ "id": 1 }))), "confirm");
 }
 
 // ---- unknown properties ----
