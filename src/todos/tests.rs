@@ -842,17 +842,23 @@ fn title_args_of_len(len: usize) -> Map<String, Value> {
     raw
 }
 
+/// The one audit row of a call of `add_task` with `raw`, which it rejects.
+fn rejected_add_audit_row(tools: &Tools, raw: &Map<String, Value>) -> AuditRow {
+    tools
+        .invoke("add_task", raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    let mut rows = audit(tools);
+    assert_eq!(rows.len(), 1);
+    rows.remove(0)
+}
+
 on_both_backends! {
     fn audit_args_at_the_cap_are_stored_verbatim(tools) {
         let raw = title_args_of_len(AUDIT_ARGS_CAP);
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let rows = audit(&tools);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].outcome, "rejected");
-        assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+        let row = rejected_add_audit_row(&tools, &raw);
+        assert_eq!(row.outcome, "rejected");
+        assert_eq!(row.args, serde_json::to_string(&raw).unwrap());
     }
 }
 
@@ -860,14 +866,8 @@ on_both_backends! {
     fn audit_args_one_byte_over_the_cap_are_truncated_with_a_marker(tools) {
         let raw = title_args_of_len(AUDIT_ARGS_CAP + 1);
         let full = serde_json::to_string(&raw).unwrap();
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let rows = audit(&tools);
-        assert_eq!(rows.len(), 1);
         assert_eq!(
-            rows[0].args,
+            rejected_add_audit_row(&tools, &raw).args,
             format!(
                 "{}…[truncated: {} bytes in all]",
                 &full[..AUDIT_ARGS_CAP],
@@ -883,11 +883,7 @@ on_both_backends! {
         let raw = args(json!({ "title": "😀".repeat(2000) }));
         let full = serde_json::to_string(&raw).unwrap();
         assert!(!full.is_char_boundary(AUDIT_ARGS_CAP));
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let stored = &audit(&tools)[0].args;
+        let stored = rejected_add_audit_row(&tools, &raw).args;
         let marker = format!("…[truncated: {} bytes in all]", full.len());
         let kept = stored
             .strip_suffix(&marker)
