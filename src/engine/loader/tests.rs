@@ -60,6 +60,11 @@ fn problems(text: &str) -> Vec<String> {
     }
 }
 
+/// The definition `text` decodes to, which must have no problem.
+fn decoded(text: &str) -> WorkflowDef {
+    parse_toml("t.toml", "t", text).unwrap_or_else(|problems| panic!("{problems}"))
+}
+
 /// Asserts that each needle is part of one of the problems found.
 pub(crate) fn assert_reported(problems: &[String], needles: &[&str]) {
     for needle in needles {
@@ -230,7 +235,7 @@ fn defaults_apply_when_fields_are_absent() {
             }
         )
     );
-    let def = parse_toml("t.toml", "t", "[nodes.a]\ntool = 'list'\n").unwrap();
+    let def = decoded("[nodes.a]\ntool = 'list'\n");
     let empty = ActionDef::Tool {
         name: "list".into(),
         args: json!({}),
@@ -509,7 +514,7 @@ fn toml_datetimes_are_refused() {
 #[test]
 fn toml_numbers_become_json_numbers() {
     let text = "[nodes.a]\ntool = 't'\nargs = { a = 1_000, b = -5, c = 0o17, d = 2.5e3, e = 0b101, f = 1.0 }\n";
-    let def = parse_toml("t.toml", "t", text).unwrap();
+    let def = decoded(text);
     let ActionDef::Tool { args, .. } = &def.nodes["a"].action else {
         panic!("not a tool");
     };
@@ -540,7 +545,7 @@ fn input_schemas_must_be_flat_objects() {
             "nodes.b.input.schema.type: an input schema must have type \"object\"",
         ],
     );
-    let def = parse_toml("t.toml", "t", "[nodes.a]\ninput = { message = 'Go?' }\n").unwrap();
+    let def = decoded("[nodes.a]\ninput = { message = 'Go?' }\n");
     let ActionDef::Input {
         schema, default, ..
     } = &def.nodes["a"].action
@@ -566,9 +571,7 @@ fn input_schemas_are_forms_a_client_can_render_and_every_fault_is_reported() {
         input.schema.properties.ratio = { type = "number", default = 0.5 }
         input.schema.properties.ok = { type = "boolean", default = true, title = "OK?" }
     "#;
-    if let Err(problems) = parse_toml("t.toml", "t", good) {
-        panic!("{problems}");
-    }
+    decoded(good);
     let bad = r#"
         [nodes.a]
         input.message = "Pick"
@@ -692,7 +695,7 @@ text = "nodes.hi.output"
     assert_eq!(def.task_support, TaskSupport::Forbidden);
     assert!(!def.ask_before_task);
     assert_eq!(def.result, ResultForm::Text);
-    let plain = parse_toml("t.toml", "t", "[nodes.a]\nrender = 'hi'\n").unwrap();
+    let plain = decoded("[nodes.a]\nrender = 'hi'\n");
     assert_eq!(
         (plain.task_support, plain.result),
         (TaskSupport::Optional, ResultForm::Envelope)
@@ -730,9 +733,7 @@ fn a_form_may_offer_titled_and_multiple_choices_and_every_fault_is_reported() {
         input.schema.properties.many = { type = "array", items = { type = "string", enum = ["x", "y"] }, default = ["y"], maxItems = 2 }
         input.schema.properties.titled = { type = "array", items = { anyOf = [{ const = "v", title = "V" }] } }
     "#;
-    if let Err(problems) = parse_toml("t.toml", "t", good) {
-        panic!("{problems}");
-    }
+    decoded(good);
     let bad = r#"
         [nodes.a]
         input.message = "Pick"
