@@ -105,9 +105,11 @@ fn audit(tools: &Tools) -> Vec<AuditRow> {
 
 // ---- title and query lengths, in UTF-16 code units ----
 
-/// The two text fields limited to 200 UTF-16 code units: each with the parser of its tool,
-/// answering the text it read.
-const LIMITED_TEXTS: [(&str, fn(Value) -> Result<String, ToolError>); 2] = [
+/// Reads a tool's arguments, answering the text field it checked.
+type ReadText = fn(Value) -> Result<String, ToolError>;
+
+/// The two text fields limited to 200 UTF-16 code units, each with the parser of its tool.
+const LIMITED_TEXTS: [(&str, ReadText); 2] = [
     ("title", |value| add(value).map(|new| new.title)),
     ("query", search),
 ];
