@@ -943,7 +943,7 @@ fn tasks_of_one_protocol_page_newest_first_with_a_cursor_that_stays_valid() {
         .unwrap();
     }
     let ids = |page: &[mcp_task_server::store::TaskRow]| -> Vec<String> {
-        page.iter().map(|t| t.run_id.clone()).collect()
+        page.iter().map(|t| t.head.run_id.clone()).collect()
     };
     let first = store
         .list_tasks_page("a", Scope::Everyone, None, 2)

@@ -56,13 +56,6 @@ pub(crate) struct ToolDef {
     pub result: ResultForm,
 }
 
-/// Reading tools: no effect, safe to repeat.
-const READ_ONLY: Effects = Effects {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-};
-
 /// Running a workflow may create, change or delete todos and write files.
 pub(crate) const RUN_EFFECTS: Effects = Effects {
     read_only: false,
@@ -200,7 +193,7 @@ fn fixed_tools() -> [ToolDef; 4] {
              their inputs, and their node count.",
             json!({ "type": "object", "properties": {}, "additionalProperties": false }),
             (json!({ "type": "array" }), envelope::TOOL_CODES),
-            READ_ONLY,
+            Effects::READ_ONLY,
         ),
         fixed(
             (RUN_WORKFLOW, "Run a workflow", Route::RunWorkflow),
@@ -237,7 +230,7 @@ fn fixed_tools() -> [ToolDef; 4] {
                 "additionalProperties": false
             }),
             (json!({}), envelope::TOOL_CODES),
-            READ_ONLY,
+            Effects::READ_ONLY,
         ),
         fixed(
             (GET_RUN, "Get a workflow run", Route::GetRun),
@@ -253,7 +246,7 @@ fn fixed_tools() -> [ToolDef; 4] {
                 "additionalProperties": false
             }),
             (json!({}), envelope::TOOL_CODES),
-            READ_ONLY,
+            Effects::READ_ONLY,
         ),
     ]
 }

@@ -30,7 +30,7 @@ pub use crate::store::RunSummary;
 pub use caller::Caller;
 pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
 pub(crate) use envelope::{Code, Envelope};
-pub use runs::{Cancelled, RunError, RunFilter};
+pub use runs::{Cancelled, Restart, RunError, RunFilter};
 pub(crate) use starts::{NotStarted, Sync};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;

@@ -52,6 +52,16 @@ pub enum Cancelled {
     Requested,
 }
 
+/// How a stored run is taken up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// Take an unfinished run over and drive it to its end in this process.
+    Resume,
+    /// Run a failed or cancelled run again, as a new run: nodes that succeeded keep their
+    /// results; failed, cancelled and skipped ones run again.
+    Retry,
+}
+
 impl App {
     /// Runs `caller` may see, newest first.
     pub fn list_runs(
@@ -118,31 +128,27 @@ impl App {
         }
     }
 
-    /// Runs a failed or cancelled run again, as a new run that `caller` owns: nodes that
-    /// succeeded keep their results; failed, cancelled and skipped ones run again.
-    pub(crate) fn retry_run(
+    /// Takes stored run `run_id` up again, as `how` says: a resumed run goes on as it
+    /// was; a retry is a new run that `caller` owns, keeping the results of the nodes
+    /// that succeeded.
+    pub(crate) fn restart_run(
         &self,
         run_id: &str,
+        how: Restart,
         options: RunOptions,
         caller: &Caller,
     ) -> Result<RunHandle, RunError> {
         self.may_see_run(run_id, caller)?;
-        let options = RunOptions {
-            owner: caller.owner().clone(),
-            ..options
-        };
-        Ok(self.engine.retry(run_id, options)?)
-    }
-
-    /// Takes an unfinished run over and drives it to its end in this process.
-    pub(crate) fn resume_run(
-        &self,
-        run_id: &str,
-        options: RunOptions,
-        caller: &Caller,
-    ) -> Result<RunHandle, RunError> {
-        self.may_see_run(run_id, caller)?;
-        Ok(self.engine.resume(run_id, options)?)
+        Ok(match how {
+            Restart::Resume => self.engine.resume(run_id, options)?,
+            Restart::Retry => {
+                let options = RunOptions {
+                    owner: caller.owner().clone(),
+                    ..options
+                };
+                self.engine.retry(run_id, options)?
+            }
+        })
     }
 
     /// Deletes runs that finished longer ago than `older_than`, and their tasks (never the

@@ -67,12 +67,7 @@ pub(crate) const LEAVE_OUT: &str = "(leave empty)";
 
 /// The fields of a form, in the order it declares them.
 pub(crate) fn fields(schema: &Value) -> Vec<Field> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = form::required_fields(schema);
     let properties = schema["properties"].as_object().into_iter().flatten();
     properties
         .map(|(name, property)| field(name, property, required.contains(&name.as_str())))

@@ -8,9 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::run::{DriveArgs, Following, follow, watched};
-use crate::app::{App, Caller, Cancelled, RunError, RunFilter};
+use crate::app::{App, Caller, Cancelled, Restart, RunError, RunFilter};
 use crate::engine::journal::Journal;
-use crate::engine::{RunHandle, RunOptions};
 
 /// `workflows runs`: a table of runs, newest first.
 pub fn list_runs(app: &App, status: Option<&str>, limit: usize) -> ExitCode {
@@ -65,27 +64,16 @@ pub fn status(app: &App, run_id: &str) -> ExitCode {
 /// `workflows resume RUN_ID`: takes the run over and drives it to the end, answering what
 /// is still open of its questions.
 pub async fn resume(app: &App, run_id: &str, drive: &DriveArgs) -> ExitCode {
-    drive_stored(app, run_id, drive, |options| {
-        app.resume_run(run_id, options, &Caller::default())
-    })
-    .await
+    drive_stored(app, run_id, drive, Restart::Resume).await
 }
 
 /// `workflows retry RUN_ID`: runs a failed or cancelled run again, as a new run.
 pub async fn retry(app: &App, run_id: &str, drive: &DriveArgs) -> ExitCode {
-    drive_stored(app, run_id, drive, |options| {
-        app.retry_run(run_id, options, &Caller::default())
-    })
-    .await
+    drive_stored(app, run_id, drive, Restart::Retry).await
 }
 
-/// Drives the run that `start` makes of stored run `run_id` to its end, at the terminal.
-async fn drive_stored(
-    app: &App,
-    run_id: &str,
-    drive: &DriveArgs,
-    start: impl FnOnce(RunOptions) -> Result<RunHandle, RunError>,
-) -> ExitCode {
+/// Drives the run that `how` makes of stored run `run_id` to its end, at the terminal.
+async fn drive_stored(app: &App, run_id: &str, drive: &DriveArgs, how: Restart) -> ExitCode {
     // Its answers file is checked against the plan the run runs.
     let plan = match app.registry().load(run_id) {
         Ok(stored) => stored.plan,
@@ -96,7 +84,7 @@ async fn drive_stored(
         Err(code) => return code,
     };
     let (bar, options) = watched(following.sources.parks());
-    match start(options) {
+    match app.restart_run(run_id, how, options, &Caller::default()) {
         Ok(handle) => follow(handle, bar, following).await,
         Err(error) => {
             bar.abandon();

@@ -77,28 +77,22 @@ pub enum ValueType {
     Object,
 }
 
+/// A setting a workflow file names by one of a fixed list of words.
+pub(crate) trait Named: Copy + 'static {
+    /// Every value, in the order of [`Named::NAMES`].
+    const ALL: &'static [Self];
+    /// The word for each value, in the order an error lists them.
+    const NAMES: &'static [&'static str];
+
+    fn parse(name: &str) -> Option<Self> {
+        let at = Self::NAMES.iter().position(|known| *known == name)?;
+        Some(Self::ALL[at])
+    }
+}
+
 impl ValueType {
     pub fn name(self) -> &'static str {
-        match self {
-            ValueType::String => "string",
-            ValueType::Integer => "integer",
-            ValueType::Number => "number",
-            ValueType::Boolean => "boolean",
-            ValueType::Array => "array",
-            ValueType::Object => "object",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<ValueType> {
-        Some(match name {
-            "string" => ValueType::String,
-            "integer" => ValueType::Integer,
-            "number" => ValueType::Number,
-            "boolean" => ValueType::Boolean,
-            "array" => ValueType::Array,
-            "object" => ValueType::Object,
-            _ => return None,
-        })
+        Self::NAMES[self as usize]
     }
 
     pub fn matches(self, value: &Value) -> bool {
@@ -111,6 +105,19 @@ impl ValueType {
             ValueType::Object => value.is_object(),
         }
     }
+}
+
+impl Named for ValueType {
+    const ALL: &'static [ValueType] = &[
+        ValueType::String,
+        ValueType::Integer,
+        ValueType::Number,
+        ValueType::Boolean,
+        ValueType::Array,
+        ValueType::Object,
+    ];
+    const NAMES: &'static [&'static str] =
+        &["string", "integer", "number", "boolean", "array", "object"];
 }
 
 /// A declared input of a workflow.
@@ -134,19 +141,15 @@ pub enum Trigger {
     NoneFailed,
 }
 
-impl Trigger {
-    pub(crate) const NAMES: &'static [&'static str] =
+impl Named for Trigger {
+    const ALL: &'static [Trigger] = &[
+        Trigger::AllSuccess,
+        Trigger::AllDone,
+        Trigger::OneSuccess,
+        Trigger::NoneFailed,
+    ];
+    const NAMES: &'static [&'static str] =
         &["all_success", "all_done", "one_success", "none_failed"];
-
-    pub fn parse(name: &str) -> Option<Trigger> {
-        Some(match name {
-            "all_success" => Trigger::AllSuccess,
-            "all_done" => Trigger::AllDone,
-            "one_success" => Trigger::OneSuccess,
-            "none_failed" => Trigger::NoneFailed,
-            _ => return None,
-        })
-    }
 }
 
 /// Whether a workflow's tool runs as an MCP task: as the client asks (`optional`), always
@@ -159,18 +162,16 @@ pub enum TaskSupport {
     Required,
 }
 
+impl Named for TaskSupport {
+    const ALL: &'static [TaskSupport] = &[
+        TaskSupport::Forbidden,
+        TaskSupport::Optional,
+        TaskSupport::Required,
+    ];
+    const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
+}
+
 impl TaskSupport {
-    pub(crate) const NAMES: &'static [&'static str] = &["forbidden", "optional", "required"];
-
-    pub fn parse(name: &str) -> Option<TaskSupport> {
-        Some(match name {
-            "forbidden" => TaskSupport::Forbidden,
-            "optional" => TaskSupport::Optional,
-            "required" => TaskSupport::Required,
-            _ => return None,
-        })
-    }
-
     pub fn as_str(self) -> &'static str {
         Self::NAMES[self as usize]
     }
@@ -185,16 +186,9 @@ pub enum ResultForm {
     Text,
 }
 
-impl ResultForm {
-    pub(crate) const NAMES: &'static [&'static str] = &["envelope", "text"];
-
-    pub fn parse(name: &str) -> Option<ResultForm> {
-        Some(match name {
-            "envelope" => ResultForm::Envelope,
-            "text" => ResultForm::Text,
-            _ => return None,
-        })
-    }
+impl Named for ResultForm {
+    const ALL: &'static [ResultForm] = &[ResultForm::Envelope, ResultForm::Text];
+    const NAMES: &'static [&'static str] = &["envelope", "text"];
 }
 
 /// What a node's failure does to its run.
@@ -207,16 +201,9 @@ pub enum OnFailure {
     Continue,
 }
 
-impl OnFailure {
-    pub(crate) const NAMES: &'static [&'static str] = &["fail_run", "continue"];
-
-    pub fn parse(name: &str) -> Option<OnFailure> {
-        Some(match name {
-            "fail_run" => OnFailure::FailRun,
-            "continue" => OnFailure::Continue,
-            _ => return None,
-        })
-    }
+impl Named for OnFailure {
+    const ALL: &'static [OnFailure] = &[OnFailure::FailRun, OnFailure::Continue];
+    const NAMES: &'static [&'static str] = &["fail_run", "continue"];
 }
 
 /// How a node is retried. `max_attempts` counts every try, the first included.
@@ -394,5 +381,27 @@ impl Locations {
             location: self.at(path),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reads_back_its_names<T: Named + std::fmt::Debug + PartialEq>(name: fn(T) -> &'static str) {
+        assert_eq!(T::ALL.len(), T::NAMES.len());
+        for &value in T::ALL {
+            assert_eq!(T::parse(name(value)), Some(value), "{value:?}");
+        }
+    }
+
+    #[test]
+    fn every_named_setting_reads_back_the_name_it_is_written_with() {
+        reads_back_its_names(ValueType::name);
+        reads_back_its_names(TaskSupport::as_str);
+        reads_back_its_names(|value: Trigger| Trigger::NAMES[value as usize]);
+        reads_back_its_names(|value: ResultForm| ResultForm::NAMES[value as usize]);
+        reads_back_its_names(|value: OnFailure| OnFailure::NAMES[value as usize]);
+        assert_eq!(OnFailure::parse("ignore"), None);
     }
 }

@@ -111,20 +111,20 @@ mod tests {
     }
 
     #[test]
-    fn accepts_each_unit() {
-        assert_eq!(ok("200ms"), Duration::from_millis(200));
-        assert_eq!(ok("30s"), Duration::from_secs(30));
-        assert_eq!(ok("10m"), Duration::from_secs(600));
-        assert_eq!(ok("1h"), Duration::from_secs(3600));
-        assert_eq!(ok("0s"), Duration::ZERO);
-    }
-
-    #[test]
-    fn accepts_fractions_and_compound_durations() {
-        assert_eq!(ok("1.5s"), Duration::from_millis(1500));
-        assert_eq!(ok("1m30s"), Duration::from_secs(90));
-        assert_eq!(ok("1h2m3s4ms"), Duration::from_millis(3_723_004));
-        assert_eq!(ok("0.25ms"), Duration::from_micros(250));
+    fn accepts_each_unit_fractions_and_compound_durations() {
+        for (text, duration) in [
+            ("200ms", Duration::from_millis(200)),
+            ("30s", Duration::from_secs(30)),
+            ("10m", Duration::from_secs(600)),
+            ("1h", Duration::from_secs(3600)),
+            ("0s", Duration::ZERO),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1h2m3s4ms", Duration::from_millis(3_723_004)),
+            ("0.25ms", Duration::from_micros(250)),
+        ] {
+            assert_eq!(ok(text), duration, "{text}");
+        }
     }
 
     #[test]
@@ -162,12 +162,16 @@ mod tests {
 
     #[test]
     fn formats_compactly() {
-        assert_eq!(format_duration(Duration::ZERO), "0s");
-        assert_eq!(format_duration(Duration::from_millis(200)), "200ms");
-        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1s500ms");
-        assert_eq!(format_duration(Duration::from_micros(250)), "0.25ms");
+        for (duration, text) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_millis(200), "200ms"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3600), "1h"),
+            (Duration::from_millis(1500), "1s500ms"),
+            (Duration::from_micros(250), "0.25ms"),
+        ] {
+            assert_eq!(format_duration(duration), text);
+        }
     }
 
     #[test]

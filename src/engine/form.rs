@@ -19,6 +19,16 @@ pub(crate) fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
     super::schema::value_problems(&form, answer)
 }
 
+/// The names of the fields a form requires, in the order its `required` lists them.
+pub(crate) fn required_fields(schema: &Value) -> Vec<&str> {
+    schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 /// The form as a client is shown it: the keywords of the protocol's restricted schema
 /// only. A field's `contentSchema` is checked here, on the answer, not by the client.
 pub(crate) fn for_client(schema: &Value) -> Value {

@@ -249,9 +249,8 @@ impl Engine {
         inputs: Map<String, Value>,
         options: RunOptions,
     ) -> RunReport {
-        let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let setup = self.fresh_setup(plan, inputs, options, run_id, Vec::new(), None);
-        self.drive(setup).await
+        self.drive(self.fresh_setup(plan, inputs, options, Vec::new(), None))
+            .await
     }
 
     /// Starts `plan` as a task on the runtime and returns at once.
@@ -261,9 +260,7 @@ impl Engine {
         inputs: Map<String, Value>,
         options: RunOptions,
     ) -> RunHandle {
-        let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let setup = self.fresh_setup(plan, inputs, options, run_id, Vec::new(), None);
-        self.spawn(setup)
+        self.spawn(self.fresh_setup(plan, inputs, options, Vec::new(), None))
     }
 
     fn spawn(&self, setup: RunSetup) -> RunHandle {
@@ -280,17 +277,17 @@ impl Engine {
         }
     }
 
-    /// The setup of a new run; with a journal and a workflow's plan, the run is recorded
+    /// The setup of a new run, under a new id; with a journal and a workflow's plan, the run is recorded
     /// first. A run that cannot be recorded (a read-only database) still runs, unrecorded.
     fn fresh_setup(
         &self,
         plan: Arc<Plan>,
         inputs: Map<String, Value>,
         options: RunOptions,
-        run_id: Arc<str>,
         restored: Vec<(String, Option<usize>, UnitState)>,
         retry_of: Option<&str>,
     ) -> RunSetup {
+        let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         let env = self.env_for(&options, options.owner.principal.as_deref());
         let answers = match (options.park_questions, &options.interaction) {
             (true, _) => Answers::Parked,
@@ -491,15 +488,7 @@ impl Engine {
             .into_iter()
             .filter(|(_, _, unit)| unit.status == NodeStatus::Succeeded)
             .collect();
-        let new_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        let setup = self.fresh_setup(
-            stored.plan,
-            stored.inputs,
-            options,
-            new_id,
-            kept,
-            Some(run_id),
-        );
+        let setup = self.fresh_setup(stored.plan, stored.inputs, options, kept, Some(run_id));
         Ok(self.spawn(setup))
     }
 

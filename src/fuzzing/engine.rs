@@ -149,12 +149,7 @@ pub fn form_answers(data: &[u8]) {
         assert_eq!(problems.len(), 1, "{problems:?}");
         return;
     };
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = form::required_fields(&schema);
     for problem in &problems {
         let named = fields
             .keys()

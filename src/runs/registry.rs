@@ -207,7 +207,7 @@ impl Journal for Registry {
                         principal: start.owner.principal.as_deref(),
                     };
                     let ok = crate::todos::AuditOutcome::Ok;
-                    self.tools.audit_in(tx, tool, args, ok, origin)?;
+                    crate::todos::append_audit(tx, tool, args, ok, origin)?;
                 }
                 Ok(())
             })

@@ -41,24 +41,24 @@ pub struct TaskView {
 
 impl TaskView {
     fn from_row(row: TaskRow) -> TaskView {
-        let head = Some(Box::new(row.head()));
+        let head = row.head;
         TaskView {
-            head,
-            owner: row.owner,
-            task_id: row.run_id.clone(),
+            owner: head.owner.clone(),
+            task_id: head.run_id.clone(),
             parent_task_id: None,
-            run_id: row.run_id,
+            run_id: head.run_id.clone(),
             node_id: None,
             instance: None,
             status: row.status,
             status_message: row.status_message,
             progress: row.progress,
-            created_at: row.created_at,
+            created_at: head.created_at.clone(),
             last_updated_at: row.updated_at,
-            ttl_ms: row.ttl_ms,
-            poll_interval_ms: row.poll_interval_ms,
-            era: row.era,
+            ttl_ms: head.timing.ttl_ms,
+            poll_interval_ms: head.timing.poll_interval_ms,
+            era: head.era.clone(),
             tool: row.tool,
+            head: Some(Box::new(head)),
         }
     }
 

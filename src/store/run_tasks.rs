@@ -10,47 +10,19 @@ use super::sql::Row;
 use super::{Owner, Scope, Store, StoreError, Tx};
 use crate::clock;
 
-/// A run's own task as stored; its task id is `run_id`.
+/// A run's own task as stored; its task id is its run's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRow {
-    pub run_id: String,
+    /// The task's run, as its sub-tasks need it.
+    pub head: RunHead,
     pub status: String,
     pub status_message: Option<String>,
     pub progress: i64,
-    pub created_at: String,
     pub updated_at: String,
-    pub ttl_ms: i64,
-    pub poll_interval_ms: i64,
     pub result: Option<String>,
     pub error: Option<String>,
-    /// The task protocol the task was created under, if a client asked for a task.
-    pub era: Option<String>,
     /// The tool whose call created the task.
     pub tool: Option<String>,
-    /// The run's key, and its plan's node count and ids: what its sub-tasks take from it.
-    pub run_key: i64,
-    pub nodes: i64,
-    pub node_ids: String,
-    pub owner: Owner,
-}
-
-impl TaskRow {
-    /// The run as its sub-tasks need it, from the row of its own task.
-    pub fn head(&self) -> RunHead {
-        RunHead {
-            key: self.run_key,
-            run_id: self.run_id.clone(),
-            created_at: self.created_at.clone(),
-            timing: TaskTiming {
-                ttl_ms: self.ttl_ms,
-                poll_interval_ms: self.poll_interval_ms,
-            },
-            nodes: self.nodes,
-            node_ids: self.node_ids.clone(),
-            era: self.era.clone(),
-            owner: self.owner.clone(),
-        }
-    }
 }
 
 /// How long tasks are kept and how often clients should poll them.
@@ -65,6 +37,7 @@ pub struct TaskTiming {
 pub struct RunHead {
     pub key: i64,
     pub run_id: String,
+    /// When the run's own task was created.
     pub created_at: String,
     pub timing: TaskTiming,
     /// How many nodes the run's plan has.
@@ -90,38 +63,17 @@ pub struct QuestionRow {
     pub refusal: Option<String>,
 }
 
-const TASK_COLUMNS: &str = "r.id, t.status, t.status_message, t.progress, t.created_at, \
-     t.updated_at, t.ttl_ms, t.poll_interval_ms, t.result, t.error, t.era, t.tool, r.key, \
-     p.nodes, p.node_ids, r.principal, r.session";
+/// The columns [`head_from_row`] reads, from [`HEAD_TABLES`].
+const HEAD_COLUMNS: &str = "r.key, r.id, t.created_at, t.ttl_ms, t.poll_interval_ms, p.nodes, \
+     t.era, p.node_ids, r.principal, r.session";
 
-/// The tables [`TASK_COLUMNS`] come from.
-const TASK_TABLES: &str =
+/// The tables a run's head and its own task come from.
+const HEAD_TABLES: &str =
     "run_tasks t JOIN runs r ON r.key = t.run_key JOIN plans p ON p.key = r.plan_key";
 
-fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
-    Ok(TaskRow {
-        run_id: r.get(0)?,
-        status: r.get(1)?,
-        status_message: r.get(2)?,
-        progress: r.get(3)?,
-        created_at: r.get(4)?,
-        updated_at: r.get(5)?,
-        ttl_ms: r.get(6)?,
-        poll_interval_ms: r.get(7)?,
-        result: r.get(8)?,
-        error: r.get(9)?,
-        era: r.get(10)?,
-        tool: r.get(11)?,
-        run_key: r.get(12)?,
-        nodes: r.get(13)?,
-        node_ids: r.get(14)?,
-        owner: Owner::read(r, 15)?,
-    })
-}
-
-const HEAD_SELECT: &str = "SELECT r.key, r.id, r.created_at, t.ttl_ms, t.poll_interval_ms, \
-     p.nodes, t.era, p.node_ids, r.principal, r.session \
-     FROM runs r JOIN run_tasks t ON t.run_key = r.key JOIN plans p ON p.key = r.plan_key";
+/// The columns [`task_from_row`] reads after the head's.
+const TASK_COLUMNS: &str =
+    "t.status, t.status_message, t.progress, t.updated_at, t.result, t.error, t.tool";
 
 fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
     Ok(RunHead {
@@ -136,6 +88,19 @@ fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
         era: r.get(6)?,
         node_ids: r.get(7)?,
         owner: Owner::read(r, 8)?,
+    })
+}
+
+fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
+    Ok(TaskRow {
+        head: head_from_row(r)?,
+        status: r.get(10)?,
+        status_message: r.get(11)?,
+        progress: r.get(12)?,
+        updated_at: r.get(13)?,
+        result: r.get(14)?,
+        error: r.get(15)?,
+        tool: r.get(16)?,
     })
 }
 
@@ -289,13 +254,14 @@ impl Store {
 
     /// A run's own task, by its id (the run's).
     pub fn run_task(&self, task_id: &str) -> Result<Option<TaskRow>, StoreError> {
-        let sql = format!("SELECT {TASK_COLUMNS} FROM {TASK_TABLES} WHERE r.id = ?1");
+        let sql =
+            format!("SELECT {HEAD_COLUMNS}, {TASK_COLUMNS} FROM {HEAD_TABLES} WHERE r.id = ?1");
         self.with(|tx| tx.db.query_opt(&sql, &[&task_id], task_from_row))
     }
 
     /// The run with id `run_id`, as its sub-tasks need it.
     pub(crate) fn run_head(&self, run_id: &str) -> Result<Option<RunHead>, StoreError> {
-        let sql = format!("{HEAD_SELECT} WHERE r.id = ?1");
+        let sql = format!("SELECT {HEAD_COLUMNS} FROM {HEAD_TABLES} WHERE r.id = ?1");
         self.with(|tx| tx.db.query_opt(&sql, &[&run_id], head_from_row))
     }
 
@@ -303,7 +269,9 @@ impl Store {
     pub(crate) fn run_heads_with_prefix(&self, prefix: &str) -> Result<Vec<RunHead>, StoreError> {
         // Run ids are lowercase hex and hyphens, all of which sort before `~` (in
         // PostgreSQL too: the column sorts by bytes).
-        let sql = format!("{HEAD_SELECT} WHERE r.id >= ?1 AND r.id < ?1 || '~'");
+        let sql = format!(
+            "SELECT {HEAD_COLUMNS} FROM {HEAD_TABLES} WHERE r.id >= ?1 AND r.id < ?1 || '~'"
+        );
         self.with(|tx| tx.db.query(&sql, &[&prefix], head_from_row))
     }
 
@@ -317,7 +285,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<TaskRow>, StoreError> {
         let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM {TASK_TABLES}
+            "SELECT {HEAD_COLUMNS}, {TASK_COLUMNS} FROM {HEAD_TABLES}
              WHERE t.era = ?1 AND {}
                AND (CAST(?2 AS TEXT) IS NULL
                     OR t.run_key < (SELECT key FROM runs WHERE id = ?2))

@@ -40,11 +40,7 @@ pub(super) fn spec() -> ToolSpec {
             match a due bound.",
         input_schema: INPUT_SCHEMA.clone(),
         data_schema: schema::todo_list(),
-        effects: Effects {
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        },
+        effects: Effects::READ_ONLY,
     }
 }
 

@@ -105,6 +105,15 @@ pub(crate) struct Effects {
     pub idempotent: bool,
 }
 
+impl Effects {
+    /// A reading tool's: no effect, safe to repeat.
+    pub(crate) const READ_ONLY: Effects = Effects {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    };
+}
+
 /// What a tool publishes for discovery.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolSpec {
@@ -246,20 +255,6 @@ impl Tools {
         Some(run_audited(tx, name, *handler, args, origin))
     }
 
-    /// Appends the audit row of a call inside the caller's transaction, so that the row
-    /// commits with what the call did (a run it started, say). `Err` fails that
-    /// transaction: no effect commits without its row.
-    pub(crate) fn audit_in(
-        &self,
-        tx: &Tx<'_>,
-        tool: &str,
-        args: &Map<String, Value>,
-        outcome: AuditOutcome,
-        origin: Origin<'_>,
-    ) -> Result<(), StoreError> {
-        append_audit(tx, tool, args, outcome, origin)
-    }
-
     /// Appends a row to the audit log, for a call that is not a task-manager tool's and
     /// wrote nothing else (a rejection, a read): in a transaction of its own.
     pub fn audit(
@@ -299,9 +294,11 @@ fn run_audited(
     Ok(result)
 }
 
-/// Appends a row to the audit log. The payload it digests is the arguments as received,
+/// Appends a row to the audit log inside the caller's transaction, so that the row commits
+/// with what the call did (a run it started, say). `Err` fails that transaction: no effect
+/// commits without its row. The payload it digests is the arguments as received,
 /// serialised by `serde_json` (compact, keys in the order received).
-fn append_audit(
+pub(crate) fn append_audit(
     tx: &Tx<'_>,
     tool: &str,
     args: &Map<String, Value>,

@@ -46,6 +46,13 @@ fn problem_fields<T: std::fmt::Debug>(result: Result<T, ToolError>) -> Vec<Strin
         .collect()
 }
 
+/// Asserts that `result` is an error saying `field` is required.
+fn assert_required<T: std::fmt::Debug>(result: Result<T, ToolError>, field: &str) {
+    let error = result.unwrap_err();
+    let said = format!("{field}: is required");
+    assert!(error.message.contains(&said), "{}", error.message);
+}
+
 fn add(value: Value) -> Result<crate::store::NewTodo, ToolError> {
     add_task::parse(&args(value))
 }
@@ -98,10 +105,56 @@ fn audit(tools: &Tools) -> Vec<AuditRow> {
 
 // ---- title and query lengths, in UTF-16 code units ----
 
+/// Reads a tool's arguments, answering the text field it checked.
+type ReadText = fn(Value) -> Result<String, ToolError>;
+
+/// The two text fields limited to 200 UTF-16 code units, each with the parser of its tool.
+const LIMITED_TEXTS: [(&str, ReadText); 2] = [
+    ("title", |value| add(value).map(|new| new.title)),
+    ("query", search),
+];
+
 #[test]
-fn title_of_200_ascii_characters_is_accepted() {
-    let title = "a".repeat(200);
-    assert_eq!(add(json!({ "title": title })).unwrap().title, title);
+fn text_of_200_ascii_characters_is_accepted_and_201_rejected() {
+    for (field, parse) in LIMITED_TEXTS {
+        let text = "a".repeat(200);
+        assert_eq!(parse(json!({ field: text })).unwrap(), text, "{field}");
+        let result = parse(json!({ field: "a".repeat(201) }));
+        assert_eq!(problem_fields(result), [field]);
+    }
+}
+
+#[test]
+fn text_of_100_emoji_is_200_units_and_accepted_and_one_more_letter_rejected() {
+    for (field, parse) in LIMITED_TEXTS {
+        let text = "😀".repeat(100);
+        assert_eq!(parse(json!({ field: text })).unwrap(), text, "{field}");
+        let result = parse(json!({ field: format!("{text}a") }));
+        assert_eq!(problem_fields(result), [field]);
+    }
+}
+
+#[test]
+fn text_with_combining_marks_counts_each_mark_as_a_unit() {
+    for (field, parse) in LIMITED_TEXTS {
+        let accepted = "e\u{301}".repeat(100);
+        assert_eq!(
+            parse(json!({ field: accepted })).unwrap(),
+            accepted,
+            "{field}"
+        );
+        let result = parse(json!({ field: format!("{accepted}a") }));
+        assert_eq!(problem_fields(result), [field]);
+    }
+}
+
+#[test]
+fn empty_missing_or_non_string_text_is_rejected() {
+    for (field, parse) in LIMITED_TEXTS {
+        assert_eq!(problem_fields(parse(json!({ field: "" }))), [field]);
+        assert_eq!(problem_fields(parse(json!({}))), [field]);
+        assert_eq!(problem_fields(parse(json!({ field: 1 }))), [field]);
+    }
 }
 
 #[test]
@@ -126,27 +179,9 @@ fn the_title_limit_is_the_one_the_published_schema_states() {
 }
 
 #[test]
-fn title_of_201_utf16_units_is_rejected() {
-    let result = add(json!({ "title": "a".repeat(201) }));
-    assert_eq!(problem_fields(result), ["title"]);
-}
-
-#[test]
 fn title_length_error_reports_the_unit_count() {
     let error = add(json!({ "title": "a".repeat(201) })).unwrap_err();
     assert!(error.message.contains("(got 201)"), "{}", error.message);
-}
-
-#[test]
-fn title_of_100_emoji_is_200_units_and_accepted() {
-    let title = "😀".repeat(100);
-    assert_eq!(add(json!({ "title": title })).unwrap().title, title);
-}
-
-#[test]
-fn title_of_100_emoji_and_one_letter_is_201_units_and_rejected() {
-    let title = format!("{}a", "😀".repeat(100));
-    assert_eq!(problem_fields(add(json!({ "title": title }))), ["title"]);
 }
 
 #[test]
@@ -157,14 +192,6 @@ fn title_of_200_characters_ending_in_an_emoji_is_rejected() {
 }
 
 #[test]
-fn title_with_combining_marks_counts_each_mark_as_a_unit() {
-    let accepted = "e\u{301}".repeat(100);
-    assert_eq!(add(json!({ "title": accepted })).unwrap().title, accepted);
-    let rejected = format!("{}a", "e\u{301}".repeat(100));
-    assert_eq!(problem_fields(add(json!({ "title": rejected }))), ["title"]);
-}
-
-#[test]
 fn title_of_200_precomposed_accented_letters_is_accepted() {
     let title = "\u{e9}".repeat(200);
     assert_eq!(title.len(), 400);
@@ -172,18 +199,8 @@ fn title_of_200_precomposed_accented_letters_is_accepted() {
 }
 
 #[test]
-fn empty_title_is_rejected() {
-    assert_eq!(problem_fields(add(json!({ "title": "" }))), ["title"]);
-}
-
-#[test]
 fn missing_title_is_rejected_as_required() {
-    let error = add(json!({})).unwrap_err();
-    assert!(
-        error.message.contains("title: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(add(json!({})), "title");
 }
 
 #[test]
@@ -193,116 +210,54 @@ fn non_string_title_is_rejected() {
     }
 }
 
-#[test]
-fn query_of_200_ascii_characters_is_accepted() {
-    let query = "q".repeat(200);
-    assert_eq!(search(json!({ "query": query })).unwrap(), query);
-}
-
-#[test]
-fn query_of_201_utf16_units_is_rejected() {
-    let result = search(json!({ "query": "q".repeat(201) }));
-    assert_eq!(problem_fields(result), ["query"]);
-}
-
-#[test]
-fn query_of_100_emoji_is_accepted_and_one_more_letter_is_rejected() {
-    let query = "😀".repeat(100);
-    assert_eq!(search(json!({ "query": query })).unwrap(), query);
-    let result = search(json!({ "query": format!("{query}a") }));
-    assert_eq!(problem_fields(result), ["query"]);
-}
-
-#[test]
-fn query_with_combining_marks_counts_each_mark_as_a_unit() {
-    let accepted = "e\u{301}".repeat(100);
-    assert_eq!(search(json!({ "query": accepted })).unwrap(), accepted);
-    let result = search(json!({ "query": format!("{accepted}a") }));
-    assert_eq!(problem_fields(result), ["query"]);
-}
-
-#[test]
-fn empty_missing_or_non_string_query_is_rejected() {
-    assert_eq!(problem_fields(search(json!({ "query": "" }))), ["query"]);
-    assert_eq!(problem_fields(search(json!({}))), ["query"]);
-    assert_eq!(problem_fields(search(json!({ "query": 1 }))), ["query"]);
-}
-
 // ---- dates ----
 
 #[test]
-fn leap_day_in_a_leap_year_is_a_calendar_date() {
-    assert!(is_calendar_date("2024-02-29"));
+fn real_days_are_calendar_dates() {
+    for date in [
+        "2024-02-29", // a leap day in a leap year
+        "2000-02-29", // a leap day in a century divisible by 400
+        "2026-12-01",
+        "2026-01-01",
+        "2026-01-31",
+        "2026-04-30",
+        "2026-02-28",
+    ] {
+        assert!(is_calendar_date(date), "{date}");
+    }
 }
 
 #[test]
-fn leap_day_in_a_common_year_is_not_a_calendar_date() {
-    assert!(!is_calendar_date("2023-02-29"));
-}
-
-#[test]
-fn leap_day_in_a_century_not_divisible_by_400_is_rejected() {
-    assert!(!is_calendar_date("1900-02-29"));
-}
-
-#[test]
-fn leap_day_in_a_century_divisible_by_400_is_accepted() {
-    assert!(is_calendar_date("2000-02-29"));
-}
-
-#[test]
-fn month_13_and_month_00_are_rejected() {
-    assert!(!is_calendar_date("2026-13-01"));
-    assert!(!is_calendar_date("2026-00-01"));
-    assert!(is_calendar_date("2026-12-01"));
-    assert!(is_calendar_date("2026-01-01"));
-}
-
-#[test]
-fn day_00_and_days_past_the_end_of_the_month_are_rejected() {
-    assert!(!is_calendar_date("2026-01-00"));
-    assert!(!is_calendar_date("2026-01-32"));
-    assert!(is_calendar_date("2026-01-31"));
-    assert!(!is_calendar_date("2026-04-31"));
-    assert!(is_calendar_date("2026-04-30"));
-    assert!(!is_calendar_date("2026-02-30"));
-    assert!(is_calendar_date("2026-02-28"));
-}
-
-#[test]
-fn dates_without_zero_padding_are_rejected() {
-    assert!(!is_calendar_date("2026-1-1"));
-    assert!(!is_calendar_date("2026-01-1"));
-    assert!(!is_calendar_date("2026-1-01"));
-    assert!(!is_calendar_date("226-01-01"));
-}
-
-#[test]
-fn empty_string_is_not_a_date() {
-    assert!(!is_calendar_date(""));
-}
-
-#[test]
-fn dates_with_surrounding_spaces_are_rejected() {
-    assert!(!is_calendar_date(" 2026-01-01"));
-    assert!(!is_calendar_date("2026-01-01 "));
-    assert!(!is_calendar_date(" 2026-01-01 "));
-}
-
-#[test]
-fn full_width_digits_are_rejected() {
-    assert!(!is_calendar_date("２０２６-０１-０１"));
-    assert!(!is_calendar_date("２026-01-01"));
+fn impossible_days_and_other_forms_are_not_calendar_dates() {
+    // "２6-01-01" is ten bytes long, as a date is.
     assert_eq!("２6-01-01".len(), 10);
-    assert!(!is_calendar_date("２6-01-01"));
-}
-
-#[test]
-fn other_separators_and_trailing_parts_are_rejected() {
-    assert!(!is_calendar_date("2026/01/01"));
-    assert!(!is_calendar_date("2026-01-01T00:00:00Z"));
-    assert!(!is_calendar_date("+026-01-01"));
-    assert!(!is_calendar_date("2026-0a-01"));
+    for text in [
+        "2023-02-29", // a leap day in a common year
+        "1900-02-29", // a leap day in a century not divisible by 400
+        "2026-13-01",
+        "2026-00-01",
+        "2026-01-00",
+        "2026-01-32",
+        "2026-04-31",
+        "2026-02-30",
+        "2026-1-1", // no zero padding
+        "2026-01-1",
+        "2026-1-01",
+        "226-01-01",
+        "",
+        " 2026-01-01",
+        "2026-01-01 ",
+        " 2026-01-01 ",
+        "２０２６-０１-０１", // full-width digits
+        "２026-01-01",
+        "２6-01-01",
+        "2026/01/01", // other separators and trailing parts
+        "2026-01-01T00:00:00Z",
+        "+026-01-01",
+        "2026-0a-01",
+    ] {
+        assert!(!is_calendar_date(text), "{text:?}");
+    }
 }
 
 #[test]
@@ -311,9 +266,9 @@ fn add_task_keeps_a_valid_due_date() {
     assert_eq!(new.due.as_deref(), Some("2024-02-29"));
 }
 
-#[test]
-fn add_task_rejects_invalid_due_dates() {
-    for due in [
+/// Values that are no calendar date, each rejected wherever a date is expected.
+fn not_dates() -> [Value; 13] {
+    [
         json!("2023-02-29"),
         json!("1900-02-29"),
         json!("2026-13-01"),
@@ -327,7 +282,12 @@ fn add_task_rejects_invalid_due_dates() {
         json!(20260101),
         json!(null),
         json!(true),
-    ] {
+    ]
+}
+
+#[test]
+fn add_task_rejects_invalid_due_dates() {
+    for due in not_dates() {
         let result = add(json!({ "title": "t", "due": due }));
         assert_eq!(problem_fields(result), ["due"], "due = {due}");
     }
@@ -471,12 +431,7 @@ fn ids_that_are_not_positive_safe_integers_are_rejected() {
 
 #[test]
 fn missing_id_is_rejected_as_required() {
-    let error = complete(json!({})).unwrap_err();
-    assert!(
-        error.message.contains("id: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(complete(json!({})), "id");
     let result = delete_task::parse(&args(json!({ "confirm": true })));
     assert_eq!(problem_fields(result), ["id"]);
 }
@@ -504,12 +459,7 @@ fn confirm_other_than_the_boolean_true_is_rejected() {
 
 #[test]
 fn missing_confirm_is_rejected_as_required() {
-    let error = delete_task::parse(&args(json!({ "id": 1 }))).unwrap_err();
-    assert!(
-        error.message.contains("confirm: is required"),
-        "{}",
-        error.message
-    );
+    assert_required(delete_task::parse(&args(json!({ "id": 1 }))), "confirm");
 }
 
 // ---- unknown properties ----
@@ -637,16 +587,7 @@ fn filter_due_bounds_accept_calendar_dates() {
 
 #[test]
 fn filter_due_bounds_are_validated_like_dates() {
-    for bad in [
-        json!("2023-02-29"),
-        json!("1900-02-29"),
-        json!("2026-13-01"),
-        json!("2026-01-00"),
-        json!("2026-1-1"),
-        json!(""),
-        json!("2026-01-01 "),
-        json!(20260101),
-    ] {
+    for bad in not_dates() {
         let result = list(json!({ "filter": { "dueAfter": bad } }));
         assert_eq!(
             problem_fields(result),
@@ -903,17 +844,23 @@ fn title_args_of_len(len: usize) -> Map<String, Value> {
     raw
 }
 
+/// The one audit row of a call of `add_task` with `raw`, which it rejects.
+fn rejected_add_audit_row(tools: &Tools, raw: &Map<String, Value>) -> AuditRow {
+    tools
+        .invoke("add_task", raw, Origin::default())
+        .unwrap()
+        .unwrap_err();
+    let mut rows = audit(tools);
+    assert_eq!(rows.len(), 1);
+    rows.remove(0)
+}
+
 on_both_backends! {
     fn audit_args_at_the_cap_are_stored_verbatim(tools) {
         let raw = title_args_of_len(AUDIT_ARGS_CAP);
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let rows = audit(&tools);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].outcome, "rejected");
-        assert_eq!(rows[0].args, serde_json::to_string(&raw).unwrap());
+        let row = rejected_add_audit_row(&tools, &raw);
+        assert_eq!(row.outcome, "rejected");
+        assert_eq!(row.args, serde_json::to_string(&raw).unwrap());
     }
 }
 
@@ -921,14 +868,8 @@ on_both_backends! {
     fn audit_args_one_byte_over_the_cap_are_truncated_with_a_marker(tools) {
         let raw = title_args_of_len(AUDIT_ARGS_CAP + 1);
         let full = serde_json::to_string(&raw).unwrap();
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let rows = audit(&tools);
-        assert_eq!(rows.len(), 1);
         assert_eq!(
-            rows[0].args,
+            rejected_add_audit_row(&tools, &raw).args,
             format!(
                 "{}…[truncated: {} bytes in all]",
                 &full[..AUDIT_ARGS_CAP],
@@ -944,11 +885,7 @@ on_both_backends! {
         let raw = args(json!({ "title": "😀".repeat(2000) }));
         let full = serde_json::to_string(&raw).unwrap();
         assert!(!full.is_char_boundary(AUDIT_ARGS_CAP));
-        tools
-            .invoke("add_task", &raw, Origin::default())
-            .unwrap()
-            .unwrap_err();
-        let stored = &audit(&tools)[0].args;
+        let stored = rejected_add_audit_row(&tools, &raw).args;
         let marker = format!("…[truncated: {} bytes in all]", full.len());
         let kept = stored
             .strip_suffix(&marker)

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::format::failed;
 use super::run::run_page;
 use super::{Body, form, see_other};
-use crate::app::{App, Caller, RunError};
+use crate::app::{App, Caller, Restart, RunError};
 use crate::engine::RunOptions;
 use crate::store::AuditOutcome;
 
@@ -97,7 +97,7 @@ pub(super) async fn cancel(app: &App, caller: &Caller, run_id: &str) -> Response
 /// `POST /runs/{id}/retry`: a new run that keeps what succeeded, driven by this process.
 pub(super) fn retry(app: &App, caller: &Caller, run_id: &str) -> Response<Body> {
     let args = run_args(run_id);
-    match app.retry_run(run_id, RunOptions::default(), caller) {
+    match app.restart_run(run_id, Restart::Retry, RunOptions::default(), caller) {
         Ok(handle) => {
             let new_run = handle.run_id.clone();
             app.audit(

@@ -12,7 +12,7 @@ mod values;
 
 use toml_source::{Lines, syntax_problem};
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -23,8 +23,8 @@ use toml::Spanned;
 use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::definition::{
-    ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, NodeDef, OnFailure, Problem,
-    Problems, ResultForm, RetryPolicy, TaskSupport, Trigger, ValueType, WorkflowDef,
+    ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, Named, NodeDef, Problem,
+    Problems, RetryPolicy, ValueType, WorkflowDef,
 };
 use super::duration::{format_duration, parse_duration};
 
@@ -78,7 +78,6 @@ const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
 /// What a `read_file` node reads unless it says otherwise, and the most it may ask for.
 pub(crate) const DEFAULT_READ_BYTES: u64 = 64 * 1024;
 pub(crate) const MAX_READ_BYTES: u64 = 1024 * 1024;
-const TYPE_NAMES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
 
 /// The rule for workflow names and node ids.
 pub(crate) const ID_RULE: &str = "[a-z][a-z0-9_]{0,63}";

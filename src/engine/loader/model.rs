@@ -21,25 +21,11 @@ impl Decoder {
         });
         let def = WorkflowDef {
             name,
-            description: self
-                .opt(map, "", "description", Self::string)
-                .unwrap_or_default(),
-            expose_as_tool: self
-                .opt(map, "", "expose_as_tool", Self::boolean)
-                .unwrap_or(false),
-            task_support: self
-                .opt(map, "", "task_support", |d, p, v| {
-                    d.choice(p, v, TaskSupport::NAMES, TaskSupport::parse)
-                })
-                .unwrap_or_default(),
-            ask_before_task: self
-                .opt(map, "", "ask_before_task", Self::boolean)
-                .unwrap_or(false),
-            result: self
-                .opt(map, "", "result", |d, p, v| {
-                    d.choice(p, v, ResultForm::NAMES, ResultForm::parse)
-                })
-                .unwrap_or_default(),
+            description: self.or_default(map, "", "description", Self::string),
+            expose_as_tool: self.or_default(map, "", "expose_as_tool", Self::boolean),
+            task_support: self.or_default(map, "", "task_support", Self::choice),
+            ask_before_task: self.or_default(map, "", "ask_before_task", Self::boolean),
+            result: self.or_default(map, "", "result", Self::choice),
             max_parallel: max_parallel.map_or(DEFAULT_MAX_PARALLEL, |n| n as usize),
             timeout: self.opt(map, "", "timeout", Self::timeout),
             inputs: self.inputs(map.get("inputs")),
@@ -111,17 +97,11 @@ impl Decoder {
 
     pub(super) fn input_def(&mut self, path: &str, value: &Value) -> Option<InputDef> {
         let map = self.fields(path, value, INPUT_KEYS)?;
-        let kind = self.req(map, path, "type", |d, p, v| {
-            d.choice(p, v, TYPE_NAMES, ValueType::parse).map(Some)
-        });
+        let kind = self.req(map, path, "type", |d, p, v| d.choice(p, v).map(Some));
         Some(InputDef {
             kind: kind.unwrap_or(ValueType::String),
-            description: self
-                .opt(map, path, "description", Self::string)
-                .unwrap_or_default(),
-            required: self
-                .opt(map, path, "required", Self::boolean)
-                .unwrap_or(false),
+            description: self.or_default(map, path, "description", Self::string),
+            required: self.or_default(map, path, "required", Self::boolean),
             default: self.opt(map, path, "default", Self::any),
             choices: self.opt(map, path, "enum", Self::choices),
         })
@@ -188,21 +168,15 @@ impl Decoder {
         let p = path.as_str();
         Some(NodeDef {
             id: id.to_owned(),
-            description: self
-                .opt(map, p, "description", Self::string)
-                .unwrap_or_default(),
+            description: self.or_default(map, p, "description", Self::string),
             action: self.action(p, map),
-            needs: self.opt(map, p, "needs", Self::strings).unwrap_or_default(),
+            needs: self.or_default(map, p, "needs", Self::strings),
             when: self.opt(map, p, "when", Self::string),
-            trigger: self
-                .opt(map, p, "trigger", Self::trigger)
-                .unwrap_or_default(),
-            on_failure: self
-                .opt(map, p, "on_failure", Self::on_failure)
-                .unwrap_or_default(),
+            trigger: self.or_default(map, p, "trigger", Self::choice),
+            on_failure: self.or_default(map, p, "on_failure", Self::choice),
             timeout: self.opt(map, p, "timeout", Self::timeout),
             for_each: self.opt(map, p, "for_each", Self::string),
-            retry: self.opt(map, p, "retry", Self::retry).unwrap_or_default(),
+            retry: self.or_default(map, p, "retry", Self::retry),
             phase: self.opt(map, p, "phase", Self::phase),
         })
     }
@@ -216,14 +190,6 @@ impl Decoder {
             );
         }
         Some(name)
-    }
-
-    pub(super) fn trigger(&mut self, path: &str, value: &Value) -> Option<Trigger> {
-        self.choice(path, value, Trigger::NAMES, Trigger::parse)
-    }
-
-    pub(super) fn on_failure(&mut self, path: &str, value: &Value) -> Option<OnFailure> {
-        self.choice(path, value, OnFailure::NAMES, OnFailure::parse)
     }
 
     pub(super) fn retry(&mut self, path: &str, value: &Value) -> Option<RetryPolicy> {
@@ -366,9 +332,7 @@ impl Decoder {
         Some(ActionDef::WriteFile {
             path: self.req(map, path, "path", Self::string),
             content: self.req(map, path, "content", Self::string),
-            overwrite: self
-                .opt(map, path, "overwrite", Self::boolean)
-                .unwrap_or(false),
+            overwrite: self.or_default(map, path, "overwrite", Self::boolean),
         })
     }
 

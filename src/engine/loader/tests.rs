@@ -1,6 +1,7 @@
 //! Tests of the loader: every structural problem, with its location.
 
 use super::*;
+use crate::engine::definition::{OnFailure, ResultForm, TaskSupport, Trigger};
 use serde_json::json;
 
 const FULL: &str = r#"
@@ -59,12 +60,20 @@ fn problems(text: &str) -> Vec<String> {
     }
 }
 
-fn assert_reported(problems: &[String], needle: &str) {
-    assert!(
-        problems.iter().any(|p| p.contains(needle)),
-        "no problem contains {needle:?}:\n{}",
-        problems.join("\n")
-    );
+/// The definition `text` decodes to, which must have no problem.
+fn decoded(text: &str) -> WorkflowDef {
+    parse_toml("t.toml", "t", text).unwrap_or_else(|problems| panic!("{problems}"))
+}
+
+/// Asserts that each needle is part of one of the problems found.
+pub(crate) fn assert_reported(problems: &[String], needles: &[&str]) {
+    for needle in needles {
+        assert!(
+            problems.iter().any(|p| p.contains(needle)),
+            "no problem contains {needle:?}:\n{}",
+            problems.join("\n")
+        );
+    }
 }
 
 fn node(id: &str, action: ActionDef) -> NodeDef {
@@ -226,7 +235,7 @@ fn defaults_apply_when_fields_are_absent() {
             }
         )
     );
-    let def = parse_toml("t.toml", "t", "[nodes.a]\ntool = 'list'\n").unwrap();
+    let def = decoded("[nodes.a]\ntool = 'list'\n");
     let empty = ActionDef::Tool {
         name: "list".into(),
         args: json!({}),
@@ -289,31 +298,15 @@ sample = { prompt = "p", temperature = 0.5 }
     let found = problems(text);
     assert_reported(
         &found,
-        "wf/x.toml:2:10: colour: unknown key `colour`; allowed keys: name, description,",
-    );
-    assert_reported(
-        &found,
-        "inputs.a.optional: unknown key `optional`; allowed keys: type, description, required, default, enum",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.retries: unknown key `retries`; allowed keys: description, tool, args,",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.retry.attempts: unknown key `attempts`; allowed keys: max_attempts,",
-    );
-    assert_reported(
-        &found,
-        "nodes.b.write_file.mode: unknown key `mode`; allowed keys: path, content, overwrite",
-    );
-    assert_reported(
-        &found,
-        "nodes.c.input.title: unknown key `title`; allowed keys: message, schema, default",
-    );
-    assert_reported(
-        &found,
-        "nodes.d.sample.temperature: unknown key `temperature`; allowed keys: prompt, system, max_tokens",
+        &[
+            "wf/x.toml:2:10: colour: unknown key `colour`; allowed keys: name, description,",
+            "inputs.a.optional: unknown key `optional`; allowed keys: type, description, required, default, enum",
+            "nodes.a.retries: unknown key `retries`; allowed keys: description, tool, args,",
+            "nodes.a.retry.attempts: unknown key `attempts`; allowed keys: max_attempts,",
+            "nodes.b.write_file.mode: unknown key `mode`; allowed keys: path, content, overwrite",
+            "nodes.c.input.title: unknown key `title`; allowed keys: message, schema, default",
+            "nodes.d.sample.temperature: unknown key `temperature`; allowed keys: prompt, system, max_tokens",
+        ],
     );
     assert_eq!(found.len(), 7, "{found:#?}");
 }
@@ -340,32 +333,22 @@ tool = "t"
 args = [1]
 "#;
     let found = problems(text);
-    assert_reported(&found, "description: expected a string, found an integer");
     assert_reported(
         &found,
-        "expose_as_tool: expected a boolean (true or false), found a string",
+        &[
+            "description: expected a string, found an integer",
+            "expose_as_tool: expected a boolean (true or false), found a string",
+            "max_parallel: expected an integer, found a float",
+            "output.a: expected a string, found an integer",
+            "inputs.a: expected a table, found a string",
+            "nodes.a.needs: expected an array of strings, found a string",
+            "nodes.a.when: expected a string, found a boolean",
+            "wf/x.toml:14:15: nodes.b.needs[1]: expected a string, found an integer",
+            "nodes.b.retry.factor: expected a number, found a string",
+            "nodes.b.retry.jitter: expected a boolean (true or false), found an integer",
+            "nodes.c.args: expected a table, found an array",
+        ],
     );
-    assert_reported(&found, "max_parallel: expected an integer, found a float");
-    assert_reported(&found, "output.a: expected a string, found an integer");
-    assert_reported(&found, "inputs.a: expected a table, found a string");
-    assert_reported(
-        &found,
-        "nodes.a.needs: expected an array of strings, found a string",
-    );
-    assert_reported(&found, "nodes.a.when: expected a string, found a boolean");
-    assert_reported(
-        &found,
-        "wf/x.toml:14:15: nodes.b.needs[1]: expected a string, found an integer",
-    );
-    assert_reported(
-        &found,
-        "nodes.b.retry.factor: expected a number, found a string",
-    );
-    assert_reported(
-        &found,
-        "nodes.b.retry.jitter: expected a boolean (true or false), found an integer",
-    );
-    assert_reported(&found, "nodes.c.args: expected a table, found an array");
     assert_eq!(found.len(), 11, "{found:#?}");
 }
 
@@ -376,23 +359,22 @@ fn missing_required_keys_are_reported_at_their_table() {
     let found = problems(text);
     assert_reported(
         &found,
-        "wf/x.toml:1:9: inputs.a: missing required key `type`",
+        &[
+            "wf/x.toml:1:9: inputs.a: missing required key `type`",
+            "wf/x.toml:4:1: nodes.a.write_file: missing required key `path`",
+            "nodes.a.write_file: missing required key `content`",
+            "nodes.b.input: missing required key `message`",
+            "nodes.c.sample: missing required key `prompt`",
+        ],
     );
-    assert_reported(
-        &found,
-        "wf/x.toml:4:1: nodes.a.write_file: missing required key `path`",
-    );
-    assert_reported(&found, "nodes.a.write_file: missing required key `content`");
-    assert_reported(&found, "nodes.b.input: missing required key `message`");
-    assert_reported(&found, "nodes.c.sample: missing required key `prompt`");
     assert_eq!(found.len(), 5, "{found:#?}");
     assert_reported(
         &problems("name = 'x'\n"),
-        "wf/x.toml: missing required key `nodes`",
+        &["wf/x.toml: missing required key `nodes`"],
     );
     assert_reported(
         &problems("nodes = {}\n"),
-        "nodes: a workflow needs at least one node",
+        &["nodes: a workflow needs at least one node"],
     );
 }
 
@@ -402,13 +384,12 @@ fn a_node_needs_exactly_one_action() {
         problems("[nodes.a]\nneeds = []\n[nodes.b]\ntool = 't'\nrender = 'r'\nwait = '1s'\n");
     assert_reported(
         &found,
-        "wf/x.toml:1:8: nodes.a: the node has no action: give exactly one of `tool`, `render`, \
+        &[
+            "wf/x.toml:1:8: nodes.a: the node has no action: give exactly one of `tool`, `render`, \
          `write_file`, `wait`, `input`, `sample`",
-    );
-    assert_reported(
-        &found,
-        "wf/x.toml:3:8: nodes.b: the node has more than one action (`tool`, `render`, `wait`): \
+            "wf/x.toml:3:8: nodes.b: the node has more than one action (`tool`, `render`, `wait`): \
          give exactly one",
+        ],
     );
 }
 
@@ -428,15 +409,14 @@ fn bad_names_and_ids_are_refused() {
     );
     assert_reported(
         &found,
-        "name: invalid name `1abc`: must match [a-z][a-z0-9_]{0,63}",
-    );
-    assert_reported(&found, "inputs.my-input: invalid input name `my-input`");
-    assert_reported(
-        &found,
-        "wf/x.toml:4:8: nodes.Create: invalid node id `Create`",
+        &[
+            "name: invalid name `1abc`: must match [a-z][a-z0-9_]{0,63}",
+            "inputs.my-input: invalid input name `my-input`",
+            "wf/x.toml:4:8: nodes.Create: invalid node id `Create`",
+        ],
     );
     let long = format!("[nodes.{}]\nrender = 'r'\n", "a".repeat(65));
-    assert_reported(&problems(&long), "invalid node id");
+    assert_reported(&problems(&long), &["invalid node id"]);
     let error = parse_toml("wf/My Flow.toml", "My Flow", "[nodes.a]\nrender = 'r'\n").unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -459,16 +439,18 @@ fn bad_enum_values_list_the_allowed_ones() {
         problems("[inputs.a]\ntype = 'text'\n[nodes.a]\nrender = 'r'\non_failure = 'ignore'\n");
     assert_reported(
         &found,
-        "wf/x.toml:2:8: inputs.a.type: unknown value `text`; expected one of string, integer, \
+        &[
+            "wf/x.toml:2:8: inputs.a.type: unknown value `text`; expected one of string, integer, \
          number, boolean, array, object",
+        ],
     );
     assert_reported(
         &found,
-        "nodes.a.on_failure: unknown value `ignore`; expected one of fail_run, continue",
+        &["nodes.a.on_failure: unknown value `ignore`; expected one of fail_run, continue"],
     );
     assert_reported(
         &problems("[inputs.a]\ntype = 'string'\nenum = []\n[nodes.a]\nrender = 'r'\n"),
-        "inputs.a.enum: `enum` needs at least one value",
+        &["inputs.a.enum: `enum` needs at least one value"],
     );
 }
 
@@ -479,13 +461,12 @@ fn bad_durations_say_the_accepted_form() {
     let found = problems(text);
     assert_reported(
         &found,
-        "wf/x.toml:1:11: timeout: invalid duration `10`: expected a number followed by a unit",
-    );
-    assert_reported(&found, "nodes.a.wait: invalid duration `1x`");
-    assert_reported(&found, "nodes.b.timeout: a timeout must be longer than 0s");
-    assert_reported(
-        &found,
-        "nodes.b.retry.initial_delay: invalid duration `-1s`",
+        &[
+            "wf/x.toml:1:11: timeout: invalid duration `10`: expected a number followed by a unit",
+            "nodes.a.wait: invalid duration `1x`",
+            "nodes.b.timeout: a timeout must be longer than 0s",
+            "nodes.b.retry.initial_delay: invalid duration `-1s`",
+        ],
     );
     assert_eq!(found.len(), 4, "{found:#?}");
 }
@@ -498,34 +479,21 @@ fn out_of_range_numbers_are_refused() {
     let found = problems(text);
     assert_reported(
         &found,
-        "max_parallel: must be between 1 and 4294967295, got -1",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.retry.max_attempts: must be between 1 and 100, got 101",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.retry.factor: must be between 1.0 and 1000.0, got 0.5",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.retry.max_delay: max_delay (1s) must be at least initial_delay (2s)",
-    );
-    assert_reported(
-        &found,
-        "nodes.b.sample.max_tokens: must be between 1 and 4294967295, got 0",
-    );
-    assert_reported(
-        &found,
-        "nodes.c.retry.max_attempts: must be between 1 and 100, got 0",
+        &[
+            "max_parallel: must be between 1 and 4294967295, got -1",
+            "nodes.a.retry.max_attempts: must be between 1 and 100, got 101",
+            "nodes.a.retry.factor: must be between 1.0 and 1000.0, got 0.5",
+            "nodes.a.retry.max_delay: max_delay (1s) must be at least initial_delay (2s)",
+            "nodes.b.sample.max_tokens: must be between 1 and 4294967295, got 0",
+            "nodes.c.retry.max_attempts: must be between 1 and 100, got 0",
+        ],
     );
     let big = problems("max_parallel = 18446744073709551615\n[nodes.a]\nrender = 'r'\n");
-    assert_reported(&big, "max_parallel:");
+    assert_reported(&big, &["max_parallel:"]);
     let found = problems("[nodes.a]\nrender = 'r'\nretry = { initial_delay = '1m' }\n");
     assert_reported(
         &found,
-        "nodes.a.retry.max_delay: max_delay (30s) must be at least initial_delay (1m)",
+        &["nodes.a.retry.max_delay: max_delay (30s) must be at least initial_delay (1m)"],
     );
 }
 
@@ -546,7 +514,7 @@ fn toml_datetimes_are_refused() {
 #[test]
 fn toml_numbers_become_json_numbers() {
     let text = "[nodes.a]\ntool = 't'\nargs = { a = 1_000, b = -5, c = 0o17, d = 2.5e3, e = 0b101, f = 1.0 }\n";
-    let def = parse_toml("t.toml", "t", text).unwrap();
+    let def = decoded(text);
     let ActionDef::Tool { args, .. } = &def.nodes["a"].action else {
         panic!("not a tool");
     };
@@ -557,11 +525,10 @@ fn toml_numbers_become_json_numbers() {
     let found = problems("[nodes.a]\ntool = 't'\nargs = { x = nan, y = -inf }\n");
     assert_reported(
         &found,
-        "nodes.a.args.x: only finite numbers are allowed, not nan",
-    );
-    assert_reported(
-        &found,
-        "nodes.a.args.y: only finite numbers are allowed, not -inf",
+        &[
+            "nodes.a.args.x: only finite numbers are allowed, not nan",
+            "nodes.a.args.y: only finite numbers are allowed, not -inf",
+        ],
     );
 }
 
@@ -572,17 +539,13 @@ fn input_schemas_must_be_flat_objects() {
     let found = problems(text);
     assert_reported(
         &found,
-        "nodes.a.input.schema.properties.who: an input schema must be flat",
+        &[
+            "nodes.a.input.schema.properties.who: an input schema must be flat",
+            "nodes.a.input.schema.properties.n: expected a table, found an integer",
+            "nodes.b.input.schema.type: an input schema must have type \"object\"",
+        ],
     );
-    assert_reported(
-        &found,
-        "nodes.a.input.schema.properties.n: expected a table, found an integer",
-    );
-    assert_reported(
-        &found,
-        "nodes.b.input.schema.type: an input schema must have type \"object\"",
-    );
-    let def = parse_toml("t.toml", "t", "[nodes.a]\ninput = { message = 'Go?' }\n").unwrap();
+    let def = decoded("[nodes.a]\ninput = { message = 'Go?' }\n");
     let ActionDef::Input {
         schema, default, ..
     } = &def.nodes["a"].action
@@ -608,9 +571,7 @@ fn input_schemas_are_forms_a_client_can_render_and_every_fault_is_reported() {
         input.schema.properties.ratio = { type = "number", default = 0.5 }
         input.schema.properties.ok = { type = "boolean", default = true, title = "OK?" }
     "#;
-    if let Err(problems) = parse_toml("t.toml", "t", good) {
-        panic!("{problems}");
-    }
+    decoded(good);
     let bad = r#"
         [nodes.a]
         input.message = "Pick"
@@ -623,17 +584,18 @@ fn input_schemas_are_forms_a_client_can_render_and_every_fault_is_reported() {
         input.schema.properties.flag = { type = "boolean", minimum = 0 }
     "#;
     let found = problems(bad);
-    for expected in [
-        "nodes.a.input.schema.required[0]: no property `missing` to require",
-        "nodes.a.input.schema.properties.tags.items: a list's `items` need an `enum` of strings",
-        "nodes.a.input.schema.properties.mail.format: unknown format `phone`",
-        "nodes.a.input.schema.properties.count.default: expected a default of type integer",
-        "nodes.a.input.schema.properties.pick.enum[0]: expected a string, found an integer",
-        "nodes.a.input.schema.properties.vague.type: a property needs a `type`",
-        "nodes.a.input.schema.properties.flag.minimum: unknown key `minimum`",
-    ] {
-        assert_reported(&found, expected);
-    }
+    assert_reported(
+        &found,
+        &[
+            "nodes.a.input.schema.required[0]: no property `missing` to require",
+            "nodes.a.input.schema.properties.tags.items: a list's `items` need an `enum` of strings",
+            "nodes.a.input.schema.properties.mail.format: unknown format `phone`",
+            "nodes.a.input.schema.properties.count.default: expected a default of type integer",
+            "nodes.a.input.schema.properties.pick.enum[0]: expected a string, found an integer",
+            "nodes.a.input.schema.properties.vague.type: a property needs a `type`",
+            "nodes.a.input.schema.properties.flag.minimum: unknown key `minimum`",
+        ],
+    );
 }
 
 #[test]
@@ -733,7 +695,7 @@ text = "nodes.hi.output"
     assert_eq!(def.task_support, TaskSupport::Forbidden);
     assert!(!def.ask_before_task);
     assert_eq!(def.result, ResultForm::Text);
-    let plain = parse_toml("t.toml", "t", "[nodes.a]\nrender = 'hi'\n").unwrap();
+    let plain = decoded("[nodes.a]\nrender = 'hi'\n");
     assert_eq!(
         (plain.task_support, plain.result),
         (TaskSupport::Optional, ResultForm::Envelope)
@@ -743,9 +705,11 @@ text = "nodes.hi.output"
         problems("task_support = \"sometimes\"\nresult = \"xml\"\n[nodes.a]\nrender = 'x'\n");
     assert_reported(
         &found,
-        "task_support: unknown value `sometimes`; expected one of",
+        &[
+            "task_support: unknown value `sometimes`; expected one of",
+            "result: unknown value `xml`; expected one of",
+        ],
     );
-    assert_reported(&found, "result: unknown value `xml`; expected one of");
 }
 
 #[test]
@@ -769,9 +733,7 @@ fn a_form_may_offer_titled_and_multiple_choices_and_every_fault_is_reported() {
         input.schema.properties.many = { type = "array", items = { type = "string", enum = ["x", "y"] }, default = ["y"], maxItems = 2 }
         input.schema.properties.titled = { type = "array", items = { anyOf = [{ const = "v", title = "V" }] } }
     "#;
-    if let Err(problems) = parse_toml("t.toml", "t", good) {
-        panic!("{problems}");
-    }
+    decoded(good);
     let bad = r#"
         [nodes.a]
         input.message = "Pick"
@@ -782,13 +744,14 @@ fn a_form_may_offer_titled_and_multiple_choices_and_every_fault_is_reported() {
         input.schema.properties.nested = { type = "object" }
     "#;
     let found = problems(bad);
-    for expected in [
-        "nodes.a.input.schema.properties.one.oneOf[0].const: a choice needs a string `const`",
-        "nodes.a.input.schema.properties.numbers.items.type: the items of a list are strings",
-        "nodes.a.input.schema.properties.bare.items: a list needs `items`",
-        "nodes.a.input.schema.properties.wrong.default[0]: \"z\" is not a choice",
-        "nodes.a.input.schema.properties.nested: an input schema must be flat",
-    ] {
-        assert_reported(&found, expected);
-    }
+    assert_reported(
+        &found,
+        &[
+            "nodes.a.input.schema.properties.one.oneOf[0].const: a choice needs a string `const`",
+            "nodes.a.input.schema.properties.numbers.items.type: the items of a list are strings",
+            "nodes.a.input.schema.properties.bare.items: a list needs `items`",
+            "nodes.a.input.schema.properties.wrong.default[0]: \"z\" is not a choice",
+            "nodes.a.input.schema.properties.nested: an input schema must be flat",
+        ],
+    );
 }

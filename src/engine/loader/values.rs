@@ -109,17 +109,11 @@ impl Decoder {
         Some(duration)
     }
 
-    pub(super) fn choice<T>(
-        &mut self,
-        path: &str,
-        value: &Value,
-        names: &[&str],
-        parse: fn(&str) -> Option<T>,
-    ) -> Option<T> {
+    pub(super) fn choice<T: Named>(&mut self, path: &str, value: &Value) -> Option<T> {
         let text = self.string(path, value)?;
-        let parsed = parse(&text);
+        let parsed = T::parse(&text);
         if parsed.is_none() {
-            let message = format!("unknown value `{text}`; expected one of {}", list(names));
+            let message = format!("unknown value `{text}`; expected one of {}", list(T::NAMES));
             self.report(path, message);
         }
         parsed
@@ -142,6 +136,18 @@ impl Decoder {
         read(self, &join(parent, key), value)
     }
 
+    /// Reads `parent.key` if present, else the field's default (`false`, empty, the
+    /// enum's default).
+    pub(super) fn or_default<T: Default>(
+        &mut self,
+        map: &Map<String, Value>,
+        parent: &str,
+        key: &str,
+        read: Read<T>,
+    ) -> T {
+        self.opt(map, parent, key, read).unwrap_or_default()
+    }
+
     /// Reads `parent.key`, reporting it when missing.
     pub(super) fn req<T: Default>(
         &mut self,
@@ -153,7 +159,7 @@ impl Decoder {
         if !map.contains_key(key) {
             self.report(parent, format!("missing required key `{key}`"));
         }
-        self.opt(map, parent, key, read).unwrap_or_default()
+        self.or_default(map, parent, key, read)
     }
 
     pub(super) fn any(&mut self, _path: &str, value: &Value) -> Option<Value> {

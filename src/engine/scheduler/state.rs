@@ -46,19 +46,24 @@ impl Fan {
     }
 }
 
-/// A question waiting to be recorded, and an answer given directly, waiting likewise.
-struct Asked {
+/// What waits to be recorded for a unit's question `key`: the question itself (`T` its
+/// request), or an answer given directly (`T` the answer).
+struct Pending<T> {
     node: usize,
     instance: Option<usize>,
     key: String,
-    request: Question,
+    value: T,
 }
 
-struct Answered {
-    node: usize,
-    instance: Option<usize>,
-    key: String,
-    answer: Value,
+impl<T> Pending<T> {
+    fn new(node: usize, instance: Option<usize>, key: String, value: T) -> Pending<T> {
+        Pending {
+            node,
+            instance,
+            key,
+            value,
+        }
+    }
 }
 
 /// What changed: units, new questions, and answers given directly.
@@ -86,8 +91,8 @@ pub(super) struct RunState {
     tracking: bool,
     node_dirty: Vec<bool>,
     dirty: Vec<(usize, Option<usize>)>,
-    asked: Vec<Asked>,
-    answered: Vec<Answered>,
+    asked: Vec<Pending<Question>>,
+    answered: Vec<Pending<Value>>,
 }
 
 impl RunState {
@@ -162,23 +167,14 @@ impl RunState {
 
     pub fn ask(&mut self, node: usize, instance: Option<usize>, key: String, request: Question) {
         if self.tracking {
-            self.asked.push(Asked {
-                node,
-                instance,
-                key,
-                request,
-            });
+            self.asked.push(Pending::new(node, instance, key, request));
         }
     }
 
     pub fn answered(&mut self, node: usize, instance: Option<usize>, key: String, answer: Value) {
         if self.tracking {
-            self.answered.push(Answered {
-                node,
-                instance,
-                key,
-                answer,
-            });
+            self.answered
+                .push(Pending::new(node, instance, key, answer));
         }
     }
 
@@ -203,13 +199,13 @@ impl RunState {
                 index: a.node,
                 instance: a.instance,
                 key: &a.key,
-                request: a.request.clone(),
+                request: a.value.clone(),
             })
             .collect();
         let answers = self
             .answered
             .iter()
-            .map(|a| (change(a.node, a.instance), a.key.as_str(), &a.answer))
+            .map(|a| (change(a.node, a.instance), a.key.as_str(), &a.value))
             .collect();
         (units, questions, answers)
     }

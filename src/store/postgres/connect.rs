@@ -250,13 +250,25 @@ pub(crate) enum Socket {
     Failed(Option<io::Error>),
 }
 
+/// What a connected socket reads from and writes to.
+trait Io: AsyncRead + AsyncWrite + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
+
 impl Socket {
-    fn failed(&mut self) -> io::Error {
+    /// Polls the connected stream with `poll`; a socket that could not be opened answers
+    /// its error instead.
+    fn poll_stream<T>(
+        &mut self,
+        poll: impl FnOnce(Pin<&mut dyn Io>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
         match self {
-            Socket::Failed(error) => error
+            Socket::Tcp(stream) => poll(Pin::new(stream)),
+            #[cfg(unix)]
+            Socket::Unix(stream) => poll(Pin::new(stream)),
+            Socket::Failed(error) => Poll::Ready(Err(error
                 .take()
-                .unwrap_or_else(|| io::Error::other("not connected")),
-            _ => unreachable!("only a failed socket fails so"),
+                .unwrap_or_else(|| io::Error::other("not connected")))),
         }
     }
 }
@@ -267,12 +279,7 @@ impl AsyncRead for Socket {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match &mut *self {
-            Socket::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
-            #[cfg(unix)]
-            Socket::Unix(stream) => Pin::new(stream).poll_read(cx, buf),
-            Socket::Failed(_) => Poll::Ready(Err(self.failed())),
-        }
+        self.poll_stream(|stream| stream.poll_read(cx, buf))
     }
 }
 
@@ -282,30 +289,19 @@ impl AsyncWrite for Socket {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match &mut *self {
-            Socket::Tcp(stream) => Pin::new(stream).poll_write(cx, buf),
-            #[cfg(unix)]
-            Socket::Unix(stream) => Pin::new(stream).poll_write(cx, buf),
-            Socket::Failed(_) => Poll::Ready(Err(self.failed())),
-        }
+        self.poll_stream(|stream| stream.poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut *self {
-            Socket::Tcp(stream) => Pin::new(stream).poll_flush(cx),
-            #[cfg(unix)]
-            Socket::Unix(stream) => Pin::new(stream).poll_flush(cx),
-            Socket::Failed(_) => Poll::Ready(Err(self.failed())),
-        }
+        self.poll_stream(|stream| stream.poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut *self {
-            Socket::Tcp(stream) => Pin::new(stream).poll_shutdown(cx),
-            #[cfg(unix)]
-            Socket::Unix(stream) => Pin::new(stream).poll_shutdown(cx),
-            Socket::Failed(_) => Poll::Ready(Ok(())),
+        // Nothing to shut down on a socket that never opened.
+        if let Socket::Failed(_) = *self {
+            return Poll::Ready(Ok(()));
         }
+        self.poll_stream(|stream| stream.poll_shutdown(cx))
     }
 }
 
