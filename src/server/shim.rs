@@ -30,7 +30,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
-use crate::transport::stdio::fast::as_message;
 use serde_json::{Map, Value, json};
 
 /// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
@@ -310,7 +309,11 @@ fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer>
 fn custom(raw: Value) -> Option<RxJsonRpcMessage<RoleServer>> {
     let mut request: JsonRpcRequest<CustomRequest> = serde_json::from_value(raw).ok()?;
     request.request.extensions.insert(Renamed);
-    Some(as_message(request, ClientRequest::CustomRequest))
+    Some(JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CustomRequest(request.request),
+    }))
 }
 
 #[cfg(test)]

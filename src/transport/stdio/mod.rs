@@ -14,7 +14,6 @@
 //! write error (the client is gone) ends the queue, so that nothing waits on it for ever.
 
 mod direct;
-pub(crate) mod fast;
 mod flights;
 pub(crate) mod screen;
 
