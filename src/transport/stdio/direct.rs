@@ -3,28 +3,31 @@
 //!
 //! rmcp serves each request by spawning a task for its handler, sending the result
 //! through a channel back to its loop, and spawning a second task to write it; on one
-//! worker thread that bookkeeping cost as much as the call's own SQLite transaction. The
-//! calls clients make most, `add_task` and the other todo tools called without a task in
-//! a 2025-11-25 session, need none of what it buys (no server-to-client requests, no
-//! progress, nothing to cancel mid-way): the lane spawns one task that runs the call and
-//! writes its reply.
+//! worker thread that bookkeeping cost about a sixth of an `add_task` (`benches/HISTORY.md`,
+//! 2026-12-05). The calls clients make most, `add_task` and the other todo tools called
+//! without a task in a 2025-11-25 session, need none of what it buys (no server-to-client
+//! requests, no progress, nothing to stop mid-way): the lane spawns one task that runs
+//! rmcp's own request handling (`Service::handle_request`, the dispatch and the shaping
+//! of the result for the client's protocol version that rmcp's loop runs) and writes
+//! its reply.
 //!
-//! Invariant: the lane answers exactly what rmcp's path answers. It runs the handler's
-//! own `Server::todo_call` and shapes the result as rmcp's handler does for a peer older
-//! than 2026-07-28; anything else (a task, a 2026-07-28 `_meta`, another tool, a session
-//! not yet open) goes to rmcp. A cancelled call's reply is dropped, as on rmcp's path
-//! (both land their calls in the transport's table of requests in flight, `flights.rs`),
-//! and the transport reports the end of its input only once every call the lane took has
+//! Invariant: the lane answers exactly what rmcp's path answers, by rmcp's own function;
+//! it takes only a todo call without a task, a 2026-07-28 `_meta`, input responses or
+//! request state, in a session that is open (`initialized` seen, rmcp's peer known);
+//! anything else goes to rmcp. Its calls are in the transport's one table of requests in
+//! flight (`flights.rs`) as rmcp's are, taken off, cancelled and landed the same way; and
+//! the transport reports the end of its input only once every call the lane took has
 //! been answered.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rmcp::RoleServer;
-use rmcp::model::{ClientRequest, JsonRpcMessage, RequestId, ServerResult};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::model::{ClientRequest, GetExtensions, GetMeta, JsonRpcMessage};
+use rmcp::service::{Peer, RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::{RoleServer, Service};
 use tokio::io::AsyncWrite;
+use tokio::sync::Notify;
 
 use super::flights::Flights;
 use super::{Writer, write_line};
@@ -35,19 +38,60 @@ use crate::server::shim;
 /// its handlers' replies when a client hangs up.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// rmcp's handle on the session, which its request handling reads (the client's
+/// protocol version, for one): set once the session is open.
+pub(crate) type PeerSlot = Arc<OnceLock<Peer<RoleServer>>>;
+
 pub(super) struct Lane {
     /// Shared with each call's task: one reference count a call, not a clone of every
     /// handle a `Server` holds.
     server: Arc<Server>,
+    peer: PeerSlot,
     /// The session's requests in flight, shared with the transport, which takes each off.
     flights: Arc<Flights>,
+    /// The lane's calls not yet answered, for the end of input to wait on.
+    running: Arc<Running>,
+}
+
+#[derive(Default)]
+struct Running {
+    calls: std::sync::Mutex<usize>,
+    idle: Notify,
+    /// How many calls the lane has taken, for the log at the end of the session.
+    taken: AtomicU64,
+}
+
+impl Running {
+    fn count(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn done(&self) {
+        let mut calls = self.count();
+        *calls -= 1;
+        if *calls == 0 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if *self.count() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
 }
 
 impl Lane {
-    pub(super) fn new(server: Server, flights: Arc<Flights>) -> Lane {
+    pub(super) fn new(server: Server, peer: PeerSlot, flights: Arc<Flights>) -> Lane {
         Lane {
             server: Arc::new(server),
+            peer,
             flights,
+            running: Arc::default(),
         }
     }
 
@@ -62,41 +106,44 @@ impl Lane {
     where
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let request = match message {
-            JsonRpcMessage::Request(request) if session.open_before_2026() => request,
-            other => return Some(other),
+        let (mut request, peer) = match (message, self.peer.get()) {
+            (JsonRpcMessage::Request(request), Some(peer))
+                if session.open_before_2026() && self.serves(&request.request) =>
+            {
+                (request, peer.clone())
+            }
+            (other, _) => return Some(other),
         };
-        if !self.serves(&request.request) {
-            return Some(JsonRpcMessage::Request(request));
-        }
-        let ClientRequest::CallToolRequest(call) = request.request else {
-            unreachable!("a call, as matched above");
-        };
-        let id = request.id;
-        self.flights.to_lane(&id);
+        // The context rmcp's loop gives a request's handler.
+        let mut context = RequestContext::new(request.id.clone(), peer);
+        std::mem::swap(&mut context.meta, request.request.get_meta_mut());
+        std::mem::swap(&mut context.extensions, request.request.extensions_mut());
+        *self.running.count() += 1;
+        self.running.taken.fetch_add(1, Ordering::Relaxed);
         let server = Arc::clone(&self.server);
         let flights = Arc::clone(&self.flights);
+        let running = Arc::clone(&self.running);
         let writer = Arc::clone(writer);
         tokio::spawn(async move {
-            let name = call.params.name;
-            let args = call.params.arguments.unwrap_or_default();
-            let result = server
-                .todo_call(&name, args, &crate::app::Caller::default())
-                .await;
-            if flights.land(&id) {
-                let message = reply(result, id);
-                if let Err(error) = write_line(&writer, &message).await {
-                    tracing::warn!(%error, "a reply could not be written");
-                }
+            let id = request.id;
+            let handled = Service::<RoleServer>::handle_request(&*server, request.request, context);
+            let reply: TxJsonRpcMessage<RoleServer> = match handled.await {
+                Ok(result) => JsonRpcMessage::response(result, id.clone()),
+                Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+            };
+            if flights.land(&id)
+                && let Err(error) = write_line(&writer, &reply).await
+            {
+                tracing::warn!(%error, "a reply could not be written");
             }
+            running.done();
         });
         None
     }
 
     /// Whether the lane answers this request: a todo tool's call without the 2026-07-28
-    /// `_meta`, asking for nothing the handler would read beyond its name and arguments.
-    /// (A 2025-11-25 `params.task` never gets here: the 2025-11-25 layer has renamed that call
-    /// already.)
+    /// `_meta`, asking for nothing beyond its name and arguments. (A 2025-11-25
+    /// `params.task` never gets here: the 2025-11-25 layer has renamed that call already.)
     fn serves(&self, request: &ClientRequest) -> bool {
         let ClientRequest::CallToolRequest(call) = request else {
             return false;
@@ -109,14 +156,16 @@ impl Lane {
 
     /// Waits until every call the lane took has landed, for at most [`DRAIN`].
     async fn drain(&self) {
-        if tokio::time::timeout(DRAIN, self.flights.lane_landed())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(DRAIN, self.running.idle()).await.is_err() {
             tracing::warn!("calls still running when the client hung up were left unanswered");
         }
-        let calls = self.flights.taken.load(Ordering::Relaxed);
+        let calls = self.running.taken.load(Ordering::Relaxed);
         tracing::debug!(calls, "calls answered on the direct lane");
+    }
+
+    /// rmcp's handle on the session, for whoever serves the transport to set.
+    pub(super) fn peer(&self) -> PeerSlot {
+        Arc::clone(&self.peer)
     }
 }
 
@@ -125,15 +174,6 @@ pub(super) async fn ended(lane: Option<&Lane>) {
     if let Some(lane) = lane {
         lane.drain().await;
     }
-}
-
-/// The reply to a call, shaped as rmcp's handler shapes it for a peer older than
-/// 2026-07-28.
-fn reply(result: rmcp::model::CallToolResult, id: RequestId) -> TxJsonRpcMessage<RoleServer> {
-    let mut result = ServerResult::CallToolResult(result);
-    result.strip_result_type_for_legacy_peer();
-    result.strip_non_object_output_for_legacy_peer();
-    JsonRpcMessage::response(result, id)
 }
 
 #[cfg(test)]
@@ -166,19 +206,44 @@ mod tests {
         .to_string()
     }
 
-    /// Serves `transport` with `server` until the client hangs up.
+    /// Serves `transport` with `server` until the client hangs up, as `stdio::serve` does.
     fn serve<R, W>(server: Server, transport: WireTransport<R, W>) -> tokio::task::JoinHandle<()>
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
+        let peer = transport.lane.as_ref().map(Lane::peer);
         tokio::spawn(async move {
             let running = server
                 .serve_with_ct(transport, CancellationToken::new())
                 .await
                 .unwrap();
+            if let Some(peer) = peer {
+                let _ = peer.set(running.peer().clone());
+            }
             running.waiting().await.unwrap();
         })
+    }
+
+    /// Sends the opening and waits until the lane can serve: the answer to `initialize`
+    /// read, and rmcp's handle on the session set. (Calls sent before it go to rmcp.)
+    async fn open<R, W>(
+        client: &mut W,
+        replies: &mut tokio::io::Lines<BufReader<R>>,
+        peer: Option<PeerSlot>,
+    ) -> String
+    where
+        R: tokio::io::AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        send(client, &opening("2025-11-25")).await;
+        let initialized = replies.next_line().await.unwrap().expect("an answer");
+        let started = std::time::Instant::now();
+        while peer.as_ref().is_some_and(|peer| peer.get().is_none()) {
+            assert!(started.elapsed() < Duration::from_secs(10), "the session opens");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        initialized
     }
 
     async fn send(client: &mut (impl AsyncWrite + Unpin), lines: &[String]) {
@@ -189,7 +254,8 @@ mod tests {
     }
 
     /// Serves one session on a fresh store, with or without the lane, sends `lines`, then
-    /// hangs up; returns every line the server wrote, and the calls the lane took.
+    /// hangs up; returns every line the server wrote, and the calls the lane took. Lines
+    /// that start with the opening wait, after it, until the lane can serve.
     async fn session(lane: bool, lines: &[String]) -> (Vec<String>, u64) {
         let (client, server_end) = tokio::io::duplex(1 << 20);
         let (read, write) = tokio::io::split(server_end);
@@ -199,21 +265,30 @@ mod tests {
         if lane {
             transport = transport.with_lane(server.clone());
         }
-        let flights = transport
+        let running = transport
             .lane
             .as_ref()
-            .map(|lane| Arc::clone(&lane.flights));
+            .map(|lane| Arc::clone(&lane.running));
+        let peer = transport.lane.as_ref().map(Lane::peer);
         let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
-        send(&mut client_write, lines).await;
-        client_write.shutdown().await.unwrap();
         let mut replies = Vec::new();
         let mut read = BufReader::new(client_read).lines();
+        let opening = opening("2025-11-25");
+        let rest = match lines.strip_prefix(opening.as_slice()) {
+            Some(rest) => {
+                replies.push(open(&mut client_write, &mut read, peer).await);
+                rest
+            }
+            None => lines,
+        };
+        send(&mut client_write, rest).await;
+        client_write.shutdown().await.unwrap();
         while let Some(line) = read.next_line().await.unwrap() {
             replies.push(line);
         }
         serving.await.unwrap();
-        let taken = flights.map_or(0, |f| f.taken.load(Ordering::Relaxed));
+        let taken = running.map_or(0, |r| r.taken.load(Ordering::Relaxed));
         (replies, taken)
     }
 
@@ -344,14 +419,17 @@ mod tests {
         let (read, write) = tokio::io::split(server_end);
         let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
             .with_lane(server.clone());
+        let peer = transport.lane.as_ref().map(Lane::peer);
         let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = opening("2025-11-25");
-        lines.push(call(1, "add_task", json!({"title": "first"})));
-        lines.push(call(1, "add_task", json!({"title": "second"})));
-        send(&mut client_write, &lines).await;
         let mut read = BufReader::new(client_read).lines();
-        let mut replies: Vec<Value> = Vec::new();
+        let opened = open(&mut client_write, &mut read, peer).await;
+        let lines = [
+            call(1, "add_task", json!({"title": "first"})),
+            call(1, "add_task", json!({"title": "second"})),
+        ];
+        send(&mut client_write, &lines).await;
+        let mut replies: Vec<Value> = vec![serde_json::from_str(&opened).unwrap()];
         while !replies.iter().any(|r| r["error"].is_object()) {
             let line = tokio::time::timeout(Duration::from_secs(10), read.next_line())
                 .await
@@ -389,20 +467,21 @@ mod tests {
         let (read, write) = tokio::io::split(server_end);
         let transport = WireTransport::new(read, write, false, super::super::DEFAULT_WRITE_QUEUE)
             .with_lane(server.clone());
+        let peer = transport.lane.as_ref().map(Lane::peer);
         let serving = serve(server, transport);
         let (client_read, mut client_write) = tokio::io::split(client);
-        let mut lines = opening("2025-11-25");
-        lines.push(call(1, "add_task", json!({"title": "cancelled"})));
-        lines.push(
+        let mut read = BufReader::new(client_read).lines();
+        let opened = open(&mut client_write, &mut read, peer).await;
+        let lines = [
+            call(1, "add_task", json!({"title": "cancelled"})),
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                    "params": {"requestId": 1, "reason": "changed my mind"}})
             .to_string(),
-        );
-        // Lines are taken in order: once the ping is answered, the cancel has been seen.
-        lines.push(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string());
+            // Lines are taken in order: once the ping is answered, the cancel has been seen.
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string(),
+        ];
         send(&mut client_write, &lines).await;
-        let mut read = BufReader::new(client_read).lines();
-        let mut replies = Vec::new();
+        let mut replies = vec![serde_json::from_str::<Value>(&opened).unwrap()];
         while !replies.iter().any(|r: &Value| r["id"] == 2) {
             let line = read.next_line().await.unwrap().expect("the server is up");
             replies.push(serde_json::from_str(&line).unwrap());

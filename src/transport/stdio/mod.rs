@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::Server;
 use crate::server::shim::{self, Session};
-use flights::{Cancelled, Flights};
+use flights::Flights;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// Serves MCP on this process's stdin and stdout until the client hangs up. A session's
@@ -75,10 +75,15 @@ where
 {
     let transport =
         WireTransport::new(read, write, true, write_queue.max(1)).with_lane(server.clone());
+    let peer = transport.lane.as_ref().map(direct::Lane::peer);
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
         .context("MCP session failed to start")?;
+    // The session is open: the lane may serve calls with rmcp's handle on it.
+    if let Some(peer) = peer {
+        let _ = peer.set(running.peer().clone());
+    }
     running
         .waiting()
         .await
@@ -224,7 +229,8 @@ where
 
     /// Plain calls of `server`'s todo tools are answered on the direct lane.
     pub(crate) fn with_lane(mut self, server: crate::server::Server) -> Self {
-        self.lane = Some(direct::Lane::new(server, Arc::clone(&self.flights)));
+        let peer = Arc::default();
+        self.lane = Some(direct::Lane::new(server, peer, Arc::clone(&self.flights)));
         self
     }
 
@@ -280,10 +286,9 @@ where
             JsonRpcMessage::Notification(notification) => match &notification.notification {
                 ClientNotification::CancelledNotification(cancelled) => {
                     let id = cancelled.params.request_id.as_ref()?;
-                    match self.flights.cancel(id) {
-                        Cancelled::Handler => Some(cancel_in_handler(id, &cancelled.params)),
-                        Cancelled::Lane | Cancelled::Unknown => None,
-                    }
+                    self.flights
+                        .cancel(id)
+                        .then(|| cancel_in_handler(id, &cancelled.params))
                 }
                 _ => Some(message),
             },
