@@ -25,8 +25,7 @@ use std::collections::HashMap;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientNotification, ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest,
-    ProtocolVersion, RequestId,
+    ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
@@ -74,11 +73,6 @@ pub(crate) struct Session {
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
     v2025: bool,
-    /// The version `initialize` settled on is older than 2026-07-28, so results lose
-    /// what only that version defines (`resultType`), as rmcp's handler strips it.
-    older_than_2026: bool,
-    /// The client sent `notifications/initialized`: the session is open for calls.
-    initialized: bool,
     pending: HashMap<RequestId, Patch>,
 }
 
@@ -97,16 +91,8 @@ impl Session {
         text: &[u8],
         message: RxJsonRpcMessage<RoleServer>,
     ) -> RxJsonRpcMessage<RoleServer> {
-        let request = match &message {
-            JsonRpcMessage::Request(request) => request,
-            JsonRpcMessage::Notification(notification) => {
-                self.initialized |= matches!(
-                    notification.notification,
-                    ClientNotification::InitializedNotification(_)
-                );
-                return message;
-            }
-            _ => return message,
+        let JsonRpcMessage::Request(request) = &message else {
+            return message;
         };
         // The text is parsed again only for what the typed message lost: `params.task`.
         let mut parsed = None;
@@ -154,20 +140,8 @@ impl Session {
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
-        if patch == Patch::Initialize {
-            let version = raw["result"]["protocolVersion"]
-                .as_str()
-                .unwrap_or_default();
-            self.older_than_2026 = version < ProtocolVersion::V_2026_07_28.as_str();
-        }
         patch_result(patch, self.tasks, self.v2025, &mut raw["result"]);
         Some(raw)
-    }
-
-    /// Whether the session is an open 2025-11-25 (or older) one: opened with
-    /// `initialize`, settled on a version before 2026-07-28, and told `initialized`.
-    pub(crate) fn open_before_2026(&self) -> bool {
-        self.v2025 && self.older_than_2026 && self.initialized
     }
 }
 

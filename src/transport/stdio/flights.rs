@@ -1,5 +1,5 @@
 //! The client's requests in flight on one stdio session: taken off when read, landed when
-//! answered, whichever path answers them (rmcp's or the direct lane, alike).
+//! answered.
 //!
 //! Why here and not in rmcp: rmcp keys its requests by the client's id, so a second
 //! request under an id still in flight takes the first one's place, and the first one's

@@ -13,9 +13,10 @@
 //! a client that stops reading slows the server down instead of growing its memory. A
 //! write error (the client is gone) ends the queue, so that nothing waits on it for ever.
 
-mod direct;
 mod flights;
 pub(crate) mod screen;
+#[cfg(test)]
+mod session_tests;
 
 use std::sync::Arc;
 
@@ -73,17 +74,11 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport =
-        WireTransport::new(read, write, true, write_queue.max(1)).with_lane(server.clone());
-    let peer = transport.lane.as_ref().map(direct::Lane::peer);
+    let transport = WireTransport::new(read, write, true, write_queue.max(1));
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
         .context("MCP session failed to start")?;
-    // The session is open: the lane may serve calls with rmcp's handle on it.
-    if let Some(peer) = peer {
-        let _ = peer.set(running.peer().clone());
-    }
     running
         .waiting()
         .await
@@ -122,10 +117,7 @@ pub(crate) struct WireTransport<R, W> {
     write: Arc<Writer<W>>,
     session: Session,
     /// The client's requests in flight, by id.
-    flights: Arc<Flights>,
-    /// Answers plain todo calls beside rmcp (`direct.rs`); none in tests that measure
-    /// rmcp's own path against it.
-    lane: Option<direct::Lane>,
+    flights: Flights,
 }
 
 /// The write side: lines queue in `pending`; whoever finds no write in progress writes
@@ -222,16 +214,8 @@ where
             skipping: None,
             write: Arc::new(Writer::new(write, write_queue.max(1))),
             session: Session::new(tasks),
-            flights: Arc::default(),
-            lane: None,
+            flights: Flights::default(),
         }
-    }
-
-    /// Plain calls of `server`'s todo tools are answered on the direct lane.
-    pub(crate) fn with_lane(mut self, server: crate::server::Server) -> Self {
-        let peer = Arc::default();
-        self.lane = Some(direct::Lane::new(server, peer, Arc::clone(&self.flights)));
-        self
     }
 
     /// Reads one line into `self.line`, never letting it grow past [`MAX_LINE`]. A dropped
@@ -437,13 +421,9 @@ where
                     self.reply(error_reply(id, INVALID_REQUEST, &message));
                     continue;
                 }
-                Line::Eof => {
-                    direct::ended(self.lane.as_ref()).await;
-                    return None;
-                }
+                Line::Eof => return None,
                 Line::Io(error) => {
                     tracing::error!(%error, "reading the client's messages failed");
-                    direct::ended(self.lane.as_ref()).await;
                     return None;
                 }
             }
@@ -457,10 +437,6 @@ where
             };
             self.line.clear();
             let message = message.and_then(|m| self.admit(m));
-            let message = match &self.lane {
-                Some(lane) => message.and_then(|m| lane.take(m, &self.session, &self.write)),
-                None => message,
-            };
             if message.is_some() {
                 return message;
             }
