@@ -65,8 +65,8 @@ fn kind(screened: &Screened) -> &'static str {
 /// `http_rewrite`: an SSE stream fed to the rewrite in any chunking gives the bytes it
 /// gives fed whole; and while no event was patched, what comes out is what went in.
 ///
-/// Input: a byte of flags (patch, tasks, v2025, and the awaited id in the high bits), a
-/// byte that shapes the chunking, then the stream.
+/// Input: a byte of flags (patch, a bit unused since every server serves tasks, v2025, and
+/// the awaited id in the high bits), a byte that shapes the chunking, then the stream.
 pub fn http_rewrite(data: &[u8]) {
     let [flags, step, stream @ ..] = data else {
         return;
@@ -77,7 +77,6 @@ pub fn http_rewrite(data: &[u8]) {
             0 => Patch::Initialize,
             _ => Patch::ToolsList,
         },
-        tasks: flags & 2 != 0,
         v2025: flags & 4 != 0,
     };
     let whole = feed(Events::new(outbound()), [stream]);

@@ -67,8 +67,6 @@ pub(crate) enum Patch {
 /// What the layer knows of one client's session.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
-    /// Whether the server serves tasks at all (it has a task registry).
-    tasks: bool,
     /// The client opened with `initialize`: a 2025-11-25 (or older) session, whose task
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
@@ -77,13 +75,6 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(tasks: bool) -> Session {
-        Session {
-            tasks,
-            ..Session::default()
-        }
-    }
-
     /// Renames 2025-11-25 task traffic; `text` is the message as received, for what the
     /// typed message lost (`params.task`).
     pub(crate) fn inbound(
@@ -107,7 +98,7 @@ impl Session {
         };
         let modern = declares_modern(&request.request);
         let method = request.request.method();
-        match decide(method, modern, has_task, self.tasks, self.v2025) {
+        match decide(method, modern, has_task, self.v2025) {
             Route::Keep => message,
             Route::Patch(patch) => {
                 self.v2025 |= patch == Patch::Initialize;
@@ -140,7 +131,7 @@ impl Session {
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
-        patch_result(patch, self.tasks, self.v2025, &mut raw["result"]);
+        patch_result(patch, self.v2025, &mut raw["result"]);
         Some(raw)
     }
 }
@@ -157,34 +148,26 @@ pub(crate) enum Route {
 }
 
 /// The route of one request given as JSON, by the rules [`Session::inbound`] applies to
-/// typed requests: `tasks`, whether the server serves tasks; `v2025`, whether the request
-/// belongs to a session opened with `initialize`.
-pub(crate) fn route(raw: &Value, tasks: bool, v2025: bool) -> Route {
+/// typed requests: `v2025`, whether the request belongs to a session opened with
+/// `initialize`.
+pub(crate) fn route(raw: &Value, v2025: bool) -> Route {
     let Some(method) = raw["method"].as_str() else {
         return Route::Keep;
     };
     let params = &raw["params"];
     let modern = params["_meta"].get(PROTOCOL_VERSION_META).is_some();
-    decide(method, modern, || params["task"].is_object(), tasks, v2025)
+    decide(method, modern, || params["task"].is_object(), v2025)
 }
 
 /// The one place the layer's rules live. `modern`: the request carries the 2026-07-28
 /// `_meta`; `has_task`: whether it carries `params.task` (asked only of a `tools/call`).
-fn decide(
-    method: &str,
-    modern: bool,
-    has_task: impl FnOnce() -> bool,
-    tasks: bool,
-    v2025: bool,
-) -> Route {
+fn decide(method: &str, modern: bool, has_task: impl FnOnce() -> bool, v2025: bool) -> Route {
     match method {
         "initialize" => Route::Patch(Patch::Initialize),
         "tools/list" => Route::Patch(Patch::ToolsList),
         // A SEP-2663 request's `task` is ignored, as that protocol says.
-        "tools/call" if tasks && !modern && has_task() => Route::Rename,
-        "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list"
-            if tasks && v2025 && !modern =>
-        {
+        "tools/call" if !modern && has_task() => Route::Rename,
+        "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list" if v2025 && !modern => {
             Route::Rename
         }
         _ => Route::Keep,
@@ -199,9 +182,9 @@ pub(crate) fn rename_json(raw: &mut Value) {
 }
 
 /// Patches the `result` of a reply to `initialize` or `tools/list`.
-pub(crate) fn patch_result(patch: Patch, tasks: bool, v2025: bool, result: &mut Value) {
+pub(crate) fn patch_result(patch: Patch, v2025: bool, result: &mut Value) {
     match patch {
-        Patch::Initialize if tasks => {
+        Patch::Initialize => {
             // Indexing a JSON value that is no object panics on assignment: a result of
             // another shape is left as it is.
             let Some(result) = result.as_object_mut() else {
@@ -230,7 +213,6 @@ pub(crate) fn patch_result(patch: Patch, tasks: bool, v2025: bool, result: &mut 
                 }
             }
         }
-        Patch::Initialize => {}
         Patch::ToolsList => {
             if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
                 for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
@@ -323,7 +305,7 @@ mod tests {
 
     /// A session whose client sent `initialize` under request id `id`.
     fn initialized(id: i64) -> Session {
-        let mut session = Session::new(true);
+        let mut session = Session::default();
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "c", "version": "1"}}});
@@ -359,8 +341,7 @@ mod tests {
             raw["jsonrpc"] = json!("2.0");
             raw["id"] = json!(1);
             let renamed = method_after(raw.clone()).starts_with(PREFIX);
-            assert_eq!(route(&raw, true, true) == Route::Rename, renamed, "{raw}");
-            assert_eq!(route(&raw, false, true), Route::Keep, "{raw}");
+            assert_eq!(route(&raw, true) == Route::Rename, renamed, "{raw}");
         }
     }
 

@@ -27,8 +27,6 @@ use crate::server::slots::{Full, Slot, Slots};
 pub(super) struct Gate {
     /// The tokens requests need; `None` with `--http-no-auth`.
     pub(super) keys: Option<Arc<Keys>>,
-    /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
-    pub(super) tasks: bool,
     pub(super) sessions: Arc<Sessions>,
     /// A slot for each SSE stream open, and for each request until its response shows
     /// whether it is one.
@@ -87,7 +85,7 @@ impl Gate {
         let response = if request.method() != Method::POST {
             tower_service::Service::call(&mut mcp, request).await?
         } else {
-            let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
+            let (request, outbound) = match rewrite::inbound(request).await {
                 Ok(rewritten) => rewritten,
                 Err(reply) => return Ok(reply),
             };

@@ -236,7 +236,6 @@ pub async fn serve(
     }
     let gate = Arc::new(Gate {
         keys,
-        tasks: true,
         sessions,
         streams: Slots::new(
             options.max_streams,

@@ -64,7 +64,7 @@ pub fn serve_in_memory(
 
 /// Serves MCP on any byte stream pair (stdio, a socket, an in-process `duplex`) until
 /// the client hangs up or `shutdown` is cancelled.
-pub async fn serve<R, W>(
+async fn serve<R, W>(
     server: Server,
     (read, write): (R, W),
     write_queue: u32,
@@ -74,7 +74,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport = WireTransport::new(read, write, true, write_queue.max(1));
+    let transport = WireTransport::new(read, write, write_queue.max(1));
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
@@ -87,7 +87,7 @@ where
 }
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
-pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// The default bound of the write queue, in bytes: `--stdio-write-queue`.
 pub const DEFAULT_WRITE_QUEUE: u32 = 8 * 1024 * 1024;
@@ -108,7 +108,7 @@ enum Line {
     Io(std::io::Error),
 }
 
-pub(crate) struct WireTransport<R, W> {
+struct WireTransport<R, W> {
     read: BufReader<R>,
     line: Vec<u8>,
     /// Set while the rest of an oversized line is skipped; lives here, not in `read_line`,
@@ -122,7 +122,7 @@ pub(crate) struct WireTransport<R, W> {
 
 /// The write side: lines queue in `pending`; whoever finds no write in progress writes
 /// everything queued, and goes on until nothing is.
-pub(crate) struct Writer<W> {
+struct Writer<W> {
     pending: std::sync::Mutex<Pending>,
     out: Mutex<W>,
     /// One permit per byte queued or being written, `bound` in all: a line takes its
@@ -204,16 +204,14 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// `tasks`: whether the server serves tasks, and so advertises them to 2025-11-25
-    /// clients.
     /// `write_queue`: the bound of the write queue, in bytes.
-    pub(crate) fn new(read: R, write: W, tasks: bool, write_queue: u32) -> Self {
+    fn new(read: R, write: W, write_queue: u32) -> Self {
         WireTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             skipping: None,
             write: Arc::new(Writer::new(write, write_queue.max(1))),
-            session: Session::new(tasks),
+            session: Session::default(),
             flights: Flights::default(),
         }
     }
@@ -485,7 +483,7 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1024);
         let (read, write) = tokio::io::split(server_end);
         let server = crate::server::Server::new(crate::app::App::in_memory());
-        let transport = WireTransport::new(read, write, false, BOUND);
+        let transport = WireTransport::new(read, write, BOUND);
         let writer = Arc::clone(&transport.write);
         let serving = tokio::spawn(async move {
             let running = server

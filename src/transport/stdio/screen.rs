@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 const MAX_DEPTH: usize = 128;
 
 const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(super) const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one incoming message.
@@ -32,7 +32,7 @@ pub(crate) enum Screened {
 }
 
 /// A JSON-RPC error response.
-pub(crate) fn error_reply(id: Option<Value>, code: i64, message: &str) -> Value {
+pub(super) fn error_reply(id: Option<Value>, code: i64, message: &str) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id.unwrap_or(Value::Null),

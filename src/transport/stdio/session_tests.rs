@@ -59,10 +59,7 @@ async fn a_client_that_hangs_up_gets_the_replies_of_its_calls_in_flight() {
     let (client, server_end) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(server_end);
     let server = server();
-    let serving = serve(
-        server,
-        WireTransport::new(read, write, false, DEFAULT_WRITE_QUEUE),
-    );
+    let serving = serve(server, WireTransport::new(read, write, DEFAULT_WRITE_QUEUE));
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = opening();
     lines.extend((1..=64).map(|i| call(i, "add_task", json!({"title": format!("t{i}")}))));
@@ -92,7 +89,7 @@ async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answ
     let held = Held::connection_of(&store);
     let (client, server_end) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_end);
-    let transport = WireTransport::new(read, write, false, DEFAULT_WRITE_QUEUE);
+    let transport = WireTransport::new(read, write, DEFAULT_WRITE_QUEUE);
     let serving = serve(server, transport);
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = opening();
@@ -136,7 +133,7 @@ async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_
 
     let (client, server_end) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_end);
-    let transport = WireTransport::new(read, write, false, DEFAULT_WRITE_QUEUE);
+    let transport = WireTransport::new(read, write, DEFAULT_WRITE_QUEUE);
     let serving = serve(server, transport);
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = opening();
