@@ -85,16 +85,19 @@ impl Session {
         let JsonRpcMessage::Request(request) = &message else {
             return message;
         };
-        // The text is parsed again only for what the typed message lost: `params.task`.
+        // The text is parsed again only for what the typed message lost: `params.task`;
+        // as the custom request it becomes if renamed, so that this parse is the last.
         let mut parsed = None;
         let has_task = || {
             // A cheap test first: only a message whose text holds the key `"task"` can.
-            parsed = mentions_task(text)
-                .then(|| serde_json::from_slice::<Value>(text).ok())
-                .flatten();
-            parsed
-                .as_ref()
-                .is_some_and(|raw| raw["params"]["task"].is_object())
+            parsed = mentions_task(text).then(|| as_custom(text)).flatten();
+            parsed.as_ref().is_some_and(|request| {
+                request
+                    .request
+                    .params
+                    .as_ref()
+                    .is_some_and(|params| params["task"].is_object())
+            })
         };
         let modern = declares_modern(&request.request);
         let method = request.request.method();
@@ -105,11 +108,9 @@ impl Session {
                 self.pending.insert(request.id.clone(), patch);
                 message
             }
-            Route::Rename => match parsed {
-                Some(mut raw) => {
-                    rename_json(&mut raw);
-                    custom(raw).unwrap_or(message)
-                }
+            // A `tasks/get` is parsed as a custom request here, once, from its text.
+            Route::Rename => match parsed.or_else(|| as_custom(text)) {
+                Some(request) => renamed(request),
                 None => rename(message),
             },
         }
@@ -251,7 +252,25 @@ pub(crate) fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 
-/// The request under its 2025-11-25 name.
+/// The request of `text` parsed as a custom request, whatever its method: rmcp's own
+/// type, which keeps `params` (`task` among them) as the text has them.
+fn as_custom(text: &[u8]) -> Option<JsonRpcRequest<CustomRequest>> {
+    serde_json::from_slice(text).ok()
+}
+
+/// A custom request under its 2025-11-25 name, with the mark of this layer.
+fn renamed(mut request: JsonRpcRequest<CustomRequest>) -> RxJsonRpcMessage<RoleServer> {
+    request.request.method.insert_str(0, PREFIX);
+    request.request.extensions.insert(Renamed);
+    JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CustomRequest(request.request),
+    })
+}
+
+/// The request under its 2025-11-25 name, from its typed form: for a text that does not
+/// parse as it is (a byte-order mark before it).
 fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer> {
     let Ok(mut raw) = serde_json::to_value(&message) else {
         return message;
@@ -294,6 +313,13 @@ mod tests {
             assert_eq!(format!("{direct:?}"), format!("{general:?}"), "{raw}");
             // Serialised, `_meta` comes back from the request's extensions.
             assert_eq!(serde_json::to_value(&direct).unwrap(), raw);
+            // Renamed from the text the client sent, it is the same request.
+            let mut sent = raw.clone();
+            let method = raw["method"].as_str().unwrap();
+            sent["method"] = json!(method.strip_prefix(PREFIX).unwrap());
+            let from_text = renamed(as_custom(sent.to_string().as_bytes()).unwrap());
+            assert_eq!(format!("{from_text:?}"), format!("{general:?}"), "{raw}");
+            assert_eq!(serde_json::to_value(&from_text).unwrap(), raw);
         }
     }
 
