@@ -3,7 +3,7 @@
 //! Arguments are validated strictly and every refused call is audited, like the todo tools.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
@@ -15,7 +15,7 @@ use crate::engine::definition::{Problems, WorkflowDef};
 use crate::engine::loader;
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
-use crate::engine::schema::{check_args, check_args_with};
+use crate::engine::schema::{Schema, check_args};
 use crate::engine::validate::{self, Limits};
 use crate::todos::{ToolError, Tools};
 
@@ -106,7 +106,11 @@ fn parse_run_request(
         (None, None) => Some(("workflow", "is required (or give an inline definition)")),
         _ => None,
     };
-    check_args_with(schema, args, either.as_slice())?;
+    // The schema is the same for every call and every server (built of constants): it is
+    // compiled once, as the todo tools' are, not on each call.
+    static CHECK: OnceLock<Schema> = OnceLock::new();
+    let check = CHECK.get_or_init(|| Schema::compile(schema));
+    check.check_args_with(args, either.as_slice())?;
     let name = args.get("workflow").and_then(Value::as_str);
     let definition = args.get("definition");
     let given = match args.get("inputs") {

@@ -117,9 +117,8 @@ impl Server {
     }
 
     /// A task-manager tool's call, a one-node run: the whole answer to a `tools/call` of
-    /// it that asks for no task, whoever routed it here (this handler, or the stdio transport's
-    /// direct lane).
-    pub(crate) async fn todo_call(
+    /// it that asks for no task.
+    async fn todo_call(
         &self,
         name: &str,
         args: rmcp::model::JsonObject,

@@ -60,7 +60,8 @@ impl Server {
         }
     }
 
-    /// The application this server is the MCP face of.
+    /// The application this server is the MCP face of, for tests to reach its store.
+    #[cfg(test)]
     pub(crate) fn app(&self) -> &App {
         &self.app
     }

@@ -25,12 +25,10 @@ use std::collections::HashMap;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientNotification, ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest,
-    ProtocolVersion, RequestId,
+    ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
-use crate::transport::stdio::fast::as_message;
 use serde_json::{Map, Value, json};
 
 /// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
@@ -69,28 +67,14 @@ pub(crate) enum Patch {
 /// What the layer knows of one client's session.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
-    /// Whether the server serves tasks at all (it has a task registry).
-    tasks: bool,
     /// The client opened with `initialize`: a 2025-11-25 (or older) session, whose task
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
     v2025: bool,
-    /// The version `initialize` settled on is older than 2026-07-28, so results lose
-    /// what only that version defines (`resultType`), as rmcp's handler strips it.
-    older_than_2026: bool,
-    /// The client sent `notifications/initialized`: the session is open for calls.
-    initialized: bool,
     pending: HashMap<RequestId, Patch>,
 }
 
 impl Session {
-    pub(crate) fn new(tasks: bool) -> Session {
-        Session {
-            tasks,
-            ..Session::default()
-        }
-    }
-
     /// Renames 2025-11-25 task traffic; `text` is the message as received, for what the
     /// typed message lost (`params.task`).
     pub(crate) fn inbound(
@@ -98,42 +82,35 @@ impl Session {
         text: &[u8],
         message: RxJsonRpcMessage<RoleServer>,
     ) -> RxJsonRpcMessage<RoleServer> {
-        let request = match &message {
-            JsonRpcMessage::Request(request) => request,
-            JsonRpcMessage::Notification(notification) => {
-                self.initialized |= matches!(
-                    notification.notification,
-                    ClientNotification::InitializedNotification(_)
-                );
-                return message;
-            }
-            _ => return message,
+        let JsonRpcMessage::Request(request) = &message else {
+            return message;
         };
-        // The text is parsed again only for what the typed message lost: `params.task`.
+        // The text is parsed again only for what the typed message lost: `params.task`;
+        // as the custom request it becomes if renamed, so that this parse is the last.
         let mut parsed = None;
         let has_task = || {
             // A cheap test first: only a message whose text holds the key `"task"` can.
-            parsed = mentions_task(text)
-                .then(|| serde_json::from_slice::<Value>(text).ok())
-                .flatten();
-            parsed
-                .as_ref()
-                .is_some_and(|raw| raw["params"]["task"].is_object())
+            parsed = mentions_task(text).then(|| as_custom(text)).flatten();
+            parsed.as_ref().is_some_and(|request| {
+                request
+                    .request
+                    .params
+                    .as_ref()
+                    .is_some_and(|params| params["task"].is_object())
+            })
         };
         let modern = declares_modern(&request.request);
         let method = request.request.method();
-        match decide(method, modern, has_task, self.tasks, self.v2025) {
+        match decide(method, modern, has_task, self.v2025) {
             Route::Keep => message,
             Route::Patch(patch) => {
                 self.v2025 |= patch == Patch::Initialize;
                 self.pending.insert(request.id.clone(), patch);
                 message
             }
-            Route::Rename => match parsed {
-                Some(mut raw) => {
-                    rename_json(&mut raw);
-                    custom(raw).unwrap_or(message)
-                }
+            // A `tasks/get` is parsed as a custom request here, once, from its text.
+            Route::Rename => match parsed.or_else(|| as_custom(text)) {
+                Some(request) => renamed(request),
                 None => rename(message),
             },
         }
@@ -155,20 +132,8 @@ impl Session {
         };
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
-        if patch == Patch::Initialize {
-            let version = raw["result"]["protocolVersion"]
-                .as_str()
-                .unwrap_or_default();
-            self.older_than_2026 = version < ProtocolVersion::V_2026_07_28.as_str();
-        }
-        patch_result(patch, self.tasks, self.v2025, &mut raw["result"]);
+        patch_result(patch, self.v2025, &mut raw["result"]);
         Some(raw)
-    }
-
-    /// Whether the session is an open 2025-11-25 (or older) one: opened with
-    /// `initialize`, settled on a version before 2026-07-28, and told `initialized`.
-    pub(crate) fn open_before_2026(&self) -> bool {
-        self.v2025 && self.older_than_2026 && self.initialized
     }
 }
 
@@ -184,34 +149,26 @@ pub(crate) enum Route {
 }
 
 /// The route of one request given as JSON, by the rules [`Session::inbound`] applies to
-/// typed requests: `tasks`, whether the server serves tasks; `v2025`, whether the request
-/// belongs to a session opened with `initialize`.
-pub(crate) fn route(raw: &Value, tasks: bool, v2025: bool) -> Route {
+/// typed requests: `v2025`, whether the request belongs to a session opened with
+/// `initialize`.
+pub(crate) fn route(raw: &Value, v2025: bool) -> Route {
     let Some(method) = raw["method"].as_str() else {
         return Route::Keep;
     };
     let params = &raw["params"];
     let modern = params["_meta"].get(PROTOCOL_VERSION_META).is_some();
-    decide(method, modern, || params["task"].is_object(), tasks, v2025)
+    decide(method, modern, || params["task"].is_object(), v2025)
 }
 
 /// The one place the layer's rules live. `modern`: the request carries the 2026-07-28
 /// `_meta`; `has_task`: whether it carries `params.task` (asked only of a `tools/call`).
-fn decide(
-    method: &str,
-    modern: bool,
-    has_task: impl FnOnce() -> bool,
-    tasks: bool,
-    v2025: bool,
-) -> Route {
+fn decide(method: &str, modern: bool, has_task: impl FnOnce() -> bool, v2025: bool) -> Route {
     match method {
         "initialize" => Route::Patch(Patch::Initialize),
         "tools/list" => Route::Patch(Patch::ToolsList),
         // A SEP-2663 request's `task` is ignored, as that protocol says.
-        "tools/call" if tasks && !modern && has_task() => Route::Rename,
-        "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list"
-            if tasks && v2025 && !modern =>
-        {
+        "tools/call" if !modern && has_task() => Route::Rename,
+        "tasks/get" | "tasks/cancel" | "tasks/result" | "tasks/list" if v2025 && !modern => {
             Route::Rename
         }
         _ => Route::Keep,
@@ -226,9 +183,9 @@ pub(crate) fn rename_json(raw: &mut Value) {
 }
 
 /// Patches the `result` of a reply to `initialize` or `tools/list`.
-pub(crate) fn patch_result(patch: Patch, tasks: bool, v2025: bool, result: &mut Value) {
+pub(crate) fn patch_result(patch: Patch, v2025: bool, result: &mut Value) {
     match patch {
-        Patch::Initialize if tasks => {
+        Patch::Initialize => {
             // Indexing a JSON value that is no object panics on assignment: a result of
             // another shape is left as it is.
             let Some(result) = result.as_object_mut() else {
@@ -257,7 +214,6 @@ pub(crate) fn patch_result(patch: Patch, tasks: bool, v2025: bool, result: &mut 
                 }
             }
         }
-        Patch::Initialize => {}
         Patch::ToolsList => {
             if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
                 for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
@@ -296,7 +252,25 @@ pub(crate) fn declares_modern(request: &ClientRequest) -> bool {
     request.get_meta().contains_key(PROTOCOL_VERSION_META)
 }
 
-/// The request under its 2025-11-25 name.
+/// The request of `text` parsed as a custom request, whatever its method: rmcp's own
+/// type, which keeps `params` (`task` among them) as the text has them.
+fn as_custom(text: &[u8]) -> Option<JsonRpcRequest<CustomRequest>> {
+    serde_json::from_slice(text).ok()
+}
+
+/// A custom request under its 2025-11-25 name, with the mark of this layer.
+fn renamed(mut request: JsonRpcRequest<CustomRequest>) -> RxJsonRpcMessage<RoleServer> {
+    request.request.method.insert_str(0, PREFIX);
+    request.request.extensions.insert(Renamed);
+    JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CustomRequest(request.request),
+    })
+}
+
+/// The request under its 2025-11-25 name, from its typed form: for a text that does not
+/// parse as it is (a byte-order mark before it).
 fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer> {
     let Ok(mut raw) = serde_json::to_value(&message) else {
         return message;
@@ -310,7 +284,11 @@ fn rename(message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer>
 fn custom(raw: Value) -> Option<RxJsonRpcMessage<RoleServer>> {
     let mut request: JsonRpcRequest<CustomRequest> = serde_json::from_value(raw).ok()?;
     request.request.extensions.insert(Renamed);
-    Some(as_message(request, ClientRequest::CustomRequest))
+    Some(JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CustomRequest(request.request),
+    }))
 }
 
 #[cfg(test)]
@@ -335,6 +313,13 @@ mod tests {
             assert_eq!(format!("{direct:?}"), format!("{general:?}"), "{raw}");
             // Serialised, `_meta` comes back from the request's extensions.
             assert_eq!(serde_json::to_value(&direct).unwrap(), raw);
+            // Renamed from the text the client sent, it is the same request.
+            let mut sent = raw.clone();
+            let method = raw["method"].as_str().unwrap();
+            sent["method"] = json!(method.strip_prefix(PREFIX).unwrap());
+            let from_text = renamed(as_custom(sent.to_string().as_bytes()).unwrap());
+            assert_eq!(format!("{from_text:?}"), format!("{general:?}"), "{raw}");
+            assert_eq!(serde_json::to_value(&from_text).unwrap(), raw);
         }
     }
 
@@ -346,7 +331,7 @@ mod tests {
 
     /// A session whose client sent `initialize` under request id `id`.
     fn initialized(id: i64) -> Session {
-        let mut session = Session::new(true);
+        let mut session = Session::default();
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "c", "version": "1"}}});
@@ -382,8 +367,7 @@ mod tests {
             raw["jsonrpc"] = json!("2.0");
             raw["id"] = json!(1);
             let renamed = method_after(raw.clone()).starts_with(PREFIX);
-            assert_eq!(route(&raw, true, true) == Route::Rename, renamed, "{raw}");
-            assert_eq!(route(&raw, false, true), Route::Keep, "{raw}");
+            assert_eq!(route(&raw, true) == Route::Rename, renamed, "{raw}");
         }
     }
 

@@ -80,23 +80,7 @@ pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<P
 /// field: rule`. A tool called often compiles its schema once and calls
 /// [`Schema::check_args`].
 pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), ToolError> {
-    check_args_with(schema, args, &[])
-}
-
-/// [`check_args`], with the problems of rules the subset cannot state (`more`: each a path
-/// and what it says) reported after the schema's own, all at once.
-pub(crate) fn check_args_with(
-    schema: &Value,
-    args: &Map<String, Value>,
-    more: &[(&str, &str)],
-) -> Result<(), ToolError> {
-    let mut walker = check::Walker::new(Dialect::Arguments);
-    walker.object(&Schema::compile(schema), args, None);
-    let mut list: Vec<String> = (walker.finish().iter())
-        .map(|p| format!("{}: {}", p.path, p.rule))
-        .collect();
-    list.extend(more.iter().map(|(path, rule)| format!("{path}: {rule}")));
-    refusal(list)
+    Schema::compile(schema).check_args(args)
 }
 
 /// `Ok` without problems, else the `invalid_input` error that names every one.
@@ -113,11 +97,22 @@ fn refusal(list: Vec<String>) -> Result<(), ToolError> {
 impl Schema {
     /// [`check_args`] against this compiled schema.
     pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), ToolError> {
+        self.check_args_with(args, &[])
+    }
+
+    /// [`Schema::check_args`], with the problems of rules the subset cannot state (`more`:
+    /// each a path and what it says) reported after the schema's own, all at once.
+    pub(crate) fn check_args_with(
+        &self,
+        args: &Map<String, Value>,
+        more: &[(&str, &str)],
+    ) -> Result<(), ToolError> {
         let mut walker = check::Walker::new(Dialect::Arguments);
         walker.object(self, args, None);
-        let list = (walker.finish().iter())
+        let mut list: Vec<String> = (walker.finish().iter())
             .map(|p| format!("{}: {}", p.path, p.rule))
             .collect();
+        list.extend(more.iter().map(|(path, rule)| format!("{path}: {rule}")));
         refusal(list)
     }
 }

@@ -30,8 +30,6 @@ pub(super) struct Gate {
     pub(super) hosts: Vec<String>,
     /// The tokens requests need; `None` with `--http-no-auth`.
     pub(super) keys: Option<Arc<Keys>>,
-    /// Whether the server serves tasks, and so speaks the 2025-11-25 task layer.
-    pub(super) tasks: bool,
     pub(super) sessions: Arc<Sessions>,
     /// A slot for each SSE stream open, and for each request until its response shows
     /// whether it is one.
@@ -112,7 +110,7 @@ impl Gate {
         let response = if request.method() != Method::POST {
             tower_service::Service::call(&mut mcp, request).await?
         } else {
-            let (request, outbound) = match rewrite::inbound(request, self.tasks).await {
+            let (request, outbound) = match rewrite::inbound(request).await {
                 Ok(rewritten) => rewritten,
                 Err(reply) => return Ok(reply),
             };

@@ -290,7 +290,6 @@ async fn listen(
     let gate = Arc::new(Gate {
         hosts: options.allowed_hosts(),
         keys,
-        tasks: true,
         sessions,
         streams: Slots::new(
             options.max_streams,

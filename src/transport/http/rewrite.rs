@@ -30,7 +30,6 @@ pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
 pub(crate) struct Outbound {
     pub(crate) id: Value,
     pub(crate) patch: Patch,
-    pub(crate) tasks: bool,
     pub(crate) v2025: bool,
 }
 
@@ -38,7 +37,6 @@ pub(crate) struct Outbound {
 /// instead (the body is too long or cannot be read).
 pub(super) async fn inbound(
     request: Request<Incoming>,
-    tasks: bool,
 ) -> Result<(Request<Full<Bytes>>, Option<Outbound>), Response<Body>> {
     let (mut parts, body) = request.into_parts();
     let body = match Limited::new(body, MAX_BODY).collect().await {
@@ -63,16 +61,11 @@ pub(super) async fn inbound(
         return Ok((Request::from_parts(parts, Full::new(body)), None));
     };
     let v2025 = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
-    let (body, outbound) = match shim::route(&raw, tasks, v2025) {
+    let (body, outbound) = match shim::route(&raw, v2025) {
         Route::Keep => (body, None),
         Route::Patch(patch) => {
             let id = raw["id"].clone();
-            let outbound = Outbound {
-                id,
-                patch,
-                tasks,
-                v2025,
-            };
+            let outbound = Outbound { id, patch, v2025 };
             (body, Some(outbound))
         }
         Route::Rename => {
@@ -145,12 +138,7 @@ fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
     if raw["id"] != outbound.id || raw.get("result").is_none() {
         return None;
     }
-    shim::patch_result(
-        outbound.patch,
-        outbound.tasks,
-        outbound.v2025,
-        &mut raw["result"],
-    );
+    shim::patch_result(outbound.patch, outbound.v2025, &mut raw["result"]);
     Some(Bytes::from(serde_json::to_vec(&raw).ok()?))
 }
 
@@ -223,7 +211,6 @@ mod tests {
         Outbound {
             id,
             patch: Patch::Initialize,
-            tasks: true,
             v2025: true,
         }
     }

@@ -13,10 +13,10 @@
 //! a client that stops reading slows the server down instead of growing its memory. A
 //! write error (the client is gone) ends the queue, so that nothing waits on it for ever.
 
-mod direct;
-pub(crate) mod fast;
 mod flights;
 pub(crate) mod screen;
+#[cfg(test)]
+mod session_tests;
 
 use std::sync::Arc;
 
@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::Server;
 use crate::server::shim::{self, Session};
-use flights::{Cancelled, Flights};
+use flights::Flights;
 use screen::{INVALID_REQUEST, Screened, error_reply, screen, top_level_id};
 
 /// Serves MCP on this process's stdin and stdout until the client hangs up. A session's
@@ -64,7 +64,7 @@ pub fn serve_in_memory(
 
 /// Serves MCP on any byte stream pair (stdio, a socket, an in-process `duplex`) until
 /// the client hangs up or `shutdown` is cancelled.
-pub async fn serve<R, W>(
+async fn serve<R, W>(
     server: Server,
     (read, write): (R, W),
     write_queue: u32,
@@ -74,8 +74,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport =
-        WireTransport::new(read, write, true, write_queue.max(1)).with_lane(server.clone());
+    let transport = WireTransport::new(read, write, write_queue.max(1));
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
@@ -88,7 +87,7 @@ where
 }
 
 /// The longest line read: rmcp's own cap (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB).
-pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// The default bound of the write queue, in bytes: `--stdio-write-queue`.
 pub const DEFAULT_WRITE_QUEUE: u32 = 8 * 1024 * 1024;
@@ -109,7 +108,7 @@ enum Line {
     Io(std::io::Error),
 }
 
-pub(crate) struct WireTransport<R, W> {
+struct WireTransport<R, W> {
     read: BufReader<R>,
     line: Vec<u8>,
     /// Set while the rest of an oversized line is skipped; lives here, not in `read_line`,
@@ -118,15 +117,12 @@ pub(crate) struct WireTransport<R, W> {
     write: Arc<Writer<W>>,
     session: Session,
     /// The client's requests in flight, by id.
-    flights: Arc<Flights>,
-    /// Answers plain todo calls beside rmcp (`direct.rs`); none in tests that measure
-    /// rmcp's own path against it.
-    lane: Option<direct::Lane>,
+    flights: Flights,
 }
 
 /// The write side: lines queue in `pending`; whoever finds no write in progress writes
 /// everything queued, and goes on until nothing is.
-pub(crate) struct Writer<W> {
+struct Writer<W> {
     pending: std::sync::Mutex<Pending>,
     out: Mutex<W>,
     /// One permit per byte queued or being written, `bound` in all: a line takes its
@@ -208,25 +204,16 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// `tasks`: whether the server serves tasks, and so advertises them to 2025-11-25
-    /// clients.
     /// `write_queue`: the bound of the write queue, in bytes.
-    pub(crate) fn new(read: R, write: W, tasks: bool, write_queue: u32) -> Self {
+    fn new(read: R, write: W, write_queue: u32) -> Self {
         WireTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             skipping: None,
             write: Arc::new(Writer::new(write, write_queue.max(1))),
-            session: Session::new(tasks),
-            flights: Arc::default(),
-            lane: None,
+            session: Session::default(),
+            flights: Flights::default(),
         }
-    }
-
-    /// Plain calls of `server`'s todo tools are answered on the direct lane.
-    pub(crate) fn with_lane(mut self, server: crate::server::Server) -> Self {
-        self.lane = Some(direct::Lane::new(server, Arc::clone(&self.flights)));
-        self
     }
 
     /// Reads one line into `self.line`, never letting it grow past [`MAX_LINE`]. A dropped
@@ -281,10 +268,9 @@ where
             JsonRpcMessage::Notification(notification) => match &notification.notification {
                 ClientNotification::CancelledNotification(cancelled) => {
                     let id = cancelled.params.request_id.as_ref()?;
-                    match self.flights.cancel(id) {
-                        Cancelled::Handler => Some(cancel_in_handler(id, &cancelled.params)),
-                        Cancelled::Lane | Cancelled::Unknown => None,
-                    }
+                    self.flights
+                        .cancel(id)
+                        .then(|| cancel_in_handler(id, &cancelled.params))
                 }
                 _ => Some(message),
             },
@@ -433,13 +419,9 @@ where
                     self.reply(error_reply(id, INVALID_REQUEST, &message));
                     continue;
                 }
-                Line::Eof => {
-                    direct::ended(self.lane.as_ref()).await;
-                    return None;
-                }
+                Line::Eof => return None,
                 Line::Io(error) => {
                     tracing::error!(%error, "reading the client's messages failed");
-                    direct::ended(self.lane.as_ref()).await;
                     return None;
                 }
             }
@@ -453,10 +435,6 @@ where
             };
             self.line.clear();
             let message = message.and_then(|m| self.admit(m));
-            let message = match &self.lane {
-                Some(lane) => message.and_then(|m| lane.take(m, &self.session, &self.write)),
-                None => message,
-            };
             if message.is_some() {
                 return message;
             }
@@ -505,7 +483,7 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1024);
         let (read, write) = tokio::io::split(server_end);
         let server = crate::server::Server::new(crate::app::App::in_memory());
-        let transport = WireTransport::new(read, write, false, BOUND);
+        let transport = WireTransport::new(read, write, BOUND);
         let writer = Arc::clone(&transport.write);
         let serving = tokio::spawn(async move {
             let running = server

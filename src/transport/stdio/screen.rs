@@ -14,13 +14,11 @@ use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::RxJsonRpcMessage;
 use serde_json::{Value, json};
 
-use super::fast;
-
 /// How deep a message may nest: serde_json refuses more.
 const MAX_DEPTH: usize = 128;
 
 const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(super) const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one incoming message.
@@ -34,7 +32,7 @@ pub(crate) enum Screened {
 }
 
 /// A JSON-RPC error response.
-pub(crate) fn error_reply(id: Option<Value>, code: i64, message: &str) -> Value {
+pub(super) fn error_reply(id: Option<Value>, code: i64, message: &str) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id.unwrap_or(Value::Null),
@@ -47,24 +45,6 @@ pub(crate) fn screen(text: &[u8]) -> Screened {
     if text.is_empty() {
         return Screened::Skip;
     }
-    if let Some(message) = fast::frequent_request(text) {
-        return Screened::Message(Box::new(message));
-    }
-    general(text)
-}
-
-/// The screen without the fast parse: what every message would get if `fast.rs` did not
-/// exist (the fuzzers hold the two to the same answers).
-pub(crate) fn screen_general(text: &[u8]) -> Screened {
-    let text = trim(text);
-    if text.is_empty() {
-        return Screened::Skip;
-    }
-    general(text)
-}
-
-/// The general parse of a trimmed, non-blank message.
-fn general(text: &[u8]) -> Screened {
     match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
         Ok(message) => match misfit(&message) {
             Some(reply) => Screened::Reply(reply),
