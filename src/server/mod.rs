@@ -60,8 +60,8 @@ impl Server {
         }
     }
 
-    /// The application this server is the MCP face of, for tests to reach its store.
-    #[cfg(test)]
+    /// The application this server is the MCP face of: the HTTP transport serves the
+    /// dashboard, another face of it, beside MCP.
     pub(crate) fn app(&self) -> &App {
         &self.app
     }
