@@ -5,7 +5,7 @@
 use http::{Response, StatusCode};
 use maud::{Markup, html};
 
-use super::page::{frame, header_row, html as page};
+use super::page::{filter_select, frame, header_row, html as page};
 use super::{Asked, Body};
 use crate::app::App;
 use crate::store::{AuditQuery, AuditRow};
@@ -42,11 +42,7 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
         form.filters method="get" action="/audit" {
             label for="tool" { "Tool" }
             input #tool type="text" name="tool" value=[query.tool];
-            label for="outcome" { "Outcome" }
-            select #outcome name="outcome" {
-                option value="" { "any" }
-                @for outcome in OUTCOMES { option value=(outcome) selected[query.outcome == Some(outcome)] { (outcome) } }
-            }
+            (filter_select(("outcome", "Outcome"), &OUTCOMES, query.outcome))
             label for="principal" { "Principal" }
             input #principal type="text" name="principal" value=[query.principal];
             label for="run" { "Run" }

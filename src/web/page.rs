@@ -62,6 +62,24 @@ pub(super) fn header_row(columns: &[&str]) -> Markup {
     html! { thead { tr { @for column in columns { th scope="col" { (column) } } } } }
 }
 
+/// A labelled filter of a list: a pick among `choices`, or "any"; `picked` is shown picked.
+pub(super) fn filter_select<S: AsRef<str>>(
+    (name, label): (&str, &str),
+    choices: &[S],
+    picked: Option<&str>,
+) -> Markup {
+    html! {
+        label for=(name) { (label) }
+        select id=(name) name=(name) {
+            option value="" { "any" }
+            @for choice in choices {
+                @let choice = choice.as_ref();
+                option value=(choice) selected[picked == Some(choice)] { (choice) }
+            }
+        }
+    }
+}
+
 /// The sign-in page, with what went wrong last time.
 pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
     html! {

@@ -6,7 +6,7 @@ use maud::{Markup, html};
 
 use super::format::{badge, failed, progress, time, took};
 use super::live::{Live, Region};
-use super::page::{header_row, html as page, live_frame};
+use super::page::{filter_select, header_row, html as page, live_frame};
 use super::{Asked, Body};
 use crate::app::{App, Caller, RunError};
 use crate::store::{BoardRow, RunQuery};
@@ -34,20 +34,8 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
     let body = html! {
         h1 { "Runs" }
         form.filters method="get" action="/" {
-            label for="status" { "Status" }
-            select #status name="status" {
-                option value="" { "any" }
-                @for status in STATUSES {
-                    option value=(status) selected[query.status == Some(status)] { (status) }
-                }
-            }
-            label for="workflow" { "Workflow" }
-            select #workflow name="workflow" {
-                option value="" { "any" }
-                @for name in &workflows {
-                    option value=(name) selected[query.workflow == Some(name.as_str())] { (name) }
-                }
-            }
+            (filter_select(("status", "Status"), &STATUSES, query.status))
+            (filter_select(("workflow", "Workflow"), &workflows, query.workflow))
             label for="q" { "Text" }
             input #q type="search" name="q" value=[query.text] placeholder="id, workflow or message";
             button type="submit" { "Filter" }

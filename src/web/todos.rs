@@ -6,7 +6,7 @@ use http::{Response, StatusCode};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 
-use super::page::{frame, header_row, html as page};
+use super::page::{filter_select, frame, header_row, html as page};
 use super::{Asked, Body, see_other};
 use crate::app::{App, Caller};
 
@@ -34,13 +34,7 @@ pub(super) async fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
     let body = html! {
         h1 { "Todos" }
         form.filters method="get" action="/todos" {
-            label for="status" { "Status" }
-            select #status name="status" {
-                option value="" { "any" }
-                @for choice in ["open", "done"] {
-                    option value=(choice) selected[status == Some(choice)] { (choice) }
-                }
-            }
+            (filter_select(("status", "Status"), &["open", "done"], status))
             label for="tag" { "Tag" }
             input #tag type="text" name="tag" value=[tag];
             label for="q" { "Search titles" }
