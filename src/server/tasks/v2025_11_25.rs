@@ -44,9 +44,9 @@ pub(crate) fn wire_task(view: &TaskView) -> Value {
     task
 }
 
-fn params_of(request: &CustomRequest) -> Map<String, Value> {
-    match &request.params {
-        Some(Value::Object(params)) => params.clone(),
+fn params_of(request: CustomRequest) -> Map<String, Value> {
+    match request.params {
+        Some(Value::Object(params)) => params,
         _ => Map::new(),
     }
 }
@@ -66,7 +66,7 @@ impl Server {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<Value, McpError> {
-        let params = params_of(&request);
+        let params = params_of(request);
         let caller = crate::server::caller::caller_of(&context);
         match method {
             "tools/call" => self.call_2025(params, &context, &caller),
@@ -91,17 +91,18 @@ impl Server {
 
     fn call_2025(
         &self,
-        params: Map<String, Value>,
+        mut params: Map<String, Value>,
         context: &RequestContext<RoleServer>,
         caller: &Caller,
     ) -> Result<Value, McpError> {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| McpError::invalid_params("`name` must be a string", None))?;
-        let args = match params.get("arguments") {
+        let name_error = || McpError::invalid_params("`name` must be a string", None);
+        if !params.get("name").is_some_and(Value::is_string) {
+            return Err(name_error());
+        }
+        // Taken out of the request, which is not needed after, instead of copied.
+        let args = match params.remove("arguments") {
             None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(args)) => args.clone(),
+            Some(Value::Object(args)) => args,
             Some(_) => {
                 return Err(McpError::invalid_params(
                     "invalid params: `arguments` must be an object",
@@ -109,6 +110,10 @@ impl Server {
                 ));
             }
         };
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(name_error)?;
         if self.app.tools().route(name).is_none() {
             return Err(crate::server::results::unknown_tool(name));
         }
