@@ -203,7 +203,10 @@ on_both_backends! {
 on_both_backends! {
     async fn a_run_resumed_after_a_crash_finishes_without_repeating_a_finished_tool_call(place) {
         let world = World::new(place);
-        let a = world.process(SHORT);
+        // A lease long enough to outlive the steps between the crash and the early resume
+        // on a loaded machine: that resume must find it held.
+        let crashed_lease = Duration::from_millis(1500);
+        let a = world.process(crashed_lease);
         let handle = start(&a, TOOL_WAIT_TOOL, json!({}), RunOptions::default());
         let store = world.store();
         let id = handle.run_id.clone();
@@ -225,7 +228,7 @@ on_both_backends! {
             early,
             Err(ResumeError::Journal(JournalError::Held(_)))
         ));
-        tokio::time::sleep(SHORT * 2).await;
+        tokio::time::sleep(crashed_lease + SHORT).await;
         let report = b
             .engine
             .resume(&run_id, RunOptions::default())
