@@ -184,10 +184,20 @@ fn given_inputs(
 /// The message a prompt gives: what to run, its phases, the arguments, and how to go about it.
 fn message(def: &WorkflowDef, given: &Map<String, Value>) -> String {
     let mut text = format!(
-        "Run the workflow `{name}` with the tool `{name}`. {description}\n",
-        name = def.name,
-        description = def.description
+        "Run the workflow `{name}` with the tool `{name}`. ",
+        name = def.name
     );
+    match &def.prompt {
+        // The workflow's own words, which say what it does better than its description.
+        Some(prompt) => {
+            text.push_str(prompt.trim_end());
+            text.push('\n');
+        }
+        None => {
+            text.push_str(&def.description);
+            text.push('\n');
+        }
+    }
     let mut phases: Vec<&str> = Vec::new();
     for phase in def.nodes.values().filter_map(|node| node.phase.as_deref()) {
         if !phases.contains(&phase) {
@@ -348,6 +358,36 @@ mod tests {
         assert!(
             app.complete_prompt_argument("no_such", "status", "")
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_workflow_that_writes_its_own_prompt_is_started_with_its_words() {
+        let app = App::in_memory();
+        let given = args(json!({"title": "Queue"}));
+        let prompt = app.prompt("interactive_adr_planning", &given).unwrap();
+        let own = app
+            .workflows()
+            .get("interactive_adr_planning")
+            .unwrap()
+            .def
+            .prompt
+            .clone();
+        let own = own.expect("the ADR planner writes its own prompt");
+        assert!(prompt.text.contains(own.trim_end()), "{}", prompt.text);
+        assert!(
+            !prompt.text.contains(
+                &app.workflows()
+                    .get("interactive_adr_planning")
+                    .unwrap()
+                    .def
+                    .description
+            )
+        );
+        assert!(
+            prompt.text.contains("- `title`: \"Queue\""),
+            "{}",
+            prompt.text
         );
     }
 

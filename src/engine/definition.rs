@@ -320,6 +320,9 @@ pub struct NodeDef {
 pub struct WorkflowDef {
     pub name: String,
     pub description: String,
+    /// What its prompt says to the model when a person starts it as a command, in place of
+    /// the text made from its description and phases.
+    pub prompt: Option<String>,
     pub expose_as_tool: bool,
     /// Whether its tool runs as an MCP task.
     pub task_support: TaskSupport,

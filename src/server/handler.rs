@@ -2,13 +2,13 @@
 //! completions.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
-    UpdateTaskParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams,
+    CancelledNotificationParam, CompleteRequestParams, CompleteResult, CustomNotification,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
-use super::{Server, prompts, resources, results, shim, subscriptions};
+use super::{Server, is_stateless, prompts, resources, results, shim, subscriptions};
 use crate::app::{Route, Sync, ToolDef};
 use crate::engine::definition::TaskSupport;
 
@@ -25,6 +25,11 @@ list_tasks and search_tasks read them; complete_task marks one done; delete_task
 one permanently and needs the user's explicit consent (confirm: true). list_workflows shows \
 the multi-step workflows and run_workflow runs one. Every result is {ok, data} or \
 {ok: false, error: {code, message}}.";
+
+/// How long a 2026-07-28 client may keep the lists that are the same for every caller
+/// and do not change while the server runs (tools, prompts, resource templates): a
+/// minute, after which a restart with other workflows shows.
+const STABLE_MS: u64 = 60_000;
 
 /// A tool of the catalog as the protocol lists it, schemas and annotations included.
 fn published_tool(def: &ToolDef) -> Tool {
@@ -149,20 +154,30 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let tools = self.app.tools().all().iter().map(published_tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let listed = ListToolsResult::with_all_items(tools);
+        Ok(match is_stateless(&context) {
+            true => listed
+                .with_ttl_ms(STABLE_MS)
+                .with_cache_scope(CacheScope::Public),
+            false => listed,
+        })
     }
 
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(prompts::listed(
-            &self.app,
-        )))
+        let listed = ListPromptsResult::with_all_items(prompts::listed(&self.app));
+        Ok(match is_stateless(&context) {
+            true => listed
+                .with_ttl_ms(STABLE_MS)
+                .with_cache_scope(CacheScope::Public),
+            false => listed,
+        })
     }
 
     async fn get_prompt(
@@ -190,15 +205,25 @@ impl ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::listed(&self.app, request.as_ref(), &caller_of(&context))
+        let listed = resources::listed(&self.app, request.as_ref(), &caller_of(&context))?;
+        // The files of the caller's own runs, which change with every run.
+        Ok(match is_stateless(&context) {
+            true => listed.with_ttl_ms(0).with_cache_scope(CacheScope::Private),
+            false => listed,
+        })
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(resources::templates())
+        Ok(match is_stateless(&context) {
+            true => resources::templates()
+                .with_ttl_ms(STABLE_MS)
+                .with_cache_scope(CacheScope::Public),
+            false => resources::templates(),
+        })
     }
 
     #[allow(deprecated)] // the 2025-11-25 method, which rmcp keeps for that era

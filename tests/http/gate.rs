@@ -307,3 +307,38 @@ fn the_server_card_tells_a_client_before_it_connects_where_and_how_to_connect() 
     );
     assert_eq!(foreign.status, 403);
 }
+
+#[test]
+fn a_2026_07_28_client_is_told_how_long_it_may_keep_each_list_and_who_may_share_it() {
+    let server = HttpServer::start(&[]);
+    let list = |method: &str| {
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method,
+                                         "params": {"_meta": super::modern_meta()}});
+        let headers = [
+            "MCP-Protocol-Version: 2026-07-28".to_owned(),
+            format!("Mcp-Method: {method}"),
+        ];
+        server.post(&headers, &message).response(1)["result"].clone()
+    };
+    for method in ["tools/list", "prompts/list", "resources/templates/list"] {
+        let result = list(method);
+        assert_eq!(
+            (result["ttlMs"].clone(), result["cacheScope"].clone()),
+            (serde_json::json!(60_000), serde_json::json!("public")),
+            "{method}: {result}"
+        );
+    }
+    let files = list("resources/list");
+    assert_eq!(
+        (files["ttlMs"].clone(), files["cacheScope"].clone()),
+        (serde_json::json!(0), serde_json::json!("private")),
+        "{files}"
+    );
+    // A 2025-11-25 session hears of no hint its protocol does not know.
+    let session = super::open_session_as(&server, vec![]).0;
+    let listed = server.post(
+        &session,
+        &super::request(2, "tools/list", serde_json::json!({})),
+    );
+    assert!(listed.response(2)["result"].get("ttlMs").is_none());
+}

@@ -31,6 +31,7 @@ use super::duration::{format_duration, parse_duration};
 const TOP_KEYS: &[&str] = &[
     "name",
     "description",
+    "prompt",
     "expose_as_tool",
     "task_support",
     "ask_before_task",

@@ -22,6 +22,7 @@ impl Decoder {
         let def = WorkflowDef {
             name,
             description: self.or_default(map, "", "description", Self::string),
+            prompt: self.opt(map, "", "prompt", Self::string),
             expose_as_tool: self.or_default(map, "", "expose_as_tool", Self::boolean),
             task_support: self.or_default(map, "", "task_support", Self::choice),
             ask_before_task: self.or_default(map, "", "ask_before_task", Self::boolean),

@@ -755,3 +755,16 @@ fn a_form_may_offer_titled_and_multiple_choices_and_every_fault_is_reported() {
         ],
     );
 }
+
+#[test]
+fn a_workflows_prompt_is_its_own_text_and_nothing_else() {
+    let def = decoded("name = \"w\"\nprompt = \"Plan it with me.\"\n[nodes.a]\nrender = \"a\"\n");
+    assert_eq!(def.prompt.as_deref(), Some("Plan it with me."));
+    let refused = parse_toml(
+        "w.toml",
+        "w",
+        "name = \"w\"\nprompt = 3\n[nodes.a]\nrender = \"a\"\n",
+    );
+    let problems = refused.unwrap_err().to_string();
+    assert!(problems.contains("prompt"), "{problems}");
+}
