@@ -2062,3 +2062,93 @@ async fn py_sdk_auto_mode_researches_in_four_rounds_answering_the_fanned_out_sub
     assert_eq!((rounds, total), (vec![1, 2, 3, 3, 3, 4], 4));
     assert_research_reported(&sandbox, &ran.event("result")["result"], &questions(&ran));
 }
+
+#[tokio::test]
+async fn ts_sdk_starts_a_workflow_as_a_prompt_reads_what_a_run_wrote_and_follows_a_run() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&node, "ts_sdk.mjs", "surface", &sandbox)
+        .await
+        .succeeded();
+    let names = ran.event("prompts")["names"].clone();
+    assert!(
+        names
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "interactive_adr_planning"),
+        "{names}"
+    );
+    let prompt = ran.event("prompt")["text"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("`title`: \"Pick a queue\""), "{prompt}");
+    let read = ran.event("read");
+    assert!(
+        read["uri"].as_str().unwrap().starts_with("file:///"),
+        "{read}"
+    );
+    assert_eq!(read["contents"][0]["mimeType"], "text/markdown", "{read}");
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1.0"),
+        "{read}"
+    );
+    let followed = ran.event("followed");
+    assert!(followed["updates"].as_u64().unwrap() >= 1, "{followed}");
+    assert!(
+        followed["summary"]
+            .as_str()
+            .unwrap()
+            .contains(": succeeded"),
+        "{followed}"
+    );
+}
+
+#[tokio::test]
+async fn inspector_cli_lists_prompts_gets_one_and_reads_a_workflow_resource() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let listed = run(inspector.cli(&sandbox, "legacy", &["--method", "prompts/list"]))
+        .await
+        .succeeded()
+        .json();
+    let prompts = listed["result"]["prompts"].as_array().unwrap();
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p["name"] == "interactive_adr_planning"),
+        "{listed}"
+    );
+    let args = [
+        "--method",
+        "prompts/get",
+        "--prompt-name",
+        "interactive_adr_planning",
+        "--prompt-args",
+        "title=Pick a queue",
+    ];
+    let got = run(inspector.cli(&sandbox, "legacy", &args))
+        .await
+        .succeeded()
+        .json();
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("`title`: \"Pick a queue\""), "{got}");
+    let uri = "tasks://workflows/interactive_adr_planning/diagram.mmd";
+    let read = run(inspector.cli(
+        &sandbox,
+        "legacy",
+        &["--method", "resources/read", "--uri", uri],
+    ))
+    .await
+    .succeeded()
+    .json();
+    let diagram = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(diagram.contains("subgraph phase_adr_generation"), "{read}");
+}

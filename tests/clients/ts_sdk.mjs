@@ -20,6 +20,10 @@
 //                  as listed (e.g. interactive_adr_planning: drafts each analysis, confirms
 //                  each draft, states the problem and picks the first option)
 //   direct:<workflow>  the same with a plain callTool, asked directly during the call
+//   surface        listPrompts and getPrompt of the ADR planner; deployment_readiness run
+//                  with every result up front, then readResource of the report it links;
+//                  a task of `ask` whose summary resource is subscribed to as soon as the
+//                  task exists, counting the notifications/resources/updated it brings
 //
 // Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any
 // failure after printing {"event": "fatal", "message": ...}.
@@ -35,6 +39,7 @@ import {
   CreateTaskResultSchema,
   ElicitRequestSchema,
   McpError,
+  ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 const emit = (event, fields = {}) =>
@@ -301,7 +306,49 @@ async function workflowDirect() {
   emit("result", { result });
 }
 
+async function surface() {
+  const prompts = await client.listPrompts();
+  emit("prompts", { names: prompts.prompts.map((p) => p.name) });
+  const prompt = await client.getPrompt({
+    name: "interactive_adr_planning",
+    arguments: { title: "Pick a queue" },
+  });
+  emit("prompt", { text: prompt.messages[0].content.text });
+
+  const inputs = { version: "1.0", checks: ["tests"], results: [{ check: "tests", passed: true }] };
+  const ran = await client.callTool({ name: "deployment_readiness", arguments: inputs });
+  const link = ran.content.find((c) => c.type === "resource_link");
+  const read = await client.readResource({ uri: link.uri });
+  emit("read", { uri: link.uri, contents: read.contents });
+
+  const updates = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+    updates.push(notification.params.uri);
+  });
+  let uri = null;
+  const stream = client.experimental.tasks.callToolStream(
+    { name: "ask", arguments: { who: "subscriber" } },
+    undefined,
+    { task: { ttl: 600000 } },
+  );
+  for await (const message of stream) {
+    if (message.type === "taskCreated") {
+      uri = `tasks://runs/${message.task.taskId}/summary.md`;
+      await client.subscribeResource({ uri });
+    } else if (message.type === "result") {
+      emit("result", { result: message.result });
+    }
+  }
+  // The last update may trail the result by a tick of the server's watch.
+  for (let i = 0; i < 40 && !updates.includes(uri); i++) {
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  const summary = await client.readResource({ uri });
+  emit("followed", { uri, updates: updates.filter((u) => u === uri).length, summary: summary.contents[0].text });
+}
+
 const scenarios = {
+  surface,
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,
