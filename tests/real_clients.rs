@@ -2152,3 +2152,41 @@ async fn inspector_cli_lists_prompts_gets_one_and_reads_a_workflow_resource() {
     let diagram = read["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(diagram.contains("subgraph phase_adr_generation"), "{read}");
 }
+
+#[tokio::test]
+async fn py_sdk_auto_mode_gets_a_prompt_completes_its_argument_and_reads_what_a_run_wrote() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let ran = script(&python, "py_sdk.py", "auto-surface", &sandbox)
+        .await
+        .succeeded();
+    let prompts = ran.event("prompts");
+    assert!(
+        prompts["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "interactive_adr_planning")
+    );
+    assert_eq!(
+        prompts["ttlMs"], 60_000,
+        "a 2026-07-28 list says how long to keep it"
+    );
+    let text = ran.event("prompt")["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("`title`: \"Pick a queue\""), "{text}");
+    assert_eq!(ran.event("completed")["values"], json!(["Accepted"]));
+    let read = ran.event("read");
+    assert!(
+        read["uri"].as_str().unwrap().starts_with("file:///"),
+        "{read}"
+    );
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1.0"),
+        "{read}"
+    );
+}

@@ -15,6 +15,10 @@ Scenarios:
                  elicitation callback answers each form as listed); the result says how
                  many rounds the call took
 
+  auto-surface   the same client: list_prompts and get_prompt of the ADR planner (with
+                 the list's cache hints), complete its `status`, run deployment_readiness
+                 with every result up front and read the report it links
+
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
 """
@@ -178,7 +182,27 @@ def auto_workflow(flow):
     return scenario
 
 
+async def auto_surface(server):
+    async with Client(server, mode="auto", elicitation_callback=approve) as client:
+        prompts = await client.list_prompts()
+        listed = dump(prompts)
+        emit("prompts", names=[p["name"] for p in listed["prompts"]], ttlMs=listed.get("ttlMs"))
+        prompt = await client.get_prompt("interactive_adr_planning", {"title": "Pick a queue"})
+        emit("prompt", text=dump(prompt)["messages"][0]["content"]["text"])
+        completed = await client.complete(
+            types.PromptReference(type="ref/prompt", name="interactive_adr_planning"),
+            {"name": "status", "value": "Acc"},
+        )
+        emit("completed", values=dump(completed)["completion"]["values"])
+        inputs = {"version": "1.0", "checks": ["tests"], "results": [{"check": "tests", "passed": True}]}
+        ran = dump(await client.call_tool("deployment_readiness", inputs))
+        link = next(c for c in ran["content"] if c["type"] == "resource_link")
+        read = await client.read_resource(link["uri"])
+        emit("read", uri=link["uri"], contents=dump(read)["contents"])
+
+
 SCENARIOS = {
+    "auto-surface": auto_surface,
     "legacy-elicit": legacy_elicit,
     "auto-todos": auto_todos,
     "auto-rounds": auto_rounds,
