@@ -2190,3 +2190,66 @@ async fn py_sdk_auto_mode_gets_a_prompt_completes_its_argument_and_reads_what_a_
         "{read}"
     );
 }
+
+/// FastMCP's client, in the venv of the Python SDK (`requirements.txt` pins it too).
+fn fastmcp() -> Result<PathBuf, String> {
+    let python = py_sdk()?;
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import fastmcp"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    match found.status.success() {
+        true => Ok(python),
+        false => Err("FastMCP is not installed in tests/clients/.venv".to_owned()),
+    }
+}
+
+#[tokio::test]
+async fn fastmcp_client_gets_the_adr_planners_prompt_and_reads_the_adr_the_run_wrote() {
+    let Some(python) = installed(fastmcp()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let answers = json!({
+        "title": ADR_TITLE,
+        "problem": "Billing events are lost when billing restarts.",
+        "findings": adr_phase("findings"),
+        "options": adr_phase("options"),
+        "decision": { "name": "Queue", "rationale": "Durability matters most",
+                      "tradeoffs": ["more to operate", "slower deploys"] },
+        "impacts": adr_phase("impacts"),
+        "plan": adr_phase("plan"),
+    });
+    let mut command = command(&python, &sandbox);
+    command
+        .arg(clients_dir().join("fastmcp_client.py"))
+        .arg(answers.to_string())
+        .arg("--")
+        .args(sandbox.server());
+    let ran = run(command).await.succeeded();
+    let names = ran.event("prompts")["names"].clone();
+    assert!(
+        names
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "interactive_adr_planning"),
+        "{names}"
+    );
+    let prompt = ran.event("prompt")["text"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("seven phases") || prompt.contains("7 phases"),
+        "{prompt}"
+    );
+    let read = ran.event("read");
+    assert!(
+        read["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("0001-{ADR_SLUG}.md")),
+        "{read}"
+    );
+    assert_eq!(read["mimeType"], "text/markdown");
+    let adr = read["text"].as_str().unwrap();
+    assert!(adr.contains(ADR_TITLE) && adr.contains("Queue"), "{adr}");
+}
