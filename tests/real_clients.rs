@@ -2072,6 +2072,11 @@ async fn ts_sdk_starts_a_workflow_as_a_prompt_reads_what_a_run_wrote_and_follows
     let ran = script(&node, "ts_sdk.mjs", "surface", &sandbox)
         .await
         .succeeded();
+    assert_used_the_surface(&ran);
+}
+
+/// What the TypeScript SDK's `surface` scenario must have seen, over any transport.
+fn assert_used_the_surface(ran: &Ran) {
     let names = ran.event("prompts")["names"].clone();
     assert!(
         names

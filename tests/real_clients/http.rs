@@ -126,6 +126,19 @@ async fn ts_sdk_over_http_adds_and_lists_todos_with_its_bearer_token() {
 }
 
 #[tokio::test]
+async fn ts_sdk_over_http_gets_a_prompt_reads_what_a_run_wrote_and_follows_a_run() {
+    let Some(node) = installed(ts_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let ran = ts_sdk_over_http(&node, "surface", &server, &sandbox, None)
+        .await
+        .succeeded();
+    super::assert_used_the_surface(&ran);
+}
+
+#[tokio::test]
 async fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream() {
     let Some(node) = installed(ts_sdk()) else {
         return;
