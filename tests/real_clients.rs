@@ -2167,6 +2167,11 @@ async fn py_sdk_auto_mode_gets_a_prompt_completes_its_argument_and_reads_what_a_
     let ran = script(&python, "py_sdk.py", "auto-surface", &sandbox)
         .await
         .succeeded();
+    assert_py_used_the_surface(&ran);
+}
+
+/// What the Python SDK's `auto-surface` scenario must have seen, over any transport.
+fn assert_py_used_the_surface(ran: &Ran) {
     let prompts = ran.event("prompts");
     assert!(
         prompts["names"]
@@ -2215,7 +2220,19 @@ async fn fastmcp_client_gets_the_adr_planners_prompt_and_reads_the_adr_the_run_w
         return;
     };
     let sandbox = Sandbox::new();
-    let answers = json!({
+    let mut command = command(&python, &sandbox);
+    command
+        .arg(clients_dir().join("fastmcp_client.py"))
+        .arg(adr_answers_up_front().to_string())
+        .arg("--")
+        .args(sandbox.server());
+    let ran = run(command).await.succeeded();
+    assert_fastmcp_read_the_adr(&ran);
+}
+
+/// Every answer of the ADR planner, so that it asks nothing.
+fn adr_answers_up_front() -> Value {
+    json!({
         "title": ADR_TITLE,
         "problem": "Billing events are lost when billing restarts.",
         "findings": adr_phase("findings"),
@@ -2224,14 +2241,11 @@ async fn fastmcp_client_gets_the_adr_planners_prompt_and_reads_the_adr_the_run_w
                       "tradeoffs": ["more to operate", "slower deploys"] },
         "impacts": adr_phase("impacts"),
         "plan": adr_phase("plan"),
-    });
-    let mut command = command(&python, &sandbox);
-    command
-        .arg(clients_dir().join("fastmcp_client.py"))
-        .arg(answers.to_string())
-        .arg("--")
-        .args(sandbox.server());
-    let ran = run(command).await.succeeded();
+    })
+}
+
+/// What FastMCP's client must have seen, over any transport.
+fn assert_fastmcp_read_the_adr(ran: &Ran) {
     let names = ran.event("prompts")["names"].clone();
     assert!(
         names

@@ -1,6 +1,7 @@
 """Drives the server with FastMCP's client (`fastmcp` 4.x) over stdio.
 
     python fastmcp_client.py '<ADR planner arguments as JSON>' -- <server command...>
+    python fastmcp_client.py '<ADR planner arguments as JSON>' --url <http://.../mcp>
 
 Lists the prompts and gets the ADR planner's, runs the planner with the arguments given
 (every answer up front, so nothing is asked), and reads the ADR it wrote through the
@@ -24,8 +25,8 @@ def emit(event, **fields):
     sys.stdout.flush()
 
 
-async def main(arguments, command, args):
-    async with Client(StdioTransport(command=command, args=args)) as client:
+async def main(arguments, transport):
+    async with Client(transport) as client:
         prompts = await client.list_prompts()
         emit("prompts", names=[prompt.name for prompt in prompts])
         prompt = await client.get_prompt("interactive_adr_planning", {"title": arguments["title"]})
@@ -39,11 +40,13 @@ async def main(arguments, command, args):
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    if len(argv) < 3 or argv[1] != "--":
-        print("usage: python fastmcp_client.py '<arguments>' -- <server command...>", file=sys.stderr)
+    if len(argv) < 3 or argv[1] not in ("--", "--url"):
+        print("usage: python fastmcp_client.py '<arguments>' (-- <server command...> | --url <url>)", file=sys.stderr)
         sys.exit(2)
+    # A URL is served over Streamable HTTP by FastMCP's own transport.
+    transport = argv[2] if argv[1] == "--url" else StdioTransport(command=argv[2], args=argv[3:])
     try:
-        asyncio.run(main(json.loads(argv[0]), argv[2], argv[3:]))
+        asyncio.run(main(json.loads(argv[0]), transport))
         emit("done")
     except Exception as error:  # noqa: BLE001 - the test reads the message
         emit("fatal", message=f"{type(error).__name__}: {error}", trace=traceback.format_exc())

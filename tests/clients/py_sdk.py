@@ -1,6 +1,7 @@
 """Drives the server with the official Python SDK (`mcp` 2.x).
 
-    python py_sdk.py <scenario> -- <server command...>
+    python py_sdk.py <scenario> -- <server command...>     (stdio)
+    python py_sdk.py <scenario> --url <http://.../mcp>     (Streamable HTTP; auto-* scenarios)
 
 Scenarios:
   legacy-elicit  a ClientSession over stdio with an elicitation callback, initialize
@@ -212,11 +213,15 @@ SCENARIOS.update({f"auto:{flow}": auto_workflow(flow) for flow in WORKFLOWS})
 
 def main():
     argv = sys.argv[1:]
-    if len(argv) < 3 or argv[1] != "--" or argv[0] not in SCENARIOS:
-        print(f"usage: python py_sdk.py <{'|'.join(SCENARIOS)}> -- <server command...>", file=sys.stderr)
+    if len(argv) < 3 or argv[1] not in ("--", "--url") or argv[0] not in SCENARIOS:
+        print(
+            f"usage: python py_sdk.py <{'|'.join(SCENARIOS)}> (-- <server command...> | --url <url>)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     scenario, command, args = argv[0], argv[2], argv[3:]
-    server = StdioServerParameters(command=command, args=args)
+    # A URL is served over Streamable HTTP by the client's own transport.
+    server = command if argv[1] == "--url" else StdioServerParameters(command=command, args=args)
     try:
         anyio.run(SCENARIOS[scenario], server)
         emit("done")

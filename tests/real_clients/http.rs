@@ -139,6 +139,40 @@ async fn ts_sdk_over_http_gets_a_prompt_reads_what_a_run_wrote_and_follows_a_run
 }
 
 #[tokio::test]
+async fn py_sdk_over_http_gets_a_prompt_completes_its_argument_and_reads_what_a_run_wrote() {
+    let Some(python) = installed(py_sdk()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let mut command = command(&python, &sandbox);
+    command
+        .arg(clients_dir().join("py_sdk.py"))
+        .arg("auto-surface")
+        .arg("--url")
+        .arg(&server.url);
+    let ran = run(command).await.succeeded();
+    super::assert_py_used_the_surface(&ran);
+}
+
+#[tokio::test]
+async fn fastmcp_client_over_http_reads_the_adr_the_run_wrote() {
+    let Some(python) = installed(super::fastmcp()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let mut command = command(&python, &sandbox);
+    command
+        .arg(clients_dir().join("fastmcp_client.py"))
+        .arg(super::adr_answers_up_front().to_string())
+        .arg("--url")
+        .arg(&server.url);
+    let ran = run(command).await.succeeded();
+    super::assert_fastmcp_read_the_adr(&ran);
+}
+
+#[tokio::test]
 async fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream() {
     let Some(node) = installed(ts_sdk()) else {
         return;
