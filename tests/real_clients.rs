@@ -1294,6 +1294,19 @@ impl Inspector {
         command
     }
 
+    /// The CLI in protocol era `era` with `args`, against the server at `url` over
+    /// Streamable HTTP.
+    fn cli_url(&self, sandbox: &Sandbox, era: &str, url: &str, args: &[&str]) -> Command {
+        let mut command = self.command(sandbox, "clients/launcher/build/index.js");
+        command
+            .args(["--cli", "--format", "json", "--protocol-era", era])
+            .args(["--server-url", url])
+            .args(args);
+        let mut command = Command::from(command);
+        command.kill_on_drop(true);
+        command
+    }
+
     /// `mcpdo --format json <args>`, with a daemon of the sandbox's own.
     fn session(&self, sandbox: &Sandbox, args: &[&str]) -> Command {
         let mut command = Command::from(self.session_std(sandbox, args));

@@ -173,6 +173,34 @@ async fn fastmcp_client_over_http_reads_the_adr_the_run_wrote() {
 }
 
 #[tokio::test]
+async fn inspector_cli_over_http_lists_prompts_and_reads_a_workflow_resource() {
+    let Some(inspector) = installed(inspector()) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &[]);
+    let listed = run(inspector.cli_url(
+        &sandbox,
+        "legacy",
+        &server.url,
+        &["--method", "prompts/list"],
+    ))
+    .await
+    .succeeded()
+    .json();
+    let prompts = listed["result"]["prompts"].as_array().unwrap();
+    assert!(prompts.iter().any(|p| p["name"] == "research"), "{listed}");
+    let uri = "tasks://workflows/research/source.toml";
+    let args = ["--method", "resources/read", "--uri", uri];
+    let read = run(inspector.cli_url(&sandbox, "legacy", &server.url, &args))
+        .await
+        .succeeded()
+        .json();
+    let toml = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(toml.contains("name = \"research\""), "{read}");
+}
+
+#[tokio::test]
 async fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream() {
     let Some(node) = installed(ts_sdk()) else {
         return;
