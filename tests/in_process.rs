@@ -243,6 +243,13 @@ async fn a_read_that_leads_outside_the_workspace_is_refused_and_audited() {
             .0,
         "fine"
     );
+    // A file that is not text comes back as a blob, in base64.
+    std::fs::write(workspace.join("inside.bin"), [0xff_u8, 0xfe, 0x00, 0x01]).unwrap();
+    let request = rmcp::model::ReadResourceRequestParams::new(format!("file://{ws}/inside.bin"));
+    let blob = client.read_resource(request).await.unwrap();
+    let blob = serde_json::to_value(&blob.contents[0]).unwrap();
+    assert_eq!(blob["blob"], "//4AAQ==", "{blob}");
+    assert_eq!(blob["mimeType"], "application/octet-stream");
     for uri in [
         format!("file://{}", outside.path().join("secret.txt").display()),
         format!(
@@ -268,6 +275,7 @@ async fn a_read_that_leads_outside_the_workspace_is_refused_and_audited() {
     assert_eq!(
         outcomes,
         [
+            "ok",
             "ok",
             "rejected",
             "rejected",
