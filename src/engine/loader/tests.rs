@@ -269,8 +269,8 @@ fn columns_count_characters_not_bytes() {
         found,
         [
             "wf/x.toml:2:9: bogus: unknown key `bogus`; allowed keys: name, description, \
-             expose_as_tool, task_support, ask_before_task, result, max_parallel, timeout, \
-             inputs, nodes, output",
+             prompt, expose_as_tool, task_support, ask_before_task, result, max_parallel, \
+             timeout, inputs, nodes, output",
             "wf/x.toml:5:23: nodes.a.args.u: datetimes are not allowed; quote the value to \
              make it a string",
         ]
