@@ -110,10 +110,16 @@ fn run_regions(
         }
     };
     let asked: Vec<&str> = open.iter().filter_map(|q| q["key"].as_str()).collect();
-    let nodes = html! {
+    // The picture is a region of its own: it changes only with the nodes' states, while
+    // the timeline and the running nodes' times change with the clock.
+    let picture = html! {
         section aria-labelledby="dag" {
             h2 #dag { "Nodes" }
             div.dag-frame { (dag::picture(&plan, &node_status)) }
+        }
+    };
+    let nodes = html! {
+        section aria-label="The nodes' timeline and details" {
             @if let Some(timeline) = gantt::timeline(&plan, &run, time::OffsetDateTime::now_utc()) {
                 h3 { "Timeline" }
                 div.dag-frame { (timeline) }
@@ -153,6 +159,7 @@ fn run_regions(
             format!("q:{}", asked.join(",")),
             questions,
         ),
+        Region::of("live-dag", picture),
         Region::of("live-nodes", nodes),
         Region::of("live-io", io),
     ];

@@ -117,6 +117,30 @@ test("the run's page shows its DAG and its question", async () => {
   await alice.waitForURL(/#node-review$/);
 });
 
+test("a live update keeps the focus and the open details of the nodes", async () => {
+  // Open the review node's action from the keyboard, and stay on it.
+  const summary = alice.locator("#node-review + tr details > summary");
+  await summary.focus();
+  await alice.keyboard.press("Enter");
+  assert.equal(await alice.locator("#node-review + tr details").getAttribute("open"), "");
+  // Writes to the store (rejected calls, each audited) wake the page, which replaces the
+  // nodes' region once its text moves with the clock (the running node's time).
+  await alice.evaluate(() => { document.getElementById("live-nodes").dataset.marker = "old"; });
+  const post = await mcpSession(process.env.ALICE);
+  const replaced = () => alice.evaluate(() => !document.getElementById("live-nodes").dataset.marker);
+  for (let id = 100; id < 160 && !(await replaced()); id++) {
+    await post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "add_task", arguments: {} } });
+    await alice.waitForTimeout(250);
+  }
+  assert.equal(await replaced(), true, "the nodes' region was never replaced");
+  assert.equal(await alice.locator("#node-review + tr details").getAttribute("open"), "");
+  const focused = await alice.evaluate(() => {
+    const at = document.activeElement;
+    return `${at.tagName} ${at.closest("tr.detail")?.previousElementSibling?.id}`;
+  });
+  assert.equal(focused, "SUMMARY node-review");
+});
+
 test("answering the form lets the run finish, seen live without a reload", async () => {
   await alice.getByLabel("Verdict").selectOption("ship");
   await alice.getByLabel("Notes").fill("All <checks> green");
