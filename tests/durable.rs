@@ -800,6 +800,7 @@ on_both_backends! {
             intent: Some(intent),
             started_at: None,
             finished_at: None,
+            retried: None,
             updated_at: String::new(),
         };
         store
@@ -1168,5 +1169,49 @@ on_both_backends! {
         let error = report.error.unwrap_or_default();
         assert!(error.starts_with("run_poisoned"), "{error}");
         drop((a, b));
+    }
+}
+
+on_both_backends! {
+    async fn each_retried_attempt_keeps_its_times_error_and_delay_across_a_crash(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let toml = r#"
+            [nodes.flaky]
+            wait = "10s"
+            timeout = "50ms"
+            retry = { max_attempts = 3, initial_delay = "200ms", factor = 2.0 }
+        "#;
+        let handle = start(&a, toml, json!({}), RunOptions::default());
+        let store = world.store();
+        let id = handle.run_id.clone();
+        until("the first attempt is retried", || {
+            let rows = store.nodes(&id).unwrap();
+            rows.iter().any(|row| row.retried.is_some())
+        })
+        .await;
+        let run_id = crash(handle).await;
+        let (b, report) = resume_elsewhere(&world, &run_id).await;
+        assert_eq!(report.status, RunStatus::Failed, "{report:?}");
+
+        let view = b.registry.run_view(&run_id).unwrap().unwrap();
+        let flaky = &view["nodes"]["flaky"];
+        assert_eq!(flaky["attempts"], 3);
+        assert_eq!(flaky["error"]["code"], "timeout");
+        let retried = flaky["retried"].as_array().expect("the retried attempts");
+        // The first attempt, written by the process that crashed, is kept by the one that
+        // finished the run; the last attempt is the node's own record.
+        assert_eq!(retried.len(), 2, "{retried:?}");
+        let ms = |v: &Value| mcp_task_server::clock::ms_from_iso(v.as_str().unwrap()).unwrap();
+        for (n, (attempt, delay)) in retried.iter().zip([200, 400]).enumerate() {
+            assert_eq!(attempt["attempt"], n + 1);
+            assert_eq!(attempt["error"]["code"], "timeout");
+            assert!(attempt["error"]["message"].as_str().unwrap().contains("timed out after 50ms"));
+            assert_eq!(attempt["retry_delay_ms"], delay);
+            assert_eq!(ms(&attempt["retry_at"]) - ms(&attempt["failed_at"]), delay);
+            assert!(ms(&attempt["started_at"]) <= ms(&attempt["failed_at"]));
+        }
+        assert_eq!(retried[0]["started_at"], flaky["started_at"]);
+        assert_eq!(retried[1]["started_at"], retried[0]["retry_at"]);
     }
 }

@@ -655,7 +655,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 11;
+const SCHEMA_VERSION: i64 = 12;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)
@@ -1002,6 +1002,7 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
         intent: None,
         started_at: None,
         finished_at: None,
+        retried: None,
         updated_at: String::new(),
     };
     let threads: Vec<_> = runs
@@ -1069,6 +1070,7 @@ fn node_rows_written_in_one_batch_read_back_exactly_whatever_their_number() {
         intent: Some(format!("i{node}")),
         started_at: Some("2026-12-01T00:00:00.000Z".into()),
         finished_at: None,
+        retried: None,
         updated_at: String::new(),
     };
     // Two full statements of many rows and a remainder, then every row again, changed.

@@ -126,6 +126,7 @@ on_both_backends! {
             intent: None,
             started_at: None,
             finished_at: None,
+            retried: None,
             updated_at: String::new(),
         };
         let write = |r: NodeRow| {

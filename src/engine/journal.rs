@@ -110,6 +110,23 @@ pub struct UnitState {
     pub intent: Option<String>,
     pub started_ms: Option<i64>,
     pub finished_ms: Option<i64>,
+    /// The attempts that failed and were retried, oldest first (a journalled run's only);
+    /// the last attempt is the record above.
+    pub retried: Vec<Retried>,
+}
+
+/// An attempt that failed and was retried: when it ran, why it failed, and when the next
+/// attempt was due. A person reads these on the run's page and in its report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Retried {
+    /// When it began: the unit's start for the first attempt, else the time the attempt
+    /// before it set for its retry.
+    pub started_ms: Option<i64>,
+    pub failed_ms: i64,
+    pub code: String,
+    pub message: String,
+    /// When the next attempt was due: the retry's delay is its distance from `failed_ms`.
+    pub retry_at_ms: i64,
 }
 
 /// A unit's change, as a batch carries it.

@@ -36,6 +36,8 @@ pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
         intent: unit.intent.clone(),
         started_at: unit.started_ms.map(clock::iso_from_ms),
         finished_at: unit.finished_ms.map(clock::iso_from_ms),
+        retried: (!unit.retried.is_empty())
+            .then(|| serde_json::to_string(&unit.retried).expect("attempts serialise")),
         updated_at: String::new(),
     }
 }
@@ -153,6 +155,12 @@ pub(super) fn unit_summary(row: &NodeRow) -> Result<UnitState, String> {
         ),
         None => None,
     };
+    // Read with the summary: NULL unless the unit retried, so it costs nothing to skip.
+    let retried = match &row.retried {
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| format!("node `{}` retried attempts: {e}", row.node_id))?,
+        None => Vec::new(),
+    };
     Ok(UnitState {
         status,
         reason: row.reason.clone(),
@@ -165,5 +173,6 @@ pub(super) fn unit_summary(row: &NodeRow) -> Result<UnitState, String> {
         intent: row.intent.clone(),
         started_ms: None,
         finished_ms: None,
+        retried,
     })
 }

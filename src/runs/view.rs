@@ -8,6 +8,7 @@ use super::Registry;
 use super::ids;
 use super::records::{self, instance_number};
 use super::status::{TaskStatus, unit_message};
+use crate::clock;
 use crate::store::{NodeRow, Owner, RunHead, RunSummary, Scope, StoreError, TaskRow};
 
 /// A task as the task protocols answer it.
@@ -359,6 +360,9 @@ impl Registry {
             if let Some(error) = &unit.error {
                 entry["error"] = json!({ "code": error.code, "message": error.message });
             }
+            if !unit.retried.is_empty() {
+                entry["retried"] = retried(&unit.retried);
+            }
             let index = usize::try_from(row.node).unwrap_or(usize::MAX);
             entry["task_id"] = json!(ids::sub_task_id(key, run_id, index, instance));
             let node = nodes
@@ -415,4 +419,20 @@ impl Registry {
             "questions": questions,
         })))
     }
+}
+
+/// A unit's failed attempts that were retried, as a report shows them: each with its
+/// number, times, error and the delay before the next.
+fn retried(attempts: &[crate::engine::journal::Retried]) -> Value {
+    let list = attempts.iter().enumerate().map(|(n, attempt)| {
+        json!({
+            "attempt": n + 1,
+            "started_at": attempt.started_ms.map(clock::iso_from_ms),
+            "failed_at": clock::iso_from_ms(attempt.failed_ms),
+            "error": { "code": attempt.code, "message": attempt.message },
+            "retry_at": clock::iso_from_ms(attempt.retry_at_ms),
+            "retry_delay_ms": attempt.retry_at_ms - attempt.failed_ms,
+        })
+    });
+    Value::Array(list.collect())
 }

@@ -314,6 +314,11 @@ const MIGRATIONS: &[&str] = &[
         WHEN old.id > coalesce((SELECT max(id) FROM todos), 0)
     BEGIN UPDATE todo_ids SET high = old.id WHERE high < old.id; END;
     "#,
+    // 12: a unit's failed attempts that were retried, each with its times, error and the
+    // time of its retry (a JSON list; NULL for a unit that never retried).
+    r#"
+    ALTER TABLE nodes ADD COLUMN retried TEXT;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

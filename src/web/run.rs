@@ -205,7 +205,9 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]
                             pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
                             @if node.retry.max_attempts > 1 { p { (retry_policy(&node.retry)) } }
                         }
-                        (attempts(calls, id))
+                        (attempts(entry))
+                        (audited(calls, id))
+                        (asked(run, id))
                             @if let Some(message) = entry["error"]["message"].as_str() {
                                 p.error { (entry["error"]["code"].as_str().unwrap_or("error")) ": " (message) }
                             }
@@ -219,17 +221,83 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]
     }
 }
 
-/// A `tool` node's calls, one an attempt, each with its time, outcome and the arguments
-/// it was called with, resolved.
-fn attempts(calls: &[AuditRow], node: &str) -> Markup {
+/// A node's attempts, once one failed and was retried: each with its times, its error
+/// and the delay before the next, then the last, which is the node's own record.
+fn attempts(entry: &Value) -> Markup {
+    let Some(retried) = entry["retried"].as_array().filter(|list| !list.is_empty()) else {
+        return html! {};
+    };
+    let last_start = retried.last().and_then(|r| r["retry_at"].as_str());
+    let status = entry["status"].as_str().unwrap_or("pending");
+    html! {
+        table.attempts {
+            caption { "Attempts" }
+            (header_row(&["Attempt", "Started", "Ended", "Outcome", "Retried"]))
+            tbody {
+                @for attempt in retried {
+                    @let failed_at = attempt["failed_at"].as_str().unwrap_or_default();
+                    tr {
+                        td.num { (attempt["attempt"]) }
+                        td { (attempt["started_at"].as_str().map(time).unwrap_or_default()) }
+                        td { (time(failed_at)) }
+                        td {
+                            (badge("failed")) " "
+                            (attempt["error"]["code"].as_str().unwrap_or("error")) ": "
+                            (attempt["error"]["message"].as_str().unwrap_or_default())
+                        }
+                        td { "after " (took(failed_at, attempt["retry_at"].as_str())) }
+                    }
+                }
+                @if entry["attempts"].as_u64().unwrap_or(0) > retried.len() as u64 || status == "running" {
+                    tr {
+                        td.num { (retried.len() + 1) }
+                        td { (last_start.map(time).unwrap_or_default()) }
+                        td { (entry["finished_at"].as_str().map(time).unwrap_or_default()) }
+                        td { (badge(status)) }
+                        td {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The questions a node put and had answered, as resolved when they were asked, with
+/// their answers (an open question is a form at the top of the page).
+fn asked(run: &Value, node: &str) -> Markup {
+    let mine: Vec<&Value> = run["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["node"] == node && q["answered"] == true)
+        .collect();
+    html! {
+        @if !mine.is_empty() {
+            details.asked {
+                summary { "Questions answered (" (mine.len()) ")" }
+                @for question in mine {
+                    h4 { "Asked" }
+                    pre { (pretty(&question["request"])) }
+                    h4 { "Answered" }
+                    pre { (pretty(&question["answer"])) }
+                }
+            }
+        }
+    }
+}
+
+/// What the audit log holds of a node: its tool calls and file actions, each an attempt,
+/// with the arguments resolved, and the answers to its questions.
+fn audited(calls: &[AuditRow], node: &str) -> Markup {
     let mine: Vec<&AuditRow> = calls
         .iter()
         .filter(|call| call.node_id.as_deref() == Some(node))
         .collect();
     html! {
         @if !mine.is_empty() {
-            table.attempts {
-                (header_row(&["Attempt", "At", "Outcome", "Arguments, resolved"]))
+            table.calls {
+                caption { "Audited" }
+                (header_row(&["#", "At", "Outcome", "Arguments, resolved"]))
                 tbody {
                     @for (n, call) in mine.iter().enumerate() {
                         tr {

@@ -150,6 +150,9 @@ test("answering the form lets the run finish, seen live without a reload", async
   await alice.locator("#live-summary .badge.succeeded").waitFor(WAIT);
   assert.equal(await alice.evaluate(() => window.notReloaded), true);
   assert.match(await alice.locator('g.node[data-node="todo"]').getAttribute("class"), /succeeded/);
+  // The question node's arguments as resolved when it asked, and the answer it took.
+  const asked = await alice.locator("#node-review + tr details.asked").textContent();
+  assert.match(asked, /Review release 2\.0.*"verdict": "ship"/s);
   await alice.screenshot({ path: join(shots, "run.png"), fullPage: true });
 });
 
@@ -176,13 +179,23 @@ test("a failed run is retried as a new run that keeps what succeeded", async () 
   await alice.getByRole("button", { name: "Start" }).click();
   await alice.locator("#live-summary .badge.failed").waitFor(WAIT);
   // The failed node's attempt: its outcome and the arguments it was called with.
-  const attempt = alice.locator("#node-fail + tr table.attempts tbody tr").first();
+  const attempt = alice.locator("#node-fail + tr table.calls tbody tr").first();
   assert.match(await attempt.textContent(), /not_found.*987654321/s);
   const failed = alice.url();
   await alice.getByRole("button", { name: "Retry, keeping what succeeded" }).click();
   await alice.getByText("This is the retry").waitFor();
   assert.notEqual(alice.url(), failed);
   await alice.getByRole("link", { name: new URL(failed).pathname.split("/").pop() }).waitFor();
+});
+
+test("a node's attempts show each one's times, error and the delay before its retry", async () => {
+  await alice.goto(`${base}/workflows/flaky`);
+  await alice.getByRole("button", { name: "Start" }).click();
+  await alice.locator("#live-summary .badge.failed").waitFor(WAIT);
+  const rows = alice.locator("#node-flaky + tr table.attempts tbody tr");
+  assert.equal(await rows.count(), 2);
+  assert.match(await rows.nth(0).textContent(), /^1.*failed timeout: .*timed out after 50ms.*after 100 ms$/s);
+  assert.match(await rows.nth(1).textContent(), /^2.*failed$/s);
 });
 
 test("the todos page lists the todo the run made", async () => {

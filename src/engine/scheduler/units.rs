@@ -12,7 +12,7 @@ use crate::clock;
 use crate::engine::actions::{BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
 use crate::engine::definition::RetryPolicy;
-use crate::engine::journal::{Answers, ToolCall, UnitState};
+use crate::engine::journal::{Answers, Retried, ToolCall, UnitState};
 use crate::engine::question::Question;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
 use crate::todos::{Origin, OwnedOrigin};
@@ -58,7 +58,8 @@ pub(super) struct UnitWake {
 
 /// Settles a unit's record, in place, after its attempt `number` ended with `result`:
 /// succeeded, failed, or still running with its next attempt's time, when the error is one
-/// a retry could cure. `stamp` records the finishing time (only a journalled run keeps it).
+/// a retry could cure. `stamp` records the finishing time and each failed attempt that is
+/// retried (only a journalled run keeps them).
 pub(super) fn settle_into(
     unit: &mut UnitState,
     number: u32,
@@ -88,7 +89,21 @@ pub(super) fn settle_into(
         false => None,
     };
     match retry {
-        Some(delay) => unit.next_attempt_ms = Some(clock::now_ms() + millis(delay)),
+        Some(delay) => {
+            let failed_ms = clock::now_ms();
+            let retry_at_ms = failed_ms + millis(delay);
+            if stamp {
+                let started_ms = unit.retried.last().map(|r| r.retry_at_ms);
+                unit.retried.push(Retried {
+                    started_ms: started_ms.or(unit.started_ms),
+                    failed_ms,
+                    code: error.code.to_owned(),
+                    message: error.message.clone(),
+                    retry_at_ms,
+                });
+            }
+            unit.next_attempt_ms = Some(retry_at_ms);
+        }
         None => {
             unit.status = NodeStatus::Failed;
             unit.finished_ms = stamp.then(clock::now_ms);

@@ -218,6 +218,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE tasks RENAME TO todos;
     ALTER INDEX tasks_due RENAME TO todos_due;
     "#,
+    // 7: SQLite's migration 12, a unit's failed attempts that were retried.
+    r#"
+    ALTER TABLE nodes ADD COLUMN retried TEXT;
+    "#,
 ];
 
 /// The schema version this build brings a database to.
