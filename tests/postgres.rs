@@ -326,6 +326,12 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
             "ALTER TABLE todos RENAME TO tasks;
              ALTER INDEX todos_due RENAME TO tasks_due;
              ALTER TABLE nodes DROP COLUMN retried;
+             DROP TRIGGER todos_changed ON tasks;
+             DROP TRIGGER audit_log_appended ON audit_log;
+             DROP TRIGGER runs_changed ON runs;
+             DROP TRIGGER run_tasks_changed ON run_tasks;
+             DROP TRIGGER nodes_changed ON nodes;
+             DROP TRIGGER task_questions_changed ON task_questions;
              DELETE FROM schema_migrations WHERE version >= 6;
              INSERT INTO tasks (title, due, created_at)
                  VALUES ('kept', '2026-12-24', '2026-12-05T00:00:00Z')",

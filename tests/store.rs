@@ -1304,3 +1304,42 @@ on_both_backends! {
         assert_eq!(store.lease_owner("r").unwrap(), Some(Some("other".to_owned())));
     }
 }
+
+on_both_backends! {
+    /// What the dashboard's live pages and resource subscriptions wait on: the stamp moves
+    /// with a commit to this database from any store, and not with reads or with commits
+    /// to another database (on PostgreSQL, another schema on the same server).
+    fn the_change_stamp_moves_with_this_databases_commits_only(place) {
+        let watcher = place.store();
+        let writer = place.store();
+        let other = place.fresh();
+        let elsewhere = other.store();
+        let moved_from = |before: &str| {
+            // PostgreSQL tells a commit after it: allow it a while to arrive.
+            (0..500).any(|_| {
+                let moved = watcher.change_stamp().unwrap() != before;
+                if !moved {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                moved
+            })
+        };
+        let before = watcher.change_stamp().unwrap();
+        insert(&elsewhere, "elsewhere", None, &[]);
+        watcher.list_todos(&Default::default()).unwrap();
+        writer.list_todos(&Default::default()).unwrap();
+        // Time for a notification that should not come.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            watcher.change_stamp().unwrap(),
+            before,
+            "moved by another database's commit or a read"
+        );
+
+        insert(&writer, "here", None, &[]);
+        assert!(moved_from(&before), "a commit by another store on this database");
+        let before = watcher.change_stamp().unwrap();
+        insert(&watcher, "mine", None, &[]);
+        assert!(moved_from(&before), "a commit by the watcher's own store");
+    }
+}

@@ -1,8 +1,9 @@
 //! The store's changes as one count that every face waits on: the dashboard's live pages
 //! and MCP's resource subscriptions. One watcher per process reads the store's change
-//! stamp four times a second, and at once when the store tells of a change (an answer, a
-//! cancel, a task's new state: PostgreSQL's `LISTEN`/`NOTIFY` from every host, or this
-//! process), and only while something waits: a store nobody watches costs nothing.
+//! stamp four times a second, and at once when the store tells of a change (on PostgreSQL,
+//! every change it shows is told from every host by `LISTEN`/`NOTIFY`; an answer, a cancel
+//! or a task's new state also by this process), and only while something waits: a store
+//! nobody watches costs nothing.
 //!
 //! Invariant: a commit to the store, by this process or another, moves the count within a
 //! tick while anything waits on it.
@@ -42,6 +43,7 @@ fn watch_store(store: Store) -> watch::Receiver<u64> {
                 _ = wakes.tasks.notified() => {}
                 _ = wakes.answered.notified() => {}
                 _ = wakes.cancelled.notified() => {}
+                _ = wakes.changed.notified() => {}
             }
             if sender.is_closed() {
                 return;

@@ -4,9 +4,9 @@
 //!
 //! SQLite: the changes this process's connection made (`sqlite3_total_changes`) and the
 //! commits of other connections (`PRAGMA data_version`, which moves only for those).
-//! PostgreSQL: the position where the server inserts into its write-ahead log, which moves
-//! with every commit on the server (those of other databases too: a move is a hint to
-//! look, never a claim that something here changed).
+//! PostgreSQL: the count of changes the database told this store of (`LISTEN`/`NOTIFY`,
+//! `store/wakes.rs`), from every host, with one more each time its listener connected
+//! again: a commit to another schema or database does not move it.
 
 use super::{Backend, Store, StoreError};
 
@@ -19,14 +19,7 @@ impl Store {
                 let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
                 Ok(format!("{version}:{}", conn.total_changes()))
             }
-            Backend::Postgres(_) => self.with(|tx| {
-                let stamp =
-                    tx.db
-                        .query_opt("SELECT pg_current_wal_insert_lsn()::text", &[], |r| {
-                            r.get(0)
-                        })?;
-                Ok(stamp.unwrap_or_default())
-            }),
+            Backend::Postgres(_) => Ok(self.wakes.change_count().to_string()),
         }
     }
 }

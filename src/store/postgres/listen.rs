@@ -64,6 +64,10 @@ async fn listen(
     client
         .batch_execute(&format!("LISTEN \"{channel}\""))
         .await?;
+    // Whatever changed while nobody listened went untold: count it as a change.
+    if let Some(wakes) = wakes.upgrade() {
+        wakes.count_change();
+    }
     if let Some(listening) = listening.take() {
         let _ = listening.send(());
     }
