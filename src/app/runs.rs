@@ -41,6 +41,17 @@ pub enum RunError {
     Answer(#[from] AnswerError),
     #[error("the store failed: {0}")]
     Store(#[from] StoreError),
+    /// The caller has as many runs in progress as the server allows each one.
+    #[error("{}", too_many_runs(principal, *running))]
+    TooManyRuns { principal: String, running: u64 },
+}
+
+/// What a caller at its cap of runs in progress is told, wherever it starts one.
+pub(super) fn too_many_runs(principal: &str, running: u64) -> String {
+    format!(
+        "{principal} has {running} runs in progress, as many as this server allows each \
+         caller (--http-max-runs); wait for one to finish, or cancel one"
+    )
 }
 
 /// What a cancel did.
@@ -130,7 +141,7 @@ impl App {
 
     /// Takes stored run `run_id` up again, as `how` says: a resumed run goes on as it
     /// was; a retry is a new run that `caller` owns, keeping the results of the nodes
-    /// that succeeded.
+    /// that succeeded, and counts against its cap of runs in progress as any start does.
     pub(crate) fn restart_run(
         &self,
         run_id: &str,
@@ -142,6 +153,9 @@ impl App {
         Ok(match how {
             Restart::Resume => self.engine.resume(run_id, options)?,
             Restart::Retry => {
+                if let Some((principal, running)) = self.at_run_cap(caller) {
+                    return Err(RunError::TooManyRuns { principal, running });
+                }
                 let options = RunOptions {
                     owner: caller.owner().clone(),
                     ..options

@@ -284,19 +284,19 @@ impl App {
         call: (&str, &Map<String, Value>),
         caller: &Caller,
     ) -> Result<(), Envelope> {
-        let (Some(limit), Some(principal)) = (self.max_runs, caller.principal()) else {
+        let Some((principal, running)) = self.at_run_cap(caller) else {
             return Ok(());
         };
-        let running = self.registry.running_runs_of(principal).unwrap_or(0);
-        if running < limit {
-            return Ok(());
-        }
         self.audit(call, AuditOutcome::Rejected, None, caller);
-        let message = format!(
-            "{principal} has {running} runs in progress, as many as this server allows each \
-             caller (--http-max-runs); wait for one to finish, or cancel one"
-        );
+        let message = super::runs::too_many_runs(&principal, running);
         Err(envelope::failed(Code::TooManyRuns, &message, None))
+    }
+
+    /// The caller's principal and its runs in progress, when it may start no more.
+    pub(super) fn at_run_cap(&self, caller: &Caller) -> Option<(String, u64)> {
+        let (limit, principal) = (self.max_runs?, caller.principal()?);
+        let running = self.registry.running_runs_of(principal).unwrap_or(0);
+        (running >= limit).then(|| (principal.to_owned(), running))
     }
 
     /// Waits for a run to end and answers with its report.

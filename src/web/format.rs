@@ -14,6 +14,7 @@ pub(super) fn failed(error: &RunError) -> Response<Body> {
     let (status, title) = match error {
         RunError::NotFound(_) => (StatusCode::NOT_FOUND, "Not found"),
         RunError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "The store failed"),
+        RunError::TooManyRuns { .. } => (StatusCode::TOO_MANY_REQUESTS, "Too many runs"),
         _ => (StatusCode::CONFLICT, "Not done"),
     };
     let message = match error {

@@ -2,6 +2,7 @@
 //! or without a login gets, that each principal sees its own runs as over MCP, and that
 //! text from the store reaches the page escaped.
 
+use mcp_task_server::store::Scope;
 use serde_json::json;
 
 use super::{ALICE, BOB, HttpServer, Reply, WAIT, common, open_session, start_2025_task};
@@ -143,6 +144,71 @@ fn a_cross_site_post_is_refused_and_changes_nothing() {
         audited,
         [("ok".to_owned(), Some("alice".to_owned()), Some(run))]
     );
+}
+
+/// A run started or retried from a page counts against the caller's cap of runs in
+/// progress (`--http-max-runs`) as over MCP, and a refused one is audited and starts
+/// nothing.
+#[test]
+fn a_start_or_a_retry_from_a_page_counts_against_the_callers_cap_of_runs() {
+    let workflows = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dashboard");
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-runs",
+        "1",
+        "--workflows",
+        workflows,
+    ]);
+    let alice = open_session(&server, ALICE);
+    let missing = json!({"nodes": {"done": {"tool": "complete_task", "args": {"id": 987654321}}}});
+    let failed = start_2025_task(&server, &alice, missing);
+    let cookie = server.sign_in(ALICE);
+    let page = format!("/runs/{failed}");
+    let failed_badge = r#"<span class="badge failed">failed</span>"#;
+    let ended = (0..500).any(|_| {
+        let body = server.page(&page, Some(&cookie)).body;
+        body.contains(failed_badge) || {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            false
+        }
+    });
+    assert!(ended, "the run fails at once");
+    let held = start_2025_task(&server, &alice, json!({"nodes": {"sleep": {"wait": WAIT}}}));
+
+    let retry = format!("/runs/{failed}/retry");
+    let refused = server.form(&retry, Some(&cookie), Some(&server.origin()), "");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.body.contains("--http-max-runs"), "{}", refused.body);
+    let store = common::read_only(&server.db.path);
+    let runs = || store.list_runs(None, Scope::Everyone, 100).unwrap().len();
+    assert_eq!(runs(), 2, "a refused retry starts nothing");
+    let start = server.form(
+        "/workflows/slow/start",
+        Some(&cookie),
+        Some(&server.origin()),
+        "",
+    );
+    assert_eq!(start.status, 422, "{}", start.body);
+    assert!(start.body.contains("--http-max-runs"), "{}", start.body);
+    assert_eq!(runs(), 2, "a refused start starts nothing");
+
+    let cancel = server.form(
+        &format!("/runs/{held}/cancel"),
+        Some(&cookie),
+        Some(&server.origin()),
+        "",
+    );
+    assert_eq!(cancel.status, 303, "{}", cancel.body);
+    let allowed = server.form(&retry, Some(&cookie), Some(&server.origin()), "");
+    assert_eq!(allowed.status, 303, "{}", allowed.body);
+    assert_eq!(runs(), 3);
+    let audited: Vec<_> = common::audit_rows(&server.db.path)
+        .into_iter()
+        .filter(|row| row.tool == "retry_run")
+        .map(|row| row.outcome)
+        .collect();
+    assert_eq!(audited, ["rejected", "ok"]);
 }
 
 #[test]

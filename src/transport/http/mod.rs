@@ -282,6 +282,8 @@ async fn listen(
             (Auth::Generated, true) => Viewer::Local,
             _ => Viewer::Principal,
         };
+        // A run started or retried from a page counts against its caller's cap too.
+        let app = app.clone().with_max_runs(options.max_runs);
         Arc::new(Web::new(app, keys.clone(), viewer, options.allowed_hosts()))
     });
     if let Some(web) = &web {
