@@ -234,6 +234,12 @@ struct Common {
     #[arg(long, env = "TASKS_STDIO_WRITE_QUEUE", value_name = "BYTES", default_value_t = mcp_task_server::transport::stdio::DEFAULT_WRITE_QUEUE, value_parser = clap::value_parser!(u32).range(1024..), global = true)]
     stdio_write_queue: u32,
 
+    /// The most resources one MCP session follows at once, by `resources/subscribe` (one
+    /// more is refused with an error naming this option) or in one `subscriptions/listen`
+    /// (the first are granted): each change of the store looks at every one.
+    #[arg(long, env = "TASKS_MAX_SUBSCRIPTIONS", value_name = "N", default_value_t = mcp_task_server::server::DEFAULT_MAX_SUBSCRIPTIONS as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    max_subscriptions: u32,
+
     /// The fuel of one template or expression evaluation: minijinja instructions, plus the
     /// work of filters by the size of what they are given. A node whose evaluation runs
     /// out fails with `budget_exceeded`.
@@ -581,7 +587,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let app = open(common)?;
-            let server = Server::new(app.clone());
+            let server =
+                Server::new(app.clone()).with_max_subscriptions(common.max_subscriptions as usize);
             let chores = Chores {
                 take_over: true,
                 purge: true,

@@ -233,8 +233,17 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let caller = caller_of(&context);
-        (self.watches).subscribe(&self.app, request.uri, caller, context.peer);
-        Ok(())
+        let max = self.max_subscriptions;
+        match (self.watches).subscribe(&self.app, request.uri, caller, context.peer, max) {
+            Ok(()) => Ok(()),
+            Err(watched) => Err(McpError::invalid_params(
+                format!(
+                    "this session follows {watched} resources, as many as this server allows \
+                     one (--max-subscriptions); unsubscribe from one first"
+                ),
+                None,
+            )),
+        }
     }
 
     #[allow(deprecated)]
@@ -251,7 +260,7 @@ impl ServerHandler for Server {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        subscriptions::accepted(requested)
+        subscriptions::accepted(requested, self.max_subscriptions)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {

@@ -39,7 +39,12 @@ pub struct Server {
     result_waits: Option<Arc<slots::Slots>>,
     /// The session's `resources/subscribe` watches.
     watches: subscriptions::Watches,
+    /// The most resources a session follows at once (`--max-subscriptions`).
+    max_subscriptions: usize,
 }
+
+/// The most resources a session follows at once unless told otherwise.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 64;
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
 /// server to the client.
@@ -57,6 +62,16 @@ impl Server {
             runs: Arc::default(),
             result_waits: None,
             watches: subscriptions::Watches::default(),
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+        }
+    }
+
+    /// Lets each session follow at most `max` resources at once, by `resources/subscribe`
+    /// or in one `subscriptions/listen`.
+    pub fn with_max_subscriptions(self, max: usize) -> Server {
+        Server {
+            max_subscriptions: max,
+            ..self
         }
     }
 

@@ -24,19 +24,25 @@ use crate::app::{App, Caller};
 pub(crate) struct Watches(Arc<Mutex<HashMap<String, CancellationToken>>>);
 
 impl Watches {
-    /// Starts watching `uri` for the session of `peer`, unless it is already.
+    /// Starts watching `uri` for the session of `peer`, unless it is already. Refused,
+    /// with the number watched, when the session watches `max` resources already: each
+    /// change of the store looks at every one.
     pub(super) fn subscribe(
         &self,
         app: &App,
         uri: String,
         caller: Caller,
         peer: rmcp::Peer<rmcp::RoleServer>,
-    ) {
+        max: usize,
+    ) -> Result<(), usize> {
         let stop = CancellationToken::new();
         {
             let mut watches = self.0.lock();
             if watches.contains_key(&uri) {
-                return;
+                return Ok(());
+            }
+            if watches.len() >= max {
+                return Err(watches.len());
             }
             watches.insert(uri.clone(), stop.clone());
         }
@@ -66,6 +72,7 @@ impl Watches {
                 }
             }
         });
+        Ok(())
     }
 
     /// Stops watching `uri`.
@@ -87,9 +94,19 @@ impl Drop for Watches {
     }
 }
 
-/// What a `subscriptions/listen` request is granted: updates of the resources it names.
-pub(super) fn accepted(requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-    let uris = requested.resource_subscriptions.clone()?;
+/// What a `subscriptions/listen` request is granted: updates of the resources it names,
+/// the first `max` of them (the acknowledgement tells the client which).
+pub(super) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<SubscriptionFilter> {
+    let mut uris = requested.resource_subscriptions.clone()?;
+    if uris.len() > max {
+        tracing::warn!(
+            asked = uris.len(),
+            max,
+            "a subscriptions/listen request named more resources than --max-subscriptions; \
+             the first are granted"
+        );
+        uris.truncate(max);
+    }
     Some(
         SubscriptionFilter::builder()
             .resource_subscriptions(uris)

@@ -476,3 +476,67 @@ fn a_2026_07_28_listener_hears_of_a_run_until_its_end() {
         assert!(more.contains(&uri), "{more}");
     }
 }
+
+/// Each change of the store looks at every resource followed, so a session follows at most
+/// `--max-subscriptions` at once: one more `resources/subscribe` is refused, naming the
+/// option, and a `subscriptions/listen` is granted the first.
+#[test]
+fn a_session_follows_at_most_max_subscriptions_resources() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--max-subscriptions", "2"]);
+    let alice = open_session(&server, ALICE);
+    let uri = |n: u32| format!("tasks://runs/run-{n}/summary.md");
+    let subscribe = |session: &[String], id: u64, uri: &str| {
+        let reply = server.post(
+            session,
+            &request(id, "resources/subscribe", json!({"uri": uri})),
+        );
+        reply.response(id)
+    };
+    assert_eq!(subscribe(&alice, 7, &uri(1))["result"], json!({}));
+    assert_eq!(subscribe(&alice, 8, &uri(2))["result"], json!({}));
+    assert_eq!(
+        subscribe(&alice, 9, &uri(1))["result"],
+        json!({}),
+        "a resource followed already is no new one"
+    );
+    let refused = subscribe(&alice, 10, &uri(3));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--max-subscriptions"), "{refused}");
+    let unsubscribe = server.post(
+        &alice,
+        &request(11, "resources/unsubscribe", json!({"uri": uri(1)})),
+    );
+    assert_eq!(unsubscribe.response(11)["result"], json!({}));
+    assert_eq!(subscribe(&alice, 12, &uri(3))["result"], json!({}));
+    let bob = open_session(&server, BOB);
+    assert_eq!(
+        subscribe(&bob, 13, &uri(4))["result"],
+        json!({}),
+        "another session has its own"
+    );
+
+    let uris = [uri(1), uri(2), uri(3)];
+    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "_meta": modern_meta(), "notifications": {"resourceSubscriptions": uris}}});
+    let body = listen.to_string();
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {ALICE}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        server.addr.port(),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let (_, heard) = first_to_send(
+        &mut [&mut stream],
+        "notifications/subscriptions/acknowledged",
+    );
+    assert!(
+        heard.contains(&uri(1)) && heard.contains(&uri(2)),
+        "{heard}"
+    );
+    assert!(!heard.contains(&uri(3)), "{heard}");
+}
