@@ -1307,13 +1307,19 @@ on_both_backends! {
 
 on_both_backends! {
     /// What the dashboard's live pages and resource subscriptions wait on: the stamp moves
-    /// with a commit to this database from any store, and not with reads or with commits
-    /// to another database (on PostgreSQL, another schema on the same server).
+    /// with a commit that changes a run, from any store on this database, and not with
+    /// reads or with commits to another database (on PostgreSQL, another schema on the
+    /// same server).
     fn the_change_stamp_moves_with_this_databases_commits_only(place) {
         let watcher = place.store();
         let writer = place.store();
         let other = place.fresh();
         let elsewhere = other.store();
+        let add_run = |store: &Store, id: &str| {
+            store
+                .try_transaction(|tx| tx.insert_run(&run_held_by_me(id)))
+                .unwrap();
+        };
         let moved_from = |before: &str| {
             // PostgreSQL tells a commit after it: allow it a while to arrive.
             (0..500).any(|_| {
@@ -1325,9 +1331,9 @@ on_both_backends! {
             })
         };
         let before = watcher.change_stamp().unwrap();
-        insert(&elsewhere, "elsewhere", None, &[]);
-        watcher.list_todos(&Default::default()).unwrap();
-        writer.list_todos(&Default::default()).unwrap();
+        add_run(&elsewhere, "elsewhere");
+        watcher.list_runs(None, Scope::Everyone, 10).unwrap();
+        writer.list_runs(None, Scope::Everyone, 10).unwrap();
         // Time for a notification that should not come.
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(
@@ -1336,10 +1342,10 @@ on_both_backends! {
             "moved by another database's commit or a read"
         );
 
-        insert(&writer, "here", None, &[]);
+        add_run(&writer, "here");
         assert!(moved_from(&before), "a commit by another store on this database");
         let before = watcher.change_stamp().unwrap();
-        insert(&watcher, "mine", None, &[]);
+        add_run(&watcher, "mine");
         assert!(moved_from(&before), "a commit by the watcher's own store");
     }
 }

@@ -6,7 +6,8 @@
 //! nobody watches costs nothing.
 //!
 //! Invariant: a commit to the store, by this process or another, moves the count within a
-//! tick while anything waits on it.
+//! tick while anything waits on it; on PostgreSQL, a commit that changes a run, its task,
+//! its nodes or its questions (what the live pages and resources show).
 
 use std::time::Duration;
 

@@ -6,7 +6,8 @@
 //! commits of other connections (`PRAGMA data_version`, which moves only for those).
 //! PostgreSQL: the count of changes the database told this store of (`LISTEN`/`NOTIFY`,
 //! `store/wakes.rs`), from every host, with one more each time its listener connected
-//! again: a commit to another schema or database does not move it.
+//! again: a commit that changes a run, its task, its nodes or its questions moves it; a
+//! commit to another schema or database, or to todos and the audit log alone, does not.
 
 use super::{Backend, Store, StoreError};
 

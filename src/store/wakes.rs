@@ -3,8 +3,8 @@
 //!
 //! PostgreSQL tells every host of a change through `LISTEN`/`NOTIFY`: triggers notify
 //! when a question is answered, a cancel is asked for, a lease is given up or a run's
-//! task changes status, and once per transaction that changed what the faces show (todos,
-//! runs, nodes, questions, the audit log); each store listens on a connection of its own. A waiter takes
+//! task changes status, and once per transaction that changed what the live pages show
+//! (runs, their tasks, nodes, questions); each store listens on a connection of its own. A waiter takes
 //! a `notified()` future before it reads the state it waits on, and reads again once woken;
 //! polling stays the fallback (SQLite has no such channel, and a listener may reconnect).
 
@@ -24,7 +24,7 @@ pub struct Wakes {
     pub released: Notify,
     /// Some run's task changed status.
     pub tasks: Notify,
-    /// Something the faces show changed (PostgreSQL only).
+    /// Something the live pages show changed (PostgreSQL only).
     pub changed: Notify,
     /// How many such changes were told, and how often the listener connected again (it
     /// may have missed some meanwhile): the store's change stamp on PostgreSQL.

@@ -123,13 +123,14 @@ test("a live update keeps the focus and the open details of the nodes", async ()
   await summary.focus();
   await alice.keyboard.press("Enter");
   assert.equal(await alice.locator("#node-review + tr details").getAttribute("open"), "");
-  // Writes to the store (rejected calls, each audited) wake the page, which replaces the
+  // Changes in the store (short runs started over MCP) wake the page, which replaces the
   // nodes' region once its text moves with the clock (the running node's time).
   await alice.evaluate(() => { document.getElementById("live-nodes").dataset.marker = "old"; });
   const post = await mcpSession(process.env.ALICE);
   const replaced = () => alice.evaluate(() => !document.getElementById("live-nodes").dataset.marker);
   for (let id = 100; id < 160 && !(await replaced()); id++) {
-    await post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "add_task", arguments: {} } });
+    const definition = { nodes: { tick: { render: "tick" } } };
+    await post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "run_workflow", arguments: { definition } } });
     await alice.waitForTimeout(250);
   }
   assert.equal(await replaced(), true, "the nodes' region was never replaced");

@@ -222,15 +222,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE nodes ADD COLUMN retried TEXT;
     "#,
-    // 8: a transaction that changes what the dashboard and resource subscriptions show
-    // tells every host, once (PostgreSQL folds a transaction's equal notifications): the
-    // store's change stamp counts these instead of reading the server's WAL position,
-    // which every commit on the server moves. A run's lease renewals are left out.
+    // 8: a transaction that changes what the dashboard's live pages and resource
+    // subscriptions show (runs, their tasks, nodes and questions) tells every host, once
+    // (PostgreSQL folds a transaction's equal notifications): the store's change stamp
+    // counts these instead of reading the server's WAL position, which every commit on the
+    // server moves. A run's lease renewals are left out, and so are todos and the audit log
+    // alone, which no live page shows: a todo tool's call pays for no notification.
     r#"
-    CREATE TRIGGER todos_changed AFTER INSERT OR UPDATE OR DELETE ON todos
-        FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
-    CREATE TRIGGER audit_log_appended AFTER INSERT ON audit_log
-        FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
     CREATE TRIGGER runs_changed
         AFTER INSERT OR DELETE OR UPDATE OF status, error, output, cancel_requested, finished_at
         ON runs FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
