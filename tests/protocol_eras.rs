@@ -125,3 +125,52 @@ fn server_discover_then_stateless_2026_07_28_requests_work_without_initialize() 
     );
     assert_eq!(unknown["error"]["code"], -32602);
 }
+
+/// Over stdio too, a 2026-07-28 listen that names a task is acknowledged with it and told
+/// the task's status as it changes, up to its end.
+#[test]
+fn a_stdio_listen_is_told_its_tasks_status_to_its_end() {
+    let mut raw = Raw::start();
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] =
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let definition = json!({"nodes": {"pause": {"wait": "300ms"},
+                                      "hi": {"render": "hi", "needs": ["pause"]}}});
+    let created = raw.request(
+        1,
+        "tools/call",
+        json!({ "_meta": meta, "name": "run_workflow", "arguments": { "definition": definition } }),
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    raw.send(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+                     "params": { "_meta": meta, "notifications": { "taskIds": [task] } } }),
+    );
+    let mut told = Vec::new();
+    let mut acknowledged = None;
+    while told.last().map(String::as_str) != Some("completed") {
+        let mut line = String::new();
+        assert!(raw.raw.stdout.read_line(&mut line).unwrap() > 0, "{told:?}");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        match message["method"].as_str() {
+            Some("notifications/subscriptions/acknowledged") => acknowledged = Some(message),
+            Some("notifications/tasks") => {
+                assert_eq!(message["params"]["taskId"], task.as_str(), "{message}");
+                told.push(message["params"]["status"].as_str().unwrap().to_owned());
+            }
+            _ => {}
+        }
+    }
+    let acknowledged = acknowledged.expect("the listen is acknowledged first");
+    assert_eq!(
+        acknowledged["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{acknowledged}"
+    );
+    assert_eq!(
+        told.first().map(String::as_str),
+        Some("working"),
+        "{told:?}"
+    );
+}

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::server::shim::Patch;
-use crate::transport::http::rewrite::{Events, Outbound};
+use crate::transport::http::rewrite::{Awaited, Events, Outbound};
 use crate::transport::http::tokens::{Tokens, digest};
 use crate::transport::stdio::screen::{Screened, screen, top_level_id};
 
@@ -65,17 +65,19 @@ fn kind(screened: &Screened) -> &'static str {
 /// `http_rewrite`: an SSE stream fed to the rewrite in any chunking gives the bytes it
 /// gives fed whole; and while no event was patched, what comes out is what went in.
 ///
-/// Input: a byte of flags (patch, a bit unused since every server serves tasks, v2025, and
-/// the awaited id in the high bits), a byte that shapes the chunking, then the stream.
+/// Input: a byte of flags (two bits for what is awaited: an `initialize` or `tools/list`
+/// result or a listen's acknowledgement; v2025; the awaited id in the high bits), a byte
+/// that shapes the chunking, then the stream.
 pub fn http_rewrite(data: &[u8]) {
     let [flags, step, stream @ ..] = data else {
         return;
     };
     let outbound = || Outbound {
         id: json!(flags >> 3),
-        patch: match flags & 1 {
-            0 => Patch::Initialize,
-            _ => Patch::ToolsList,
+        awaited: match flags & 3 {
+            0 => Awaited::Result(Patch::Initialize),
+            1 => Awaited::Result(Patch::ToolsList),
+            _ => Awaited::Acknowledgement(vec!["task".to_owned()]),
         },
         v2025: flags & 4 != 0,
     };

@@ -265,7 +265,7 @@ impl ServerHandler for Server {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let caller = caller_of(context.request_context());
-        subscriptions::listen(&self.app, &caller, &context).await;
+        subscriptions::listen(self, &caller, &context).await;
         Ok(())
     }
 

@@ -8,6 +8,7 @@ pub(crate) mod caller;
 mod calls;
 mod handler;
 mod interaction;
+pub(crate) mod listen_tasks;
 mod progress;
 mod prompts;
 mod resources;
@@ -66,8 +67,13 @@ impl Server {
         }
     }
 
+    /// The most resources a session follows at once, and tasks one listen follows.
+    pub(crate) fn max_subscriptions(&self) -> usize {
+        self.max_subscriptions
+    }
+
     /// Lets each session follow at most `max` resources at once, by `resources/subscribe`
-    /// or in one `subscriptions/listen`.
+    /// or in one `subscriptions/listen`, and each listen at most `max` tasks.
     pub fn with_max_subscriptions(self, max: usize) -> Server {
         Server {
             max_subscriptions: max,

@@ -25,11 +25,13 @@ use std::collections::HashMap;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientRequest, CustomRequest, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
+    ClientRequest, CustomRequest, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
 use serde_json::{Map, Value, json};
+
+use super::listen_tasks;
 
 /// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
 pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
@@ -65,16 +67,37 @@ pub(crate) enum Patch {
 }
 
 /// What the layer knows of one client's session.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Session {
     /// The client opened with `initialize`: a 2025-11-25 (or older) session, whose task
     /// protocol is 2025-11-25 even if it declared the SEP-2663 extension there, which that
     /// protocol version does not define (MCP Inspector 2.12 declares it in every era).
     v2025: bool,
     pending: HashMap<RequestId, Patch>,
+    /// The `subscriptions/listen` requests whose acknowledgement is yet to get the tasks
+    /// they follow (`listen_tasks.rs`), by id as JSON.
+    listens: Vec<(Value, Vec<String>)>,
+    /// The most tasks one listen follows (`--max-subscriptions`).
+    max_listened: usize,
+}
+
+impl Default for Session {
+    fn default() -> Session {
+        Session::new(super::DEFAULT_MAX_SUBSCRIPTIONS)
+    }
 }
 
 impl Session {
+    /// A session whose listens follow at most `max_listened` tasks each.
+    pub(crate) fn new(max_listened: usize) -> Session {
+        Session {
+            v2025: false,
+            pending: HashMap::new(),
+            listens: Vec::new(),
+            max_listened,
+        }
+    }
+
     /// Renames 2025-11-25 task traffic; `text` is the message as received, for what the
     /// typed message lost (`params.task`).
     pub(crate) fn inbound(
@@ -85,6 +108,9 @@ impl Session {
         let JsonRpcMessage::Request(request) = &message else {
             return message;
         };
+        if let ClientRequest::SubscriptionsListenRequest(_) = &request.request {
+            return self.listen(text, message);
+        }
         // The text is parsed again only for what the typed message lost: `params.task`;
         // as the custom request it becomes if renamed, so that this parse is the last.
         let mut parsed = None;
@@ -116,9 +142,32 @@ impl Session {
         }
     }
 
-    /// The message patched, when it answers `initialize` or `tools/list`; `None` when it
-    /// goes out as it is.
+    /// A listen's tasks, read from its text (the typed message lost them), marked on it
+    /// for the handler and kept for its acknowledgement.
+    fn listen(
+        &mut self,
+        text: &[u8],
+        mut message: RxJsonRpcMessage<RoleServer>,
+    ) -> RxJsonRpcMessage<RoleServer> {
+        let tasks = listen_tasks::may_name_tasks(text)
+            .then(|| serde_json::from_slice::<Value>(text).ok())
+            .flatten()
+            .and_then(|raw| listen_tasks::accepted(&raw, self.max_listened));
+        if let (Some(tasks), JsonRpcMessage::Request(request)) = (tasks, &mut message) {
+            let id = serde_json::to_value(&request.id).unwrap_or_default();
+            let mark = listen_tasks::ListenTasks(tasks.clone());
+            request.request.extensions_mut().insert(mark);
+            self.listens.push((id, tasks));
+        }
+        message
+    }
+
+    /// The message patched, when it answers `initialize` or `tools/list`, or acknowledges
+    /// a listen that follows tasks; `None` when it goes out as it is.
     pub(crate) fn outbound(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> Option<Value> {
+        if let JsonRpcMessage::Notification(_) = message {
+            return self.acknowledged(message);
+        }
         let response = match message {
             JsonRpcMessage::Response(response) => response,
             // An error answers the request too: it is patched no more.
@@ -133,6 +182,20 @@ impl Session {
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
         patch_result(patch, self.v2025, &mut raw["result"]);
+        Some(raw)
+    }
+
+    /// A listen's acknowledgement with the tasks it follows.
+    fn acknowledged(&mut self, message: &TxJsonRpcMessage<RoleServer>) -> Option<Value> {
+        if self.listens.is_empty() {
+            return None;
+        }
+        let mut raw = serde_json::to_value(message).ok()?;
+        let at = self
+            .listens
+            .iter()
+            .position(|(id, tasks)| listen_tasks::acknowledge(&mut raw, id, tasks))?;
+        self.listens.swap_remove(at);
         Some(raw)
     }
 }

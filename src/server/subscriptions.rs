@@ -1,22 +1,30 @@
 //! Resource subscriptions, in both eras: a 2025-11-25 client's `resources/subscribe` (a
 //! watch per URI, until `resources/unsubscribe` or the end of its session) and a
-//! 2026-07-28 client's `subscriptions/listen` (one stream for the URIs it names). Each
-//! waits on the application's count of the store's changes and sends
+//! 2026-07-28 client's `subscriptions/listen` (one stream for the URIs and the tasks it
+//! names). Each waits on the application's count of the store's changes and sends
 //! `notifications/resources/updated` when what the resource holds for the caller differs
 //! from what it held: a run's report and summary as its nodes change, a file once
-//! rewritten.
+//! rewritten; and on a listen, `notifications/tasks` with a task as `tasks/get` gives it,
+//! once as the listen begins and again each time its status or message changes.
 //!
-//! Invariant: a subscription sends nothing about a resource its caller may not read (another
-//! principal's run holds nothing for it, so it never changes).
+//! Invariant: a subscription sends nothing about a resource or a task its caller may not
+//! read (another principal's run holds nothing for it, so it never changes).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rmcp::model::{ResourceUpdatedNotificationParam, SubscriptionFilter};
+use rmcp::model::{
+    NotificationMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
+    SubscriptionFilter, TaskStatusNotification, TaskStatusNotificationParams,
+};
 use rmcp::service::SubscriptionContext;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::Server;
+use super::listen_tasks;
+use super::tasks::questions;
 use crate::app::{App, Caller};
 
 /// The `resources/subscribe` watches of one session, by URI.
@@ -95,9 +103,13 @@ impl Drop for Watches {
 }
 
 /// What a `subscriptions/listen` request is granted: updates of the resources it names,
-/// the first `max` of them (the acknowledgement tells the client which).
+/// the first `max` of them (the acknowledgement tells the client which). A listen that
+/// names none may still follow tasks, which rmcp's filter does not carry
+/// (`listen_tasks.rs`).
 pub(super) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<SubscriptionFilter> {
-    let mut uris = requested.resource_subscriptions.clone()?;
+    let Some(mut uris) = requested.resource_subscriptions.clone() else {
+        return Some(SubscriptionFilter::new());
+    };
     if uris.len() > max {
         tracing::warn!(
             asked = uris.len(),
@@ -115,7 +127,12 @@ pub(super) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<Sub
 }
 
 /// Serves one `subscriptions/listen` stream until its request is cancelled.
-pub(super) async fn listen(app: &App, caller: &Caller, context: &SubscriptionContext) {
+pub(super) async fn listen(server: &Server, caller: &Caller, context: &SubscriptionContext) {
+    let app = server.app();
+    let mut tasks: Vec<Followed> = listen_tasks::of(&context.request_context().extensions)
+        .into_iter()
+        .map(|id| Followed { id, told: None })
+        .collect();
     let uris = context
         .accepted()
         .resource_subscriptions
@@ -126,10 +143,17 @@ pub(super) async fn listen(app: &App, caller: &Caller, context: &SubscriptionCon
         .map(|uri| app.resource_fingerprint(uri, caller))
         .collect();
     let mut changes = app.changes();
+    // What the tasks are as the listen begins, so that no change before it goes untold.
+    if !tell_tasks(server, caller, context, &mut tasks).await {
+        return;
+    }
     loop {
         tokio::select! {
             _ = context.cancelled() => return,
             changed = changes.changed() => if changed.is_err() { return },
+        }
+        if !tell_tasks(server, caller, context, &mut tasks).await {
+            return;
         }
         for (uri, seen) in uris.iter().zip(seen.iter_mut()) {
             let now = app.resource_fingerprint(uri, caller);
@@ -146,4 +170,49 @@ pub(super) async fn listen(app: &App, caller: &Caller, context: &SubscriptionCon
             }
         }
     }
+}
+
+/// A task a listen follows, and what it last told of it: its status and message.
+struct Followed {
+    id: String,
+    told: Option<(Value, Value)>,
+}
+
+/// Sends `notifications/tasks` for each followed task whose status or message changed
+/// since it was last told; a task the caller may not see (unknown, or another principal's)
+/// is never told. `false` once the stream is gone.
+async fn tell_tasks(
+    server: &Server,
+    caller: &Caller,
+    context: &SubscriptionContext,
+    tasks: &mut [Followed],
+) -> bool {
+    let request = context.request_context();
+    let can = questions::capabilities(request);
+    for task in tasks {
+        let Ok(reply) = server.get_extension_task(&task.id, can, caller) else {
+            continue;
+        };
+        let Ok(wire) = serde_json::to_value(&reply.task.task) else {
+            continue;
+        };
+        let state = (wire["status"].clone(), wire["statusMessage"].clone());
+        if task.told.as_ref() == Some(&state) {
+            continue;
+        }
+        task.told = Some(state);
+        let mut notification =
+            TaskStatusNotification::new(TaskStatusNotificationParams::new(reply.task));
+        let mut meta = NotificationMetaObject::new();
+        meta.set_subscription_id(request.id.clone());
+        notification.extensions.insert(meta);
+        let sent = request
+            .peer
+            .send_notification(ServerNotification::TaskStatusNotification(notification))
+            .await;
+        if sent.is_err() {
+            return false;
+        }
+    }
+    true
 }

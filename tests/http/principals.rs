@@ -436,18 +436,7 @@ fn a_2026_07_28_listener_hears_of_a_run_until_its_end() {
                                       "hi": {"render": "hi", "needs": ["pause"]}}});
     let task = start_modern_task(&server, definition);
     let uri = format!("tasks://runs/{task}/summary.md");
-    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
-        "_meta": modern_meta(), "notifications": {"resourceSubscriptions": [uri]}}});
-    let body = listen.to_string();
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-        server.addr.port(),
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
+    let mut stream = open_listen(&server, None, json!({"resourceSubscriptions": [uri]}));
     let (_, heard) = first_to_send(&mut [&mut stream], "notifications/resources/updated");
     let acknowledged = heard.find("notifications/subscriptions/acknowledged");
     let updated = heard.find("notifications/resources/updated");
@@ -517,19 +506,7 @@ fn a_session_follows_at_most_max_subscriptions_resources() {
     );
 
     let uris = [uri(1), uri(2), uri(3)];
-    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
-        "_meta": modern_meta(), "notifications": {"resourceSubscriptions": uris}}});
-    let body = listen.to_string();
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {ALICE}\r\n\
-         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        server.addr.port(),
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
+    let mut stream = open_listen(&server, Some(ALICE), json!({"resourceSubscriptions": uris}));
     let (_, heard) = first_to_send(
         &mut [&mut stream],
         "notifications/subscriptions/acknowledged",
@@ -539,4 +516,90 @@ fn a_session_follows_at_most_max_subscriptions_resources() {
         "{heard}"
     );
     assert!(!heard.contains(&uri(3)), "{heard}");
+}
+
+/// A 2026-07-28 `subscriptions/listen` for `notifications`, as the holder of `token` (if
+/// any), left open: its stream to read.
+fn open_listen(server: &HttpServer, token: Option<&str>, notifications: Value) -> TcpStream {
+    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "_meta": modern_meta(), "notifications": notifications}});
+    let body = listen.to_string();
+    let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{authorization}\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        server.addr.port(),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
+/// The messages of an SSE stream's text, parsed.
+fn messages(heard: &str) -> impl Iterator<Item = Value> + '_ {
+    heard
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+}
+
+/// The statuses of `task` that `notifications/tasks` told in `heard`, in order.
+fn told_statuses(heard: &str, task: &str) -> Vec<String> {
+    messages(heard)
+        .filter(|message| message["method"] == "notifications/tasks")
+        .filter(|message| message["params"]["taskId"] == task)
+        .map(|message| {
+            message["params"]["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A 2026-07-28 client that declares the tasks extension follows its task on one listen:
+/// the acknowledgement names it, and `notifications/tasks` tell its status as the listen
+/// begins and as it changes, up to its end with its result; another principal following
+/// the same task id hears nothing of it.
+#[test]
+fn a_2026_07_28_listener_is_told_a_tasks_status_to_its_end_and_another_principal_nothing() {
+    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let definition = json!({"nodes": {"pause": {"wait": "600ms"},
+                                      "hi": {"render": "hi", "needs": ["pause"]}}});
+    let bearer = |token: &str| format!("Authorization: Bearer {token}");
+    let task = start_modern_task_as(&server, &[bearer(ALICE)], definition);
+    let mut hers = open_listen(&server, Some(ALICE), json!({"taskIds": [task]}));
+    let mut his = open_listen(&server, Some(BOB), json!({"taskIds": [task]}));
+    let (_, heard) = first_to_send(&mut [&mut hers], "\"status\":\"completed\"");
+    let ack = messages(&heard)
+        .find(|message| message["method"] == "notifications/subscriptions/acknowledged")
+        .expect("the listen is acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
+    let told = told_statuses(&heard, &task);
+    assert_eq!(told.first().map(String::as_str), Some("working"), "{heard}");
+    assert_eq!(
+        told.last().map(String::as_str),
+        Some("completed"),
+        "{heard}"
+    );
+    let completed = messages(&heard)
+        .find(|message| message["params"]["status"] == "completed")
+        .unwrap();
+    let subscription = &completed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"];
+    assert_eq!(subscription, 5, "{completed}");
+    assert!(completed["params"]["result"].is_object(), "{completed}");
+
+    his.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buffer = [0u8; 8192];
+    let n = his.read(&mut buffer).unwrap_or(0);
+    let his_heard = String::from_utf8_lossy(&buffer[..n]).into_owned();
+    assert!(told_statuses(&his_heard, &task).is_empty(), "{his_heard}");
 }

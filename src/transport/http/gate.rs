@@ -38,6 +38,8 @@ pub(super) struct Gate {
     pub(super) mcp: Option<StreamableHttpService<Server, Sessions>>,
     /// The dashboard at every other path; `None` without tokens (`--http-no-auth`).
     pub(super) web: Option<Arc<Web>>,
+    /// The most tasks one `subscriptions/listen` follows (`--max-subscriptions`).
+    pub(super) max_listened: usize,
 }
 
 /// The principal of a request's token, and the token's digest.
@@ -110,7 +112,7 @@ impl Gate {
         let response = if request.method() != Method::POST {
             tower_service::Service::call(&mut mcp, request).await?
         } else {
-            let (request, outbound) = match rewrite::inbound(request).await {
+            let (request, outbound) = match rewrite::inbound(request, self.max_listened).await {
                 Ok(rewritten) => rewritten,
                 Err(reply) => return Ok(reply),
             };

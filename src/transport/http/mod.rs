@@ -230,6 +230,10 @@ async fn listen(
         options.max_sessions,
         Owners::new(per_principal(options.max_sessions_per_principal)),
     ));
+    let max_listened = server.as_ref().map_or(
+        crate::server::DEFAULT_MAX_SUBSCRIPTIONS,
+        Server::max_subscriptions,
+    );
     let mcp = server.map(|server| {
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(options.allowed_hosts())
@@ -299,6 +303,7 @@ async fn listen(
         ),
         mcp,
         web,
+        max_listened,
     });
     tracing::info!(
         address = %local,

@@ -1,5 +1,7 @@
 //! The 2025-11-25 task layer over HTTP: the rewrite core of `server/shim.rs`, applied to
-//! request bodies and to the JSON or SSE responses that answer them.
+//! request bodies and to the JSON or SSE responses that answer them; and the tasks a
+//! 2026-07-28 `subscriptions/listen` follows (`server/listen_tasks.rs`), marked on its
+//! request and added to its acknowledgement.
 //!
 //! Why here and not in the handler: rmcp's HTTP service parses a body into a typed
 //! message before any hook runs, and the typed message has lost `params.task`. So a POST
@@ -21,6 +23,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::Value;
 
 use super::{Body, plain_owned};
+use crate::server::listen_tasks;
 use crate::server::shim::{self, Patch, Route};
 
 /// The largest request body read: rmcp's own default, which it is also told.
@@ -29,14 +32,24 @@ pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// What the answer to a request needs on its way out.
 pub(crate) struct Outbound {
     pub(crate) id: Value,
-    pub(crate) patch: Patch,
+    pub(crate) awaited: Awaited,
     pub(crate) v2025: bool,
 }
 
-/// Reads a POST's body and applies the 2025-11-25 layer to it. `Err` is the reply to give
-/// instead (the body is too long or cannot be read).
+/// The message a request's stream carries that is patched.
+pub(crate) enum Awaited {
+    /// The request's result.
+    Result(Patch),
+    /// The acknowledgement of a listen, which gets the tasks it follows.
+    Acknowledgement(Vec<String>),
+}
+
+/// Reads a POST's body and applies the 2025-11-25 layer to it, and marks the tasks a
+/// listen follows, at most `max_listened`. `Err` is the reply to give instead (the body is
+/// too long or cannot be read).
 pub(super) async fn inbound(
     request: Request<Incoming>,
+    max_listened: usize,
 ) -> Result<(Request<Full<Bytes>>, Option<Outbound>), Response<Body>> {
     let (mut parts, body) = request.into_parts();
     let body = match Limited::new(body, MAX_BODY).collect().await {
@@ -61,11 +74,21 @@ pub(super) async fn inbound(
         return Ok((Request::from_parts(parts, Full::new(body)), None));
     };
     let v2025 = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
+    if let Some(tasks) = listen_tasks::accepted(&raw, max_listened) {
+        parts
+            .extensions
+            .insert(listen_tasks::ListenTasks(tasks.clone()));
+        let id = raw["id"].clone();
+        let awaited = Awaited::Acknowledgement(tasks);
+        let outbound = Outbound { id, awaited, v2025 };
+        return Ok((Request::from_parts(parts, Full::new(body)), Some(outbound)));
+    }
     let (body, outbound) = match shim::route(&raw, v2025) {
         Route::Keep => (body, None),
         Route::Patch(patch) => {
             let id = raw["id"].clone();
-            let outbound = Outbound { id, patch, v2025 };
+            let awaited = Awaited::Result(patch);
+            let outbound = Outbound { id, awaited, v2025 };
             (body, Some(outbound))
         }
         Route::Rename => {
@@ -85,8 +108,8 @@ pub(super) async fn inbound(
     Ok((Request::from_parts(parts, Full::new(body)), outbound))
 }
 
-/// Whether a body names anything the layer routes on: a method it patches or renames, or
-/// a `task` key.
+/// Whether a body names anything the layer routes on: a method it patches or renames, a
+/// `task` key, or tasks to follow.
 fn may_route(body: &[u8]) -> bool {
     const NAMES: [&[u8]; 4] = [
         b"\"initialize\"",
@@ -94,7 +117,7 @@ fn may_route(body: &[u8]) -> bool {
         b"\"task\"",
         b"\"tasks/",
     ];
-    NAMES.iter().any(|name| find(body, name).is_some())
+    NAMES.iter().any(|name| find(body, name).is_some()) || listen_tasks::may_name_tasks(body)
 }
 
 /// The response with the answer to the request patched, whether it comes as one JSON
@@ -132,13 +155,22 @@ pub(super) fn outbound(response: Response<Body>, outbound: Outbound) -> Response
     )
 }
 
-/// The JSON text of a message patched, when it is the answer awaited.
+/// The JSON text of a message patched, when it is the message awaited.
 fn patched(text: &[u8], outbound: &Outbound) -> Option<Bytes> {
     let mut raw: Value = serde_json::from_slice(text).ok()?;
-    if raw["id"] != outbound.id || raw.get("result").is_none() {
-        return None;
+    match &outbound.awaited {
+        Awaited::Result(patch) => {
+            if raw["id"] != outbound.id || raw.get("result").is_none() {
+                return None;
+            }
+            shim::patch_result(*patch, outbound.v2025, &mut raw["result"]);
+        }
+        Awaited::Acknowledgement(tasks) => {
+            if !listen_tasks::acknowledge(&mut raw, &outbound.id, tasks) {
+                return None;
+            }
+        }
     }
-    shim::patch_result(outbound.patch, outbound.v2025, &mut raw["result"]);
     Some(Bytes::from(serde_json::to_vec(&raw).ok()?))
 }
 
@@ -210,7 +242,7 @@ mod tests {
     fn awaiting(id: Value) -> Outbound {
         Outbound {
             id,
-            patch: Patch::Initialize,
+            awaited: Awaited::Result(Patch::Initialize),
             v2025: true,
         }
     }

@@ -74,7 +74,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport = WireTransport::new(read, write, write_queue.max(1));
+    let mut transport = WireTransport::new(read, write, write_queue.max(1));
+    transport.session = Session::new(server.max_subscriptions());
     let running = server
         .serve_with_ct(transport, shutdown)
         .await

@@ -1,0 +1,126 @@
+//! The tasks a 2026-07-28 `subscriptions/listen` follows, which rmcp 3.11 drops: its
+//! `SubscriptionFilter` has no `taskIds`, so the ids are lost when a request is parsed and
+//! missing from the acknowledgement it sends. Like the 2025-11-25 layer (`shim.rs`), this
+//! works on the messages themselves, on both transports:
+//! - inbound, the ids are read from the request's text and marked on the request
+//!   ([`ListenTasks`]; on HTTP, in the HTTP request's extensions, as `shim::Renamed` is);
+//! - outbound, the acknowledgement of that listen gets them as `taskIds`.
+//!
+//! The handler then pushes `notifications/tasks` for each (`server/subscriptions.rs`).
+//! Only a client that declares the tasks extension in its request has its ids accepted; at
+//! most `max` of them (`--max-subscriptions`).
+
+use serde_json::Value;
+
+const METHOD: &str = "subscriptions/listen";
+const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
+const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The ids of the tasks a listen request follows, as accepted: where the handler finds
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListenTasks(pub(crate) Vec<String>);
+
+/// Whether a message's text may be a listen that names tasks: a scan that spares every
+/// other message a parse.
+pub(crate) fn may_name_tasks(text: &[u8]) -> bool {
+    text.windows(9).any(|w| w == b"\"taskIds\"")
+}
+
+/// The task ids a `subscriptions/listen` request accepts, its first `max`; `None` if `raw`
+/// is no such request, names none, or comes from a client that did not declare the tasks
+/// extension.
+pub(crate) fn accepted(raw: &Value, max: usize) -> Option<Vec<String>> {
+    if raw["method"] != METHOD {
+        return None;
+    }
+    let params = &raw["params"];
+    let declared = params["_meta"][CLIENT_CAPABILITIES_META]["extensions"]
+        .get(TASKS_EXTENSION)
+        .is_some();
+    let ids = params["notifications"]["taskIds"].as_array()?;
+    let ids: Vec<String> = ids
+        .iter()
+        .filter_map(Value::as_str)
+        .take(max)
+        .map(str::to_owned)
+        .collect();
+    (declared && !ids.is_empty()).then_some(ids)
+}
+
+/// Adds `tasks` to `raw` when it is the acknowledgement of the listen request `id`; says
+/// whether it was.
+pub(crate) fn acknowledge(raw: &mut Value, id: &Value, tasks: &[String]) -> bool {
+    if raw["method"] != ACKNOWLEDGED || raw["params"]["_meta"][SUBSCRIPTION_ID_META] != *id {
+        return false;
+    }
+    let Some(notifications) = raw["params"]
+        .get_mut("notifications")
+        .and_then(Value::as_object_mut)
+    else {
+        return false;
+    };
+    notifications.insert("taskIds".into(), Value::from(tasks.to_vec()));
+    true
+}
+
+/// The tasks a request's listen follows: marked on the request itself (stdio) or on the
+/// HTTP request that carried it.
+pub(crate) fn of(extensions: &rmcp::model::Extensions) -> Vec<String> {
+    extensions
+        .get::<ListenTasks>()
+        .or_else(|| {
+            extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<ListenTasks>())
+        })
+        .map(|tasks| tasks.0.clone())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listen(meta: Value, ids: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen",
+               "params": {"_meta": meta, "notifications": {"taskIds": ids}}})
+    }
+
+    fn declaring() -> Value {
+        json!({ CLIENT_CAPABILITIES_META: {"extensions": { TASKS_EXTENSION: {} }} })
+    }
+
+    #[test]
+    fn a_listen_names_its_tasks_only_when_its_client_declares_the_extension() {
+        let asked = listen(declaring(), json!(["a", "b", "c"]));
+        assert!(may_name_tasks(asked.to_string().as_bytes()));
+        assert_eq!(accepted(&asked, 2), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(accepted(&listen(json!({}), json!(["a"])), 8), None);
+        assert_eq!(accepted(&listen(declaring(), json!([])), 8), None);
+        let other = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
+                           "params": {"_meta": declaring(), "notifications": {"taskIds": ["a"]}}});
+        assert_eq!(accepted(&other, 8), None);
+    }
+
+    #[test]
+    fn only_the_acknowledgement_of_that_listen_gets_the_tasks() {
+        let ack = |id: Value| {
+            json!({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": {
+                "_meta": { SUBSCRIPTION_ID_META: id }, "notifications": {}}})
+        };
+        let tasks = ["t1".to_owned()];
+        let mut mine = ack(json!(4));
+        assert!(acknowledge(&mut mine, &json!(4), &tasks));
+        assert_eq!(mine["params"]["notifications"], json!({"taskIds": ["t1"]}));
+        let mut another = ack(json!(5));
+        assert!(!acknowledge(&mut another, &json!(4), &tasks));
+        assert_eq!(another, ack(json!(5)));
+        let mut progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                  "params": {"_meta": { SUBSCRIPTION_ID_META: 4 }}});
+        assert!(!acknowledge(&mut progress, &json!(4), &tasks));
+    }
+}
