@@ -127,7 +127,8 @@ fn server_discover_then_stateless_2026_07_28_requests_work_without_initialize() 
 }
 
 /// Over stdio too, a 2026-07-28 listen that names a task is acknowledged with it and told
-/// the task's status as it changes, up to its end.
+/// the task's status as it changes, up to its end; one from a client that did not declare
+/// the tasks extension is refused.
 #[test]
 fn a_stdio_listen_is_told_its_tasks_status_to_its_end() {
     let mut raw = Raw::start();
@@ -173,4 +174,12 @@ fn a_stdio_listen_is_told_its_tasks_status_to_its_end() {
         Some("working"),
         "{told:?}"
     );
+
+    // Without the tasks extension declared, naming tasks is refused.
+    let refused = raw.request(
+        3,
+        "subscriptions/listen",
+        json!({ "_meta": modern_meta(), "notifications": { "taskIds": [task] } }),
+    );
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }

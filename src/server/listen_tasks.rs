@@ -7,10 +7,11 @@
 //! - outbound, the acknowledgement of that listen gets them as `taskIds`.
 //!
 //! The handler then pushes `notifications/tasks` for each (`server/subscriptions.rs`).
-//! Only a client that declares the tasks extension in its request has its ids accepted; at
-//! most `max` of them (`--max-subscriptions`).
+//! At most `max` ids are accepted (`--max-subscriptions`). A listen that names tasks
+//! without declaring the tasks extension is refused with `-32021`, as the extension says,
+//! before rmcp sees it.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const METHOD: &str = "subscriptions/listen";
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -29,25 +30,54 @@ pub(crate) fn may_name_tasks(text: &[u8]) -> bool {
     text.windows(9).any(|w| w == b"\"taskIds\"")
 }
 
-/// The task ids a `subscriptions/listen` request accepts, its first `max`; `None` if `raw`
-/// is no such request, names none, or comes from a client that did not declare the tasks
-/// extension.
-pub(crate) fn accepted(raw: &Value, max: usize) -> Option<Vec<String>> {
+/// What a message asks of tasks to follow.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Nothing: it is no listen, or names no task.
+    Nothing,
+    /// These ids, the first `max` it names.
+    Tasks(Vec<String>),
+    /// It names tasks, but its client did not declare the tasks extension.
+    Undeclared,
+}
+
+/// What the message `raw` asks of tasks, at most `max` of them.
+pub(crate) fn asked(raw: &Value, max: usize) -> Asked {
     if raw["method"] != METHOD {
-        return None;
+        return Asked::Nothing;
     }
     let params = &raw["params"];
-    let declared = params["_meta"][CLIENT_CAPABILITIES_META]["extensions"]
-        .get(TASKS_EXTENSION)
-        .is_some();
-    let ids = params["notifications"]["taskIds"].as_array()?;
-    let ids: Vec<String> = ids
-        .iter()
+    let ids: Vec<String> = params["notifications"]["taskIds"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter_map(Value::as_str)
         .take(max)
         .map(str::to_owned)
         .collect();
-    (declared && !ids.is_empty()).then_some(ids)
+    let declared = params["_meta"][CLIENT_CAPABILITIES_META]["extensions"]
+        .get(TASKS_EXTENSION)
+        .is_some();
+    match (ids.is_empty(), declared) {
+        (true, _) => Asked::Nothing,
+        (false, true) => Asked::Tasks(ids),
+        (false, false) => Asked::Undeclared,
+    }
+}
+
+/// The answer to a listen that names tasks without declaring the extension: `-32021`,
+/// shaped as rmcp shapes that error elsewhere.
+pub(crate) fn refusal(id: &Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32021,
+            "message": "subscriptions/listen names taskIds; declare the \
+                        io.modelcontextprotocol/tasks extension to follow tasks",
+            "data": { "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } } },
+        },
+    })
 }
 
 /// Adds `tasks` to `raw` when it is the acknowledgement of the listen request `id`; says
@@ -95,15 +125,20 @@ mod tests {
     }
 
     #[test]
-    fn a_listen_names_its_tasks_only_when_its_client_declares_the_extension() {
-        let asked = listen(declaring(), json!(["a", "b", "c"]));
-        assert!(may_name_tasks(asked.to_string().as_bytes()));
-        assert_eq!(accepted(&asked, 2), Some(vec!["a".into(), "b".into()]));
-        assert_eq!(accepted(&listen(json!({}), json!(["a"])), 8), None);
-        assert_eq!(accepted(&listen(declaring(), json!([])), 8), None);
+    fn a_listen_follows_its_tasks_only_when_its_client_declares_the_extension() {
+        let three = listen(declaring(), json!(["a", "b", "c"]));
+        assert!(may_name_tasks(three.to_string().as_bytes()));
+        assert_eq!(asked(&three, 2), Asked::Tasks(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            asked(&listen(json!({}), json!(["a"])), 8),
+            Asked::Undeclared
+        );
+        assert_eq!(asked(&listen(json!({}), json!([])), 8), Asked::Nothing);
+        assert_eq!(asked(&listen(declaring(), json!([])), 8), Asked::Nothing);
         let other = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
                            "params": {"_meta": declaring(), "notifications": {"taskIds": ["a"]}}});
-        assert_eq!(accepted(&other, 8), None);
+        assert_eq!(asked(&other, 8), Asked::Nothing);
+        assert_eq!(refusal(&json!(4))["error"]["code"], -32021);
     }
 
     #[test]

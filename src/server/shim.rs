@@ -31,7 +31,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 
 use serde_json::{Map, Value, json};
 
-use super::listen_tasks;
+use super::listen_tasks::{self, Asked};
 
 /// Where renamed 2025-11-25 methods live: `PREFIX` + the method's own name.
 pub(crate) const PREFIX: &str = "x-mcp-task-server/2025-11-25/";
@@ -99,8 +99,24 @@ impl Session {
     }
 
     /// Renames 2025-11-25 task traffic; `text` is the message as received, for what the
-    /// typed message lost (`params.task`).
+    /// typed message lost (`params.task`, a listen's `taskIds`). `Err` is the error reply
+    /// to give instead (a listen that names tasks without declaring the extension).
     pub(crate) fn inbound(
+        &mut self,
+        text: &[u8],
+        message: RxJsonRpcMessage<RoleServer>,
+    ) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+        let JsonRpcMessage::Request(request) = &message else {
+            return Ok(message);
+        };
+        if let ClientRequest::SubscriptionsListenRequest(_) = &request.request {
+            return self.listen(text, message);
+        }
+        Ok(self.route(text, message))
+    }
+
+    /// [`Session::inbound`] for any request but a listen.
+    fn route(
         &mut self,
         text: &[u8],
         message: RxJsonRpcMessage<RoleServer>,
@@ -108,9 +124,6 @@ impl Session {
         let JsonRpcMessage::Request(request) = &message else {
             return message;
         };
-        if let ClientRequest::SubscriptionsListenRequest(_) = &request.request {
-            return self.listen(text, message);
-        }
         // The text is parsed again only for what the typed message lost: `params.task`;
         // as the custom request it becomes if renamed, so that this parse is the last.
         let mut parsed = None;
@@ -148,18 +161,27 @@ impl Session {
         &mut self,
         text: &[u8],
         mut message: RxJsonRpcMessage<RoleServer>,
-    ) -> RxJsonRpcMessage<RoleServer> {
-        let tasks = listen_tasks::may_name_tasks(text)
-            .then(|| serde_json::from_slice::<Value>(text).ok())
-            .flatten()
-            .and_then(|raw| listen_tasks::accepted(&raw, self.max_listened));
-        if let (Some(tasks), JsonRpcMessage::Request(request)) = (tasks, &mut message) {
-            let id = serde_json::to_value(&request.id).unwrap_or_default();
-            let mark = listen_tasks::ListenTasks(tasks.clone());
-            request.request.extensions_mut().insert(mark);
-            self.listens.push((id, tasks));
+    ) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+        let JsonRpcMessage::Request(request) = &mut message else {
+            return Ok(message);
+        };
+        let asked = match listen_tasks::may_name_tasks(text) {
+            true => serde_json::from_slice::<Value>(text).map_or(Asked::Nothing, |raw| {
+                listen_tasks::asked(&raw, self.max_listened)
+            }),
+            false => Asked::Nothing,
+        };
+        let id = serde_json::to_value(&request.id).unwrap_or_default();
+        match asked {
+            Asked::Nothing => {}
+            Asked::Undeclared => return Err(listen_tasks::refusal(&id)),
+            Asked::Tasks(tasks) => {
+                let mark = listen_tasks::ListenTasks(tasks.clone());
+                request.request.extensions_mut().insert(mark);
+                self.listens.push((id, tasks));
+            }
         }
-        message
+        Ok(message)
     }
 
     /// The message patched, when it answers `initialize` or `tools/list`, or acknowledges
@@ -389,7 +411,10 @@ mod tests {
     /// What the layer makes of `raw` as it comes in on `session`.
     fn receive(session: &mut Session, raw: &Value) -> RxJsonRpcMessage<RoleServer> {
         let text = raw.to_string();
-        session.inbound(text.as_bytes(), serde_json::from_str(&text).unwrap())
+        let message = serde_json::from_str(&text).unwrap();
+        session
+            .inbound(text.as_bytes(), message)
+            .expect("not refused")
     }
 
     /// A session whose client sent `initialize` under request id `id`.

@@ -603,3 +603,25 @@ fn a_2026_07_28_listener_is_told_a_tasks_status_to_its_end_and_another_principal
     let his_heard = String::from_utf8_lossy(&buffer[..n]).into_owned();
     assert!(told_statuses(&his_heard, &task).is_empty(), "{his_heard}");
 }
+
+/// A listen that names tasks from a client that did not declare the tasks extension is
+/// refused with `-32021`, naming the capability it needs.
+#[test]
+fn a_listen_that_names_tasks_without_the_tasks_extension_is_refused() {
+    let server = HttpServer::start(&[]);
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let listen = json!({"jsonrpc": "2.0", "id": 6, "method": "subscriptions/listen", "params": {
+        "_meta": meta, "notifications": {"taskIds": ["some-task"]}}});
+    let headers = [
+        "MCP-Protocol-Version: 2026-07-28".to_owned(),
+        "Mcp-Method: subscriptions/listen".to_owned(),
+    ];
+    let refused = server.post(&headers, &listen).response(6);
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}}),
+        "{refused}"
+    );
+}

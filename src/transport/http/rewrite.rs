@@ -23,7 +23,7 @@ use hyper::body::{Frame, Incoming};
 use serde_json::Value;
 
 use super::{Body, plain_owned};
-use crate::server::listen_tasks;
+use crate::server::listen_tasks::{self, Asked};
 use crate::server::shim::{self, Patch, Route};
 
 /// The largest request body read: rmcp's own default, which it is also told.
@@ -74,14 +74,22 @@ pub(super) async fn inbound(
         return Ok((Request::from_parts(parts, Full::new(body)), None));
     };
     let v2025 = parts.headers.contains_key("mcp-session-id") || raw["method"] == "initialize";
-    if let Some(tasks) = listen_tasks::accepted(&raw, max_listened) {
-        parts
-            .extensions
-            .insert(listen_tasks::ListenTasks(tasks.clone()));
-        let id = raw["id"].clone();
-        let awaited = Awaited::Acknowledgement(tasks);
-        let outbound = Outbound { id, awaited, v2025 };
-        return Ok((Request::from_parts(parts, Full::new(body)), Some(outbound)));
+    match listen_tasks::asked(&raw, max_listened) {
+        Asked::Nothing => {}
+        Asked::Undeclared => {
+            let reply = serde_json::to_vec(&listen_tasks::refusal(&raw["id"]))
+                .expect("a JSON value serialises");
+            return Err(json_reply(reply));
+        }
+        Asked::Tasks(tasks) => {
+            parts
+                .extensions
+                .insert(listen_tasks::ListenTasks(tasks.clone()));
+            let id = raw["id"].clone();
+            let awaited = Awaited::Acknowledgement(tasks);
+            let outbound = Outbound { id, awaited, v2025 };
+            return Ok((Request::from_parts(parts, Full::new(body)), Some(outbound)));
+        }
     }
     let (body, outbound) = match shim::route(&raw, v2025) {
         Route::Keep => (body, None),
@@ -228,6 +236,16 @@ fn patched_event(event: &[u8], outbound: &Outbound) -> Option<Vec<u8>> {
         text.replacen(line, &format!("data: {json}"), 1)
             .into_bytes(),
     )
+}
+
+/// A JSON-RPC reply given in place of rmcp's, as rmcp gives one: 200, `application/json`.
+fn json_reply(body: Vec<u8>) -> Response<Body> {
+    let mut reply = Response::new(BodyExt::boxed(Full::new(Bytes::from(body))));
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    reply
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

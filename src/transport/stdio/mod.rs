@@ -427,7 +427,13 @@ where
                 }
             }
             let message = match screen(&self.line) {
-                Screened::Message(message) => Some(self.session.inbound(&self.line, *message)),
+                Screened::Message(message) => match self.session.inbound(&self.line, *message) {
+                    Ok(message) => Some(message),
+                    Err(reply) => {
+                        self.reply(reply);
+                        None
+                    }
+                },
                 Screened::Reply(reply) => {
                     self.reply(reply);
                     None
