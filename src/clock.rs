@@ -87,11 +87,14 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// A timestamp written by [`now_iso`] or [`iso_from_ms`] (any RFC 3339 time), parsed.
+pub fn from_iso(text: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+}
+
 /// The milliseconds of a timestamp written by [`now_iso`] or [`iso_from_ms`].
 pub fn ms_from_iso(text: &str) -> Option<i64> {
-    let parsed =
-        OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
+    i64::try_from(from_iso(text)?.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 #[cfg(test)]

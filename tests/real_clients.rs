@@ -1543,17 +1543,7 @@ async fn inspector_cli_modern_era_plans_an_adr_with_every_answer_passed_up_front
         return;
     };
     let sandbox = Sandbox::new();
-    let answers = json!({
-        "title": ADR_TITLE,
-        "problem": "Billing events are lost when billing restarts.",
-        "findings": adr_phase("findings"),
-        "options": adr_phase("options"),
-        "decision": { "name": "Queue", "rationale": "Durability matters most",
-                      "tradeoffs": ["more to operate", "slower deploys"] },
-        "impacts": adr_phase("impacts"),
-        "plan": adr_phase("plan"),
-    })
-    .to_string();
+    let answers = adr_answers_up_front().to_string();
     let call = [
         "--method",
         "tools/call",

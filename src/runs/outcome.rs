@@ -135,6 +135,12 @@ fn ms(duration: std::time::Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// 32 random bytes from the operating system, in lowercase hex: a secret to hand out
+/// (a token, a sign-in code, a login cookie).
+pub(crate) fn random_hex() -> String {
+    random_key().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// 32 random bytes from the operating system.
 pub(crate) fn random_key() -> Vec<u8> {
     use std::io::Read;

@@ -81,7 +81,7 @@ impl SignIn {
     /// link that carries it signs a browser in, once, within a quarter of an hour.
     pub(crate) fn one_time_code(&self, token: &[u8]) -> Option<String> {
         let (principal, token) = self.keys.principal(token)?;
-        let code = hex(&crate::runs::random_key());
+        let code = crate::runs::random_hex();
         let expires = Instant::now() + LINK_LIFETIME;
         let mut links = self.links.lock();
         links.retain(|_, (_, _, until)| *until > Instant::now());
@@ -97,7 +97,7 @@ impl SignIn {
     }
 
     fn open_login(&self, principal: Principal, token: TokenDigest) -> String {
-        let cookie = hex(&crate::runs::random_key());
+        let cookie = crate::runs::random_hex();
         let mut logins = self.logins.lock();
         let now = Instant::now();
         logins.retain(|_, login| now.duration_since(login.last_seen) < IDLE);
@@ -164,8 +164,4 @@ pub(super) fn set_cookie(value: &str) -> String {
 /// The `Set-Cookie` value that ends a login in the browser.
 pub(super) fn clear_cookie() -> String {
     format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -86,5 +86,5 @@ pub(super) fn took(start: &str, end: Option<&str>) -> String {
 }
 
 pub(super) fn parse(stamp: &str) -> Option<time::OffsetDateTime> {
-    time::OffsetDateTime::parse(stamp, &time::format_description::well_known::Rfc3339).ok()
+    crate::clock::from_iso(stamp)
 }

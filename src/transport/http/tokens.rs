@@ -134,8 +134,7 @@ impl Tokens {
     /// A token made now from 32 random bytes of the operating system, in hex, and the
     /// tokens that hold it alone, for principal [`GENERATED_PRINCIPAL`].
     pub(crate) fn generate() -> (Tokens, String) {
-        let bytes = crate::runs::random_key();
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let token = crate::runs::random_hex();
         let principal = Principal(GENERATED_PRINCIPAL.to_owned());
         let tokens = Tokens {
             entries: vec![(principal, digest(token.as_bytes()))],
