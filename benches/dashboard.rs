@@ -14,7 +14,7 @@
 //! Run: `cargo bench --bench dashboard` (`BENCH_SERVER` names another server binary).
 #![allow(clippy::print_stdout)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -26,6 +26,10 @@ use mcp_task_server::engine::RunOptions;
 use mcp_task_server::engine::plan::Plan;
 use mcp_task_server::store::Owner;
 use serde_json::{Map, json};
+
+#[path = "support/http_client.rs"]
+mod http_client;
+use http_client::Connection;
 
 const TOKEN: &str = "alice-bench-0123456789abcdef";
 
@@ -183,18 +187,8 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the server");
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut addr = None;
-        for line in stderr.lines().map_while(Result::ok) {
-            if let Some(at) = line.split("http://").nth(1) {
-                addr = Some(at.split('/').next().unwrap().parse().unwrap());
-                break;
-            }
-        }
-        Server {
-            child,
-            addr: addr.expect("the server's address"),
-        }
+        let addr = http_client::listening_address(&mut child);
+        Server { child, addr }
     }
 
     /// The share of a core the server used over `period`.
@@ -227,24 +221,16 @@ struct Times {
     bytes: usize,
 }
 
-/// One keep-alive connection to the dashboard.
-struct Http {
-    read: BufReader<TcpStream>,
-    write: TcpStream,
-    host: String,
-}
+/// One keep-alive connection to the dashboard, on the HTTP benches' client.
+struct Http(Connection);
 
 impl Http {
     fn open(addr: SocketAddr) -> Http {
-        let stream = TcpStream::connect(addr).unwrap();
-        stream.set_nodelay(true).unwrap();
-        Http {
-            read: BufReader::new(stream.try_clone().unwrap()),
-            write: stream,
-            host: addr.to_string(),
-        }
+        Http(Connection::open(addr))
     }
 
+    /// A request from the dashboard's own pages: its `Origin`, the login `cookie`, and a
+    /// form `body`.
     fn send(
         &mut self,
         method: &str,
@@ -252,34 +238,12 @@ impl Http {
         cookie: &str,
         body: &str,
     ) -> (Vec<String>, String) {
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nCookie: {cookie}\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len(),
-            host = self.host
-        );
-        self.write.write_all(request.as_bytes()).unwrap();
-        let mut head = Vec::new();
-        loop {
-            let mut line = String::new();
-            self.read.read_line(&mut line).unwrap();
-            let line = line.trim_end().to_owned();
-            if line.is_empty() {
-                break;
-            }
-            head.push(line);
-        }
-        let length = head
-            .iter()
-            .find_map(|h| {
-                h.to_ascii_lowercase()
-                    .strip_prefix("content-length:")
-                    .map(|v| v.trim().parse().unwrap())
-            })
-            .unwrap_or(0);
-        let mut body = vec![0; length];
-        self.read.read_exact(&mut body).unwrap();
-        (head, String::from_utf8(body).unwrap())
+        let headers = [
+            format!("Origin: http://{}", self.0.host()),
+            format!("Cookie: {cookie}"),
+        ];
+        const FORM: &str = "Content-Type: application/x-www-form-urlencoded\r\n";
+        self.0.request(method, path, FORM, &headers, body)
     }
 
     fn sign_in(&mut self) -> String {

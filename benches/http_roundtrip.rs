@@ -102,23 +102,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the server");
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in stderr.lines().map_while(Result::ok) {
-                if !sent && let Some(at) = line.split("http://").nth(1) {
-                    sent = sender
-                        .send(at.split('/').next().unwrap().to_owned())
-                        .is_ok();
-                }
-            }
-        });
-        let addr = receiver
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the server says where it listens")
-            .parse()
-            .unwrap();
+        let addr = http_client::listening_address(&mut child);
         Server {
             child,
             addr,

@@ -1,12 +1,39 @@
 //! The small blocking HTTP/1.1 client of the HTTP benches, so that every server they
 //! measure sees the same client costs: it writes a request whole and reads the response
 //! to its end (`Content-Length`, or the chunks of an SSE response, which rmcp sends for
-//! a session's requests).
+//! a session's requests); and the address a server it starts listens on.
+
+#![allow(dead_code)] // each bench uses some of it
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::Child;
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+/// The address a server started with `--http` listens on, from the first line of its
+/// stderr that names it (`child`'s stderr must be piped); the rest is read and dropped,
+/// so that the server never blocks on a full pipe.
+pub fn listening_address(child: &mut Child) -> SocketAddr {
+    let stderr = BufReader::new(child.stderr.take().expect("a piped stderr"));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in stderr.lines().map_while(Result::ok) {
+            if !sent && let Some(at) = line.split("http://").nth(1) {
+                sent = sender
+                    .send(at.split('/').next().unwrap().to_owned())
+                    .is_ok();
+            }
+        }
+    });
+    receiver
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the server says where it listens")
+        .parse()
+        .unwrap()
+}
 
 /// One keep-alive HTTP/1.1 connection.
 pub struct Connection {
@@ -26,11 +53,31 @@ impl Connection {
         }
     }
 
-    /// POSTs `body` with `headers`; returns the response's headers and body.
+    /// POSTs the JSON `body` with `headers`, expecting 200 or 202; returns the response's
+    /// headers and body.
     pub fn post(&mut self, path: &str, headers: &[String], body: &str) -> (Vec<String>, String) {
+        const JSON: &str = "Content-Type: application/json\r\n\
+                            Accept: application/json, text/event-stream\r\n";
+        let (head, body) = self.request("POST", path, JSON, headers, body);
+        assert!(
+            head[0].contains(" 200 ") || head[0].contains(" 202 "),
+            "{head:?}"
+        );
+        (head, body)
+    }
+
+    /// Sends a request with the header lines of `fixed` (each ending in CRLF) and
+    /// `headers`; returns the response's status line and headers, and its body.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        fixed: &str,
+        headers: &[String],
+        body: &str,
+    ) -> (Vec<String>, String) {
         let mut request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{fixed}Content-Length: {}\r\n",
             self.host,
             body.len()
         );
@@ -44,6 +91,11 @@ impl Connection {
         self.response()
     }
 
+    /// The host this connection's requests name.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
     fn response(&mut self) -> (Vec<String>, String) {
         let mut head = Vec::new();
         loop {
@@ -55,10 +107,6 @@ impl Connection {
             }
             head.push(line);
         }
-        assert!(
-            head[0].contains(" 200 ") || head[0].contains(" 202 "),
-            "{head:?}"
-        );
         let header = |name: &str| {
             head.iter().find_map(|h| {
                 let (k, v) = h.split_once(':')?;
