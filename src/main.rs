@@ -236,7 +236,8 @@ struct Common {
 
     /// The most resources one MCP session follows at once, by `resources/subscribe` (one
     /// more is refused with an error naming this option) or in one `subscriptions/listen`
-    /// (the first are granted): each change of the store looks at every one.
+    /// (the first are granted), and the most tasks one listen follows: each change of the
+    /// store looks at every one.
     #[arg(long, env = "TASKS_MAX_SUBSCRIPTIONS", value_name = "N", default_value_t = mcp_task_server::server::DEFAULT_MAX_SUBSCRIPTIONS as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     max_subscriptions: u32,
 
