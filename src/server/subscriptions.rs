@@ -16,10 +16,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rmcp::model::{
     NotificationMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
-    SubscriptionFilter, TaskStatusNotification, TaskStatusNotificationParams,
+    SubscriptionFilter, TaskStatus, TaskStatusNotification, TaskStatusNotificationParams,
 };
 use rmcp::service::SubscriptionContext;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
@@ -175,12 +174,13 @@ pub(super) async fn listen(server: &Server, caller: &Caller, context: &Subscript
 /// A task a listen follows, and what it last told of it: its status and message.
 struct Followed {
     id: String,
-    told: Option<(Value, Value)>,
+    told: Option<(TaskStatus, Option<String>)>,
 }
 
 /// Sends `notifications/tasks` for each followed task whose status or message changed
 /// since it was last told; a task the caller may not see (unknown, or another principal's)
-/// is never told. `false` once the stream is gone.
+/// is never told, and one whose end was told is not read again (an ended task never
+/// changes). `false` once the stream is gone.
 async fn tell_tasks(
     server: &Server,
     caller: &Caller,
@@ -189,14 +189,18 @@ async fn tell_tasks(
 ) -> bool {
     let request = context.request_context();
     let can = questions::capabilities(request);
-    for task in tasks {
+    let unended = tasks.iter_mut().filter(|task| {
+        !task
+            .told
+            .as_ref()
+            .is_some_and(|(status, _)| status.is_terminal())
+    });
+    for task in unended {
         let Ok(reply) = server.get_extension_task(&task.id, can, caller) else {
             continue;
         };
-        let Ok(wire) = serde_json::to_value(&reply.task.task) else {
-            continue;
-        };
-        let state = (wire["status"].clone(), wire["statusMessage"].clone());
+        let wire = &reply.task.task;
+        let state = (wire.status, wire.status_message.clone());
         if task.told.as_ref() == Some(&state) {
             continue;
         }
