@@ -11,13 +11,13 @@
 //! without declaring the tasks extension is refused with `-32021`, as the extension says,
 //! before rmcp sees it.
 
+use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::{Value, json};
 
 const METHOD: &str = "subscriptions/listen";
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// The ids of the tasks a listen request follows, as accepted: where the handler finds
 /// them.
@@ -56,7 +56,7 @@ pub(crate) fn asked(raw: &Value, max: usize) -> Asked {
         .map(str::to_owned)
         .collect();
     let declared = params["_meta"][CLIENT_CAPABILITIES_META]["extensions"]
-        .get(TASKS_EXTENSION)
+        .get(TASKS_EXTENSION_ID)
         .is_some();
     match (ids.is_empty(), declared) {
         (true, _) => Asked::Nothing,
@@ -66,18 +66,13 @@ pub(crate) fn asked(raw: &Value, max: usize) -> Asked {
 }
 
 /// The answer to a listen that names tasks without declaring the extension: `-32021`,
-/// shaped as rmcp shapes that error elsewhere.
+/// the error a call of a task-only tool gets too.
 pub(crate) fn refusal(id: &Value) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32021,
-            "message": "subscriptions/listen names taskIds; declare the \
-                        io.modelcontextprotocol/tasks extension to follow tasks",
-            "data": { "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } } },
-        },
-    })
+    let error = super::results::tasks_extension_required(format!(
+        "subscriptions/listen names taskIds; declare the {TASKS_EXTENSION_ID} extension to \
+         follow tasks"
+    ));
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
 }
 
 /// Adds `tasks` to `raw` when it is the acknowledgement of the listen request `id`; says
@@ -121,7 +116,7 @@ mod tests {
     }
 
     fn declaring() -> Value {
-        json!({ CLIENT_CAPABILITIES_META: {"extensions": { TASKS_EXTENSION: {} }} })
+        json!({ CLIENT_CAPABILITIES_META: {"extensions": { TASKS_EXTENSION_ID: {} }} })
     }
 
     #[test]
@@ -138,7 +133,10 @@ mod tests {
         let other = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
                            "params": {"_meta": declaring(), "notifications": {"taskIds": ["a"]}}});
         assert_eq!(asked(&other, 8), Asked::Nothing);
-        assert_eq!(refusal(&json!(4))["error"]["code"], -32021);
+        let refused = refusal(&json!(4));
+        assert_eq!(refused["error"]["code"], -32021);
+        let required = &refused["error"]["data"]["requiredCapabilities"]["extensions"];
+        assert_eq!(required, &json!({ TASKS_EXTENSION_ID: {} }));
     }
 
     #[test]

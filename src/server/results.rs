@@ -4,7 +4,7 @@
 //! the server cannot route (an unknown tool) is a JSON-RPC error.
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResult, ContentBlock, Resource};
+use rmcp::model::{CallToolResult, ContentBlock, Resource, TASKS_EXTENSION_ID};
 use serde_json::{Map, Value};
 
 use crate::app::envelope::{self, Envelope};
@@ -24,13 +24,17 @@ pub(super) fn unknown_tool(name: &str) -> McpError {
 /// `-32021` for a 2026-07-28 call of a tool that runs only as a task, from a client that
 /// did not declare the task extension.
 pub(super) fn task_required(name: &str) -> McpError {
-    let tasks = serde_json::json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    tasks_extension_required(format!(
+        "tool `{name}` runs only as a task; declare the {TASKS_EXTENSION_ID} extension"
+    ))
+}
+
+/// `-32021` naming the tasks extension as the capability a request needs, with `message`.
+pub(super) fn tasks_extension_required(message: String) -> McpError {
+    let tasks = serde_json::json!({ "extensions": { TASKS_EXTENSION_ID: {} } });
     let required = serde_json::from_value(tasks).expect("client capabilities");
     let mut error = McpError::missing_required_client_capability(required);
-    error.message = format!(
-        "tool `{name}` runs only as a task; declare the io.modelcontextprotocol/tasks extension"
-    )
-    .into();
+    error.message = message.into();
     error
 }
 

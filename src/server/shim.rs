@@ -56,7 +56,6 @@ pub(crate) fn renamed_here(extensions: &rmcp::model::Extensions) -> bool {
 /// The `_meta` key by which the handler marks a task-capable tool in `tools/list`.
 pub(crate) const TASK_SUPPORT_META: &str = "x-mcp-task-server/taskSupport";
 
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// Which responses are to be patched on their way out.
@@ -171,11 +170,12 @@ impl Session {
             }),
             false => Asked::Nothing,
         };
-        let id = serde_json::to_value(&request.id).unwrap_or_default();
+        let id = || serde_json::to_value(&request.id).unwrap_or_default();
         match asked {
             Asked::Nothing => {}
-            Asked::Undeclared => return Err(listen_tasks::refusal(&id)),
+            Asked::Undeclared => return Err(listen_tasks::refusal(&id())),
             Asked::Tasks(tasks) => {
+                let id = id();
                 let mark = listen_tasks::ListenTasks(tasks.clone());
                 request.request.extensions_mut().insert(mark);
                 self.listens.push((id, tasks));
@@ -293,7 +293,7 @@ pub(crate) fn patch_result(patch: Patch, v2025: bool, result: &mut Value) {
             );
             // The extension is for 2026-07-28 requests; `server/discover` names it.
             if let Some(Value::Object(extensions)) = capabilities.get_mut("extensions") {
-                extensions.remove(TASKS_EXTENSION);
+                extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
                 if extensions.is_empty() {
                     capabilities.remove("extensions");
                 }
