@@ -511,3 +511,20 @@ fn verify_full_checks_the_host_name_and_verify_ca_does_not() {
     let store = open(&url("verify-ca")).expect("verify-ca checks the chain alone");
     add_task(&store, "under another name");
 }
+
+/// The notifications sent while a store's listener was cut off are lost: once it listens
+/// again it counts a change, so that live pages and subscriptions look again.
+#[test]
+fn a_listener_that_connects_again_counts_a_change_for_what_it_may_have_missed() {
+    let Some(cluster) = Cluster::start(true) else {
+        return;
+    };
+    let store = open(&cluster.verified_url()).unwrap();
+    let before = store.change_stamp().unwrap();
+    cluster.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.change_stamp().unwrap() == before {
+        assert!(Instant::now() < deadline, "the stamp never moved");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
