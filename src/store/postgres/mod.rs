@@ -217,6 +217,8 @@ impl Pg {
                         failed: Cell::new(false),
                         lost: Cell::new(false),
                         committing: Cell::new(false),
+                        xid: Cell::new(None),
+                        ended_by_server: Cell::new(false),
                     });
                 }
                 Ok(Err(deadpool_postgres::PoolError::Timeout(
@@ -260,8 +262,11 @@ impl Pg {
     /// When the connection is lost before the commit is sent (the server restarted, or
     /// ended the session), nothing of the transaction was kept either: `work` runs again
     /// on a new connection, for up to [`RECONNECT_WINDOW`], so that a restart of the
-    /// server fails no run. A connection lost during the commit is an error: the server
-    /// may or may not have committed, and running `work` again could do it twice.
+    /// server fails no run. When it is lost during the commit, the server may or may not
+    /// have committed: the transaction's id, read just before its `COMMIT`, is looked up
+    /// on a new connection (`txid_status`): committed, the result stands; aborted, `work`
+    /// runs again; not to be told, it is an error, since running `work` again could do it
+    /// twice.
     pub(crate) fn transaction<T>(
         &self,
         mut work: impl FnMut(&Session) -> Result<T, StoreError>,
@@ -278,7 +283,7 @@ impl Pg {
                 }
                 session => session?,
             };
-            let out = Self::attempt(&session, &mut work);
+            let out = self.attempt(&session, &mut work, started);
             if out.is_err()
                 && session.lost.get()
                 && !session.committing.get()
@@ -293,8 +298,10 @@ impl Pg {
     }
 
     fn attempt<T>(
+        &self,
         session: &Session,
         work: &mut impl FnMut(&Session) -> Result<T, StoreError>,
+        started: Instant,
     ) -> Result<T, StoreError> {
         session.begin()?;
         let out = work(session);
@@ -305,10 +312,41 @@ impl Pg {
             out => out,
         };
         match out {
+            // The server ended the session before the commit was sent (its notice closed
+            // the connection while `work` ran): nothing of it was kept.
+            Ok(_) if session.client().is_closed() => {
+                session.lost.set(true);
+                Err(StoreError::Commit(
+                    "the connection to PostgreSQL closed before the commit".into(),
+                ))
+            }
             Ok(value) => {
                 session.committing.set(true);
-                session.end("COMMIT")?;
-                Ok(value)
+                match session.commit() {
+                    Ok(()) => Ok(value),
+                    Err(error) if session.lost.get() => match session.xid.get() {
+                        // The server ended the session in answer to the commit's message,
+                        // before the id's row: it ran neither statement.
+                        None if session.ended_by_server.get() => {
+                            session.committing.set(false);
+                            Err(error)
+                        }
+                        // Its id was never read: whether it committed cannot be told.
+                        None => Err(error),
+                        // It wrote nothing: there was nothing to commit.
+                        Some(None) => Ok(value),
+                        Some(Some(xid)) => match self.committed(xid, started) {
+                            Some(true) => Ok(value),
+                            // Nothing of it was kept: the caller may run it again.
+                            Some(false) => {
+                                session.committing.set(false);
+                                Err(error)
+                            }
+                            None => Err(error),
+                        },
+                    },
+                    Err(error) => Err(error),
+                }
             }
             Err(error) => {
                 // On a lost connection the rollback fails too; the session then closes
@@ -324,6 +362,38 @@ impl Pg {
     }
 }
 
+impl Pg {
+    /// Whether transaction `xid` committed, asked on a new connection while the server
+    /// comes back (up to [`RECONNECT_WINDOW`] after `started`); `None` when that cannot be
+    /// told (the server says neither, or never answers).
+    fn committed(&self, xid: i64, started: Instant) -> Option<bool> {
+        while started.elapsed() < RECONNECT_WINDOW {
+            let session = match self.session() {
+                Ok(session) => session,
+                Err(StoreError::Unreachable { .. }) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                Err(_) => return None,
+            };
+            match session.query("SELECT txid_status($1)", &[&xid]) {
+                Ok(rows) => {
+                    let status: Option<String> = rows.first().and_then(|row| row.get(0));
+                    return match status.as_deref() {
+                        Some("committed") => Some(true),
+                        Some("aborted") => Some(false),
+                        _ => None,
+                    };
+                }
+                // A connection of the pool from before the restart: try another.
+                Err(_) if session.lost.get() => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+}
+
 /// What went wrong, in words: the server's own message (which `tokio-postgres`'s display
 /// leaves out: "db error") and its code, or the error with its causes.
 pub(crate) fn describe_error(error: &tokio_postgres::Error) -> String {
@@ -334,9 +404,14 @@ pub(crate) fn describe_error(error: &tokio_postgres::Error) -> String {
 }
 
 /// Whether `error` is an answer that trying again would repeat: the server's own, a
-/// certificate refused, or a password request refused (see `guard`).
+/// certificate refused, or a password request refused (see `guard`). A server shutting
+/// down or starting up (`cannot_connect_now` and the rest of class 57P) answers for the
+/// moment only: a restart is waited out.
 fn final_answer(error: &tokio_postgres::Error) -> bool {
-    if error.as_db_error().is_some() || tls::certificate_refused(error).is_some() {
+    if let Some(db) = error.as_db_error() {
+        return !db.code().code().starts_with("57P");
+    }
+    if tls::certificate_refused(error).is_some() {
         return true;
     }
     causes(error).any(|cause| {
@@ -409,6 +484,12 @@ pub(crate) struct Session {
     lost: Cell<bool>,
     /// Whether the transaction's `COMMIT` was sent.
     committing: Cell<bool>,
+    /// The transaction's id as read with its `COMMIT`: `None` until read, `Some(None)` for
+    /// a transaction that wrote nothing (and was given none).
+    xid: Cell<Option<Option<i64>>>,
+    /// Whether the server itself ended the session, in answer to a statement (class 57P:
+    /// shutting down, terminated), rather than the connection dropping.
+    ended_by_server: Cell<bool>,
 }
 
 impl Session {
@@ -465,6 +546,27 @@ impl Session {
         Ok(())
     }
 
+    /// Commits the open transaction, reading its id in the same message (one round trip),
+    /// so that a commit cut off can be looked up afterwards.
+    fn commit(&self) -> Result<(), StoreError> {
+        let client = self.client();
+        let xid = &self.xid;
+        self.noted(wait(async {
+            let messages = client
+                .simple_query_raw("SELECT txid_current_if_assigned(); COMMIT")
+                .await?;
+            futures::pin_mut!(messages);
+            while let Some(message) = messages.try_next().await? {
+                if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                    xid.set(Some(row.get(0).and_then(|text| text.parse().ok())));
+                }
+            }
+            Ok(())
+        }))?;
+        self.open.set(false);
+        Ok(())
+    }
+
     fn end(&self, how: &str) -> Result<(), StoreError> {
         self.batch(how)?;
         self.open.set(false);
@@ -476,6 +578,12 @@ impl Session {
             self.failed.set(true);
             if connection_lost(&error) {
                 self.lost.set(true);
+            }
+            if error
+                .as_db_error()
+                .is_some_and(|db| db.code().code().starts_with("57P"))
+            {
+                self.ended_by_server.set(true);
             }
             StoreError::from(error)
         })
