@@ -217,8 +217,6 @@ impl Pg {
                         failed: Cell::new(false),
                         lost: Cell::new(false),
                         committing: Cell::new(false),
-                        xid: Cell::new(None),
-                        ended_by_server: Cell::new(false),
                     });
                 }
                 Ok(Err(deadpool_postgres::PoolError::Timeout(
@@ -262,11 +260,10 @@ impl Pg {
     /// When the connection is lost before the commit is sent (the server restarted, or
     /// ended the session), nothing of the transaction was kept either: `work` runs again
     /// on a new connection, for up to [`RECONNECT_WINDOW`], so that a restart of the
-    /// server fails no run. When it is lost during the commit, the server may or may not
-    /// have committed: the transaction's id, read just before its `COMMIT`, is looked up
-    /// on a new connection (`txid_status`): committed, the result stands; aborted, `work`
-    /// runs again; not to be told, it is an error, since running `work` again could do it
-    /// twice.
+    /// server fails no run; so is a connection found closed just before the commit (the
+    /// server's notice that it ends the session closed it while `work` ran). A connection
+    /// lost during the commit is an error: the server may or may not have committed, and
+    /// running `work` again could do it twice.
     pub(crate) fn transaction<T>(
         &self,
         mut work: impl FnMut(&Session) -> Result<T, StoreError>,
@@ -283,7 +280,7 @@ impl Pg {
                 }
                 session => session?,
             };
-            let out = self.attempt(&session, &mut work, started);
+            let out = Self::attempt(&session, &mut work);
             if out.is_err()
                 && session.lost.get()
                 && !session.committing.get()
@@ -298,10 +295,8 @@ impl Pg {
     }
 
     fn attempt<T>(
-        &self,
         session: &Session,
         work: &mut impl FnMut(&Session) -> Result<T, StoreError>,
-        started: Instant,
     ) -> Result<T, StoreError> {
         session.begin()?;
         let out = work(session);
@@ -322,31 +317,8 @@ impl Pg {
             }
             Ok(value) => {
                 session.committing.set(true);
-                match session.commit() {
-                    Ok(()) => Ok(value),
-                    Err(error) if session.lost.get() => match session.xid.get() {
-                        // The server ended the session in answer to the commit's message,
-                        // before the id's row: it ran neither statement.
-                        None if session.ended_by_server.get() => {
-                            session.committing.set(false);
-                            Err(error)
-                        }
-                        // Its id was never read: whether it committed cannot be told.
-                        None => Err(error),
-                        // It wrote nothing: there was nothing to commit.
-                        Some(None) => Ok(value),
-                        Some(Some(xid)) => match self.committed(xid, started) {
-                            Some(true) => Ok(value),
-                            // Nothing of it was kept: the caller may run it again.
-                            Some(false) => {
-                                session.committing.set(false);
-                                Err(error)
-                            }
-                            None => Err(error),
-                        },
-                    },
-                    Err(error) => Err(error),
-                }
+                session.end("COMMIT")?;
+                Ok(value)
             }
             Err(error) => {
                 // On a lost connection the rollback fails too; the session then closes
@@ -359,38 +331,6 @@ impl Pg {
                 Err(error)
             }
         }
-    }
-}
-
-impl Pg {
-    /// Whether transaction `xid` committed, asked on a new connection while the server
-    /// comes back (up to [`RECONNECT_WINDOW`] after `started`); `None` when that cannot be
-    /// told (the server says neither, or never answers).
-    fn committed(&self, xid: i64, started: Instant) -> Option<bool> {
-        while started.elapsed() < RECONNECT_WINDOW {
-            let session = match self.session() {
-                Ok(session) => session,
-                Err(StoreError::Unreachable { .. }) => {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-                Err(_) => return None,
-            };
-            match session.query("SELECT txid_status($1)", &[&xid]) {
-                Ok(rows) => {
-                    let status: Option<String> = rows.first().and_then(|row| row.get(0));
-                    return match status.as_deref() {
-                        Some("committed") => Some(true),
-                        Some("aborted") => Some(false),
-                        _ => None,
-                    };
-                }
-                // A connection of the pool from before the restart: try another.
-                Err(_) if session.lost.get() => continue,
-                Err(_) => return None,
-            }
-        }
-        None
     }
 }
 
@@ -484,12 +424,6 @@ pub(crate) struct Session {
     lost: Cell<bool>,
     /// Whether the transaction's `COMMIT` was sent.
     committing: Cell<bool>,
-    /// The transaction's id as read with its `COMMIT`: `None` until read, `Some(None)` for
-    /// a transaction that wrote nothing (and was given none).
-    xid: Cell<Option<Option<i64>>>,
-    /// Whether the server itself ended the session, in answer to a statement (class 57P:
-    /// shutting down, terminated), rather than the connection dropping.
-    ended_by_server: Cell<bool>,
 }
 
 impl Session {
@@ -546,27 +480,6 @@ impl Session {
         Ok(())
     }
 
-    /// Commits the open transaction, reading its id in the same message (one round trip),
-    /// so that a commit cut off can be looked up afterwards.
-    fn commit(&self) -> Result<(), StoreError> {
-        let client = self.client();
-        let xid = &self.xid;
-        self.noted(wait(async {
-            let messages = client
-                .simple_query_raw("SELECT txid_current_if_assigned(); COMMIT")
-                .await?;
-            futures::pin_mut!(messages);
-            while let Some(message) = messages.try_next().await? {
-                if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
-                    xid.set(Some(row.get(0).and_then(|text| text.parse().ok())));
-                }
-            }
-            Ok(())
-        }))?;
-        self.open.set(false);
-        Ok(())
-    }
-
     fn end(&self, how: &str) -> Result<(), StoreError> {
         self.batch(how)?;
         self.open.set(false);
@@ -579,12 +492,7 @@ impl Session {
             if connection_lost(&error) {
                 self.lost.set(true);
             }
-            if error
-                .as_db_error()
-                .is_some_and(|db| db.code().code().starts_with("57P"))
-            {
-                self.ended_by_server.set(true);
-            }
+
             StoreError::from(error)
         })
     }
