@@ -3,7 +3,7 @@
 use super::chain::{Break, Fields, GENESIS, Intact, Walk, chain_hash, sha256_hex};
 use std::cell::RefCell;
 
-use super::sql::{Db, Dialects, Param, Row};
+use super::sql::{Db, Dialects, Param, Row, from_columns};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -90,19 +90,22 @@ pub(super) const COLUMNS: &str =
     "id, at, tool, args, outcome, run_id, node_id, principal, args_sha256, prev_hash, hash";
 
 pub(super) fn read_row(r: &Row<'_>) -> Result<AuditRow, StoreError> {
-    Ok(AuditRow {
-        id: r.get(0)?,
-        at: r.get(1)?,
-        tool: r.get(2)?,
-        args: r.get(3)?,
-        outcome: r.get(4)?,
-        run_id: r.get(5)?,
-        node_id: r.get(6)?,
-        principal: r.get(7)?,
-        args_sha256: r.get(8)?,
-        prev_hash: r.get(9)?,
-        hash: r.get(10)?,
-    })
+    Ok(from_columns!(
+        r,
+        AuditRow {
+            id,
+            at,
+            tool,
+            args,
+            outcome,
+            run_id,
+            node_id,
+            principal,
+            args_sha256,
+            prev_hash,
+            hash,
+        }
+    ))
 }
 
 /// SQLite: the chain's head (its last row's id and hash) as this connection last wrote

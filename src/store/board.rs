@@ -2,6 +2,7 @@
 //! a time, with what a row shows (its task's state, its node count, when it ended).
 
 use super::runs::scope_clause;
+use super::sql::from_columns;
 use super::{Scope, Store, StoreError};
 
 /// Which runs a page of the list shows.
@@ -75,17 +76,20 @@ impl Store {
         ];
         self.with(|tx| {
             tx.db.query(&sql, &params, |r| {
-                Ok(BoardRow {
-                    id: r.get(0)?,
-                    workflow: r.get(1)?,
-                    status: r.get(2)?,
-                    task_status: r.get(3)?,
-                    progress: r.get(4)?,
-                    status_message: r.get(5)?,
-                    nodes: r.get(6)?,
-                    created_at: r.get(7)?,
-                    finished_at: r.get(8)?,
-                })
+                Ok(from_columns!(
+                    r,
+                    BoardRow {
+                        id,
+                        workflow,
+                        status,
+                        task_status,
+                        progress,
+                        status_message,
+                        nodes,
+                        created_at,
+                        finished_at,
+                    }
+                ))
             })
         })
     }

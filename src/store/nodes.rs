@@ -2,7 +2,7 @@
 //! first change on. The row is also what its sub-task reports; a unit without a row has
 //! not started.
 
-use super::sql::{Db, Row};
+use super::sql::{Db, Row, from_columns};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -37,24 +37,27 @@ const NODE_COLUMNS: &str = "node, node_id, instance, status, reason, attempts, n
      deadline_ms, asking, output, error, intent, started_at, finished_at, updated_at, retried";
 
 fn node_from_row(r: &Row<'_>) -> Result<NodeRow, StoreError> {
-    Ok(NodeRow {
-        node: r.get(0)?,
-        node_id: r.get(1)?,
-        instance: r.get(2)?,
-        status: r.get(3)?,
-        reason: r.get(4)?,
-        attempts: r.get(5)?,
-        next_attempt_ms: r.get(6)?,
-        deadline_ms: r.get(7)?,
-        asking: r.get(8)?,
-        output: r.get(9)?,
-        error: r.get(10)?,
-        intent: r.get(11)?,
-        started_at: r.get(12)?,
-        finished_at: r.get(13)?,
-        updated_at: r.get(14)?,
-        retried: r.get(15)?,
-    })
+    Ok(from_columns!(
+        r,
+        NodeRow {
+            node,
+            node_id,
+            instance,
+            status,
+            reason,
+            attempts,
+            next_attempt_ms,
+            deadline_ms,
+            asking,
+            output,
+            error,
+            intent,
+            started_at,
+            finished_at,
+            updated_at,
+            retried,
+        }
+    ))
 }
 
 /// How many rows one statement writes: a statement's fixed cost (binding, stepping,

@@ -6,7 +6,7 @@
 //! status never changes: the statements below skip such rows, and a trigger refuses the
 //! change anyway.
 
-use super::sql::Row;
+use super::sql::{Row, from_columns};
 use super::{Owner, Scope, Store, StoreError, Tx};
 use crate::clock;
 
@@ -92,16 +92,10 @@ fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
 }
 
 fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
-    Ok(TaskRow {
+    Ok(from_columns!(r, 10.., TaskRow {
+        status, status_message, progress, updated_at, result, error, tool;
         head: head_from_row(r)?,
-        status: r.get(10)?,
-        status_message: r.get(11)?,
-        progress: r.get(12)?,
-        updated_at: r.get(13)?,
-        result: r.get(14)?,
-        error: r.get(15)?,
-        tool: r.get(16)?,
-    })
+    }))
 }
 
 /// The update of a run's own task; its progress never goes down (the larger of the two is
@@ -312,15 +306,18 @@ impl Store {
                  ORDER BY q.asked_at, q.key",
                 &[&run_id],
                 |r| {
-                    Ok(QuestionRow {
-                        node: r.get(0)?,
-                        node_id: r.get(1)?,
-                        instance: r.get(2)?,
-                        key: r.get(3)?,
-                        request: r.get(4)?,
-                        answer: r.get(5)?,
-                        refusal: r.get(6)?,
-                    })
+                    Ok(from_columns!(
+                        r,
+                        QuestionRow {
+                            node,
+                            node_id,
+                            instance,
+                            key,
+                            request,
+                            answer,
+                            refusal,
+                        }
+                    ))
                 },
             )
         })

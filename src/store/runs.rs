@@ -8,7 +8,7 @@
 //! [`on_db_clock`]), and callers pass only a lease's length. Hosts whose clocks disagree
 //! then agree on whose lease ran out.
 
-use super::sql::{Row, on_db_clock};
+use super::sql::{Row, from_columns, on_db_clock};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -177,27 +177,13 @@ const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.e
      r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session, r.takeovers";
 
 fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
-    Ok(RunRow {
-        id: r.get(0)?,
-        workflow: r.get(1)?,
-        snapshot: r.get(2)?,
-        inputs: r.get(3)?,
-        status: r.get(4)?,
-        error: r.get(5)?,
-        output: r.get(6)?,
-        origin: r.get(7)?,
-        answers: r.get(8)?,
-        deadline_ms: r.get(9)?,
-        lease_owner: r.get(10)?,
-        lease_expires_ms: r.get(11)?,
-        cancel_requested: r.get(12)?,
-        retry_of: r.get(13)?,
-        created_at: r.get(14)?,
-        updated_at: r.get(15)?,
-        finished_at: r.get(16)?,
+    Ok(from_columns!(r, RunRow {
+        id, workflow, snapshot, inputs, status, error, output, origin, answers, deadline_ms,
+        lease_owner, lease_expires_ms, cancel_requested, retry_of, created_at, updated_at,
+        finished_at;
         owner: Owner::read(r, 17)?,
         takeovers: r.get(19)?,
-    })
+    }))
 }
 
 impl Tx<'_> {
@@ -383,13 +369,16 @@ impl Store {
                  FROM runs r JOIN plans p ON p.key = r.plan_key WHERE r.id = ?1",
                 &[&run_id],
                 |r| {
-                    Ok(RunEndRow {
-                        workflow: r.get(0)?,
-                        status: r.get(1)?,
-                        error: r.get(2)?,
-                        output: r.get(3)?,
-                        node_ids: r.get(4)?,
-                    })
+                    Ok(from_columns!(
+                        r,
+                        RunEndRow {
+                            workflow,
+                            status,
+                            error,
+                            output,
+                            node_ids,
+                        }
+                    ))
                 },
             )
         })
@@ -426,15 +415,18 @@ impl Store {
         let (kind, name) = scope.params();
         self.with(|tx| {
             tx.db.query(&sql, &[&status, &limit, &kind, &name], |r| {
-                Ok(RunSummary {
-                    id: r.get(0)?,
-                    workflow: r.get(1)?,
-                    status: r.get(2)?,
-                    progress: r.get(3)?,
-                    status_message: r.get(4)?,
-                    origin: r.get(5)?,
-                    created_at: r.get(6)?,
-                })
+                Ok(from_columns!(
+                    r,
+                    RunSummary {
+                        id,
+                        workflow,
+                        status,
+                        progress,
+                        status_message,
+                        origin,
+                        created_at,
+                    }
+                ))
             })
         })
     }

@@ -46,6 +46,25 @@ impl Row<'_> {
     }
 }
 
+/// A struct read from a row, field `i` from column `i`: the fields are named in the order of
+/// the query's columns, and no column index is written by hand to be kept in step with them.
+/// Fields read otherwise (from several columns, or converted) follow a `;`, each with its
+/// own expression. A first column other than 0 is given before the struct's name.
+macro_rules! from_columns {
+    ($row:expr, $first:literal.., $ty:ident { $($field:ident),+ $(,)? $(; $($other:ident: $value:expr),+ $(,)?)? }) => {{
+        let row: &$crate::store::sql::Row<'_> = $row;
+        let mut column = $first..;
+        $ty {
+            $($field: row.get(column.next().unwrap_or_default())?,)+
+            $($($other: $value,)+)?
+        }
+    }};
+    ($row:expr, $ty:ident $fields:tt) => {
+        $crate::store::sql::from_columns!($row, 0.., $ty $fields)
+    };
+}
+pub(crate) use from_columns;
+
 /// A statement in both dialects, for [`Db::pick`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Dialects {

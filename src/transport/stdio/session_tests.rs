@@ -32,19 +32,26 @@ fn call(id: u64, name: &str, arguments: Value) -> String {
     .to_string()
 }
 
-/// Serves `transport` with `server` until the client hangs up.
-fn serve<R, W>(server: Server, transport: WireTransport<R, W>) -> tokio::task::JoinHandle<()>
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
+/// A client half: what the server writes, and where the client writes.
+type Client = (
+    tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+);
+
+/// Serves `server` on an in-memory pipe of `buffer` bytes until the client hangs up;
+/// returns the serving task and the client's end.
+fn serve(server: Server, buffer: usize) -> (tokio::task::JoinHandle<()>, Client) {
+    let (client, server_end) = tokio::io::duplex(buffer);
+    let (read, write) = tokio::io::split(server_end);
+    let transport = WireTransport::new(read, write, DEFAULT_WRITE_QUEUE);
+    let serving = tokio::spawn(async move {
         let running = server
             .serve_with_ct(transport, CancellationToken::new())
             .await
             .unwrap();
         running.waiting().await.unwrap();
-    })
+    });
+    (serving, tokio::io::split(client))
 }
 
 async fn send(client: &mut (impl AsyncWrite + Unpin), lines: &[String]) {
@@ -56,11 +63,7 @@ async fn send(client: &mut (impl AsyncWrite + Unpin), lines: &[String]) {
 
 #[tokio::test]
 async fn a_client_that_hangs_up_gets_the_replies_of_its_calls_in_flight() {
-    let (client, server_end) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(server_end);
-    let server = server();
-    let serving = serve(server, WireTransport::new(read, write, DEFAULT_WRITE_QUEUE));
-    let (client_read, mut client_write) = tokio::io::split(client);
+    let (serving, (client_read, mut client_write)) = serve(server(), 1 << 20);
     let mut lines = opening();
     lines.extend((1..=64).map(|i| call(i, "add_task", json!({"title": format!("t{i}")}))));
     send(&mut client_write, &lines).await;
@@ -87,11 +90,7 @@ async fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_still_answ
     let store = server.app().registry().store().clone();
     // The first call waits for the store while the second arrives.
     let held = Held::connection_of(&store);
-    let (client, server_end) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(server_end);
-    let transport = WireTransport::new(read, write, DEFAULT_WRITE_QUEUE);
-    let serving = serve(server, transport);
-    let (client_read, mut client_write) = tokio::io::split(client);
+    let (serving, (client_read, mut client_write)) = serve(server, 1 << 16);
     let mut lines = opening();
     lines.push(call(1, "add_task", json!({"title": "first"})));
     lines.push(call(1, "add_task", json!({"title": "second"})));
@@ -131,11 +130,7 @@ async fn a_call_cancelled_while_it_waits_for_the_store_gets_no_reply_and_others_
     // client cancels it.
     let held = Held::connection_of(&store);
 
-    let (client, server_end) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(server_end);
-    let transport = WireTransport::new(read, write, DEFAULT_WRITE_QUEUE);
-    let serving = serve(server, transport);
-    let (client_read, mut client_write) = tokio::io::split(client);
+    let (serving, (client_read, mut client_write)) = serve(server, 1 << 16);
     let mut lines = opening();
     lines.push(call(1, "add_task", json!({"title": "cancelled"})));
     lines.push(
