@@ -97,11 +97,11 @@ impl Server {
         }
     }
 
-    /// Caps each principal's unfinished runs at `max_runs`, and the `tasks/result`
-    /// requests waiting by `result_waits`.
-    pub(crate) fn with_caps(self, max_runs: u64, result_waits: Arc<slots::Slots>) -> Server {
+    /// Serves `app`, this server's application with an HTTP server's caps on it, and caps
+    /// the `tasks/result` requests waiting by `result_waits`.
+    pub(crate) fn with_caps(self, app: App, result_waits: Arc<slots::Slots>) -> Server {
         Server {
-            app: self.app.with_max_runs(max_runs),
+            app,
             result_waits: Some(result_waits),
             ..self
         }

@@ -215,6 +215,9 @@ async fn listen(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     options.check()?;
+    // A run started over MCP, or started or retried from a page, counts against its
+    // caller's cap.
+    let app = app.with_max_runs(options.max_runs);
     let listener = TcpListener::bind(options.addr)
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
@@ -242,7 +245,7 @@ async fn listen(
             .with_max_request_body_bytes(rewrite::MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
         let server = server.with_caps(
-            options.max_runs,
+            app.clone(),
             Slots::new(
                 options.max_result_waits,
                 per_principal(options.max_result_waits_per_principal),
@@ -286,9 +289,12 @@ async fn listen(
             (Auth::Generated, true) => Viewer::Local,
             _ => Viewer::Principal,
         };
-        // A run started or retried from a page counts against its caller's cap too.
-        let app = app.clone().with_max_runs(options.max_runs);
-        Arc::new(Web::new(app, keys.clone(), viewer, options.allowed_hosts()))
+        Arc::new(Web::new(
+            app.clone(),
+            keys.clone(),
+            viewer,
+            options.allowed_hosts(),
+        ))
     });
     if let Some(web) = &web {
         announce_dashboard(local, web, generated.as_deref(), pages_only);
