@@ -4,6 +4,8 @@
 
 mod backends;
 mod engine_support;
+#[path = "durable/pick_up.rs"]
+mod pick_up;
 
 use std::path::Path;
 use std::sync::Arc;

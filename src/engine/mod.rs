@@ -16,6 +16,7 @@ pub mod form;
 pub mod journal;
 pub mod loader;
 pub mod observer;
+mod pick_up;
 pub mod plan;
 pub mod question;
 pub mod report;
@@ -352,6 +353,7 @@ impl Engine {
             refused,
             recorded_ms,
             poisoned: None,
+            picked_up: false,
         }
     }
 
@@ -370,13 +372,12 @@ impl Engine {
         let durable = setup.journal.is_some();
         let run_id = setup.run_id.to_string();
         // Removes the run from `active` however the drive ends: returned, panicked, or
-        // dropped with its task.
+        // dropped with its task. It stays there while the run is picked up again, so that
+        // no takeover or resume here drives it a second time meanwhile.
         let _active = durable.then(|| {
-            let (units, requests) = tokio::sync::mpsc::unbounded_channel();
-            setup.unit_cancels = Some(requests);
             let active = Active {
                 cancel: setup.cancel.clone(),
-                units,
+                units: unit_cancels_for(&mut setup),
             };
             self.lock_active().insert(run_id.clone(), active);
             ActiveGuard {
@@ -385,20 +386,36 @@ impl Engine {
             }
         });
         let plan = Arc::clone(&setup.plan);
-        let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
-        match futures::FutureExt::catch_unwind(drive).await {
-            Ok(report) => report,
-            Err(_) => {
-                // A bug in the scheduler itself: the caller still gets an answer.
-                tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
-                RunReport {
-                    run_id,
-                    workflow: plan.name.clone(),
-                    status: RunStatus::Failed,
-                    output: Value::Null,
-                    error: Some("internal error: the run's scheduler panicked".into()),
-                    nodes: unreached(&plan),
+        loop {
+            let again = pick_up::Again::of(&setup);
+            let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
+            let driven = match futures::FutureExt::catch_unwind(drive).await {
+                Ok(driven) => driven,
+                Err(_) => {
+                    // A bug in the scheduler itself: the caller still gets an answer.
+                    tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
+                    return RunReport {
+                        run_id,
+                        workflow: plan.name.clone(),
+                        status: RunStatus::Failed,
+                        output: Value::Null,
+                        error: Some("internal error: the run's scheduler panicked".into()),
+                        nodes: unreached(&plan),
+                    };
                 }
+            };
+            if !driven.unsaved {
+                return driven.report;
+            }
+            match self.pick_up(&run_id, again).await {
+                Some(mut next) => {
+                    let units = unit_cancels_for(&mut next);
+                    if let Some(active) = self.lock_active().get_mut(&run_id) {
+                        active.units = units;
+                    }
+                    setup = next;
+                }
+                None => return driven.report,
             }
         }
     }
@@ -529,4 +546,14 @@ impl Engine {
             .expect("a one-node plan has one node");
         Some(node.into_tool_result())
     }
+}
+
+/// A channel for cancels of single units of `setup`'s run: its receiver goes with the
+/// setup, its sender is returned for the `active` table.
+fn unit_cancels_for(
+    setup: &mut RunSetup,
+) -> tokio::sync::mpsc::UnboundedSender<scheduler::UnitCancel> {
+    let (units, requests) = tokio::sync::mpsc::unbounded_channel();
+    setup.unit_cancels = Some(requests);
+    units
 }

@@ -61,7 +61,8 @@ enum Stop {
     /// unit finished in between: it is failed rather than driven once more.
     Poisoned(String),
     /// The journal refused a write (the lease went to another process, or storage failed):
-    /// this process stops driving the run and writes nothing more of it.
+    /// this drive stops and writes nothing more of the run. A run lost to storage is
+    /// picked up again from what was saved (`engine/pick_up.rs`).
     Lost(String),
 }
 
@@ -90,6 +91,17 @@ pub(crate) struct RunSetup {
     pub recorded_ms: Option<i64>,
     /// Why a stored run is poisoned: it is failed at once, nothing of it driven.
     pub poisoned: Option<String>,
+    /// The run is picked up again by the process that drove it, after its journal refused
+    /// a write (`engine/pick_up.rs`): it started before, and says so once only.
+    pub picked_up: bool,
+}
+
+/// How a drive ended: the run's report, and whether its journal refused a write for a
+/// reason other than the run's lease (the database unreachable, a commit cut off, a full
+/// disk), so that the run is to be picked up again from what was saved.
+pub(crate) struct Driven {
+    pub report: RunReport,
+    pub unsaved: bool,
 }
 
 impl RunSetup {
@@ -115,6 +127,7 @@ impl RunSetup {
             refused: None,
             recorded_ms: None,
             poisoned: None,
+            picked_up: false,
         }
     }
 }
@@ -152,6 +165,9 @@ pub(super) struct Run {
     /// with the records of their units.
     audits: Vec<crate::engine::journal::PendingAudit>,
     poisoned: Option<String>,
+    picked_up: bool,
+    /// The journal refused a write for a reason other than the lease ([`Driven::unsaved`]).
+    unsaved: bool,
     /// The run's units so far (its nodes and the instances of its `for_each` nodes),
     /// counted against `max_run_units`.
     units: usize,
@@ -229,6 +245,8 @@ impl Run {
             audits: Vec::new(),
             units: n,
             poisoned: setup.poisoned,
+            picked_up: setup.picked_up,
+            unsaved: false,
             plan,
         }
     }
@@ -239,12 +257,14 @@ impl Run {
         }
     }
 
-    pub(super) async fn drive(mut self) -> RunReport {
-        self.emit(Event::RunStarted {
-            run_id: &self.run_id,
-            workflow: &self.plan.name,
-            total: self.plan.steps(),
-        });
+    pub(super) async fn drive(mut self) -> Driven {
+        if !self.picked_up {
+            self.emit(Event::RunStarted {
+                run_id: &self.run_id,
+                workflow: &self.plan.name,
+                total: self.plan.steps(),
+            });
+        }
         if let Some(why) = self.poisoned.take() {
             self.halt(Stop::Poisoned(why));
         }
@@ -294,7 +314,11 @@ impl Run {
                 Wake::TimedOut => self.halt(Stop::TimedOut),
             }
         }
-        self.finalize()
+        let unsaved = self.unsaved;
+        Driven {
+            report: self.finalize(),
+            unsaved,
+        }
     }
 
     /// When the run times out: from the stored absolute deadline on a resumed run; from the

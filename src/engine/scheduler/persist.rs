@@ -42,14 +42,18 @@ impl Run {
         self.committed_at = std::time::Instant::now();
     }
 
-    /// The journal refused a write: this process stops driving the run and writes nothing
-    /// more of it. What was committed stays, so the run can go on elsewhere or later.
+    /// The journal refused a write: this drive stops and writes nothing more of the run.
+    /// What was committed stays, so the run can go on elsewhere, or here again once the
+    /// journal answers (unless another process holds its lease now).
     pub(super) fn lose(&mut self, error: JournalError) {
         tracing::error!(run_id = %self.run_id, %error, "the run's state cannot be saved; this process stops driving it");
         self.journal = None;
         let why = match error {
             JournalError::LeaseLost(_) => "run taken over by another process".to_owned(),
-            other => format!("run state could not be saved: {other}"),
+            other => {
+                self.unsaved = true;
+                format!("run state could not be saved: {other}")
+            }
         };
         self.halt(Stop::Lost(why));
     }

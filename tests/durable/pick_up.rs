@@ -1,0 +1,150 @@
+//! A run whose journal refuses a write for a reason other than its lease (a commit cut off
+//! by a database restart, say) is driven on by the same process from what was saved: a
+//! tool call whose commit was kept is not made again, one whose commit was lost is, and
+//! the run ends as it would have, under the same handle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcp_task_server::engine::actions::BoxFuture;
+use mcp_task_server::engine::journal::{
+    Answers, Journal, RunBatch, RunStart, StoredRun, ToolCall, UnitState,
+};
+use mcp_task_server::engine::report::NodeError;
+use mcp_task_server::todos::{ToolResult, Tools};
+
+use super::*;
+
+/// The registry's journal, but the `cut_off`-th tool call's commit is answered with a
+/// storage error, as a connection closed during the commit answers: after being kept
+/// (`kept`), or without it. Then the first `unreachable` claims of the run's lease fail
+/// as they do while the database is down.
+struct CutOff {
+    inner: Arc<Registry>,
+    calls: AtomicUsize,
+    cut_off: usize,
+    kept: bool,
+    unreachable: AtomicUsize,
+}
+
+impl Journal for CutOff {
+    fn create(&self, start: &RunStart<'_>) -> Result<(), JournalError> {
+        self.inner.create(start)
+    }
+
+    fn commit(&self, batch: &RunBatch<'_>) -> Result<(), JournalError> {
+        self.inner.commit(batch)
+    }
+
+    fn commit_tool_call(
+        &self,
+        batch: &RunBatch<'_>,
+        call: &ToolCall<'_>,
+        settle: &dyn Fn(&ToolResult) -> UnitState,
+    ) -> Result<(ToolResult, UnitState), JournalError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 != self.cut_off {
+            return self.inner.commit_tool_call(batch, call, settle);
+        }
+        if self.kept {
+            let _kept = self.inner.commit_tool_call(batch, call, settle)?;
+        }
+        Err(JournalError::Storage(
+            "the connection closed during the commit".into(),
+        ))
+    }
+
+    fn commit_placing(
+        &self,
+        batch: &RunBatch<'_>,
+        place: &mut dyn FnMut(),
+    ) -> Result<(), JournalError> {
+        self.inner.commit_placing(batch, place)
+    }
+
+    fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
+        self.inner.load(run_id)
+    }
+
+    fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
+        let down = self.unreachable.load(Ordering::SeqCst);
+        if down > 0 {
+            self.unreachable.store(down - 1, Ordering::SeqCst);
+            return Err(JournalError::Storage("the database is unreachable".into()));
+        }
+        self.inner.claim(run_id, answers)
+    }
+
+    fn answer(
+        &self,
+        run_id: &str,
+        node: &str,
+        instance: Option<usize>,
+        key: &str,
+    ) -> BoxFuture<Result<Value, NodeError>> {
+        self.inner.answer(run_id, node, instance, key)
+    }
+}
+
+const FIVE_IN_A_CHAIN: &str = r#"
+    [nodes.t1]
+    tool = "add_task"
+    args = { title = "t1" }
+    [nodes.t2]
+    tool = "add_task"
+    args = { title = "t2" }
+    needs = ["t1"]
+    [nodes.t3]
+    tool = "add_task"
+    args = { title = "t3" }
+    needs = ["t2"]
+    [nodes.t4]
+    tool = "add_task"
+    args = { title = "t4" }
+    needs = ["t3"]
+    [nodes.t5]
+    tool = "add_task"
+    args = { title = "t5" }
+    needs = ["t4"]
+"#;
+
+/// Runs the chain with its third tool call's commit cut off, kept or not, and the
+/// database then unreachable for two tries; checks that the run succeeds with every todo
+/// made once.
+async fn third_commit_cut_off(world: &World, kept: bool) {
+    let a = world.process(SHORT);
+    let journal = CutOff {
+        inner: Arc::clone(&a.registry),
+        calls: AtomicUsize::new(0),
+        cut_off: 3,
+        kept,
+        unreachable: AtomicUsize::new(2),
+    };
+    let engine =
+        Engine::new(Tools::new(world.store()), world.dir.path()).with_journal(Arc::new(journal));
+    let plan = plan(FIVE_IN_A_CHAIN);
+    let inputs = checked_inputs(&plan, json!({}));
+    let handle = engine.start(plan, inputs, RunOptions::default());
+    let run_id = handle.run_id.clone();
+    let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+        .await
+        .expect("the run ends")
+        .unwrap();
+    assert_eq!(report.status, RunStatus::Succeeded, "{:?}", report.error);
+    assert_eq!(world.todo_titles(), ["t1", "t2", "t3", "t4", "t5"]);
+    let stored = world.store().run(&run_id).unwrap().unwrap();
+    assert_eq!(stored.status, "succeeded");
+    // Picked up by the process that drove it: no takeover counted against the run.
+    assert_eq!(stored.takeovers, 0);
+}
+
+on_both_backends! {
+    async fn a_commit_cut_off_but_kept_is_not_made_again_and_the_run_goes_on(place) {
+        third_commit_cut_off(&World::new(place), true).await;
+    }
+}
+
+on_both_backends! {
+    async fn a_commit_cut_off_and_lost_is_made_again_and_the_run_goes_on(place) {
+        third_commit_cut_off(&World::new(place), false).await;
+    }
+}
