@@ -1,7 +1,8 @@
 //! A run whose journal refused a write, picked up again by the process that drove it.
 //!
 //! A write refused for a reason other than the run's lease (the database unreachable, a
-//! commit cut off by a restart, a full disk) ends the drive: what it had not committed is
+//! commit cut off by a restart, a full disk), the run's end included, ends the drive:
+//! what it had not committed is
 //! forgotten, and whether a commit cut off was kept is not known here. The run is then read
 //! back from what was saved, as a takeover reads it, and driven on under the same handle,
 //! observer and cancel token. A unit whose commit was kept is done; one whose commit was

@@ -17,23 +17,44 @@ use super::*;
 
 /// The registry's journal, but the `cut_off`-th tool call's commit is answered with a
 /// storage error, as a connection closed during the commit answers: after being kept
-/// (`kept`), or without it. Then the first `unreachable` claims of the run's lease fail
-/// as they do while the database is down.
+/// (`kept`), or without it. The first `ends_refused` commits of the run's end fail the
+/// same way, unkept. The first `unreachable` claims of the run's lease fail as they do
+/// while the database is down.
+#[derive(Default)]
 struct CutOff {
-    inner: Arc<Registry>,
+    inner: Option<Arc<Registry>>,
     calls: AtomicUsize,
     cut_off: usize,
     kept: bool,
+    ends_refused: AtomicUsize,
     unreachable: AtomicUsize,
+}
+
+impl CutOff {
+    fn inner(&self) -> &Registry {
+        self.inner.as_deref().expect("a registry")
+    }
+}
+
+/// Takes one from `count` if it is above zero; says whether it was.
+fn one_less(count: &AtomicUsize) -> bool {
+    count
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 impl Journal for CutOff {
     fn create(&self, start: &RunStart<'_>) -> Result<(), JournalError> {
-        self.inner.create(start)
+        self.inner().create(start)
     }
 
     fn commit(&self, batch: &RunBatch<'_>) -> Result<(), JournalError> {
-        self.inner.commit(batch)
+        if batch.end.is_some() && one_less(&self.ends_refused) {
+            return Err(JournalError::Storage(
+                "the connection closed during the commit".into(),
+            ));
+        }
+        self.inner().commit(batch)
     }
 
     fn commit_tool_call(
@@ -43,10 +64,10 @@ impl Journal for CutOff {
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) + 1 != self.cut_off {
-            return self.inner.commit_tool_call(batch, call, settle);
+            return self.inner().commit_tool_call(batch, call, settle);
         }
         if self.kept {
-            let _kept = self.inner.commit_tool_call(batch, call, settle)?;
+            let _kept = self.inner().commit_tool_call(batch, call, settle)?;
         }
         Err(JournalError::Storage(
             "the connection closed during the commit".into(),
@@ -58,20 +79,18 @@ impl Journal for CutOff {
         batch: &RunBatch<'_>,
         place: &mut dyn FnMut(),
     ) -> Result<(), JournalError> {
-        self.inner.commit_placing(batch, place)
+        self.inner().commit_placing(batch, place)
     }
 
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
-        self.inner.load(run_id)
+        self.inner().load(run_id)
     }
 
     fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
-        let down = self.unreachable.load(Ordering::SeqCst);
-        if down > 0 {
-            self.unreachable.store(down - 1, Ordering::SeqCst);
+        if one_less(&self.unreachable) {
             return Err(JournalError::Storage("the database is unreachable".into()));
         }
-        self.inner.claim(run_id, answers)
+        self.inner().claim(run_id, answers)
     }
 
     fn answer(
@@ -81,7 +100,7 @@ impl Journal for CutOff {
         instance: Option<usize>,
         key: &str,
     ) -> BoxFuture<Result<Value, NodeError>> {
-        self.inner.answer(run_id, node, instance, key)
+        self.inner().answer(run_id, node, instance, key)
     }
 }
 
@@ -107,18 +126,11 @@ const FIVE_IN_A_CHAIN: &str = r#"
     needs = ["t4"]
 "#;
 
-/// Runs the chain with its third tool call's commit cut off, kept or not, and the
-/// database then unreachable for two tries; checks that the run succeeds with every todo
-/// made once.
-async fn third_commit_cut_off(world: &World, kept: bool) {
+/// Runs the chain on `journal` (given the registry here); checks that the run succeeds,
+/// stored as it reports, with every todo made once.
+async fn chain_succeeds_once(world: &World, mut journal: CutOff) {
     let a = world.process(SHORT);
-    let journal = CutOff {
-        inner: Arc::clone(&a.registry),
-        calls: AtomicUsize::new(0),
-        cut_off: 3,
-        kept,
-        unreachable: AtomicUsize::new(2),
-    };
+    journal.inner = Some(Arc::clone(&a.registry));
     let engine =
         Engine::new(Tools::new(world.store()), world.dir.path()).with_journal(Arc::new(journal));
     let plan = plan(FIVE_IN_A_CHAIN);
@@ -137,14 +149,35 @@ async fn third_commit_cut_off(world: &World, kept: bool) {
     assert_eq!(stored.takeovers, 0);
 }
 
+/// The third tool call's commit cut off, kept or not, and the database then unreachable
+/// for two tries.
+fn third_commit_cut_off(kept: bool) -> CutOff {
+    CutOff {
+        cut_off: 3,
+        kept,
+        unreachable: AtomicUsize::new(2),
+        ..CutOff::default()
+    }
+}
+
 on_both_backends! {
     async fn a_commit_cut_off_but_kept_is_not_made_again_and_the_run_goes_on(place) {
-        third_commit_cut_off(&World::new(place), true).await;
+        chain_succeeds_once(&World::new(place), third_commit_cut_off(true)).await;
     }
 }
 
 on_both_backends! {
     async fn a_commit_cut_off_and_lost_is_made_again_and_the_run_goes_on(place) {
-        third_commit_cut_off(&World::new(place), false).await;
+        chain_succeeds_once(&World::new(place), third_commit_cut_off(false)).await;
+    }
+}
+
+on_both_backends! {
+    async fn a_run_whose_end_could_not_be_saved_is_ended_again(place) {
+        let journal = CutOff {
+            ends_refused: AtomicUsize::new(1),
+            ..CutOff::default()
+        };
+        chain_succeeds_once(&World::new(place), journal).await;
     }
 }

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::complete::close;
-use super::{Run, Stop};
-use crate::engine::journal::RunEnd;
+use super::{Driven, Run, Stop};
+use crate::engine::journal::{JournalError, RunEnd};
 use crate::engine::observer::Event;
 use crate::engine::report::{NodeReport, NodeReports, NodeStatus, RunReport, RunStatus};
 
 impl Run {
-    pub(super) fn finalize(mut self) -> RunReport {
+    pub(super) fn finalize(mut self) -> Driven {
         self.label_unreached();
         let mut status = match self.stop {
             None => RunStatus::Succeeded,
@@ -33,13 +33,19 @@ impl Run {
             };
             if let Err(e) = journal.commit(&self.batch(Some(end))) {
                 tracing::error!(run_id = %self.run_id, error = %e, "the run's end could not be saved");
+                // Unless the lease went elsewhere, the run is picked up again, and ended
+                // again, rather than left unfinished under this process's lease.
+                self.unsaved |= !matches!(e, JournalError::LeaseLost(_));
             }
         }
         self.emit(Event::RunFinished {
             run_id: &self.run_id,
             status,
         });
-        self.report(status, output, error)
+        Driven {
+            unsaved: self.unsaved,
+            report: self.report(status, output, error),
+        }
     }
 
     /// Nodes the run never reached. After a `fail_run` failure, those downstream of the

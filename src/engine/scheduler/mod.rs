@@ -314,11 +314,7 @@ impl Run {
                 Wake::TimedOut => self.halt(Stop::TimedOut),
             }
         }
-        let unsaved = self.unsaved;
-        Driven {
-            report: self.finalize(),
-            unsaved,
-        }
+        self.finalize()
     }
 
     /// When the run times out: from the stored absolute deadline on a resumed run; from the
