@@ -386,6 +386,8 @@ impl Engine {
             }
         });
         let plan = Arc::clone(&setup.plan);
+        let mut pause = pick_up::FIRST_PAUSE;
+        let mut finished = pick_up::finished_units(&setup);
         loop {
             let again = pick_up::Again::of(&setup);
             let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
@@ -407,8 +409,17 @@ impl Engine {
             if !driven.unsaved {
                 return driven.report;
             }
-            match self.pick_up(&run_id, again).await {
+            match self.pick_up(&run_id, again, pause).await {
                 Some(mut next) => {
+                    // A drive that saved no unit's end waits longer before the next
+                    // pick-up, so that a write that fails every time costs a try every
+                    // few seconds rather than a loop.
+                    let now = pick_up::finished_units(&next);
+                    pause = match now > finished {
+                        true => pick_up::FIRST_PAUSE,
+                        false => pick_up::longer(pause),
+                    };
+                    finished = now;
                     let units = unit_cancels_for(&mut next);
                     if let Some(active) = self.lock_active().get_mut(&run_id) {
                         active.units = units;

@@ -26,9 +26,24 @@ use super::observer::Observer;
 use super::scheduler::RunSetup;
 
 /// The pause before the run is first read back, doubled after each try that finds the
-/// journal still not answering, up to [`LONGEST_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(200);
+/// journal still not answering, and after each drive that saved no unit's end, up to
+/// [`LONGEST_PAUSE`].
+pub(super) const FIRST_PAUSE: Duration = Duration::from_millis(200);
 const LONGEST_PAUSE: Duration = Duration::from_secs(10);
+
+/// The pause after `pause`.
+pub(super) fn longer(pause: Duration) -> Duration {
+    (pause * 2).min(LONGEST_PAUSE)
+}
+
+/// How many of the run's units `setup` starts with finished: what the journal saved of its
+/// progress.
+pub(super) fn finished_units(setup: &RunSetup) -> usize {
+    let restored = setup.restored.iter();
+    restored
+        .filter(|(_, _, unit)| unit.status.is_terminal())
+        .count()
+}
 
 /// What the next drive keeps of the last: the caller's side of the run, which the journal
 /// does not hold.
@@ -54,14 +69,18 @@ impl Engine {
     /// The setup that drives `run_id` on from what its journal saved, once the journal
     /// gives this process the run's lease again and reads the run back. `None` if the run
     /// is finished, gone or held by another process, or if it was cancelled and the
-    /// journal does not answer.
-    pub(super) async fn pick_up(&self, run_id: &str, again: Again) -> Option<RunSetup> {
+    /// journal does not answer. The first try is made after `pause`.
+    pub(super) async fn pick_up(
+        &self,
+        run_id: &str,
+        again: Again,
+        mut pause: Duration,
+    ) -> Option<RunSetup> {
         let journal = self.journal.clone()?;
-        let mut pause = FIRST_PAUSE;
         let mut said = false;
         loop {
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(LONGEST_PAUSE);
+            pause = longer(pause);
             let (reader, id) = (Arc::clone(&journal), run_id.to_owned());
             // The journal's calls wait on the database: off the runtime's workers.
             let read = tokio::task::spawn_blocking(move || {

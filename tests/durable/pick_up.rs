@@ -19,12 +19,14 @@ use super::*;
 /// storage error, as a connection closed during the commit answers: after being kept
 /// (`kept`), or without it. The first `ends_refused` commits of the run's end fail the
 /// same way, unkept. The first `unreachable` claims of the run's lease fail as they do
-/// while the database is down.
+/// while the database is down. With `every`, each tool call's commit from the
+/// `cut_off`-th on is refused.
 #[derive(Default)]
 struct CutOff {
     inner: Option<Arc<Registry>>,
     calls: AtomicUsize,
     cut_off: usize,
+    every: bool,
     kept: bool,
     ends_refused: AtomicUsize,
     unreachable: AtomicUsize,
@@ -63,7 +65,12 @@ impl Journal for CutOff {
         call: &ToolCall<'_>,
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError> {
-        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 != self.cut_off {
+        let call_number = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let refused = match self.every {
+            true => call_number >= self.cut_off,
+            false => call_number == self.cut_off,
+        };
+        if !refused {
             return self.inner().commit_tool_call(batch, call, settle);
         }
         if self.kept {
@@ -179,5 +186,38 @@ on_both_backends! {
             ..CutOff::default()
         };
         chain_succeeds_once(&World::new(place), journal).await;
+    }
+}
+
+on_both_backends! {
+    async fn a_run_that_never_saves_is_tried_less_and_less_often_and_can_be_cancelled(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let journal = Arc::new(CutOff {
+            inner: Some(Arc::clone(&a.registry)),
+            cut_off: 1,
+            every: true,
+            ..CutOff::default()
+        });
+        let engine = Engine::new(Tools::new(world.store()), world.dir.path())
+            .with_journal(Arc::clone(&journal) as Arc<dyn Journal>);
+        let plan = plan(FIVE_IN_A_CHAIN);
+        let inputs = checked_inputs(&plan, json!({}));
+        let handle = engine.start(plan, inputs, RunOptions::default());
+        let run_id = handle.run_id.clone();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Read back after pauses of 0.2, 0.4 and 0.8 s, then 1.6 s: four tries at most in
+        // two seconds (ten or more at a pause of 0.2 s each).
+        let tries = journal.calls.load(Ordering::SeqCst);
+        assert!((1..=4).contains(&tries), "{tries} tries in two seconds");
+        handle.cancel.cancel();
+        let report = tokio::time::timeout(Duration::from_secs(30), handle.join)
+            .await
+            .expect("the cancelled run ends")
+            .unwrap();
+        assert_eq!(report.status, RunStatus::Cancelled, "{:?}", report.error);
+        let stored = world.store().run(&run_id).unwrap().unwrap();
+        assert_eq!(stored.status, "cancelled");
+        assert!(world.todo_titles().is_empty());
     }
 }

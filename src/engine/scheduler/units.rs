@@ -381,9 +381,7 @@ impl Run {
         };
         match committed {
             Ok((_, settled)) => {
-                self.state.clear_changes();
-                self.audits.clear();
-                self.committed_at = std::time::Instant::now();
+                self.committed();
                 *self.state.unit_mut_clean(node, instance) = settled;
                 Some(self.after_settle(node, instance))
             }
