@@ -111,27 +111,17 @@ impl Journal for CutOff {
     }
 }
 
-const FIVE_IN_A_CHAIN: &str = r#"
-    [nodes.t1]
-    tool = "add_task"
-    args = { title = "t1" }
-    [nodes.t2]
-    tool = "add_task"
-    args = { title = "t2" }
-    needs = ["t1"]
-    [nodes.t3]
-    tool = "add_task"
-    args = { title = "t3" }
-    needs = ["t2"]
-    [nodes.t4]
-    tool = "add_task"
-    args = { title = "t4" }
-    needs = ["t3"]
-    [nodes.t5]
-    tool = "add_task"
-    args = { title = "t5" }
-    needs = ["t4"]
-"#;
+/// Five `add_task` nodes in a chain, `t1` to `t5`, each making the todo of its name.
+fn five_in_a_chain() -> String {
+    let mut toml = String::new();
+    for i in 1..=5 {
+        toml += &format!("[nodes.t{i}]\ntool = \"add_task\"\nargs = {{ title = \"t{i}\" }}\n");
+        if i > 1 {
+            toml += &format!("needs = [\"t{}\"]\n", i - 1);
+        }
+    }
+    toml
+}
 
 /// Runs the chain on `journal` (given the registry here); checks that the run succeeds,
 /// stored as it reports, with every todo made once.
@@ -140,7 +130,7 @@ async fn chain_succeeds_once(world: &World, mut journal: CutOff) {
     journal.inner = Some(Arc::clone(&a.registry));
     let engine =
         Engine::new(Tools::new(world.store()), world.dir.path()).with_journal(Arc::new(journal));
-    let plan = plan(FIVE_IN_A_CHAIN);
+    let plan = plan(&five_in_a_chain());
     let inputs = checked_inputs(&plan, json!({}));
     let handle = engine.start(plan, inputs, RunOptions::default());
     let run_id = handle.run_id.clone();
@@ -201,7 +191,7 @@ on_both_backends! {
         });
         let engine = Engine::new(Tools::new(world.store()), world.dir.path())
             .with_journal(Arc::clone(&journal) as Arc<dyn Journal>);
-        let plan = plan(FIVE_IN_A_CHAIN);
+        let plan = plan(&five_in_a_chain());
         let inputs = checked_inputs(&plan, json!({}));
         let handle = engine.start(plan, inputs, RunOptions::default());
         let run_id = handle.run_id.clone();
