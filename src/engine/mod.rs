@@ -394,14 +394,20 @@ impl Engine {
             let driven = match futures::FutureExt::catch_unwind(drive).await {
                 Ok(driven) => driven,
                 Err(_) => {
-                    // A bug in the scheduler itself: the caller still gets an answer.
+                    // A bug in the scheduler itself: the caller still gets an answer, and the
+                    // store is told, so that the run is not left unfinished under a lease
+                    // this process renews.
                     tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
+                    let error = "internal error: the run's scheduler panicked";
+                    if durable {
+                        self.end_failed(&run_id, &plan, error);
+                    }
                     return RunReport {
                         run_id,
                         workflow: plan.name.clone(),
                         status: RunStatus::Failed,
                         output: Value::Null,
-                        error: Some("internal error: the run's scheduler panicked".into()),
+                        error: Some(error.into()),
                         nodes: unreached(&plan),
                     };
                 }
@@ -556,6 +562,39 @@ impl Engine {
             .next()
             .expect("a one-node plan has one node");
         Some(node.into_tool_result())
+    }
+}
+
+impl Engine {
+    /// Records that `run_id` ended failed with `error`, nothing else of it: for a run whose
+    /// scheduler could not end it. Under the run's lease, as every batch is.
+    fn end_failed(&self, run_id: &str, plan: &Plan, error: &str) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let output = Value::Null;
+        let batch = journal::RunBatch {
+            run_id,
+            units: Vec::new(),
+            questions: Vec::new(),
+            answers: Vec::new(),
+            progress: journal::RunProgress {
+                percent: 0,
+                done: 0,
+                total: plan.nodes.len(),
+                current: None,
+                asking: false,
+            },
+            end: Some(journal::RunEnd {
+                status: RunStatus::Failed,
+                error: Some(error),
+                output: &output,
+            }),
+            audits: &[],
+        };
+        if let Err(error) = journal.commit(&batch) {
+            tracing::error!(%run_id, %error, "the run's end could not be saved");
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! A run whose journal refuses a write for a reason other than its lease (a commit cut off
 //! by a database restart, say) is driven on by the same process from what was saved: a
 //! tool call whose commit was kept is not made again, one whose commit was lost is, and
-//! the run ends as it would have, under the same handle.
+//! the run ends as it would have, under the same handle. A run whose scheduler panicked is
+//! stored failed, not left running.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +21,8 @@ use super::*;
 /// (`kept`), or without it. The first `ends_refused` commits of the run's end fail the
 /// same way, unkept. The first `unreachable` claims of the run's lease fail as they do
 /// while the database is down. With `every`, each tool call's commit from the
-/// `cut_off`-th on is refused.
+/// `cut_off`-th on is refused. The first `ends_panicking` commits of the run's end panic,
+/// as a bug in the scheduler would.
 #[derive(Default)]
 struct CutOff {
     inner: Option<Arc<Registry>>,
@@ -29,6 +31,7 @@ struct CutOff {
     every: bool,
     kept: bool,
     ends_refused: AtomicUsize,
+    ends_panicking: AtomicUsize,
     unreachable: AtomicUsize,
 }
 
@@ -51,6 +54,9 @@ impl Journal for CutOff {
     }
 
     fn commit(&self, batch: &RunBatch<'_>) -> Result<(), JournalError> {
+        if batch.end.is_some() && one_less(&self.ends_panicking) {
+            panic!("a bug in the scheduler");
+        }
         if batch.end.is_some() && one_less(&self.ends_refused) {
             return Err(JournalError::Storage(
                 "the connection closed during the commit".into(),
@@ -209,5 +215,31 @@ on_both_backends! {
         let stored = world.store().run(&run_id).unwrap().unwrap();
         assert_eq!(stored.status, "cancelled");
         assert!(world.todo_titles().is_empty());
+    }
+}
+
+on_both_backends! {
+    async fn a_run_whose_scheduler_panicked_is_stored_failed_not_left_running(place) {
+        let world = World::new(place);
+        let a = world.process(SHORT);
+        let journal = CutOff {
+            inner: Some(Arc::clone(&a.registry)),
+            ends_panicking: AtomicUsize::new(1),
+            ..CutOff::default()
+        };
+        let engine = Engine::new(Tools::new(world.store()), world.dir.path())
+            .with_journal(Arc::new(journal));
+        let plan = plan(&five_in_a_chain());
+        let inputs = checked_inputs(&plan, json!({}));
+        let handle = engine.start(plan, inputs, RunOptions::default());
+        let run_id = handle.run_id.clone();
+        let report = handle.join.await.unwrap();
+        assert_eq!(report.status, RunStatus::Failed);
+        let stored = world.store().run(&run_id).unwrap().unwrap();
+        assert_eq!(stored.status, "failed");
+        assert_eq!(
+            stored.error.as_deref(),
+            Some("internal error: the run's scheduler panicked")
+        );
     }
 }
