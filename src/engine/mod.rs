@@ -393,24 +393,7 @@ impl Engine {
             let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
             let driven = match futures::FutureExt::catch_unwind(drive).await {
                 Ok(driven) => driven,
-                Err(_) => {
-                    // A bug in the scheduler itself: the caller still gets an answer, and the
-                    // store is told, so that the run is not left unfinished under a lease
-                    // this process renews.
-                    tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
-                    let error = "internal error: the run's scheduler panicked";
-                    if durable {
-                        self.end_failed(&run_id, &plan, error);
-                    }
-                    return RunReport {
-                        run_id,
-                        workflow: plan.name.clone(),
-                        status: RunStatus::Failed,
-                        output: Value::Null,
-                        error: Some(error.into()),
-                        nodes: unreached(&plan),
-                    };
-                }
+                Err(_) => return self.panicked(run_id, &plan, durable),
             };
             if !driven.unsaved {
                 return driven.report;
@@ -566,6 +549,25 @@ impl Engine {
 }
 
 impl Engine {
+    /// The report of a run whose scheduler panicked: a bug in the scheduler itself. The
+    /// caller still gets an answer, and the store is told (`durable`), so that the run is
+    /// not left unfinished under a lease this process renews.
+    fn panicked(&self, run_id: String, plan: &Plan, durable: bool) -> RunReport {
+        tracing::error!(%run_id, "the run's scheduler panicked; the run is reported failed");
+        let error = "internal error: the run's scheduler panicked";
+        if durable {
+            self.end_failed(&run_id, plan, error);
+        }
+        RunReport {
+            run_id,
+            workflow: plan.name.clone(),
+            status: RunStatus::Failed,
+            output: Value::Null,
+            error: Some(error.into()),
+            nodes: unreached(plan),
+        }
+    }
+
     /// Records that `run_id` ended failed with `error`, nothing else of it: for a run whose
     /// scheduler could not end it. Under the run's lease, as every batch is.
     fn end_failed(&self, run_id: &str, plan: &Plan, error: &str) {
