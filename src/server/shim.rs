@@ -196,15 +196,27 @@ impl Session {
             JsonRpcMessage::Error(error) => {
                 if let Some(id) = &error.id {
                     self.pending.remove(id);
+                    self.forget_listen(id);
                 }
                 return None;
             }
             _ => return None,
         };
+        self.forget_listen(&response.id);
         let patch = self.pending.remove(&response.id)?;
         let mut raw = serde_json::to_value(message).ok()?;
         patch_result(patch, self.v2025, &mut raw["result"]);
         Some(raw)
+    }
+
+    /// Forgets the listen `id`, answered without an acknowledgement (refused, say), so
+    /// that the listens kept are those in flight only.
+    fn forget_listen(&mut self, id: &RequestId) {
+        if self.listens.is_empty() {
+            return;
+        }
+        let id = serde_json::to_value(id).unwrap_or_default();
+        self.listens.retain(|(listen, _)| *listen != id);
     }
 
     /// A listen's acknowledgement with the tasks it follows.
@@ -479,6 +491,22 @@ mod tests {
             "the ping's reply goes out as it is"
         );
         assert!(session.pending.is_empty());
+    }
+
+    #[test]
+    fn a_listen_answered_without_an_acknowledgement_is_forgotten() {
+        let mut session = Session::default();
+        let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": {"taskIds": ["t1"]}, "_meta": {
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": {
+                    rmcp::model::TASKS_EXTENSION_ID: {}}}}}});
+        receive(&mut session, &listen);
+        assert_eq!(session.listens.len(), 1);
+        let refused: TxJsonRpcMessage<RoleServer> = serde_json::from_value(json!({
+            "jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "no"}}))
+        .unwrap();
+        assert!(session.outbound(&refused).is_none());
+        assert!(session.listens.is_empty());
     }
 
     #[test]
