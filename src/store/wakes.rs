@@ -4,9 +4,10 @@
 //! PostgreSQL tells every host of a change through `LISTEN`/`NOTIFY`: triggers notify
 //! when a question is answered, a cancel is asked for, a lease is given up or a run's
 //! task changes status, and once per transaction that changed what the live pages show
-//! (runs, their tasks, nodes, questions); each store listens on a connection of its own. A waiter takes
-//! a `notified()` future before it reads the state it waits on, and reads again once woken;
-//! polling stays the fallback (SQLite has no such channel, and a listener may reconnect).
+//! (runs, their tasks, nodes, questions); each store listens on a connection of its own.
+//! A waiter takes a `notified()` future before it reads the state it waits on, and reads
+//! again once woken; polling stays the fallback (SQLite has no such channel, and a
+//! listener may reconnect).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

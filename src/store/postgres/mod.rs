@@ -492,7 +492,6 @@ impl Session {
             if connection_lost(&error) {
                 self.lost.set(true);
             }
-
             StoreError::from(error)
         })
     }

@@ -41,7 +41,7 @@ use std::time::Duration;
 use anyhow::Context;
 use bytes::Bytes;
 use gate::Gate;
-use http::{Response, StatusCode, header};
+use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use keys::Keys;
 use owners::Owners;
@@ -170,12 +170,16 @@ fn plain_owned(status: StatusCode, text: String) -> Response<Body> {
 }
 
 fn plain_bytes(status: StatusCode, text: Bytes) -> Response<Body> {
-    let mut reply = Response::new(Full::new(text).boxed());
+    reply_of(status, "text/plain; charset=utf-8", text)
+}
+
+/// A response of `status` whose body is `body`, of `content_type`.
+fn reply_of(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+    let mut reply = Response::new(Full::new(body).boxed());
     *reply.status_mut() = status;
-    reply.headers_mut().insert(
-        header::CONTENT_TYPE,
-        "text/plain; charset=utf-8".parse().expect("a header value"),
-    );
+    reply
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     reply
 }
 

@@ -240,12 +240,7 @@ fn patched_event(event: &[u8], outbound: &Outbound) -> Option<Vec<u8>> {
 
 /// A JSON-RPC reply given in place of rmcp's, as rmcp gives one: 200, `application/json`.
 fn json_reply(body: Vec<u8>) -> Response<Body> {
-    let mut reply = Response::new(BodyExt::boxed(Full::new(Bytes::from(body))));
-    reply.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    reply
+    super::reply_of(StatusCode::OK, "application/json", Bytes::from(body))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
