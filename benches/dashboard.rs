@@ -31,7 +31,7 @@ use serde_json::{Map, json};
 mod http_client;
 use http_client::Connection;
 
-const TOKEN: &str = "alice-bench-0123456789abcdef";
+const TOKEN: &str = "alice-bench-6d1a8f3c0e5b2d9a4f7c1e6b3a8d0f5c";
 
 /// The workflow of the runs in the store.
 const STORED: &str = r#"
@@ -124,7 +124,10 @@ fn fill(db: &std::path::Path, runs: usize) -> String {
         .enable_all()
         .build()
         .unwrap();
-    let app = App::open(&Config::new(db.display().to_string(), std::env::temp_dir())).unwrap();
+    // The workspace beside the database, never holding it.
+    let workspace = db.with_file_name("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let app = App::open(&Config::new(db.display().to_string(), workspace)).unwrap();
     let def = mcp_task_server::engine::loader::parse_toml("stored.toml", "stored", STORED).unwrap();
     let plan = Arc::new(Plan::new(Arc::new(def)));
     runtime.block_on(async {

@@ -20,8 +20,8 @@ mod http_client;
 use http_client::{Connection, add_task, check_added, open_session};
 
 const PRINCIPALS: [(&str, &str); 2] = [
-    ("alice", "alice-bench-0123456789abcdef"),
-    ("bob", "bob-bench-0123456789abcdef"),
+    ("alice", "alice-bench-6d1a8f3c0e5b2d9a4f7c1e6b3a8d0f5c"),
+    ("bob", "bob-bench-2c7f0a5d8b3e6c1f4a9d2b7e0c5a8f3d"),
 ];
 
 /// Calls each session makes before the measured ones.

@@ -96,7 +96,7 @@ impl Peer {
                 .arg("--workflows")
                 .arg(&workflows)
                 .arg("--workspace")
-                .arg(dir),
+                .arg(dir.join("workspace")),
         )
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use mcp_task_server::app::{App, Config, InlineWorkflows};
+use mcp_task_server::app::{App, Config, InlineWorkflows, ServerFile};
 use mcp_task_server::cli::{self, DriveArgs, RunArgs};
 use mcp_task_server::engine;
 use mcp_task_server::runs::RegistryConfig;
@@ -138,6 +138,18 @@ struct HttpArgs {
     /// the tokens file.
     #[arg(long, env = "TASKS_HTTP_MAX_RESULT_WAITS_PER_PRINCIPAL", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     http_max_result_waits_per_principal: u32,
+
+    /// At most this many dashboard logins (signed-in browsers) kept per principal; a new
+    /// one ends that principal's least recently used, never another principal's.
+    #[arg(long, env = "TASKS_HTTP_MAX_LOGINS_PER_PRINCIPAL", value_name = "N", default_value_t = mcp_task_server::transport::http::DEFAULT_MAX_LOGINS_PER_PRINCIPAL as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    http_max_logins_per_principal: u32,
+
+    /// The failed sign-ins (a bearer token or a sign-in refused) one client address may
+    /// make before each further try waits: a second, then twice as long after each failure,
+    /// up to a minute, answered 429 meanwhile; the count clears after 15 minutes without a
+    /// failure. An IPv6 address counts with its /64.
+    #[arg(long, env = "TASKS_HTTP_FREE_SIGN_IN_FAILURES", value_name = "N", default_value_t = mcp_task_server::transport::http::DEFAULT_FREE_SIGN_IN_FAILURES, global = true)]
+    http_free_sign_in_failures: u32,
 }
 
 fn http_addr(text: &str) -> Result<SocketAddr, String> {
@@ -181,9 +193,11 @@ struct Common {
 
     /// Root folder for the file actions of installed workflows (`write_file`, `read_file`,
     /// `list_dir`); they cannot reach outside it, nor through a symbolic link within it.
-    /// Inline definitions have no file actions.
-    #[arg(long, env = "TASKS_WORKSPACE", default_value = ".", global = true)]
-    workspace: PathBuf,
+    /// Inline definitions have no file actions. It must not hold the database or the
+    /// tokens file: a start with either inside it is refused
+    /// [default: ./workspace, made if missing]
+    #[arg(long, env = "TASKS_WORKSPACE", global = true)]
+    workspace: Option<PathBuf>,
 
     /// `normal` survives a crash of the process; `full` also survives a power loss, at
     /// several times the cost of a commit (SQLite `synchronous=NORMAL` or `FULL`).
@@ -240,6 +254,16 @@ struct Common {
     /// store looks at every one.
     #[arg(long, env = "TASKS_MAX_SUBSCRIPTIONS", value_name = "N", default_value_t = mcp_task_server::server::DEFAULT_MAX_SUBSCRIPTIONS as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     max_subscriptions: u32,
+
+    /// The most resources every session together follows at once: one more subscribe is
+    /// refused, and a listen that would pass it is ended with an error naming this option.
+    #[arg(long, env = "TASKS_MAX_SUBSCRIPTIONS_TOTAL", value_name = "N", default_value_t = mcp_task_server::server::DEFAULT_MAX_SUBSCRIPTIONS_TOTAL as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    max_subscriptions_total: u32,
+
+    /// The most resources the sessions of one principal of the tokens file follow at once,
+    /// so that one principal cannot take them all.
+    #[arg(long, env = "TASKS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL", value_name = "N", default_value_t = mcp_task_server::server::DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    max_subscriptions_per_principal: u32,
 
     /// The fuel of one template or expression evaluation: minijinja instructions, plus the
     /// work of filters by the size of what they are given. A node whose evaluation runs
@@ -490,8 +514,48 @@ fn workflows_dir(common: &Common) -> Option<PathBuf> {
     })
 }
 
+/// The folder of the file actions: the one given, or `./workspace`, made if missing. The
+/// working folder is no default: it is where the database lies by default.
+fn workspace(common: &Common) -> anyhow::Result<PathBuf> {
+    if let Some(given) = &common.workspace {
+        return Ok(given.clone());
+    }
+    let default = PathBuf::from(DEFAULT_WORKSPACE);
+    if !default.is_dir() {
+        std::fs::create_dir_all(&default).with_context(|| {
+            format!("cannot make the workspace folder ./{DEFAULT_WORKSPACE} (give --workspace)")
+        })?;
+        tracing::info!("made ./{DEFAULT_WORKSPACE}, the folder workflows read and write files in");
+        if Path::new(&common.db).is_file() {
+            tracing::warn!(
+                "files are now read and written under ./{DEFAULT_WORKSPACE}: the workspace \
+                 no longer defaults to the working folder, which holds the database; files \
+                 earlier runs wrote stay where they are (give --workspace a folder that does \
+                 not hold the database to keep working beside them)"
+            );
+        }
+    }
+    Ok(default)
+}
+
+const DEFAULT_WORKSPACE: &str = "workspace";
+
+/// The server's own files besides the database, which the workspace must not hold.
+fn server_files(common: &Common, http: &HttpArgs) -> Vec<ServerFile> {
+    let mut files = Vec::new();
+    if let Some(tokens) = &http.http_tokens {
+        files.push(ServerFile::new("the tokens file", tokens));
+    }
+    if store::is_url(&common.db)
+        && let Some(password) = store::password_file().filter(|file| file.exists())
+    {
+        files.push(ServerFile::new("the PostgreSQL password file", password));
+    }
+    files
+}
+
 /// The application over the database and the workflows the options name.
-fn open(common: &Common) -> anyhow::Result<App> {
+fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
     let config = Config {
         durability: match common.durability {
             DurabilityArg::Normal => Durability::Normal,
@@ -510,7 +574,8 @@ fn open(common: &Common) -> anyhow::Result<App> {
             Switch::On => InlineWorkflows::On,
             Switch::Off => InlineWorkflows::Off,
         },
-        ..Config::new(common.db.clone(), common.workspace.clone())
+        server_files: server_files(common, http),
+        ..Config::new(common.db.clone(), workspace(common)?)
     };
     App::open(&config)
 }
@@ -538,6 +603,8 @@ fn http_options(http: &HttpArgs, addr: SocketAddr) -> anyhow::Result<HttpOptions
             header_timeout: http.http_header_timeout,
             idle_timeout: http.http_idle_timeout,
         },
+        max_logins_per_principal: http.http_max_logins_per_principal as usize,
+        free_sign_in_failures: http.http_free_sign_in_failures,
     })
 }
 
@@ -587,9 +654,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
-            let app = open(common)?;
-            let server =
-                Server::new(app.clone()).with_max_subscriptions(common.max_subscriptions as usize);
+            let app = open(common, &cli.http)?;
+            let server = Server::new(app.clone()).with_max_subscriptions(
+                common.max_subscriptions as usize,
+                common.max_subscriptions_total as usize,
+                common.max_subscriptions_per_principal as usize,
+            );
             let chores = Chores {
                 take_over: true,
                 purge: true,
@@ -616,7 +686,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ui { addr } => {
             let options = http_options(&cli.http, addr)?;
             options.check()?;
-            let app = open(common)?;
+            let app = open(common, &cli.http)?;
             runtime.block_on(async {
                 tracing::info!(db = %store::redacted(&common.db), "serving the dashboard");
                 let shutdown = CancellationToken::new();
@@ -650,7 +720,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             inputs_json,
             drive,
         }) => {
-            let app = open(common)?;
+            let app = open(common, &cli.http)?;
             let entry = cli::resolve(app.workflows(), &workflow).map_err(anyhow::Error::msg)?;
             let args = RunArgs {
                 inputs,
@@ -660,7 +730,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let work = cli::run_workflow(&app, &entry, &args);
             Ok(runtime.block_on(app.with_housekeeping(TERMINAL, work)))
         }
-        Command::Workflows(command) => stored_runs(&runtime, common, command),
+        Command::Workflows(command) => stored_runs(&runtime, common, &cli.http, command),
         Command::Db(DbCommand::Migrate) => cli::migrate(&common.db, common.postgres())
             .with_context(|| {
                 format!(
@@ -683,9 +753,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn stored_runs(
     runtime: &tokio::runtime::Runtime,
     common: &Common,
+    http: &HttpArgs,
     command: WorkflowsCommand,
 ) -> anyhow::Result<ExitCode> {
-    let app = open(common)?;
+    let app = open(common, http)?;
     Ok(match command {
         WorkflowsCommand::Runs { status, limit } => cli::list_runs(&app, status.as_deref(), limit),
         WorkflowsCommand::Status { run_id } => cli::status(&app, &run_id),

@@ -20,8 +20,8 @@ use std::process::{Command, Stdio};
 const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/dashboard.mjs");
 const WORKFLOWS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dashboard");
-const ALICE: &str = "alice-0123456789abcdef";
-const BOB: &str = "bob-0123456789abcdef";
+const ALICE: &str = "alice-7f3a9c2e5b8d1f4a6c0e9b3d7a2f5c8e";
+const BOB: &str = "bob-e1c4b7a0d3f6c9b2e5a8d1f4c7b0a3e6";
 
 /// The browser, and the node that runs the script, if both are installed; else what is
 /// missing.
@@ -65,6 +65,9 @@ fn dashboard_in_a_browser(place: &backends::Place, backend: &str) {
     std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The folder runs write in, which must not hold the tokens file.
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
     let mut server = Command::new(common::BIN)
         .env_remove("TASKS_DB_PATH")
         .env("RUST_LOG", "info")
@@ -73,7 +76,7 @@ fn dashboard_in_a_browser(place: &backends::Place, backend: &str) {
         .arg("--http-tokens")
         .arg(&tokens)
         .args(["--workflows", WORKFLOWS, "--workspace"])
-        .arg(dir.path())
+        .arg(workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -73,7 +73,13 @@ impl Sandbox {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("workflows")).unwrap();
         std::fs::write(dir.path().join("workflows/crashy.toml"), CRASHY).unwrap();
+        std::fs::create_dir(dir.path().join("workspace")).unwrap();
         Sandbox { dir, place }
+    }
+
+    /// The folder runs write in, beside the database.
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.path().join("workspace")
     }
 
     fn db(&self) -> String {
@@ -91,7 +97,7 @@ impl Sandbox {
             .arg("--workflows")
             .arg(self.dir.path().join("workflows"))
             .arg("--workspace")
-            .arg(self.dir.path())
+            .arg(self.workspace())
             .arg("--lease")
             .arg("900ms");
         command
@@ -303,9 +309,9 @@ fn assert_exactly_once(sandbox: &Sandbox, kills: &[Point]) {
         .iter()
         .filter(|r| r.node_id == "tick" && r.instance >= 0);
     assert_eq!(ticks.filter(|r| r.status == "succeeded").count(), 6);
-    let note = std::fs::read_to_string(sandbox.dir.path().join(format!("out/{id}.txt")));
+    let note = std::fs::read_to_string(sandbox.workspace().join(format!("out/{id}.txt")));
     assert_eq!(note.unwrap(), "6 todos");
-    let leftovers = std::fs::read_dir(sandbox.dir.path().join("out"))
+    let leftovers = std::fs::read_dir(sandbox.workspace().join("out"))
         .unwrap()
         .count();
     assert_eq!(leftovers, 1, "no temporary file is left behind");
@@ -641,7 +647,7 @@ on_both_backends! {
                 "succeeded",
                 "after kills at {points:?}"
             );
-            let adrs: Vec<String> = std::fs::read_dir(sandbox.dir.path().join("docs/adrs"))
+            let adrs: Vec<String> = std::fs::read_dir(sandbox.workspace().join("docs/adrs"))
                 .unwrap()
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();

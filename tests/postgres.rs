@@ -326,6 +326,8 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
             "ALTER TABLE todos RENAME TO tasks;
              ALTER INDEX todos_due RENAME TO tasks_due;
              ALTER TABLE nodes DROP COLUMN retried;
+             DROP TABLE written_files;
+             ALTER TABLE runs DROP COLUMN revision;
              DROP TRIGGER runs_changed ON runs;
              DROP TRIGGER run_tasks_changed ON run_tasks;
              DROP TRIGGER nodes_changed ON nodes;

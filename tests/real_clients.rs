@@ -62,8 +62,9 @@ const QUICK: &str = r#"{"definition":{"name":"quick","nodes":{"hi":{"render":"hi
 // ---------------------------------------------------------------------------------------
 // The sandbox each test runs in
 
-/// A temporary directory holding the database, the workflows folder (with `ask.toml`)
-/// and a home directory for clients that keep state there.
+/// A temporary directory holding the database, the workflows folder (with `ask.toml`),
+/// the workspace the runs write in (`workspace/`, which must not hold the database) and a
+/// home directory for clients that keep state there.
 struct Sandbox {
     dir: TempDir,
 }
@@ -75,11 +76,17 @@ impl Sandbox {
         std::fs::create_dir(&flows).unwrap();
         std::fs::write(flows.join("ask.toml"), ASK).unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
+        std::fs::create_dir(dir.path().join("workspace")).unwrap();
         Sandbox { dir }
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// A path under the workspace, where runs write.
+    fn in_workspace(&self, name: &str) -> PathBuf {
+        self.dir.path().join("workspace").join(name)
     }
 
     /// The server's command line: the binary, then its arguments.
@@ -94,7 +101,7 @@ impl Sandbox {
         line.push("--workflows".into());
         line.push(workflows.into());
         line.push("--workspace".into());
-        line.push(self.dir.path().into());
+        line.push(self.path("workspace").into());
         line.push("serve".into());
         line
     }
@@ -701,7 +708,7 @@ fn assert_adr_planned(sandbox: &Sandbox, result: &Value, number: u32) {
         "{uri}"
     );
 
-    let path = sandbox.dir.path().join(&relative);
+    let path = sandbox.in_workspace(&relative);
     let adr = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("the ADR {} is not there: {e}", path.display()));
     assert!(
@@ -1130,7 +1137,7 @@ async fn answer_by_update(
 async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_by_update() {
     let sandbox = Sandbox::new();
     // An earlier ADR: the new one is numbered after it, and the research prompt names it.
-    let adrs = sandbox.path("docs/adrs");
+    let adrs = sandbox.in_workspace("docs/adrs");
     std::fs::create_dir_all(&adrs).unwrap();
     std::fs::write(adrs.join("0003-use-sqlite.md"), "# 0003. Use SQLite\n").unwrap();
     #[allow(deprecated)] // rmcp deprecates sampling (SEP-2577); the planner still asks for it.
@@ -1701,7 +1708,7 @@ fn report_file(sandbox: &Sandbox, output: &Value, folder: &str, prefix: &str) ->
         .strip_prefix(&format!("{folder}/"))
         .unwrap_or_else(|| panic!("{relative} in {folder}"));
     assert!(name.starts_with(prefix) && name.ends_with(".md"), "{name}");
-    let path = sandbox.dir.path().join(relative);
+    let path = sandbox.in_workspace(relative);
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("the report {} is not there: {e}", path.display()))
 }

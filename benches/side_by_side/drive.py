@@ -18,9 +18,11 @@ kind, n = sys.argv[1], int(sys.argv[2])
 command = sys.argv[sys.argv.index("--") + 1:]
 folder = tempfile.mkdtemp()
 os.makedirs(os.path.join(folder, "workflows"))
+os.makedirs(os.path.join(folder, "workspace"))
 server = subprocess.Popen(
     command + ["--db", os.path.join(folder, "bench.db"),
-               "--workflows", os.path.join(folder, "workflows"), "--workspace", folder],
+               "--workflows", os.path.join(folder, "workflows"),
+               "--workspace", os.path.join(folder, "workspace")],
     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 last_id = 0
 

@@ -45,6 +45,22 @@ impl Caller {
         }
     }
 
+    /// Whether this caller sees every run and every file: the local user (stdio, the
+    /// terminal, `ui` without tokens), who owns the machine.
+    pub(crate) fn sees_everything(&self) -> bool {
+        !self.http
+    }
+
+    /// Whether what `owner` owns is this caller's own: what its listings show.
+    pub(crate) fn owns(&self, owner: &Owner) -> bool {
+        match self.listing() {
+            Scope::Everyone => true,
+            Scope::Principal(principal) => owner.principal.as_deref() == Some(principal),
+            Scope::Session(session) => owner.session.as_deref() == Some(session),
+            Scope::Nobody => owner.principal.is_none() && owner.session.is_none(),
+        }
+    }
+
     /// What this caller's listings show.
     pub fn listing(&self) -> Scope<'_> {
         match (&self.owner.principal, &self.owner.session) {

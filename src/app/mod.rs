@@ -13,6 +13,7 @@ pub(crate) mod catalog;
 mod changes;
 pub(crate) mod envelope;
 mod idempotency;
+pub(crate) mod layout;
 pub(crate) mod prompts;
 pub(crate) mod resources;
 mod runs;
@@ -30,6 +31,7 @@ pub use crate::store::RunSummary;
 pub use caller::Caller;
 pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
 pub(crate) use envelope::{Code, Envelope};
+pub use layout::ServerFile;
 pub use runs::{Cancelled, Restart, RunError, RunFilter};
 pub(crate) use starts::{NotStarted, Sync};
 pub(crate) use tasks::CancelError;
@@ -57,6 +59,9 @@ pub struct Config {
     pub registry: RegistryConfig,
     /// Whether `run_workflow` accepts definitions from the client.
     pub inline: InlineWorkflows,
+    /// The server's own files besides the database (the tokens file, the PostgreSQL
+    /// password file), which the workspace must not hold.
+    pub server_files: Vec<ServerFile>,
 }
 
 impl Config {
@@ -71,6 +76,7 @@ impl Config {
             limits: engine::Limits::default(),
             registry: RegistryConfig::default(),
             inline: InlineWorkflows::On,
+            server_files: Vec::new(),
         }
     }
 }
@@ -94,12 +100,22 @@ pub struct App {
     rejected: Arc<Vec<Rejected>>,
     /// The count of the store's changes, once something waits on it (`changes.rs`).
     changes: Arc<std::sync::OnceLock<tokio::sync::watch::Receiver<u64>>>,
+    /// The digests of the workspace's files by stamp (`resources/files.rs`).
+    digests: Arc<resources::Digests>,
 }
 
 impl App {
     /// Opens the database (migrating it), loads the workflows (a file with problems is
     /// logged and left out), and builds the engine on the run registry.
+    /// Refused, before the database is opened, when the workspace holds the database or
+    /// another of the server's files (`layout.rs`).
     pub fn open(config: &Config) -> anyhow::Result<App> {
+        let database = ServerFile::database(&config.db);
+        let server_files: Vec<ServerFile> = database
+            .into_iter()
+            .chain(config.server_files.iter().cloned())
+            .collect();
+        layout::check(&config.workspace, &server_files)?;
         let store = match config.db.as_str() {
             ":memory:" => Store::open_in_memory(),
             db => Store::open_at_with(db, config.durability, config.postgres),
@@ -138,6 +154,7 @@ impl App {
             finished: Arc::default(),
             rejected: Arc::default(),
             changes: Arc::default(),
+            digests: Arc::default(),
         }
     }
 

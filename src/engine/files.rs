@@ -148,6 +148,75 @@ fn joined(parts: &[&OsStr]) -> std::path::PathBuf {
     }
 }
 
+/// What a file is now, told without reading it: a file rewritten, replaced or touched has
+/// another stamp (its change time moves with every write, and no one can set it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub device: u64,
+    pub inode: u64,
+    pub size: u64,
+    pub modified_ns: i128,
+    pub changed_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Stamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// Opens the regular file `path` under `root` for reading, as [`read_file`] reaches it
+/// (never outside `root`, nor through a link, a regular file with one link only), with its
+/// stamp; nothing is read.
+pub fn open_file(root: &Path, path: &str) -> Result<(File, Stamp), NodeError> {
+    let workspace = open_workspace(root)?;
+    let (file, _) = open_regular(std::os::fd::AsFd::as_fd(&workspace), path)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| file_error(format!("cannot read `{path}`: {e}")))?;
+    Ok((file, Stamp::of(&meta)))
+}
+
+/// `path` as the workspace names it: relative, its components joined by `/`, without `.`
+/// or empty components; `None` where a file action would refuse it.
+pub fn normalised(path: &str) -> Option<String> {
+    let parts = components(path).ok()?;
+    let parts: Vec<&str> = parts
+        .iter()
+        .map(|part| part.to_str())
+        .collect::<Option<_>>()?;
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The SHA-256 of `bytes`, in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// `bytes` in lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, byte| {
+            let _ = write!(out, "{byte:02x}");
+            out
+        })
+}
+
+/// The stamp of an open file now; `None` if it cannot be looked at.
+pub fn stamp_of(file: &File) -> Option<Stamp> {
+    file.metadata().ok().map(|meta| Stamp::of(&meta))
+}
+
 /// Opens the regular file `path` under the workspace for reading, non-blocking (a FIFO or
 /// a device is refused once opened, without a wait); returns it with its size.
 fn open_regular(workspace: BorrowedFd<'_>, path: &str) -> Result<(File, u64), NodeError> {

@@ -197,6 +197,17 @@ pub struct PendingAudit {
     pub args: Map<String, Value>,
     pub outcome: AuditOutcome,
     pub principal: Option<Arc<str>>,
+    /// The file a `write_file` wrote, recorded with the row as its path's last write.
+    pub wrote: Option<Wrote>,
+}
+
+/// A file a `write_file` node wrote: its path, normalised as the workspace names it, and
+/// the SHA-256 of what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wrote {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
 }
 
 /// A new run, recorded before anything of it runs.

@@ -8,7 +8,7 @@ use super::status::TaskStatus;
 use crate::clock;
 use crate::engine::journal::{RunBatch, RunProgress, UnitChange, UnitState};
 use crate::engine::report::{NodeError, NodeStatus};
-use crate::store::{AuditRecord, NodeRow, RunEnd, Write};
+use crate::store::{AuditRecord, FileWrite, NodeRow, RunEnd, Write};
 
 /// The stored instance number: `-1` for the node itself.
 pub(super) fn instance_number(instance: Option<usize>) -> i64 {
@@ -89,6 +89,14 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
             node_id: audit.node_id.to_string(),
             principal: audit.principal.as_deref().map(str::to_owned),
         }));
+        if let Some(wrote) = &audit.wrote {
+            writes.push(Write::FileWritten(FileWrite {
+                path: wrote.path.clone(),
+                sha256: wrote.sha256.clone(),
+                bytes: i64::try_from(wrote.bytes).unwrap_or(i64::MAX),
+                node_id: audit.node_id.to_string(),
+            }));
+        }
     }
     let Some(end) = &batch.end else {
         writes.push(run_task(&batch.progress));

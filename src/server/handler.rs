@@ -233,17 +233,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let caller = caller_of(&context);
-        let max = self.max_subscriptions;
-        match (self.watches).subscribe(&self.app, request.uri, caller, context.peer, max) {
-            Ok(()) => Ok(()),
-            Err(watched) => Err(McpError::invalid_params(
-                format!(
-                    "this session follows {watched} resources, as many as this server allows \
-                     one (--max-subscriptions); unsubscribe from one first"
-                ),
-                None,
-            )),
-        }
+        let caps = &self.subscriptions;
+        (self.watches).subscribe(&self.app, request.uri, caller, context.peer, caps)
     }
 
     #[allow(deprecated)]
@@ -260,13 +251,12 @@ impl ServerHandler for Server {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        subscriptions::accepted(requested, self.max_subscriptions)
+        subscriptions::accepted(requested, self.subscriptions.per_session)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let caller = caller_of(context.request_context());
-        subscriptions::listen(self, &caller, &context).await;
-        Ok(())
+        subscriptions::listen(self, &caller, &context).await
     }
 
     async fn read_resource(
@@ -334,6 +324,12 @@ impl ServerHandler for Server {
             Some(method) => Box::pin(self.request_2025(&method, request, context))
                 .await
                 .map(CustomResult),
+            // A method of the protocol's own reaches here only when its parameters do not
+            // fit its type: the caller's parameters are wrong, not the method.
+            None if super::is_standard_method(&request.method) => Err(McpError::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                None,
+            )),
             _ => Err(McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {}", request.method),

@@ -10,9 +10,16 @@
 //! At most `max` ids are accepted (`--max-subscriptions`). A listen that names tasks
 //! without declaring the tasks extension is refused with `-32021`, as the extension says,
 //! before rmcp sees it.
+//!
+//! Here too a listen that names more resources than a session may follow, or a resource
+//! URI longer than any resource's, is refused (`-32602`) before rmcp sees it: rmcp keeps
+//! the filter a listen asked for as long as the listen lasts, so such a request would
+//! hold its bytes for that long.
 
 use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::{Value, json};
+
+use crate::app::resources::MAX_URI;
 
 const METHOD: &str = "subscriptions/listen";
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -24,10 +31,13 @@ const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabiliti
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ListenTasks(pub(crate) Vec<String>);
 
-/// Whether a message's text may be a listen that names tasks: a scan that spares every
-/// other message a parse.
+/// Whether a message's text may be a listen that names tasks or resources: a scan that
+/// spares every other message a parse.
 pub(crate) fn may_name_tasks(text: &[u8]) -> bool {
-    text.windows(9).any(|w| w == b"\"taskIds\"")
+    const NAMES: [&[u8]; 2] = [b"\"taskIds\"", b"\"resourceSubscriptions\""];
+    NAMES
+        .iter()
+        .any(|name| text.windows(name.len()).any(|w| w == *name))
 }
 
 /// What a message asks of tasks to follow.
@@ -39,6 +49,9 @@ pub(crate) enum Asked {
     Tasks(Vec<String>),
     /// It names tasks, but its client did not declare the tasks extension.
     Undeclared,
+    /// It names more resources than a session follows, or a URI longer than any
+    /// resource's: why.
+    TooMuch(String),
 }
 
 /// What the message `raw` asks of tasks, at most `max` of them.
@@ -47,6 +60,22 @@ pub(crate) fn asked(raw: &Value, max: usize) -> Asked {
         return Asked::Nothing;
     }
     let params = &raw["params"];
+    if let Some(uris) = params["notifications"]["resourceSubscriptions"].as_array() {
+        if uris.len() > max {
+            return Asked::TooMuch(format!(
+                "subscriptions/listen names {} resources; a session follows at most {max} \
+                 (--max-subscriptions)",
+                uris.len()
+            ));
+        }
+        let longest = uris.iter().filter_map(Value::as_str).map(str::len).max();
+        if longest.is_some_and(|longest| longest > MAX_URI) {
+            return Asked::TooMuch(format!(
+                "subscriptions/listen names a URI longer than {MAX_URI} bytes, which no \
+                 resource's is"
+            ));
+        }
+    }
     let ids: Vec<String> = params["notifications"]["taskIds"]
         .as_array()
         .into_iter()
@@ -72,6 +101,12 @@ pub(crate) fn refusal(id: &Value) -> Value {
         "subscriptions/listen names taskIds; declare the {TASKS_EXTENSION_ID} extension to \
          follow tasks"
     ));
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+/// The answer to a listen that asks too much: "invalid params", saying why.
+pub(crate) fn too_much(id: &Value, why: &str) -> Value {
+    let error = rmcp::ErrorData::invalid_params(why.to_owned(), None);
     json!({ "jsonrpc": "2.0", "id": id, "error": error })
 }
 
@@ -133,6 +168,15 @@ mod tests {
         let other = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
                            "params": {"_meta": declaring(), "notifications": {"taskIds": ["a"]}}});
         assert_eq!(asked(&other, 8), Asked::Nothing);
+        let many = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen",
+            "params": {"notifications": {"resourceSubscriptions": ["file:///a", "file:///b"]}}});
+        assert!(may_name_tasks(many.to_string().as_bytes()));
+        assert!(matches!(asked(&many, 1), Asked::TooMuch(why) if why.contains("at most 1")));
+        assert_eq!(asked(&many, 2), Asked::Nothing);
+        let long = format!("file:///{}", "a".repeat(MAX_URI));
+        let long = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen",
+            "params": {"notifications": {"resourceSubscriptions": [long]}}});
+        assert!(matches!(asked(&long, 8), Asked::TooMuch(why) if why.contains("longer than")));
         let refused = refusal(&json!(4));
         assert_eq!(refused["error"]["code"], -32021);
         let required = &refused["error"]["data"]["requiredCapabilities"]["extensions"];

@@ -40,12 +40,42 @@ pub struct Server {
     result_waits: Option<Arc<slots::Slots>>,
     /// The session's `resources/subscribe` watches.
     watches: subscriptions::Watches,
-    /// The most resources a session follows at once (`--max-subscriptions`).
-    max_subscriptions: usize,
+    /// How many resources are followed at most: by a session, and across sessions.
+    subscriptions: subscriptions::Caps,
 }
 
 /// The most resources a session follows at once unless told otherwise.
 pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 64;
+pub(crate) use subscriptions::accepted as accepted_subscriptions;
+pub use subscriptions::{DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL, DEFAULT_MAX_SUBSCRIPTIONS_TOTAL};
+
+/// Whether `method` is one of the protocol's own, which rmcp parses into a type of its own
+/// and takes for a custom method only when its parameters do not fit that type.
+pub(crate) fn is_standard_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "server/discover"
+            | "prompts/get"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "resources/templates/list"
+            | "tools/call"
+            | "tools/list"
+            | "completion/complete"
+            | "logging/setLevel"
+            // `tasks/result` and `tasks/list` are not here: rmcp has no type for them, and
+            // they reach the handler as custom requests by design.
+            | "tasks/get"
+            | "tasks/cancel"
+            | "tasks/update"
+            | "subscriptions/listen"
+    )
+}
 
 /// Whether a request speaks 2026-07-28 or later: stateless, with no requests from the
 /// server to the client.
@@ -63,20 +93,30 @@ impl Server {
             runs: Arc::default(),
             result_waits: None,
             watches: subscriptions::Watches::default(),
-            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            subscriptions: subscriptions::Caps::default(),
         }
     }
 
     /// The most resources a session follows at once, and tasks one listen follows.
     pub(crate) fn max_subscriptions(&self) -> usize {
-        self.max_subscriptions
+        self.subscriptions.per_session
     }
 
-    /// Lets each session follow at most `max` resources at once, by `resources/subscribe`
-    /// or in one `subscriptions/listen`, and each listen at most `max` tasks.
-    pub fn with_max_subscriptions(self, max: usize) -> Server {
+    /// Lets each session follow at most `per_session` resources at once, by
+    /// `resources/subscribe` or in one `subscriptions/listen` (and each listen at most
+    /// that many tasks), and every session together at most `total`, `per_principal` of
+    /// them by one principal.
+    pub fn with_max_subscriptions(
+        self,
+        per_session: usize,
+        total: usize,
+        per_principal: usize,
+    ) -> Server {
         Server {
-            max_subscriptions: max,
+            subscriptions: subscriptions::Caps {
+                per_session,
+                followed: slots::Slots::new(total, per_principal),
+            },
             ..self
         }
     }

@@ -1,8 +1,8 @@
 //! Resources in the protocol's shapes: the files runs wrote (listed, a page at a time),
 //! the templates of runs and workflows, reads, and the completion of a template's
-//! variables. A resource that does not exist, or a read that is refused, is the caller's
-//! mistake: a JSON-RPC error naming it (`-32002` "resource not found", as the
-//! specification asks, or "invalid params").
+//! variables. A resource the caller may not read is the caller's mistake: a JSON-RPC
+//! error naming it (`-32002` "resource not found", as the specification asks, whether it
+//! exists or not), or "invalid params" for a URI that names no resource of this server.
 
 use base64::Engine as _;
 use rmcp::ErrorData as McpError;
@@ -29,11 +29,9 @@ pub(super) fn listed(
             .parse::<usize>()
             .map_err(|_| McpError::invalid_params("unknown cursor", None))?,
     };
-    let files = app.written_files(caller, skip, PAGE + 1);
-    let more = files.len() > PAGE;
+    let (files, more) = app.written_files(caller, skip, PAGE);
     let resources = files
         .into_iter()
-        .take(PAGE)
         .map(|file| {
             let mut resource = Resource::new(file.uri, file.name);
             resource.mime_type = Some(file.mime);
@@ -86,7 +84,7 @@ pub(super) fn read(
                 Some(serde_json::json!({ "uri": uri })),
             ));
         }
-        Err(error @ ResourceError::Refused(_)) => {
+        Err(error @ ResourceError::Invalid(_)) => {
             return Err(McpError::invalid_params(error.to_string(), None));
         }
     };

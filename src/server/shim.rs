@@ -174,6 +174,7 @@ impl Session {
         match asked {
             Asked::Nothing => {}
             Asked::Undeclared => return Err(listen_tasks::refusal(&id())),
+            Asked::TooMuch(why) => return Err(listen_tasks::too_much(&id(), &why)),
             Asked::Tasks(tasks) => {
                 let id = id();
                 let mark = listen_tasks::ListenTasks(tasks.clone());

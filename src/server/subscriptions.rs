@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
     NotificationMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
     SubscriptionFilter, TaskStatus, TaskStatusNotification, TaskStatusNotificationParams,
@@ -23,57 +24,126 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::listen_tasks;
+use super::slots::{Full, Slot, Slots};
 use super::tasks::questions;
+use crate::app::resources::{Canonical, Followed};
 use crate::app::{App, Caller};
 
-/// The `resources/subscribe` watches of one session, by URI.
+/// The resources followed at most at once, in all and by one principal, unless told
+/// otherwise: each change of the store looks at every one.
+pub const DEFAULT_MAX_SUBSCRIPTIONS_TOTAL: usize = 4096;
+pub const DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: usize = 256;
+
+/// How many resources may be followed at once: by one session (`--max-subscriptions`),
+/// and across every session, in all and by one principal (`--max-subscriptions-total`,
+/// `--max-subscriptions-per-principal`).
+#[derive(Clone)]
+pub(crate) struct Caps {
+    pub(crate) per_session: usize,
+    pub(crate) followed: Arc<Slots>,
+}
+
+impl Default for Caps {
+    fn default() -> Caps {
+        Caps {
+            per_session: super::DEFAULT_MAX_SUBSCRIPTIONS,
+            followed: Slots::new(
+                DEFAULT_MAX_SUBSCRIPTIONS_TOTAL,
+                DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+            ),
+        }
+    }
+}
+
+impl Caps {
+    /// A slot for one more resource followed by `caller`, or the error that refuses it.
+    fn take(&self, caller: &Caller) -> Result<Slot, McpError> {
+        self.followed.take(caller.principal()).map_err(|full| {
+            let why = match full {
+                Full::All => {
+                    "this server follows as many resources as it allows in all \
+                     (--max-subscriptions-total)"
+                }
+                Full::Principal => {
+                    "this principal follows as many resources as the server allows one \
+                     (--max-subscriptions-per-principal)"
+                }
+            };
+            McpError::invalid_params(format!("{why}; unsubscribe from one first"), None)
+        })
+    }
+}
+
+/// One `resources/subscribe` watch: ended by its token; its slot held while it lasts.
+struct Watch {
+    stop: CancellationToken,
+    _slot: Slot,
+}
+
+/// The `resources/subscribe` watches of one session, by canonical URI: a resource is
+/// followed once, however many spellings of it the client subscribes with.
 #[derive(Default, Clone)]
-pub(crate) struct Watches(Arc<Mutex<HashMap<String, CancellationToken>>>);
+pub(crate) struct Watches(Arc<Mutex<HashMap<String, Watch>>>);
 
 impl Watches {
-    /// Starts watching `uri` for the session of `peer`, unless it is already. Refused,
-    /// with the number watched, when the session watches `max` resources already: each
-    /// change of the store looks at every one.
+    /// Starts watching `uri` for the session of `peer`, unless it is already. Refused
+    /// when the URI is longer than any resource's, or when the session, the caller's
+    /// principal or the server follows as many resources as it may. A URI of no resource
+    /// of this server may be followed: nothing is ever told of it.
     pub(super) fn subscribe(
         &self,
         app: &App,
         uri: String,
         caller: Caller,
         peer: rmcp::Peer<rmcp::RoleServer>,
-        max: usize,
-    ) -> Result<(), usize> {
+        caps: &Caps,
+    ) -> Result<(), McpError> {
+        let canonical =
+            Canonical::followed(&uri).map_err(|bad| McpError::invalid_params(bad.0, None))?;
+        let key = canonical.uri.clone();
         let stop = CancellationToken::new();
         {
             let mut watches = self.0.lock();
-            if watches.contains_key(&uri) {
+            if watches.contains_key(&key) {
                 return Ok(());
             }
-            if watches.len() >= max {
-                return Err(watches.len());
+            if watches.len() >= caps.per_session {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "this session follows {} resources, as many as this server allows \
+                         one (--max-subscriptions); unsubscribe from one first",
+                        watches.len()
+                    ),
+                    None,
+                ));
             }
-            watches.insert(uri.clone(), stop.clone());
+            let slot = caps.take(&caller)?;
+            let watch = Watch {
+                stop: stop.clone(),
+                _slot: slot,
+            };
+            watches.insert(key.clone(), watch);
         }
         let app = app.clone();
         // Weak: the session's handle ends every watch when it goes (`Drop`).
         let watches = Arc::downgrade(&self.0);
         tokio::spawn(async move {
             let mut changes = app.changes();
-            let mut seen = app.resource_fingerprint(&uri, &caller);
+            let mut followed = Followed::new(&app, canonical, &caller);
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     changed = changes.changed() => if changed.is_err() { return },
                 }
-                let now = app.resource_fingerprint(&uri, &caller);
-                if now == seen {
+                if !app.look_again(&mut followed, &caller) {
                     continue;
                 }
-                seen = now;
+                // As the client named it: the spelling it subscribed with.
                 let update = ResourceUpdatedNotificationParam::new(uri.clone());
                 if peer.notify_resource_updated(update).await.is_err() {
                     // The session is gone.
                     if let Some(watches) = watches.upgrade() {
-                        watches.lock().remove(&uri);
+                        watches.lock().remove(&key);
                     }
                     return;
                 }
@@ -82,10 +152,13 @@ impl Watches {
         Ok(())
     }
 
-    /// Stops watching `uri`.
+    /// Stops watching `uri`, in any of its spellings.
     pub(super) fn unsubscribe(&self, uri: &str) {
-        if let Some(stop) = self.0.lock().remove(uri) {
-            stop.cancel();
+        let Ok(canonical) = Canonical::followed(uri) else {
+            return;
+        };
+        if let Some(watch) = self.0.lock().remove(&canonical.uri) {
+            watch.stop.cancel();
         }
     }
 }
@@ -94,30 +167,29 @@ impl Drop for Watches {
     fn drop(&mut self) {
         // The last handle of a session's watches ends them all.
         if Arc::strong_count(&self.0) == 1 {
-            for (_, stop) in self.0.lock().drain() {
-                stop.cancel();
+            for (_, watch) in self.0.lock().drain() {
+                watch.stop.cancel();
             }
         }
     }
 }
 
 /// What a `subscriptions/listen` request is granted: updates of the resources it names,
-/// the first `max` of them (the acknowledgement tells the client which). A listen that
-/// names none may still follow tasks, which rmcp's filter does not carry
-/// (`listen_tasks.rs`).
-pub(super) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<SubscriptionFilter> {
-    let Some(mut uris) = requested.resource_subscriptions.clone() else {
+/// one spelling of each resource (the first), the first `max` of them (the
+/// acknowledgement tells the client which). A URI longer than any resource's is not
+/// granted. A listen that names none may still follow tasks, which rmcp's filter does not
+/// carry (`listen_tasks.rs`).
+pub(crate) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<SubscriptionFilter> {
+    let Some(asked) = &requested.resource_subscriptions else {
         return Some(SubscriptionFilter::new());
     };
-    if uris.len() > max {
-        tracing::warn!(
-            asked = uris.len(),
-            max,
-            "a subscriptions/listen request named more resources than --max-subscriptions; \
-             the first are granted"
-        );
-        uris.truncate(max);
-    }
+    let mut seen = std::collections::HashSet::new();
+    let uris: Vec<String> = asked
+        .iter()
+        .filter(|uri| Canonical::followed(uri).is_ok_and(|canonical| seen.insert(canonical.uri)))
+        .take(max)
+        .cloned()
+        .collect();
     Some(
         SubscriptionFilter::builder()
             .resource_subscriptions(uris)
@@ -125,54 +197,64 @@ pub(super) fn accepted(requested: &SubscriptionFilter, max: usize) -> Option<Sub
     )
 }
 
-/// Serves one `subscriptions/listen` stream until its request is cancelled.
-pub(super) async fn listen(server: &Server, caller: &Caller, context: &SubscriptionContext) {
+/// Serves one `subscriptions/listen` stream until its request is cancelled. Refused, its
+/// stream ended with an error, when the caller's principal or the server cannot follow
+/// that many more resources.
+pub(super) async fn listen(
+    server: &Server,
+    caller: &Caller,
+    context: &SubscriptionContext,
+) -> Result<(), McpError> {
     let app = server.app();
-    let mut tasks: Vec<Followed> = listen_tasks::of(&context.request_context().extensions)
+    let mut tasks: Vec<FollowedTask> = listen_tasks::of(&context.request_context().extensions)
         .into_iter()
-        .map(|id| Followed { id, told: None })
+        .map(|id| FollowedTask { id, told: None })
         .collect();
     let uris = context
         .accepted()
         .resource_subscriptions
         .clone()
         .unwrap_or_default();
-    let mut seen: Vec<Option<u64>> = uris
+    let _slots: Vec<Slot> = uris
         .iter()
-        .map(|uri| app.resource_fingerprint(uri, caller))
+        .map(|_| server.subscriptions.take(caller))
+        .collect::<Result<_, _>>()?;
+    let mut followed: Vec<(String, Followed)> = uris
+        .into_iter()
+        .filter_map(|uri| {
+            let canonical = Canonical::followed(&uri).ok()?;
+            Some((uri, Followed::new(app, canonical, caller)))
+        })
         .collect();
     let mut changes = app.changes();
     // What the tasks are as the listen begins, so that no change before it goes untold.
     if !tell_tasks(server, caller, context, &mut tasks).await {
-        return;
+        return Ok(());
     }
     loop {
         tokio::select! {
-            _ = context.cancelled() => return,
-            changed = changes.changed() => if changed.is_err() { return },
+            _ = context.cancelled() => return Ok(()),
+            changed = changes.changed() => if changed.is_err() { return Ok(()) },
         }
         if !tell_tasks(server, caller, context, &mut tasks).await {
-            return;
+            return Ok(());
         }
-        for (uri, seen) in uris.iter().zip(seen.iter_mut()) {
-            let now = app.resource_fingerprint(uri, caller);
-            if now != *seen {
-                *seen = now;
-                if context
+        for (uri, followed) in &mut followed {
+            if app.look_again(followed, caller)
+                && context
                     .sink()
                     .notify_resource_updated(uri.clone())
                     .await
                     .is_err()
-                {
-                    return;
-                }
+            {
+                return Ok(());
             }
         }
     }
 }
 
 /// A task a listen follows, and what it last told of it: its status and message.
-struct Followed {
+struct FollowedTask {
     id: String,
     told: Option<(TaskStatus, Option<String>)>,
 }
@@ -185,7 +267,7 @@ async fn tell_tasks(
     server: &Server,
     caller: &Caller,
     context: &SubscriptionContext,
-    tasks: &mut [Followed],
+    tasks: &mut [FollowedTask],
 ) -> bool {
     let request = context.request_context();
     let can = questions::capabilities(request);

@@ -44,6 +44,8 @@ pub enum Write {
     Finish(RunEnd),
     /// An audit row that commits with the run's records (a file action's).
     Audit(AuditRecord),
+    /// A file a node wrote, recorded with its audit row.
+    FileWritten(super::FileWrite),
 }
 
 /// An audit row owned by a batch; appended through [`Tx::append_audit`], as every row is.
@@ -148,6 +150,7 @@ impl Tx<'_> {
                     node_id: Some(&row.node_id),
                     principal: row.principal.as_deref(),
                 })?,
+                Write::FileWritten(file) => self.record_written_file(key, file)?,
             }
         }
         Ok(())

@@ -319,6 +319,28 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE nodes ADD COLUMN retried TEXT;
     "#,
+    // 13: who wrote each file of the workspace last, and what: a principal reads over
+    // HTTP only a file whose last writer was a run of its own, while the file still holds
+    // what that run wrote (its SHA-256). The owner is copied from the run as the file is
+    // written, so that it outlives the run's purge. And a run's revision, counted by every
+    // batch that changes it but not by a lease renewal, by which a subscription to its
+    // report learns of a change without rendering the report.
+    r#"
+    CREATE TABLE written_files (
+        path       TEXT PRIMARY KEY,
+        sha256     TEXT NOT NULL,
+        bytes      INTEGER NOT NULL,
+        run_id     TEXT NOT NULL,
+        node_id    TEXT NOT NULL,
+        principal  TEXT,
+        session    TEXT,
+        written_at TEXT NOT NULL
+    );
+    CREATE INDEX written_files_by_principal ON written_files (principal, written_at);
+    CREATE INDEX written_files_by_session ON written_files (session, written_at);
+    CREATE INDEX written_files_by_time ON written_files (written_at);
+    ALTER TABLE runs ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

@@ -25,6 +25,7 @@ mod sql;
 mod todos;
 mod wakes;
 mod write_tx;
+mod written;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -41,13 +42,16 @@ pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use board::{AuditQuery, BoardRow, RunQuery};
 pub use commit::{AuditRecord, Batch, Write};
 pub use nodes::NodeRow;
-pub use postgres::{PgOptions, is_url, logs_statement_parameters, redacted, url_holds_password};
+pub use postgres::{
+    PgOptions, is_url, logs_statement_parameters, password_file, redacted, url_holds_password,
+};
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 #[cfg(any(test, feature = "testing"))]
 pub use scratch::{Held, Scratch, TEST_POSTGRES};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 pub use wakes::Wakes;
+pub use written::{FileWrite, WrittenFile};
 
 /// Process-wide SQLite settings, made once, before the first connection opens.
 ///

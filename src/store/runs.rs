@@ -83,9 +83,16 @@ impl<'a> Scope<'a> {
 
 /// The condition that a run `r` is in a scope given as parameters `?kind` and `?name`.
 pub(super) fn scope_clause(kind: usize, name: usize) -> String {
+    owned_by_scope("r", kind, name)
+}
+
+/// The condition that the row `alias`, whose owner is in its columns `principal` and
+/// `session`, is in a scope given as parameters `?kind` and `?name`.
+pub(super) fn owned_by_scope(alias: &str, kind: usize, name: usize) -> String {
     format!(
-        "CASE CAST(?{kind} AS BIGINT) WHEN 0 THEN TRUE WHEN 1 THEN r.principal = ?{name} \
-         WHEN 2 THEN r.session = ?{name} ELSE r.principal IS NULL AND r.session IS NULL END"
+        "CASE CAST(?{kind} AS BIGINT) WHEN 0 THEN TRUE WHEN 1 THEN {alias}.principal = ?{name} \
+         WHEN 2 THEN {alias}.session = ?{name} \
+         ELSE {alias}.principal IS NULL AND {alias}.session IS NULL END"
     )
 }
 
@@ -160,7 +167,7 @@ const INSERT_RUN: super::sql::Dialects = on_db_clock!(
 
 const EXTEND_LEASE: super::sql::Dialects = on_db_clock!(
     "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2, updated_at = ?3,
-         takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END
+         takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END, revision = revision + 1
      WHERE key = ?1"
 );
 
@@ -290,7 +297,8 @@ impl Tx<'_> {
         let now = clock::now_iso();
         self.db.execute(
             "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
-                 finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL
+                 finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL,
+                 revision = revision + 1
              WHERE key = ?1 AND status = 'running'",
             &[
                 &run_key,
@@ -526,7 +534,8 @@ impl Store {
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
         let changed = self.with(|tx| {
             tx.db.execute(
-                "UPDATE runs SET cancel_requested = TRUE WHERE id = ?1 AND status = 'running'",
+                "UPDATE runs SET cancel_requested = TRUE, revision = revision + 1
+                 WHERE id = ?1 AND status = 'running'",
                 &[&run_id],
             )
         })?;

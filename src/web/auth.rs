@@ -29,8 +29,9 @@ const IDLE: Duration = Duration::from_secs(12 * 3600);
 /// How long a one-time link may wait to be opened.
 const LINK_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
-/// At most this many logins are kept; past it the least recently used goes.
-const MAX_LOGINS: usize = 4096;
+/// At most this many logins of one principal are kept unless told otherwise; past it that
+/// principal's least recently used goes, and no other principal's.
+pub(crate) const DEFAULT_MAX_LOGINS_PER_PRINCIPAL: usize = 64;
 
 /// Whom a browser signed in with a token of the server stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,8 @@ struct Login {
 pub(super) struct SignIn {
     keys: Arc<Keys>,
     viewer: Viewer,
+    /// The most logins one principal keeps.
+    per_principal: usize,
     /// By the digest of their cookie.
     logins: Mutex<HashMap<TokenDigest, Login>>,
     /// One-time links not yet opened, by the digest of their code.
@@ -61,10 +64,11 @@ pub(super) struct SignIn {
 }
 
 impl SignIn {
-    pub(super) fn new(keys: Arc<Keys>, viewer: Viewer) -> SignIn {
+    pub(super) fn new(keys: Arc<Keys>, viewer: Viewer, per_principal: usize) -> SignIn {
         SignIn {
             keys,
             viewer,
+            per_principal: per_principal.max(1),
             logins: Mutex::default(),
             links: Mutex::default(),
         }
@@ -101,13 +105,16 @@ impl SignIn {
         let mut logins = self.logins.lock();
         let now = Instant::now();
         logins.retain(|_, login| now.duration_since(login.last_seen) < IDLE);
-        if logins.len() >= MAX_LOGINS
-            && let Some(oldest) = logins
-                .iter()
-                .min_by_key(|(_, login)| login.last_seen)
-                .map(|(key, _)| *key)
+        // A principal's new login pushes out its own least recently used, never another's.
+        let mine: Vec<(TokenDigest, Instant)> = logins
+            .iter()
+            .filter(|(_, login)| login.principal == principal)
+            .map(|(key, login)| (*key, login.last_seen))
+            .collect();
+        if mine.len() >= self.per_principal
+            && let Some((oldest, _)) = mine.iter().min_by_key(|(_, seen)| *seen)
         {
-            logins.remove(&oldest);
+            logins.remove(oldest);
         }
         let login = Login {
             principal,

@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use super::{Body, set_header};
 use crate::app::App;
+use crate::server::slots::Slot;
 
 /// How long a stream stays silent before it sends a comment, so that proxies and the
 /// browser keep it open.
@@ -81,9 +82,11 @@ impl Live {
 
     /// An SSE stream of the regions `render` makes, sent as they change. `render` gives
     /// `None` when there is nothing more to show (the run is gone), which ends it. `view`
-    /// names what `render` shows to whom: streams of one view share each rendering.
+    /// names what `render` shows to whom: streams of one view share each rendering. The
+    /// stream holds `slot`, one of the server's SSE streams, until it ends.
     pub(super) fn stream(
         &self,
+        slot: Slot,
         view: String,
         render: impl Fn() -> Option<Vec<Region>> + Send + Sync + 'static,
     ) -> Response<Body> {
@@ -119,7 +122,10 @@ impl Live {
                 }
             }
         });
-        let body = StreamBody::new(events.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes))));
+        let body = StreamBody::new(events.map(move |bytes| {
+            let _held = &slot;
+            Ok::<_, Infallible>(Frame::data(bytes))
+        }));
         let mut reply = Response::new(BodyExt::boxed(body));
         set_header(&mut reply, header::CONTENT_TYPE, "text/event-stream");
         set_header(&mut reply, header::CACHE_CONTROL, "no-store");

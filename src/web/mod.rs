@@ -36,9 +36,10 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 use crate::app::{App, Caller};
-use crate::transport::http::host_name;
+use crate::server::slots::{self, Slot, Slots};
 use crate::transport::http::keys::Keys;
-pub(crate) use auth::Viewer;
+use crate::transport::http::throttle::{self, ClientAddr, Throttle};
+pub(crate) use auth::{DEFAULT_MAX_LOGINS_PER_PRINCIPAL, Viewer};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -50,8 +51,21 @@ pub(crate) struct Web {
     app: App,
     live: live::Live,
     sign_in: auth::SignIn,
-    /// The `Host` names the pages are served under, against DNS rebinding.
-    hosts: Vec<String>,
+    /// The server's SSE streams, which a live page's stream counts among, in all and for
+    /// its principal.
+    streams: Arc<Slots>,
+    /// Failed sign-ins by address, shared with the bearer tokens of MCP.
+    throttle: Arc<Throttle>,
+}
+
+/// What the dashboard is given besides the application: who signs in, and the limits it
+/// shares with MCP.
+pub(crate) struct Setup {
+    pub(crate) keys: Arc<Keys>,
+    pub(crate) viewer: Viewer,
+    pub(crate) max_logins_per_principal: usize,
+    pub(crate) streams: Arc<Slots>,
+    pub(crate) throttle: Arc<Throttle>,
 }
 
 /// A request as the pages see it: its method, path, query and headers, and who made it.
@@ -73,14 +87,15 @@ impl Asked<'_> {
 }
 
 impl Web {
-    /// The dashboard of `app`, whose browsers sign in with `keys`. Starts the watcher of
-    /// live updates, so it is made on the runtime.
-    pub(crate) fn new(app: App, keys: Arc<Keys>, viewer: Viewer, hosts: Vec<String>) -> Web {
+    /// The dashboard of `app`, whose browsers sign in with `setup.keys`. Starts the
+    /// watcher of live updates, so it is made on the runtime.
+    pub(crate) fn new(app: App, setup: Setup) -> Web {
         Web {
             live: live::Live::start(&app),
             app,
-            sign_in: auth::SignIn::new(keys, viewer),
-            hosts,
+            sign_in: auth::SignIn::new(setup.keys, setup.viewer, setup.max_logins_per_principal),
+            streams: setup.streams,
+            throttle: setup.throttle,
         }
     }
 
@@ -89,12 +104,10 @@ impl Web {
         self.sign_in.one_time_code(token.as_bytes())
     }
 
-    /// Serves one request for a page, an asset or an action.
+    /// Serves one request for a page, an asset or an action; the gate has checked its
+    /// `Host`.
     pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if !self.host_accepted(request.headers()) {
-            return plain(StatusCode::FORBIDDEN, "this host name is not served\n");
-        }
-        if request.method() == Method::POST && !self.same_origin(request.headers()) {
+        if request.method() == Method::POST && !same_origin(request.headers()) {
             return plain(StatusCode::FORBIDDEN, "a cross-site request is refused\n");
         }
         let path = request.uri().path().to_owned();
@@ -103,14 +116,16 @@ impl Web {
             (&Method::GET, "/assets/dashboard.css") => return page::stylesheet(),
             (&Method::GET, "/assets/dashboard.js") => return page::script(),
             (&Method::GET, "/login") => {
+                let address = request.extensions().get::<ClientAddr>().copied();
                 return match query.iter().find(|(key, _)| key == "code") {
-                    Some((_, code)) => self.redeem(code),
+                    Some((_, code)) => self.redeem(code, address),
                     None => page::html(StatusCode::OK, page::sign_in_page(None)),
                 };
             }
             (&Method::POST, "/login") => {
+                let address = request.extensions().get::<ClientAddr>().copied();
                 let form = read_form(request).await;
-                return self.sign_in(form);
+                return self.sign_in(form, address);
             }
             (&Method::POST, "/logout") => {
                 self.sign_in.sign_out(request.headers());
@@ -148,11 +163,15 @@ impl Web {
         let segments: Vec<&str> = asked.path.trim_matches('/').split('/').collect();
         match (asked.method, segments.as_slice()) {
             (&Method::GET, [""]) => runs::list(&self.app, asked),
-            (&Method::GET, ["live"]) => runs::list_live(&self.app, asked, &self.live),
+            (&Method::GET, ["live"]) => match self.stream_slot(&asked.caller) {
+                Ok(slot) => runs::list_live(&self.app, asked, &self.live, slot),
+                Err(busy) => *busy,
+            },
             (&Method::GET, ["runs", run_id]) => run::show(&self.app, asked, run_id),
-            (&Method::GET, ["runs", run_id, "live"]) => {
-                run::show_live(&self.app, asked, &self.live, run_id)
-            }
+            (&Method::GET, ["runs", run_id, "live"]) => match self.stream_slot(&asked.caller) {
+                Ok(slot) => run::show_live(&self.app, asked, &self.live, run_id, slot),
+                Err(busy) => *busy,
+            },
             (&Method::GET, ["runs", run_id, "files", node]) => {
                 run::file(&self.app, &asked.caller, run_id, node)
             }
@@ -183,7 +202,31 @@ impl Web {
         }
     }
 
-    fn sign_in(&self, form: Result<Vec<(String, String)>, Response<Body>>) -> Response<Body> {
+    /// A slot among the server's SSE streams for a live page of `caller`; `Err` is the
+    /// 503 to answer when the streams in all, or the caller's principal's, are taken.
+    fn stream_slot(&self, caller: &Caller) -> Result<Slot, Box<Response<Body>>> {
+        self.streams.take(caller.principal()).map_err(|full| {
+            let text = match full {
+                slots::Full::All => "too many open streams; close a page or retry later\n",
+                slots::Full::Principal => {
+                    "too many open streams for this principal \
+                     (--http-max-streams-per-principal); close a page or retry later\n"
+                }
+            };
+            let mut reply = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+            set_header(&mut reply, header::RETRY_AFTER, "5");
+            Box::new(reply)
+        })
+    }
+
+    fn sign_in(
+        &self,
+        form: Result<Vec<(String, String)>, Response<Body>>,
+        address: Option<ClientAddr>,
+    ) -> Response<Body> {
+        if let Err(wait) = self.throttle.check(address) {
+            return too_many_failures(wait);
+        }
         let Ok(form) = form else {
             return page::html(StatusCode::BAD_REQUEST, page::sign_in_page(Some(BAD_FORM)));
         };
@@ -191,50 +234,67 @@ impl Web {
         let cookie = token.and_then(|(_, token)| self.sign_in.sign_in(token.trim().as_bytes()));
         match cookie {
             Some(cookie) => signed_in(&cookie),
-            None => page::html(
-                StatusCode::UNAUTHORIZED,
-                page::sign_in_page(Some("That token is not one of this server's.")),
-            ),
+            None => {
+                self.throttle.failed(address);
+                page::html(
+                    StatusCode::UNAUTHORIZED,
+                    page::sign_in_page(Some("That token is not one of this server's.")),
+                )
+            }
         }
     }
 
-    fn redeem(&self, code: &str) -> Response<Body> {
+    fn redeem(&self, code: &str, address: Option<ClientAddr>) -> Response<Body> {
+        if let Err(wait) = self.throttle.check(address) {
+            return too_many_failures(wait);
+        }
         match self.sign_in.redeem(code) {
             Some(cookie) => signed_in(&cookie),
-            None => page::html(
-                StatusCode::UNAUTHORIZED,
-                page::sign_in_page(Some(
-                    "That sign-in link was used already or has expired; sign in with a token.",
-                )),
-            ),
+            None => {
+                self.throttle.failed(address);
+                page::html(
+                    StatusCode::UNAUTHORIZED,
+                    page::sign_in_page(Some(
+                        "That sign-in link was used already or has expired; sign in with a token.",
+                    )),
+                )
+            }
         }
     }
+}
 
-    /// Whether the request's `Host` is one the pages are served under.
-    fn host_accepted(&self, headers: &HeaderMap) -> bool {
-        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-            return false;
-        };
-        self.hosts.iter().any(|name| host_name(host) == name)
-    }
+/// Whether a POST comes from a page of this server: its `Origin` is an `http` or `https`
+/// origin of the host the request was sent to. A browser sends `Origin` with every POST;
+/// a request without one did not come from a page and is refused too.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+    };
+    let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
+        return false;
+    };
+    let Some((scheme, origin_host)) = origin.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https") && origin_host.eq_ignore_ascii_case(host)
+}
 
-    /// Whether a POST comes from a page of this server: its `Origin` names the host the
-    /// request was sent to. A browser sends `Origin` with every POST; a request without
-    /// one did not come from a page and is refused too.
-    fn same_origin(&self, headers: &HeaderMap) -> bool {
-        let text = |name| {
-            headers
-                .get(name)
-                .and_then(|v: &http::HeaderValue| v.to_str().ok())
-        };
-        let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
-            return false;
-        };
-        let Some((_, origin_host)) = origin.split_once("://") else {
-            return false;
-        };
-        origin_host == host
-    }
+/// 429 for an address that failed to sign in too often: the sign-in page, saying so.
+fn too_many_failures(wait: std::time::Duration) -> Response<Body> {
+    let mut reply = page::html(
+        StatusCode::TOO_MANY_REQUESTS,
+        page::sign_in_page(Some(
+            "Too many failed sign-ins from this address; wait a little before trying again.",
+        )),
+    );
+    set_header(
+        &mut reply,
+        header::RETRY_AFTER,
+        &throttle::retry_after(wait),
+    );
+    reply
 }
 
 const BAD_FORM: &str = "That form could not be read.";

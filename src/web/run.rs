@@ -12,6 +12,7 @@ use super::page::{frame, header_row, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
 use crate::engine::definition::RetryPolicy;
+use crate::server::slots::Slot;
 use crate::store::AuditRow;
 
 /// `GET /runs/{id}`: a run's page.
@@ -20,13 +21,19 @@ pub(super) fn show(app: &App, asked: &Asked<'_>, run_id: &str) -> Response<Body>
 }
 
 /// `GET /runs/{id}/live`: a run's page as it changes.
-pub(super) fn show_live(app: &App, asked: &Asked<'_>, live: &Live, run_id: &str) -> Response<Body> {
+pub(super) fn show_live(
+    app: &App,
+    asked: &Asked<'_>,
+    live: &Live,
+    run_id: &str,
+    slot: Slot,
+) -> Response<Body> {
     if let Err(error) = app.get_run(run_id, &asked.caller) {
         return failed(&error);
     }
     let (app, caller, run_id) = (app.clone(), asked.caller.clone(), run_id.to_owned());
     let view = format!("run {run_id} {caller:?}");
-    live.stream(view, move || {
+    live.stream(slot, view, move || {
         run_regions(&app, &caller, &run_id, None)
             .ok()
             .map(|(_, regions)| regions)

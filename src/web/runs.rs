@@ -9,6 +9,7 @@ use super::live::{Live, Region};
 use super::page::{filter_select, header_row, html as page, live_frame};
 use super::{Asked, Body};
 use crate::app::{App, Caller, RunError};
+use crate::server::slots::Slot;
 use crate::store::{BoardRow, RunQuery};
 
 /// Rows on a page of the list.
@@ -47,13 +48,13 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
 }
 
 /// `GET /live`: the first page of the list, as it changes.
-pub(super) fn list_live(app: &App, asked: &Asked<'_>, live: &Live) -> Response<Body> {
+pub(super) fn list_live(app: &App, asked: &Asked<'_>, live: &Live, slot: Slot) -> Response<Body> {
     let (app, caller) = (app.clone(), asked.caller.clone());
     let status = asked.query("status").map(str::to_owned);
     let workflow = asked.query("workflow").map(str::to_owned);
     let text = asked.query("q").map(str::to_owned);
     let view = format!("list {caller:?} {status:?} {workflow:?} {text:?}");
-    live.stream(view, move || {
+    live.stream(slot, view, move || {
         let query = RunQuery {
             status: status.as_deref().filter(|s| STATUSES.contains(s)),
             workflow: workflow.as_deref(),

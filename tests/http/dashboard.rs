@@ -114,7 +114,15 @@ fn a_cross_site_post_is_refused_and_changes_nothing() {
     let run = start_2025_task(&server, &alice, json!({"nodes": {"sleep": {"wait": WAIT}}}));
     let cookie = server.sign_in(ALICE);
     let cancel = format!("/runs/{run}/cancel");
-    for origin in [Some("http://evil.example"), Some("null"), None] {
+    let host = server.host();
+    let other_schemes = [
+        format!("ftp://{host}"),
+        format!("chrome-extension://{host}"),
+    ];
+    let origins = [Some("http://evil.example"), Some("null"), None]
+        .into_iter()
+        .chain(other_schemes.iter().map(|origin| Some(origin.as_str())));
+    for origin in origins {
         let reply = server.form(&cancel, Some(&cookie), origin, "");
         assert_eq!(reply.status, 403, "{origin:?}: {}", reply.body);
     }
@@ -217,6 +225,125 @@ fn a_page_asked_for_under_another_host_name_is_refused() {
     let cookie = server.sign_in(ALICE);
     let head = format!("GET / HTTP/1.1\r\nHost: attacker.example\r\nCookie: {cookie}");
     assert_eq!(server.send(&head, "").status, 403);
+    // A host name is one name whatever its case, for the pages as for MCP.
+    let port = server.addr.port();
+    let head = format!("GET / HTTP/1.1\r\nHost: LOCALHOST:{port}\r\nCookie: {cookie}");
+    assert_eq!(server.send(&head, "").status, 200);
+    let initialize = super::initialize(1).to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: LocalHost:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{}",
+        super::bearer(ALICE)
+    );
+    assert_eq!(server.send(&head, &initialize).status, 200);
+}
+
+/// One principal that signs in again and again ends only its own logins: Alice's login
+/// outlives Bob's storm of sign-ins, of which only his latest are kept.
+#[test]
+fn a_principal_signing_in_over_and_over_pushes_out_only_its_own_logins() {
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-logins-per-principal",
+        "4",
+    ]);
+    let alice = server.sign_in(ALICE);
+    let bobs: Vec<String> = (0..40).map(|_| server.sign_in(BOB)).collect();
+    assert_eq!(
+        server.page("/", Some(&alice)).status,
+        200,
+        "alice is still in"
+    );
+    for (n, cookie) in bobs.iter().enumerate() {
+        let expected = if n < 36 { 303 } else { 200 };
+        assert_eq!(
+            server.page("/", Some(cookie)).status,
+            expected,
+            "bob's login {n}"
+        );
+    }
+}
+
+/// An address that gives wrong tokens may try a few times, then waits longer after each
+/// failure: meanwhile it is answered 429 with `Retry-After` on the sign-in page and at
+/// `/mcp` alike, a right token included, and no token it sends is looked at.
+#[test]
+fn an_address_that_keeps_failing_to_sign_in_is_made_to_wait() {
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-free-sign-in-failures",
+        "3",
+    ]);
+    let wrong = |n: u32| format!("token=wrong-{n}-7f3a9c2e5b8d1f4a6c0e9b3d7a2f5c8e");
+    for n in 0..3 {
+        let reply = server.form("/login", None, Some(&server.origin()), &wrong(n));
+        assert_eq!(reply.status, 401, "{}", reply.body);
+    }
+    let held = server.form("/login", None, Some(&server.origin()), &wrong(3));
+    assert_eq!(held.status, 429, "{}", held.body);
+    let wait: u64 = held.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let right = server.form(
+        "/login",
+        None,
+        Some(&server.origin()),
+        &format!("token={ALICE}"),
+    );
+    assert_eq!(right.status, 429, "not even a right token is looked at");
+    assert_eq!(right.header("set-cookie"), None);
+    let mcp = server.post(&[super::bearer(ALICE)], &super::initialize(1));
+    assert_eq!(mcp.status, 429, "{}", mcp.body);
+    assert!(mcp.header("retry-after").is_some());
+    // Once the wait is over, a right token signs in.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    server.sign_in(ALICE);
+}
+
+/// The dashboard's live streams are streams of the server: a principal's count against
+/// its cap of streams (`503` with `Retry-After` past it), and leave others theirs.
+#[test]
+fn a_principals_live_pages_count_against_its_streams_and_leave_others_theirs() {
+    use std::io::{Read as _, Write as _};
+    let server = HttpServer::start(&[
+        "--http-tokens",
+        "{tokens}",
+        "--http-max-streams-per-principal",
+        "3",
+    ]);
+    let bob = server.sign_in(BOB);
+    let open_live = |cookie: &str| {
+        let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+        let head = format!(
+            "GET /live HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n",
+            server.host()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        (stream, String::from_utf8_lossy(&head).into_owned())
+    };
+    let held: Vec<_> = (0..3).map(|_| open_live(&bob)).collect();
+    for (_, head) in &held {
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    }
+    let (_, refused) = open_live(&bob);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after"),
+        "{refused}"
+    );
+    let alice = server.sign_in(ALICE);
+    let (_, hers) = open_live(&alice);
+    assert!(hers.starts_with("HTTP/1.1 200"), "{hers}");
+    drop(held);
 }
 
 #[test]
@@ -376,9 +503,11 @@ fn ui_beside_another_process_answers_the_run_that_process_drives() {
     let db = common::TempDb::new();
     let workflows = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dashboard");
     let db_path = db.path.display().to_string();
+    let workspace = db.dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
     let mut driver = std::process::Command::new(common::BIN)
         .args(["--db", &db_path, "--workflows", workflows, "--workspace"])
-        .arg(db.dir.path())
+        .arg(workspace)
         .args(["workflows", "run", "review", "--wait-for-answers", "--json"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -342,3 +342,64 @@ fn a_2026_07_28_client_is_told_how_long_it_may_keep_each_list_and_who_may_share_
     );
     assert!(listed.response(2)["result"].get("ttlMs").is_none());
 }
+
+/// The workspace is where clients' workflows read and write: a start with the database or
+/// the tokens file in it is refused, each named with how to fix it, and nothing is opened.
+#[test]
+fn a_start_with_the_database_or_the_tokens_file_in_the_workspace_is_refused_saying_how() {
+    let db = common::TempDb::new();
+    let tokens = db.dir.path().join("tokens");
+    write_private(&tokens, &format!("alice {ALICE}\n"));
+    let output = Command::new(common::BIN)
+        .env_remove("TASKS_WORKSPACE")
+        .current_dir(db.dir.path())
+        .arg("--db")
+        .arg(&db.path)
+        .args(["--workspace", ".", "--http", "127.0.0.1:0", "--http-tokens"])
+        .arg(&tokens)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("holds the database"), "{stderr}");
+    assert!(stderr.contains("holds the tokens file"), "{stderr}");
+    assert!(stderr.contains("--workspace"), "{stderr}");
+    assert!(
+        !db.path.exists(),
+        "nothing is opened before the layout is checked"
+    );
+}
+
+/// Without `--workspace`, runs write in `./workspace`, a folder of its own made at start,
+/// never in the working folder that holds the database.
+#[test]
+fn by_default_runs_write_in_a_workspace_folder_beside_the_database_not_around_it() {
+    let db = common::TempDb::new();
+    let notes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/resources");
+    let output = Command::new(common::BIN)
+        .env_remove("TASKS_WORKSPACE")
+        .env_remove("TASKS_DB_PATH")
+        .current_dir(db.dir.path())
+        .args([
+            "--db",
+            "tasks.db",
+            "--workflows",
+            notes,
+            "workflows",
+            "run",
+            "note",
+        ])
+        .args(["--input", "name=first", "--input", "text=hello"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = db.dir.path().join("workspace/notes/first.md");
+    assert_eq!(std::fs::read_to_string(written).unwrap(), "hello");
+    assert!(!db.dir.path().join("notes").exists());
+}

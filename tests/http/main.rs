@@ -6,6 +6,9 @@
 //! each other (sessions, caps, idempotency keys) in `principals.rs`, and a load test in
 //! `load.rs`.
 
+#[path = "../backends/mod.rs"]
+#[macro_use]
+mod backends;
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;
@@ -13,6 +16,7 @@ mod dashboard;
 mod gate;
 mod load;
 mod principals;
+mod resources;
 mod tasks;
 mod tokens;
 
@@ -25,9 +29,9 @@ use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-const ALICE: &str = "alice-0123456789abcdef";
+const ALICE: &str = "alice-7f3a9c2e5b8d1f4a6c0e9b3d7a2f5c8e";
 
-const BOB: &str = "bob-0123456789abcdef";
+const BOB: &str = "bob-e1c4b7a0d3f6c9b2e5a8d1f4c7b0a3e6";
 
 /// The server serving HTTP on a loopback port of its own choosing.
 struct HttpServer {
@@ -47,11 +51,23 @@ impl HttpServer {
     /// With `--http-tokens {tokens}` in `extra`, the tokens of alice and bob are needed;
     /// without, the server serves with `--http-no-auth`.
     fn start(extra: &[&str]) -> HttpServer {
+        HttpServer::start_at(None, extra)
+    }
+
+    /// [`HttpServer::start`] on the database of `place`, SQLite or PostgreSQL.
+    fn start_on(place: &backends::Place, extra: &[&str]) -> HttpServer {
+        HttpServer::start_at(Some(place.location()), extra)
+    }
+
+    fn start_at(location: Option<String>, extra: &[&str]) -> HttpServer {
         let mut extra = extra.to_vec();
         if !extra.contains(&"--http-tokens") {
             extra.push("--http-no-auth");
         }
-        let db = common::TempDb::new();
+        let mut db = common::TempDb::new();
+        if let Some(location) = location {
+            db.path = location.into();
+        }
         let mut command = HttpServer::command(&db, &extra);
         let mut child = command.spawn().expect("start the server");
         let addr = common::listening_address(child.stderr.take().unwrap());

@@ -189,7 +189,7 @@ fn sighup_reloads_the_tokens_file_and_the_sessions_of_a_removed_token_end() {
     let alice = open_session(&server, ALICE);
     let bob = open_session(&server, BOB);
     let mut bobs_stream = open_stream(&server, &bob);
-    const CAROL: &str = "carol-0123456789abcdef";
+    const CAROL: &str = "carol-4b9e2d7a0c5f8b3e6a1d4c9f2b7e0a5d";
     assert_eq!(server.post(&[bearer(CAROL)], &initialize(1)).status, 401);
 
     let tokens = server.db.dir.path().join("tokens");

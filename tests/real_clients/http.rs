@@ -7,7 +7,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 
 use super::*;
 
-const TOKEN: &str = "ts-client-0123456789abcdef";
+const TOKEN: &str = "ts-client-5e8b1d4a7c0f3e6b9d2a5c8f1e4b7a0d";
 
 /// The sandbox's server serving HTTP on a loopback port of its own choosing.
 pub(super) struct HttpServer {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Run;
 use crate::engine::actions::Resolved;
 use crate::engine::files::{self, WriteMode};
-use crate::engine::journal::PendingAudit;
+use crate::engine::journal::{PendingAudit, Wrote};
 use crate::engine::report::NodeError;
 use crate::todos::{AuditOutcome, Origin};
 
@@ -42,7 +42,7 @@ impl Run {
                 return None;
             }
             let result = files::write_file(&root, path, content, mode);
-            self.audit_file(node, instance, "write_file", path, &result);
+            self.audit_write(node, instance, path, content, &result);
             return Some(result);
         }
         let intent = files::content_hash(content);
@@ -52,7 +52,7 @@ impl Run {
             // The write of an attempt cut short; its row may be missing, so it is written
             // again (a row too many rather than a write without one).
             let done = Ok(json!({ "path": path, "bytes": content.len() }));
-            self.audit_file(node, instance, "write_file", path, &done);
+            self.audit_write(node, instance, path, content, &done);
             return Some(done);
         }
         self.state.unit_mut(node, instance).intent = Some(intent);
@@ -69,8 +69,29 @@ impl Run {
             Ok(staged) => self.place(staged)?,
             Err(error) => Err(error),
         };
-        self.audit_file(node, instance, "write_file", path, &result);
+        self.audit_write(node, instance, path, content, &result);
         Some(result)
+    }
+
+    /// The audit row of a `write_file`; a write that landed is recorded with it as its
+    /// path's last, with the SHA-256 of `content`, so that its run's owner may read it.
+    fn audit_write(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        path: &str,
+        content: &str,
+        result: &Result<Value, NodeError>,
+    ) {
+        let wrote = match result {
+            Ok(_) => files::normalised(path).map(|path| Wrote {
+                path,
+                sha256: files::sha256_hex(content.as_bytes()),
+                bytes: content.len() as u64,
+            }),
+            Err(_) => None,
+        };
+        self.audit_file(node, instance, "write_file", path, result, wrote);
     }
 
     /// Renames a staged file into place inside a transaction that first checks and
@@ -119,7 +140,7 @@ impl Run {
             }
             _ => unreachable!("only reads are read"),
         };
-        self.audit_file(node, instance, name, path, &result);
+        self.audit_file(node, instance, name, path, &result, None);
         result
     }
 
@@ -134,6 +155,7 @@ impl Run {
         action: &'static str,
         path: &str,
         result: &Result<Value, NodeError>,
+        wrote: Option<Wrote>,
     ) {
         let mut args = Map::new();
         args.insert("path".into(), json!(path));
@@ -161,7 +183,7 @@ impl Run {
                 AuditOutcome::Error
             }
         };
-        self.audit(node, action, args, outcome);
+        self.audit_with(node, action, args, outcome, wrote);
     }
 
     /// Writes an audit row of a node's, for the principal the run acts for. In a recorded
@@ -175,6 +197,18 @@ impl Run {
         args: Map<String, Value>,
         outcome: AuditOutcome,
     ) {
+        self.audit_with(node, action, args, outcome, None);
+    }
+
+    /// [`Run::audit`], with the file the action wrote, recorded with its row.
+    fn audit_with(
+        &mut self,
+        node: usize,
+        action: &'static str,
+        args: Map<String, Value>,
+        outcome: AuditOutcome,
+        wrote: Option<Wrote>,
+    ) {
         if self.lost() {
             return;
         }
@@ -185,6 +219,7 @@ impl Run {
                 args,
                 outcome,
                 principal: self.env.principal.clone(),
+                wrote,
             });
             return;
         }

@@ -19,6 +19,7 @@ mod listen;
 mod password;
 mod schema;
 mod tls;
+pub use password::password_file;
 
 use std::cell::Cell;
 use std::future::Future;

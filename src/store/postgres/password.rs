@@ -21,7 +21,8 @@ pub(super) fn fill(config: &mut Config) {
     }
 }
 
-fn password_file() -> Option<PathBuf> {
+/// The password file libpq reads: `PGPASSFILE`, else `~/.pgpass`.
+pub fn password_file() -> Option<PathBuf> {
     match std::env::var_os("PGPASSFILE") {
         Some(file) => Some(PathBuf::from(file)),
         None => std::env::var_os("HOME").map(|home| Path::new(&home).join(".pgpass")),

@@ -239,6 +239,27 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER task_questions_changed AFTER INSERT OR UPDATE OR DELETE ON task_questions
         FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
     "#,
+    // 9: SQLite's migration 13, who wrote each file last and what, and a run's revision.
+    // A file written tells the other hosts, as a run's change does: a subscription to it
+    // looks again.
+    r#"
+    CREATE TABLE written_files (
+        path       TEXT PRIMARY KEY,
+        sha256     TEXT NOT NULL,
+        bytes      BIGINT NOT NULL,
+        run_id     TEXT NOT NULL,
+        node_id    TEXT NOT NULL,
+        principal  TEXT,
+        session    TEXT,
+        written_at TEXT NOT NULL
+    );
+    CREATE INDEX written_files_by_principal ON written_files (principal, written_at);
+    CREATE INDEX written_files_by_session ON written_files (session, written_at);
+    CREATE INDEX written_files_by_time ON written_files (written_at);
+    ALTER TABLE runs ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+    CREATE TRIGGER written_files_changed AFTER INSERT OR UPDATE OR DELETE ON written_files
+        FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
+    "#,
 ];
 
 /// The schema version this build brings a database to.

@@ -4,22 +4,19 @@
 //! protocol versions it speaks. Served without a token: it names no tool, run or
 //! principal, only what any client is told on connecting.
 
-use http::{HeaderMap, Response, StatusCode, header};
+use http::{Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
-use super::{Body, host_name, plain};
+use super::Body;
 
 /// Where the card is served.
 pub(super) const PATH: &str = "/mcp/server-card";
 
-/// The card, for a request that reached the server under `host`, with `tokens` whether
-/// every request needs a bearer token.
-pub(super) fn card(headers: &HeaderMap, hosts: &[String], tokens: bool) -> Response<Body> {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let Some(host) = host.filter(|host| hosts.iter().any(|name| host_name(host) == name)) else {
-        return plain(StatusCode::FORBIDDEN, "this host name is not served\n");
-    };
+/// The card, for a request that reached the server under `host` (a host it is served
+/// under, which the gate checked), with `tokens` whether every request needs a bearer
+/// token.
+pub(super) fn card(host: &str, tokens: bool) -> Response<Body> {
     let mut remote = json!({
         "type": "streamable-http",
         "url": format!("http://{host}/mcp"),

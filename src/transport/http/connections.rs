@@ -38,6 +38,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::throttle::ClientAddr;
 use super::{Body, Gate};
 
 /// The longest pause between two attempts to accept after `accept` failed.
@@ -222,7 +223,8 @@ async fn serve(
         activity: activity.clone(),
     });
     let served = activity.clone();
-    let service = hyper::service::service_fn(move |request| {
+    let service = hyper::service::service_fn(move |mut request: http::Request<_>| {
+        request.extensions_mut().insert(ClientAddr(peer.ip()));
         let busy = served.begin();
         let handled = gate.clone().handle(request);
         async move {

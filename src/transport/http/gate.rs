@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use super::keys::Keys;
 use super::owners::Opening;
 use super::sessions::Sessions;
+use super::throttle::{self, ClientAddr, Throttle};
 use super::tokens::{Principal, TokenDigest};
 use super::{Body, plain, rewrite};
 use crate::server::Server;
@@ -38,6 +39,8 @@ pub(super) struct Gate {
     pub(super) mcp: Option<StreamableHttpService<Server, Sessions>>,
     /// The dashboard at every other path; `None` without tokens (`--http-no-auth`).
     pub(super) web: Option<Arc<Web>>,
+    /// Failed sign-ins by address, the pages' and the bearer tokens' alike.
+    pub(super) throttle: Arc<Throttle>,
     /// The most tasks one `subscriptions/listen` follows (`--max-subscriptions`).
     pub(super) max_listened: usize,
 }
@@ -56,12 +59,16 @@ impl Gate {
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
             });
         }
-        if request.uri().path() == super::card::PATH && request.method() == Method::GET {
-            return Ok(super::card::card(
-                request.headers(),
-                &self.hosts,
-                self.keys.is_some(),
+        // Against DNS rebinding: every path but the health check answers only under the
+        // names the server is served by, the pages and the card as MCP.
+        let Some(host) = super::served_host(request.headers(), &self.hosts) else {
+            return Ok(plain(
+                StatusCode::FORBIDDEN,
+                "this host name is not served\n",
             ));
+        };
+        if request.uri().path() == super::card::PATH && request.method() == Method::GET {
+            return Ok(super::card::card(host, self.keys.is_some()));
         }
         if request.uri().path() != "/mcp"
             && let Some(web) = &self.web
@@ -138,8 +145,15 @@ impl Gate {
         let Some(keys) = &self.keys else {
             return Ok(None);
         };
+        let address = request.extensions().get::<ClientAddr>().copied();
+        if let Err(wait) = self.throttle.check(address) {
+            return Err(Box::new(too_many_failures(wait)));
+        }
         let given = bearer(request);
         let Some((principal, digest)) = given.and_then(|t| keys.principal(t)) else {
+            if given.is_some() {
+                self.throttle.failed(address);
+            }
             return Err(Box::new(unauthorized(given.is_some())));
         };
         tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
@@ -217,6 +231,18 @@ fn unauthorized(token_given: bool) -> Response<Body> {
         header::WWW_AUTHENTICATE,
         challenge.parse().expect("a header value"),
     );
+    reply
+}
+
+/// 429 with `Retry-After`, for an address that failed to sign in too often.
+pub(crate) fn too_many_failures(wait: std::time::Duration) -> Response<Body> {
+    let mut reply = plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many failed sign-ins from this address; wait before trying again\n",
+    );
+    if let Ok(value) = throttle::retry_after(wait).parse() {
+        reply.headers_mut().insert(header::RETRY_AFTER, value);
+    }
     reply
 }
 

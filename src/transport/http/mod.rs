@@ -29,6 +29,7 @@ pub(crate) mod keys;
 mod owners;
 pub(crate) mod rewrite;
 mod sessions;
+pub(crate) mod throttle;
 pub(crate) mod tokens;
 
 use std::convert::Infallible;
@@ -48,17 +49,21 @@ use owners::Owners;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sessions::Bounded;
+use throttle::Throttle;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use connections::Limits;
+pub use throttle::DEFAULT_FREE_FAILURES as DEFAULT_FREE_SIGN_IN_FAILURES;
+/// The most dashboard logins kept per principal unless told otherwise.
+pub const DEFAULT_MAX_LOGINS_PER_PRINCIPAL: usize = web::DEFAULT_MAX_LOGINS_PER_PRINCIPAL;
 pub(crate) use tokens::Principal;
 pub use tokens::Tokens;
 
 use crate::app::App;
 use crate::server::Server;
 use crate::server::slots::Slots;
-use crate::web::{Viewer, Web};
+use crate::web::{self, Viewer, Web};
 
 /// The port served when `--http` names none.
 pub(crate) const DEFAULT_PORT: u16 = 8765;
@@ -109,6 +114,10 @@ pub struct HttpOptions {
     pub max_result_waits_per_principal: usize,
     /// The cap on connections and their timeouts.
     pub connections: Limits,
+    /// At most this many dashboard logins kept per principal.
+    pub max_logins_per_principal: usize,
+    /// The failed sign-ins an address may make before its tries are delayed.
+    pub free_sign_in_failures: u32,
 }
 
 impl HttpOptions {
@@ -152,6 +161,17 @@ impl HttpOptions {
 }
 
 type Body = BoxBody<Bytes, Infallible>;
+
+/// The request's `Host`, if it names a host the server is served under (names compared
+/// without case, as DNS compares them); `None` for any other, and for none.
+fn served_host<'a>(headers: &'a http::HeaderMap, hosts: &[String]) -> Option<&'a str> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let name = host_name(host);
+    hosts
+        .iter()
+        .any(|served| served.eq_ignore_ascii_case(name))
+        .then_some(host)
+}
 
 /// The host name of a `Host` value, without its port (an IPv6 address without brackets).
 pub(crate) fn host_name(host: &str) -> &str {
@@ -288,17 +308,26 @@ async fn listen(
             keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
         tokio::spawn(reload);
     }
+    // A live page's stream is one of the server's streams, as an MCP stream is; a failed
+    // sign-in counts against its address on the pages and at /mcp alike.
+    let streams = Slots::new(
+        options.max_streams,
+        per_principal(options.max_streams_per_principal),
+    );
+    let throttle = Arc::new(Throttle::new(options.free_sign_in_failures));
     let web = keys.as_ref().map(|keys| {
         let viewer = match (&options.auth, pages_only) {
             (Auth::Generated, true) => Viewer::Local,
             _ => Viewer::Principal,
         };
-        Arc::new(Web::new(
-            app.clone(),
-            keys.clone(),
+        let setup = web::Setup {
+            keys: keys.clone(),
             viewer,
-            options.allowed_hosts(),
-        ))
+            max_logins_per_principal: options.max_logins_per_principal,
+            streams: streams.clone(),
+            throttle: throttle.clone(),
+        };
+        Arc::new(Web::new(app.clone(), setup))
     });
     if let Some(web) = &web {
         announce_dashboard(local, web, generated.as_deref(), pages_only);
@@ -307,12 +336,10 @@ async fn listen(
         hosts: options.allowed_hosts(),
         keys,
         sessions,
-        streams: Slots::new(
-            options.max_streams,
-            per_principal(options.max_streams_per_principal),
-        ),
+        streams,
         mcp,
         web,
+        throttle,
         max_listened,
     });
     tracing::info!(

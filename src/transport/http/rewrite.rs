@@ -81,6 +81,11 @@ pub(super) async fn inbound(
                 .expect("a JSON value serialises");
             return Err(json_reply(reply));
         }
+        Asked::TooMuch(why) => {
+            let reply = serde_json::to_vec(&listen_tasks::too_much(&raw["id"], &why))
+                .expect("a JSON value serialises");
+            return Err(json_reply(reply));
+        }
         Asked::Tasks(tasks) => {
             parts
                 .extensions

@@ -15,7 +15,13 @@ use std::path::Path;
 use sha2::{Digest as _, Sha256};
 
 /// Tokens shorter than this are refused as guessable.
-const MIN_TOKEN_LEN: usize = 16;
+const MIN_TOKEN_LEN: usize = 32;
+
+/// Tokens whose measured entropy is below this many bits are refused as guessable: the
+/// token's length times the Shannon entropy of its characters' frequencies. A random hex
+/// token of 32 characters measures about 115 bits, one of 64 (as `openssl rand -hex 32`
+/// makes) about 250; a word or a few characters repeated measure far less.
+const MIN_TOKEN_BITS: f64 = 96.0;
 
 /// The principal of the token made at start when no tokens file is given.
 pub(crate) const GENERATED_PRINCIPAL: &str = "local";
@@ -100,10 +106,10 @@ impl Tokens {
                 continue;
             };
             let token_digest = digest(token.as_bytes());
-            if token.len() < MIN_TOKEN_LEN {
+            if let Some(why) = guessable(token) {
                 problems.push(format!(
-                    "line {number}: the token (the second field) is shorter than \
-                     {MIN_TOKEN_LEN} characters"
+                    "line {number}: the token (the second field) is guessable: {why}; \
+                     make one with `openssl rand -hex 32`"
                 ));
             }
             if let Some(at) = entries.iter().position(|(p, _)| p.0 == name) {
@@ -165,6 +171,52 @@ impl Tokens {
     }
 }
 
+/// Why `token` is too easy to guess, if it is: too short, a stretch of it repeated or in
+/// sequence (`abcdefgh`, `87654321`), or too little measured entropy ([`MIN_TOKEN_BITS`]).
+/// Never names the token. A random hex token fails the stretch checks less than once in a
+/// million draws.
+fn guessable(token: &str) -> Option<String> {
+    const STRETCH: usize = 8;
+    let chars: Vec<char> = token.chars().collect();
+    if chars.len() < MIN_TOKEN_LEN {
+        return Some(format!("shorter than {MIN_TOKEN_LEN} characters"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if chars.windows(STRETCH).any(|stretch| !seen.insert(stretch)) {
+        return Some(format!(
+            "a stretch of {STRETCH} characters occurs in it twice"
+        ));
+    }
+    let step = |w: &[char], by: i64| w.windows(2).all(|p| p[1] as i64 - p[0] as i64 == by);
+    if chars.windows(STRETCH).any(|w| step(w, 1) || step(w, -1)) {
+        return Some(format!("{STRETCH} characters of it run in sequence"));
+    }
+    let bits = measured_bits(&chars);
+    (bits < MIN_TOKEN_BITS).then(|| {
+        format!(
+            "its characters measure {bits:.0} bits of entropy, fewer than \
+             {MIN_TOKEN_BITS:.0}"
+        )
+    })
+}
+
+/// The length of `chars` times the Shannon entropy of their frequencies, in bits.
+fn measured_bits(chars: &[char]) -> f64 {
+    let mut counts = std::collections::HashMap::<char, usize>::new();
+    for &c in chars {
+        *counts.entry(c).or_default() += 1;
+    }
+    let n = chars.len() as f64;
+    let per_char: f64 = counts
+        .values()
+        .map(|&count| {
+            let p = count as f64 / n;
+            -p * p.log2()
+        })
+        .sum();
+    per_char * n
+}
+
 /// Whether digests `a` and `b` are equal, in a time that does not depend on where they
 /// differ.
 fn constant_time_eq(a: &TokenDigest, b: &TokenDigest) -> bool {
@@ -177,39 +229,42 @@ fn constant_time_eq(a: &TokenDigest, b: &TokenDigest) -> bool {
 mod tests {
     use super::*;
 
+    const ALICE: &str = "7f3a9c2e5b8d1f4a6c0e9b3d7a2f5c8e-alice";
+    const BOB: &str = "e1c4b7a0d3f6c9b2e5a8d1f4c7b0a3e6-bob";
+
     #[test]
     fn each_token_names_its_principal_and_nothing_else_does() {
-        let tokens = Tokens::parse(
-            "# team tokens\n\nalice 0123456789abcdef-alice\n  bob   0123456789abcdef-bob  \n",
-        )
+        let tokens = Tokens::parse(&format!(
+            "# team tokens\n\nalice {ALICE}\n  bob   {BOB}  \n"
+        ))
         .unwrap();
         let name = |t: &str| tokens.principal(&digest(t.as_bytes())).map(|p| p.0.clone());
-        assert_eq!(name("0123456789abcdef-alice").as_deref(), Some("alice"));
-        assert_eq!(name("0123456789abcdef-bob").as_deref(), Some("bob"));
-        assert_eq!(name("0123456789abcdef-bo"), None);
-        assert_eq!(name("0123456789abcdef-bobb"), None);
+        assert_eq!(name(ALICE).as_deref(), Some("alice"));
+        assert_eq!(name(BOB).as_deref(), Some("bob"));
+        assert_eq!(name(&BOB[..BOB.len() - 1]), None);
+        assert_eq!(name(&format!("{BOB}b")), None);
         assert_eq!(name(""), None);
         assert_eq!(name("alice"), None);
     }
 
     #[test]
     fn every_problem_of_a_tokens_file_is_reported_by_line_without_the_token() {
-        let problems = Tokens::parse(
-            "alice 0123456789abcdef-alice\nbob short\nalice 0123456789abcdef-other\ncarol\n\
-             dave 0123456789abcdef-alice\n",
-        )
+        let problems = Tokens::parse(&format!(
+            "alice {ALICE}\nbob short\nalice {BOB}\ncarol\ndave {ALICE}\n"
+        ))
         .err()
         .unwrap();
         assert_eq!(
             problems,
             [
-                "line 2: the token (the second field) is shorter than 16 characters",
+                "line 2: the token (the second field) is guessable: shorter than 32 \
+                 characters; make one with `openssl rand -hex 32`",
                 "line 3: the name is given on line 1 too",
                 "line 4: expected `name token`, found 1 fields",
                 "line 5: the token is the one of line 1 too",
             ]
         );
-        assert!(problems.iter().all(|p| !p.contains("0123456789abcdef")));
+        assert!(problems.iter().all(|p| !p.contains(&ALICE[..8])));
         assert_eq!(
             Tokens::parse("# nothing\n").err().unwrap(),
             ["it names no token"]
@@ -218,13 +273,43 @@ mod tests {
 
     #[test]
     fn a_line_with_name_and_token_swapped_is_told_by_its_number_alone() {
-        let problems = Tokens::parse("0123456789abcdef-secret alice\n")
-            .err()
-            .unwrap();
+        let problems = Tokens::parse(&format!("{ALICE} alice\n")).err().unwrap();
         assert_eq!(
             problems,
-            ["line 1: the token (the second field) is shorter than 16 characters"]
+            [
+                "line 1: the token (the second field) is guessable: shorter than 32 \
+              characters; make one with `openssl rand -hex 32`"
+            ]
         );
+    }
+
+    #[test]
+    fn a_long_token_that_repeats_a_pattern_or_has_few_symbols_is_refused_as_guessable() {
+        let refused = |token: &str| {
+            let problems = Tokens::parse(&format!("alice {token}\n")).err().unwrap();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(!problems[0].contains(token), "{problems:?}");
+            problems[0].clone()
+        };
+        assert!(refused(&"a".repeat(40)).contains("occurs in it twice"));
+        assert!(refused(&"letmein!".repeat(5)).contains("occurs in it twice"));
+        assert!(refused("passwordpasswordpassword12345678").contains("occurs in it twice"));
+        assert!(refused("9f2c-abcdefghij-4e7b-a1d8-3c6f-0b5e").contains("run in sequence"));
+        assert!(refused("x7q2-987654321-mz4k-p8w1-t5r3-b6n0").contains("run in sequence"));
+        // Two symbols alone, no stretch of 8 twice: 48 bits over 48 characters.
+        assert!(
+            refused("xxxxxxxxzxxxxxxzzxxxxxzxzxxxxxzzzxxxxzxxzxxxxzxz").contains("fewer than 96")
+        );
+        // Tokens as `openssl rand -hex 16` and `-hex 32` make them.
+        for token in [
+            "8d0691e9221ea1527993c3bcee2eea3c",
+            "3ca0875bdeffaf446be68bf45b3b0157",
+            "83c55a336a024e1fbee424875e71a33da08316c1d1a060681bfee31ef0a9df28",
+            ALICE,
+            BOB,
+        ] {
+            assert!(Tokens::parse(&format!("a {token}\n")).is_ok(), "{token}");
+        }
     }
 
     #[test]
@@ -241,9 +326,9 @@ mod tests {
 
     #[test]
     fn the_debug_form_names_principals_and_no_token() {
-        let tokens = Tokens::parse("alice 0123456789abcdef-alice\n").unwrap();
+        let tokens = Tokens::parse(&format!("alice {ALICE}\n")).unwrap();
         let shown = format!("{tokens:?}");
         assert!(shown.contains("alice"));
-        assert!(!shown.contains("0123456789abcdef"));
+        assert!(!shown.contains(&ALICE[..8]));
     }
 }

@@ -69,7 +69,7 @@ fn misfit(message: &RxJsonRpcMessage<RoleServer>) -> Option<Value> {
     let ClientRequest::CustomRequest(custom) = &request.request else {
         return None;
     };
-    if !is_standard_method(&custom.method) {
+    if !crate::server::is_standard_method(&custom.method) {
         return None;
     }
     let id = serde_json::to_value(&request.id).ok();
@@ -129,31 +129,6 @@ fn utf8_lossy_id(text: &[u8]) -> Option<Value> {
     let value: Value = serde_json::from_str(&lossy).ok()?;
     let id = value.get("id")?;
     (id.is_number() || id.is_string()).then(|| id.clone())
-}
-
-fn is_standard_method(method: &str) -> bool {
-    matches!(
-        method,
-        "initialize"
-            | "ping"
-            | "server/discover"
-            | "prompts/get"
-            | "prompts/list"
-            | "resources/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "resources/templates/list"
-            | "tools/call"
-            | "tools/list"
-            | "completion/complete"
-            | "logging/setLevel"
-            // `tasks/result` and `tasks/list` are not here: rmcp has no type for them, and
-            // they reach the handler as custom requests by design.
-            | "tasks/get"
-            | "tasks/cancel"
-            | "tasks/update"
-    )
 }
 
 /// Whether a string in `text` holds a `\u` escape of half a UTF-16 surrogate pair without
