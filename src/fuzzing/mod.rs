@@ -9,10 +9,12 @@
 //! Each target states its oracle: what must hold for every input, beyond not panicking.
 
 mod engine;
+mod resources;
 mod tools;
 mod wire;
 
 pub use engine::{form_answers, inline_definition, template};
+pub use resources::{resource_uri, subscription_filter};
 pub use tools::tool_args;
 pub use wire::{http_rewrite, stdio_screen, tokens_file};
 
@@ -28,6 +30,8 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("form_answers", form_answers),
     ("tokens_file", tokens_file),
     ("http_rewrite", http_rewrite),
+    ("resource_uri", resource_uri),
+    ("subscription_filter", subscription_filter),
 ];
 
 /// The parts of an input made of several texts: split at each NUL byte, which no JSON

@@ -1,0 +1,4 @@
+//! `subscription_filter`: the oracle is documented on `mcp_task_server::fuzzing::subscription_filter`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_task_server::fuzzing::subscription_filter(data));
