@@ -389,3 +389,39 @@ fn wait_for_line(path: &std::path::Path, text: &str) -> String {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A prompt quotes the arguments it is given: a template in one is text, never evaluated,
+/// whatever it would cost, and another principal is given the same prompts and no run of
+/// Alice's to complete.
+#[test]
+fn a_prompt_quotes_its_arguments_and_never_evaluates_them() {
+    let place = Place::sqlite();
+    let server = start(&place, &[]);
+    let bob = open_session(&server, BOB);
+    let bomb = "{{ range(100000) | map('string') | join(',') * 100000 }}{% for i in range(99999) %}x{% endfor %}";
+    let get = request(
+        70,
+        "prompts/get",
+        json!({"name": "interactive_adr_planning", "arguments": {"title": bomb}}),
+    );
+    let reply = server.post(&bob, &get).response(70);
+    let text = reply["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a prompt in {reply}"));
+    assert!(text.contains(bomb), "{text}");
+    let alice = open_session(&server, ALICE);
+    start_2025_task(&server, &alice, json!({"nodes": {"hi": {"render": "hi"}}}));
+    let complete = request(
+        71,
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "tasks://runs/{run_id}/summary.md"},
+               "argument": {"name": "run_id", "value": ""}}),
+    );
+    let completed = server.post(&bob, &complete).response(71);
+    assert_eq!(completed["result"]["completion"]["values"], json!([]), "{completed}");
+    let list = |session: &[String]| {
+        let listed = server.post(session, &request(72, "prompts/list", json!({})));
+        listed.response(72)["result"]["prompts"].clone()
+    };
+    assert_eq!(list(&alice), list(&bob), "prompts are the same for every principal");
+}
