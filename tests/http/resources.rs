@@ -418,10 +418,18 @@ fn a_prompt_quotes_its_arguments_and_never_evaluates_them() {
                "argument": {"name": "run_id", "value": ""}}),
     );
     let completed = server.post(&bob, &complete).response(71);
-    assert_eq!(completed["result"]["completion"]["values"], json!([]), "{completed}");
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!([]),
+        "{completed}"
+    );
     let list = |session: &[String]| {
         let listed = server.post(session, &request(72, "prompts/list", json!({})));
         listed.response(72)["result"]["prompts"].clone()
     };
-    assert_eq!(list(&alice), list(&bob), "prompts are the same for every principal");
+    assert_eq!(
+        list(&alice),
+        list(&bob),
+        "prompts are the same for every principal"
+    );
 }
