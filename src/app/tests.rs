@@ -75,3 +75,86 @@ async fn the_run_tools_check_their_arguments_against_their_published_schemas() {
             .is_some_and(|list| !list.is_empty())
     );
 }
+
+/// Replaces what changes from run to run (ids, times, delays) with placeholders, so that
+/// a snapshot compares what a run's report says, byte for byte.
+fn steady(value: &mut Value) {
+    const VOLATILE: [&str; 15] = [
+        "run_id",
+        "runId",
+        "task_id",
+        "taskId",
+        "createdAt",
+        "completedAt",
+        "updatedAt",
+        "created_at",
+        "updated_at",
+        "finished_at",
+        "started_at",
+        "failed_at",
+        "retry_at",
+        "retry_delay_ms",
+        "due",
+    ];
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if VOLATILE.contains(&key.as_str()) && !item.is_null() {
+                    *item = json!(format!("<{key}>"));
+                } else {
+                    steady(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(steady),
+        _ => {}
+    }
+}
+
+/// `get_run` and `list_runs` answer a run's report as they always have: one run of every
+/// kind of node (a value, a render, a fan-out, a todo tool, a tool that fails, a wait that
+/// times out and is retried, a node skipped by its condition, one skipped after a
+/// failure), compared byte
+/// for byte with `tests/snapshots/get_run.json` (`UPDATE_SNAPSHOTS=1` writes it anew).
+#[tokio::test]
+async fn get_run_and_list_runs_answer_a_runs_report_as_its_snapshot() {
+    const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/get_run.json");
+    let app = App::in_memory();
+    let definition = json!({
+        "name": "snapshot",
+        "inputs": {"who": {"type": "string", "default": "world"}},
+        "nodes": {
+            "greet": {"render": "hello {{ inputs.who }}"},
+            "count": {"value": {"expr": "[1, 2, 3]"}},
+            "each": {"needs": ["count"], "for_each": "nodes.count.output",
+                     "render": "item {{ item }}"},
+            "todo": {"needs": ["greet"], "tool": "add_task",
+                     "args": {"title": "{{ nodes.greet.output }}", "tags": ["snap"]}},
+            "flaky": {"tool": "complete_task", "args": {"id": 987654321},
+                      "retry": {"max_attempts": 2, "initial_delay": "10ms"},
+                      "on_failure": "continue"},
+            "after_flaky": {"needs": ["flaky"], "render": "not reached"},
+            "slow": {"wait": "10s", "timeout": "30ms",
+                     "retry": {"max_attempts": 2, "initial_delay": "20ms"},
+                     "on_failure": "continue"},
+            "never": {"when": "false", "render": "never"}
+        },
+        "output": {"greeting": "nodes.greet.output", "items": "nodes.each.output"}
+    });
+    let ran = call(&app, "run_workflow", json!({"definition": definition})).await;
+    let run_id = ran["data"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a run in {ran}"))
+        .to_owned();
+    let mut got = call(&app, "get_run", json!({"run_id": run_id})).await;
+    let mut listed = call(&app, "list_runs", json!({})).await;
+    steady(&mut got);
+    steady(&mut listed);
+    let actual =
+        serde_json::to_string_pretty(&json!({"get_run": got, "list_runs": listed})).unwrap() + "\n";
+    if std::env::var("UPDATE_SNAPSHOTS").as_deref() == Ok("1") {
+        std::fs::write(SNAPSHOT, &actual).expect("write the snapshot");
+    }
+    let expected = std::fs::read_to_string(SNAPSHOT).expect("the snapshot is committed");
+    assert_eq!(actual, expected, "get_run's answer changed");
+}
