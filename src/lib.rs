@@ -15,11 +15,14 @@
 //! - [`clock`]: timestamps as the tools report them and stored deadlines.
 
 pub mod app;
+pub(crate) mod auth;
 pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod runs;
+pub mod schema;
 pub mod server;
+pub(crate) mod slots;
 pub mod store;
 pub mod todos;
 pub mod transport;

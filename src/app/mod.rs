@@ -131,7 +131,7 @@ impl App {
             .with_limits(config.limits)
             .with_journal(registry.clone());
         let (workflows, rejected) = Catalog::load(config.workflows.as_deref());
-        crate::cli::log_rejected(&rejected);
+        crate::engine::catalog::log_rejected(&rejected);
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
         Ok(app)

@@ -13,9 +13,9 @@ use super::catalog::{GET_RUN, LIST_RUNS};
 use super::envelope::Envelope;
 use super::{App, Caller};
 use crate::engine::journal::JournalError;
-use crate::engine::schema::whole;
 use crate::engine::{ResumeError, RunHandle, RunOptions};
 use crate::runs::AnswerError;
+use crate::schema::whole;
 use crate::store::{RunSummary, StoreError};
 use crate::todos::ToolError;
 

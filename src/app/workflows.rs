@@ -15,8 +15,8 @@ use crate::engine::definition::{Problems, WorkflowDef};
 use crate::engine::loader;
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
-use crate::engine::schema::{Schema, check_args};
 use crate::engine::validate::{self, Limits};
+use crate::schema::{Schema, check_args};
 use crate::todos::{ToolError, Tools};
 
 /// Whether clients may run workflows they define themselves (`--inline-workflows`).
@@ -44,7 +44,7 @@ impl App {
     /// Checks the arguments of fixed tool `tool` against the input schema it publishes.
     pub(crate) fn checked(&self, tool: &str, args: &Map<String, Value>) -> Result<(), ToolError> {
         let schema = &self.tools.get(tool).expect("a fixed tool").input_schema;
-        check_args(schema, args)
+        Ok(check_args(schema, args)?)
     }
 
     /// `list_workflows`: every workflow with its inputs' schema.

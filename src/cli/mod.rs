@@ -6,8 +6,6 @@
 
 mod answers;
 mod db;
-pub(crate) mod fields;
-pub(crate) mod mermaid;
 mod prompt;
 mod questions;
 mod run;
@@ -33,18 +31,8 @@ pub(crate) fn say(text: &str) {
 /// Loads the catalog, reporting rejected files on stderr.
 pub fn load_catalog(dir: Option<&Path>) -> Catalog {
     let (catalog, rejected) = Catalog::load(dir);
-    log_rejected(&rejected);
+    catalog::log_rejected(&rejected);
     catalog
-}
-
-/// Logs each workflow file left out of a catalog, with its problems.
-pub(crate) fn log_rejected(rejected: &[catalog::Rejected]) {
-    for file in rejected {
-        for problem in &file.problems.0 {
-            tracing::error!("{problem}");
-        }
-        tracing::warn!(file = %file.origin, "workflow file left out because of the problems above");
-    }
 }
 
 /// A workflow named in the catalog, or a path to a file.
@@ -127,6 +115,6 @@ pub fn validate(paths: &[PathBuf], dir: Option<&Path>) -> ExitCode {
 }
 
 pub fn show_mermaid(entry: &Entry) -> ExitCode {
-    say(&mermaid::render(&entry.def));
+    say(&crate::engine::mermaid::render(&entry.def));
     ExitCode::SUCCESS
 }

@@ -6,7 +6,7 @@ use inquire::validator::Validation;
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Map, Value};
 
-use super::fields::{self, Field, FieldKind};
+use crate::engine::fields::{self, Field, FieldKind};
 use crate::engine::question::{Answerer, Question};
 
 /// Why a question got no answer at the terminal.

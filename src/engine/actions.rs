@@ -199,7 +199,7 @@ fn value_of(
     let Some(schema) = schema else {
         return Ok(value);
     };
-    let problems = super::schema::value_problems(schema, &value);
+    let problems = crate::schema::value_problems(schema, &value);
     if problems.is_empty() {
         return Ok(value);
     }

@@ -171,3 +171,13 @@ impl Catalog {
         self.entries.values()
     }
 }
+
+/// Logs each workflow file left out of a catalog, with its problems.
+pub(crate) fn log_rejected(rejected: &[Rejected]) {
+    for file in rejected {
+        for problem in &file.problems.0 {
+            tracing::error!("{problem}");
+        }
+        tracing::warn!(file = %file.origin, "workflow file left out because of the problems above");
+    }
+}

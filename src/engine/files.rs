@@ -195,23 +195,6 @@ pub fn normalised(path: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// The SHA-256 of `bytes`, in hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    hex(&sha2::Sha256::digest(bytes))
-}
-
-/// `bytes` in lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, byte| {
-            let _ = write!(out, "{byte:02x}");
-            out
-        })
-}
-
 /// The stamp of an open file now; `None` if it cannot be looked at.
 pub fn stamp_of(file: &File) -> Option<Stamp> {
     file.metadata().ok().map(|meta| Stamp::of(&meta))

@@ -214,25 +214,10 @@ fn invalid(message: String) -> Error {
 /// after a line of prose. The text from the first `{` or `[` to the last `}` or `]` is
 /// read when the whole is not JSON.
 pub(crate) fn from_json(text: &str) -> Result<Value, Error> {
-    match json_in(text) {
+    match crate::schema::json_in(text) {
         Ok(value) => Ok(Value::from_serialize(&value)),
         Err(error) => Err(invalid(format!("from_json: not JSON ({error})"))),
     }
-}
-
-/// The JSON in `text`, read as [`from_json`] reads it.
-pub(crate) fn json_in(text: &str) -> Result<serde_json::Value, serde_json::Error> {
-    let trimmed = text.trim();
-    serde_json::from_str::<serde_json::Value>(trimmed).or_else(|first| {
-        let start = trimmed.find(['{', '[']);
-        let end = trimmed.rfind(['}', ']']);
-        match (start, end) {
-            (Some(start), Some(end)) if start < end => {
-                serde_json::from_str(&trimmed[start..=end]).map_err(|_| first)
-            }
-            _ => Err(first),
-        }
-    })
 }
 
 /// A file-name-safe slug of `text`: lowercase ASCII letters and digits (common Latin

@@ -16,7 +16,7 @@ pub(crate) fn answer_problems(schema: &Value, answer: &Value) -> Vec<String> {
     if let Some(form) = form.as_object_mut() {
         form.insert("additionalProperties".to_owned(), Value::Bool(false));
     }
-    super::schema::value_problems(&form, answer)
+    crate::schema::value_problems(&form, answer)
 }
 
 /// The names of the fields a form requires, in the order its `required` lists them.

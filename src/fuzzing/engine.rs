@@ -10,7 +10,8 @@ use crate::engine::definition::{ActionDef, Problems, WorkflowDef};
 use crate::engine::plan::Plan;
 use crate::engine::template::{self, TemplateError, TemplateLimits, Templates};
 use crate::engine::validate::{self, Limits};
-use crate::engine::{form, loader, schema};
+use crate::engine::{form, loader};
+use crate::schema;
 use crate::todos::Tools;
 
 /// `inline_definition`: a definition passed inline is decoded and validated as

@@ -4,9 +4,9 @@
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::auth::{Tokens, digest};
 use crate::server::shim::Patch;
 use crate::transport::http::rewrite::{Awaited, Events, Outbound};
-use crate::transport::http::tokens::{Tokens, digest};
 use crate::transport::stdio::screen::{Screened, screen, top_level_id};
 
 /// `stdio_screen`: every line the screen takes gets at most one answer, and a line that

@@ -19,7 +19,6 @@ mod view;
 
 pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
 pub use admin::{AnswerError, OpenQuestion};
-pub(crate) use outcome::random_hex;
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::TaskView;

@@ -116,7 +116,9 @@ impl Registry {
         if let Some(key) = self.state_key.get() {
             return Ok(key);
         }
-        let key = self.store().secret("request-state-key", random_key)?;
+        let key = self
+            .store()
+            .secret("request-state-key", crate::auth::random_key)?;
         Ok(self.state_key.get_or_init(|| key))
     }
 
@@ -133,26 +135,6 @@ impl Registry {
 
 fn ms(duration: std::time::Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// 32 random bytes from the operating system, in lowercase hex: a secret to hand out
-/// (a token, a sign-in code, a login cookie).
-pub(crate) fn random_hex() -> String {
-    random_key().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// 32 random bytes from the operating system.
-pub(crate) fn random_key() -> Vec<u8> {
-    use std::io::Read;
-    let mut key = vec![0u8; 32];
-    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)) {
-        Ok(()) => key,
-        // No /dev/urandom: two v4 UUIDs, from the same CSPRNG that makes task ids.
-        Err(_) => [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
-            .iter()
-            .flat_map(|id| *id.as_bytes())
-            .collect(),
-    }
 }
 
 fn node_report(unit: UnitState) -> NodeReport {

@@ -6,7 +6,7 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
 use crate::app::Caller;
-use crate::transport::http::Principal;
+use crate::auth::Principal;
 
 /// The caller of an MCP request.
 pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {

@@ -14,7 +14,7 @@ mod prompts;
 mod resources;
 mod results;
 pub(crate) mod shim;
-pub(crate) mod slots;
+
 mod subscriptions;
 mod tasks;
 
@@ -37,7 +37,7 @@ pub struct Server {
     runs: Arc<parking_lot::Mutex<HashMap<String, CancellationToken>>>,
     /// A slot for each `tasks/result` request waiting, capped in all and per principal
     /// (served over HTTP).
-    result_waits: Option<Arc<slots::Slots>>,
+    result_waits: Option<Arc<crate::slots::Slots>>,
     /// The session's `resources/subscribe` watches.
     watches: subscriptions::Watches,
     /// How many resources are followed at most: by a session, and across sessions.
@@ -115,7 +115,7 @@ impl Server {
         Server {
             subscriptions: subscriptions::Caps {
                 per_session,
-                followed: slots::Slots::new(total, per_principal),
+                followed: crate::slots::Slots::new(total, per_principal),
             },
             ..self
         }
@@ -139,7 +139,7 @@ impl Server {
 
     /// Serves `app`, this server's application with an HTTP server's caps on it, and caps
     /// the `tasks/result` requests waiting by `result_waits`.
-    pub(crate) fn with_caps(self, app: App, result_waits: Arc<slots::Slots>) -> Server {
+    pub(crate) fn with_caps(self, app: App, result_waits: Arc<crate::slots::Slots>) -> Server {
         Server {
             app,
             result_waits: Some(result_waits),

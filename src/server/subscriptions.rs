@@ -24,10 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::listen_tasks;
-use super::slots::{Full, Slot, Slots};
 use super::tasks::questions;
 use crate::app::resources::{Canonical, Followed};
 use crate::app::{App, Caller};
+use crate::slots::{Full, Slot, Slots};
 
 /// The resources followed at most at once, in all and by one principal, unless told
 /// otherwise: each change of the store looks at every one.

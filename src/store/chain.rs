@@ -7,8 +7,6 @@
 //! (u64, big-endian) and its bytes (the id as 8 bytes, big-endian). Two different rows can
 //! therefore never encode alike, whatever their texts hold.
 
-use sha2::{Digest, Sha256};
-
 use super::audit::AuditRow;
 
 /// The `prev_hash` of the first chained row.
@@ -16,30 +14,7 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 
 const DOMAIN: &[u8] = b"mcp-task-server audit chain v1\n";
 
-/// Lowercase hex of the SHA-256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = vec![0; bytes.len() * 2];
-    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
-        pair.copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
-    }
-    String::from_utf8(out).expect("hex digits are ASCII")
-}
-
-/// The two lowercase hex digits of each byte.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut pairs = [[0; 2]; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
-        byte += 1;
-    }
-    pairs
-};
+pub(crate) use crate::auth::sha256_hex;
 
 /// The fields of a row that its hash covers: all of them but the hash itself.
 #[derive(Debug, Clone, Copy)]

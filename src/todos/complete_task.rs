@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::Schema;
+use crate::schema::Schema;
 use crate::store::Tx;
 
 /// The published input schema, which the arguments are checked against: built once.
@@ -44,7 +44,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<i64, ToolError> {
 
 /// The id of `complete_task` and `delete_task`, once checked.
 pub(super) fn id(args: &Map<String, Value>) -> i64 {
-    crate::engine::schema::whole(&args["id"]).expect("checked: an integer")
+    crate::schema::whole(&args["id"]).expect("checked: an integer")
 }
 
 pub(super) fn call(tx: &Tx<'_>, args: &Map<String, Value>) -> ToolResult {

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::complete_task;
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::Schema;
+use crate::schema::Schema;
 use crate::store::Tx;
 
 /// The published input schema, which the arguments are checked against: built once.

@@ -63,6 +63,13 @@ pub struct ToolError {
     pub message: String,
 }
 
+/// A refusal of the schema checker is the caller's mistake: `invalid_input`.
+impl From<crate::schema::InvalidArgs> for ToolError {
+    fn from(refused: crate::schema::InvalidArgs) -> ToolError {
+        ToolError::invalid_input(refused.0)
+    }
+}
+
 impl ToolError {
     pub fn invalid_input(message: impl Into<String>) -> ToolError {
         ToolError {

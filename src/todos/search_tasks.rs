@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use super::{Effects, ToolError, ToolResult, ToolSpec, schema};
-use crate::engine::schema::Schema;
+use crate::schema::Schema;
 use crate::store::Tx;
 
 /// The published input schema, which the arguments are checked against: built once.

@@ -7,7 +7,7 @@ use super::{
     ErrorCode, Origin, ToolError, Tools, add_task, complete_task, delete_task, list_tasks,
     search_tasks,
 };
-use crate::engine::schema::{Schema, is_calendar_date};
+use crate::schema::{Schema, is_calendar_date};
 use crate::store::{AuditRow, Durability, Scratch, Store, TodoFilter, TodoStatus};
 
 /// The byte cap on recorded audit arguments, as documented on `store::audit::AUDIT_ARGS_CAP`.
@@ -1006,5 +1006,17 @@ on_both_backends! {
             Some(crate::store::chain::sha256_hex(rows[1].args.as_bytes()).as_str())
         );
         assert!(tools.store().verify_audit_chain().unwrap().is_ok());
+    }
+}
+
+#[test]
+fn every_tool_schema_published_is_one_the_validator_accepts() {
+    for spec in Tools::specs() {
+        assert_eq!(
+            crate::schema::schema_problems(&spec.input_schema),
+            Vec::<String>::new(),
+            "{}",
+            spec.name
+        );
     }
 }

@@ -5,8 +5,8 @@
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 
-use crate::cli::fields::{self, Field, FieldKind};
 use crate::engine::actions::sampled_by_person;
+use crate::engine::fields::{self, Field, FieldKind};
 
 /// The prefix of a question's fields among a posted form's, apart from `node` and
 /// `instance`.

@@ -25,7 +25,7 @@ use tokio::sync::watch;
 
 use super::{Body, set_header};
 use crate::app::App;
-use crate::server::slots::Slot;
+use crate::slots::Slot;
 
 /// How long a stream stays silent before it sends a comment, so that proxies and the
 /// browser keep it open.

@@ -14,7 +14,6 @@
 
 mod actions;
 mod audit;
-pub(crate) mod auth;
 mod dag;
 mod form;
 mod format;
@@ -23,6 +22,7 @@ mod live;
 mod page;
 mod run;
 mod runs;
+pub(crate) mod sign_in;
 mod todos;
 mod workflows;
 
@@ -30,27 +30,55 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 
 use crate::app::{App, Caller};
-use crate::server::slots::{self, Slot, Slots};
-use crate::transport::http::keys::Keys;
-use crate::transport::http::throttle::{self, ClientAddr, Throttle};
-pub(crate) use auth::{DEFAULT_MAX_LOGINS_PER_PRINCIPAL, Viewer};
+use crate::auth::{self, ClientAddr, Keys, Throttle};
+use crate::slots::{self, Slot, Slots};
+pub(crate) use sign_in::{DEFAULT_MAX_LOGINS_PER_PRINCIPAL, Viewer};
 
 type Body = BoxBody<Bytes, Infallible>;
 
 /// The largest form a page posts.
 const MAX_FORM: usize = 256 * 1024;
 
+/// Serves one request of the pages.
+pub(crate) type Handler =
+    Arc<dyn Fn(Request<Incoming>) -> BoxFuture<'static, Response<Body>> + Send + Sync>;
+
+/// Makes the code of a one-time sign-in link for the holder of a token.
+pub(crate) type LinkCodes = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The dashboard as a server mounts it: what serves its requests, and what makes the code
+/// of a one-time sign-in link for the holder of a token. The server looks into neither.
+pub(crate) struct Mounted {
+    pub(crate) handler: Handler,
+    pub(crate) one_time_code: LinkCodes,
+}
+
+/// The dashboard of `app`, ready to mount. Starts the watcher of live updates, so it is
+/// made on the runtime.
+pub(crate) fn mount(app: App, setup: Setup) -> Mounted {
+    let web = Arc::new(Web::new(app, setup));
+    let serving = web.clone();
+    Mounted {
+        handler: Arc::new(move |request| {
+            let web = serving.clone();
+            Box::pin(async move { web.handle(request).await })
+        }),
+        one_time_code: Arc::new(move |token| web.one_time_code(token)),
+    }
+}
+
 /// The dashboard of one server.
-pub(crate) struct Web {
+struct Web {
     app: App,
     live: live::Live,
-    sign_in: auth::SignIn,
+    sign_in: sign_in::SignIn,
     /// The server's SSE streams, which a live page's stream counts among, in all and for
     /// its principal.
     streams: Arc<Slots>,
@@ -89,24 +117,25 @@ impl Asked<'_> {
 impl Web {
     /// The dashboard of `app`, whose browsers sign in with `setup.keys`. Starts the
     /// watcher of live updates, so it is made on the runtime.
-    pub(crate) fn new(app: App, setup: Setup) -> Web {
+    fn new(app: App, setup: Setup) -> Web {
         Web {
             live: live::Live::start(&app),
             app,
-            sign_in: auth::SignIn::new(setup.keys, setup.viewer, setup.max_logins_per_principal),
+            sign_in: sign_in::SignIn::new(setup.keys, setup.viewer, setup.max_logins_per_principal),
             streams: setup.streams,
             throttle: setup.throttle,
         }
     }
 
-    /// A one-time link's code for the holder of `token`; see [`auth::SignIn::one_time_code`].
-    pub(crate) fn one_time_code(&self, token: &str) -> Option<String> {
+    /// A one-time link's code for the holder of `token`; see
+    /// [`sign_in::SignIn::one_time_code`].
+    fn one_time_code(&self, token: &str) -> Option<String> {
         self.sign_in.one_time_code(token.as_bytes())
     }
 
     /// Serves one request for a page, an asset or an action; the gate has checked its
     /// `Host`.
-    pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
         if request.method() == Method::POST && !same_origin(request.headers()) {
             return plain(StatusCode::FORBIDDEN, "a cross-site request is refused\n");
         }
@@ -130,7 +159,7 @@ impl Web {
             (&Method::POST, "/logout") => {
                 self.sign_in.sign_out(request.headers());
                 let mut reply = see_other("/login");
-                set_header(&mut reply, header::SET_COOKIE, &auth::clear_cookie());
+                set_header(&mut reply, header::SET_COOKIE, &sign_in::clear_cookie());
                 return reply;
             }
             _ => {}
@@ -289,11 +318,7 @@ fn too_many_failures(wait: std::time::Duration) -> Response<Body> {
             "Too many failed sign-ins from this address; wait a little before trying again.",
         )),
     );
-    set_header(
-        &mut reply,
-        header::RETRY_AFTER,
-        &throttle::retry_after(wait),
-    );
+    set_header(&mut reply, header::RETRY_AFTER, &auth::retry_after(wait));
     reply
 }
 
@@ -319,7 +344,7 @@ async fn read_form(request: Request<Incoming>) -> Result<Vec<(String, String)>, 
 /// Sends a just signed-in browser to the runs, holding its login.
 fn signed_in(cookie: &str) -> Response<Body> {
     let mut reply = see_other("/");
-    set_header(&mut reply, header::SET_COOKIE, &auth::set_cookie(cookie));
+    set_header(&mut reply, header::SET_COOKIE, &sign_in::set_cookie(cookie));
     reply
 }
 

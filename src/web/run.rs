@@ -12,7 +12,7 @@ use super::page::{frame, header_row, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
 use crate::engine::definition::RetryPolicy;
-use crate::server::slots::Slot;
+use crate::slots::Slot;
 use crate::store::AuditRow;
 
 /// `GET /runs/{id}`: a run's page.

@@ -9,7 +9,7 @@ use super::live::{Live, Region};
 use super::page::{filter_select, header_row, html as page, live_frame};
 use super::{Asked, Body};
 use crate::app::{App, Caller, RunError};
-use crate::server::slots::Slot;
+use crate::slots::Slot;
 use crate::store::{BoardRow, RunQuery};
 
 /// Rows on a page of the list.

@@ -139,7 +139,7 @@ impl App {
             hasher.update(&buffer[..n]);
             at += n as u64;
         }
-        Some(files::hex(&hasher.finalize()))
+        Some(crate::auth::hex(&hasher.finalize()))
     }
 
     /// How many times a file was read whole to learn its digest, since the application

@@ -146,7 +146,7 @@ impl App {
                     let entry = self.workflows().get(name)?;
                     Some(text_of(
                         "text/vnd.mermaid",
-                        crate::cli::mermaid::render(&entry.def),
+                        crate::engine::mermaid::render(&entry.def),
                     ))
                 }
             },

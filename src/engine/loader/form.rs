@@ -13,7 +13,7 @@
 //! template expands to is checked when the node asks (`actions::resolve`).
 
 use super::*;
-use crate::engine::schema::FORMATS;
+use crate::schema::FORMATS;
 
 const FORM_KEYS: &[&str] = &["type", "properties", "required", "title", "description"];
 const STRING_KEYS: &[&str] = &[
@@ -309,7 +309,7 @@ mod tests {
         ];
         for key in keys.concat() {
             assert!(
-                crate::engine::schema::KEYWORDS.contains(&key),
+                crate::schema::KEYWORDS.contains(&key),
                 "{key} is not a keyword of engine/schema"
             );
         }

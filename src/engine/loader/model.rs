@@ -363,7 +363,7 @@ impl Decoder {
 
     /// A schema of structured data (`engine/schema.rs`), every unsupported keyword named.
     pub(super) fn data_schema(&mut self, path: &str, value: &Value) -> Option<Value> {
-        let problems = crate::engine::schema::schema_problems(value);
+        let problems = crate::schema::schema_problems(value);
         for problem in &problems {
             self.report(path, problem.clone());
         }

@@ -86,7 +86,7 @@ impl Run {
         let wrote = match result {
             Ok(_) => files::normalised(path).map(|path| Wrote {
                 path,
-                sha256: files::sha256_hex(content.as_bytes()),
+                sha256: crate::auth::sha256_hex(content.as_bytes()),
                 bytes: content.len() as u64,
             }),
             Err(_) => None,

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::engine::definition::{Problems, WorkflowDef};
-use crate::engine::schema::{self, Dialect, Rule};
+use crate::schema::{self, Dialect, Rule};
 
 /// The JSON Schema of a workflow's inputs: what `list_workflows` and an exposed workflow's
 /// tool publish, and what a run's inputs are checked against.

@@ -14,9 +14,9 @@ use serde_json::{Map, Value, json};
 use super::{Era, NotStarted, Settled, internal, questions};
 use crate::app::Caller;
 use crate::runs::{OpenQuestion, TaskView};
-use crate::server::slots::{Full, Slot};
 use crate::server::tasks::v2026_07_28::SUB_TASKS_META;
 use crate::server::{Server, results};
+use crate::slots::{Full, Slot};
 
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 

@@ -38,8 +38,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::throttle::ClientAddr;
 use super::{Body, Gate};
+use crate::auth::ClientAddr;
 
 /// The longest pause between two attempts to accept after `accept` failed.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);

@@ -15,15 +15,13 @@ use hyper::body::Incoming;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::SessionManager;
 
-use super::keys::Keys;
 use super::owners::Opening;
 use super::sessions::Sessions;
-use super::throttle::{self, ClientAddr, Throttle};
-use super::tokens::{Principal, TokenDigest};
 use super::{Body, plain, rewrite};
+use crate::auth::{self, ClientAddr, Keys, Principal, Throttle, TokenDigest};
 use crate::server::Server;
-use crate::server::slots::{Full, Slot, Slots};
-use crate::web::Web;
+use crate::slots::{Full, Slot, Slots};
+use crate::web::Handler as Pages;
 
 /// What every request passes before rmcp sees it.
 pub(super) struct Gate {
@@ -37,8 +35,9 @@ pub(super) struct Gate {
     pub(super) streams: Arc<Slots>,
     /// MCP at `/mcp`; `None` where only the dashboard is served (`ui`).
     pub(super) mcp: Option<StreamableHttpService<Server, Sessions>>,
-    /// The dashboard at every other path; `None` without tokens (`--http-no-auth`).
-    pub(super) web: Option<Arc<Web>>,
+    /// The dashboard at every other path, a service the gate does not look into; `None`
+    /// without tokens (`--http-no-auth`).
+    pub(super) pages: Option<Pages>,
     /// Failed sign-ins by address, the pages' and the bearer tokens' alike.
     pub(super) throttle: Arc<Throttle>,
     /// The most tasks one `subscriptions/listen` follows (`--max-subscriptions`).
@@ -71,10 +70,10 @@ impl Gate {
             return Ok(super::card::card(host, self.keys.is_some()));
         }
         if request.uri().path() != "/mcp"
-            && let Some(web) = &self.web
+            && let Some(pages) = &self.pages
         {
             // Browsers sign in by a cookie of their own, not a bearer token.
-            return Ok(web.handle(request).await);
+            return Ok(pages(request).await);
         }
         let caller = match self.authenticate(&mut request) {
             Ok(caller) => caller,
@@ -211,7 +210,7 @@ impl Gate {
         // Closed meanwhile (shutdown): its owner is not kept.
         let closed = !self.sessions.has_session(&id).await.unwrap_or(false);
         if removed || closed {
-            super::keys::end(vec![id], &self.sessions).await;
+            super::reload::end(vec![id], &self.sessions).await;
         }
     }
 }
@@ -240,7 +239,7 @@ pub(crate) fn too_many_failures(wait: std::time::Duration) -> Response<Body> {
         StatusCode::TOO_MANY_REQUESTS,
         "too many failed sign-ins from this address; wait before trying again\n",
     );
-    if let Ok(value) = throttle::retry_after(wait).parse() {
+    if let Ok(value) = auth::retry_after(wait).parse() {
         reply.headers_mut().insert(header::RETRY_AFTER, value);
     }
     reply

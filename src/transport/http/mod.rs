@@ -25,12 +25,10 @@
 mod card;
 mod connections;
 mod gate;
-pub(crate) mod keys;
 mod owners;
+mod reload;
 pub(crate) mod rewrite;
 mod sessions;
-pub(crate) mod throttle;
-pub(crate) mod tokens;
 
 use std::convert::Infallible;
 use std::io::Write as _;
@@ -44,26 +42,24 @@ use bytes::Bytes;
 use gate::Gate;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use keys::Keys;
 use owners::Owners;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sessions::Bounded;
-use throttle::Throttle;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::auth::DEFAULT_FREE_FAILURES as DEFAULT_FREE_SIGN_IN_FAILURES;
 pub use connections::Limits;
-pub use throttle::DEFAULT_FREE_FAILURES as DEFAULT_FREE_SIGN_IN_FAILURES;
 /// The most dashboard logins kept per principal unless told otherwise.
 pub const DEFAULT_MAX_LOGINS_PER_PRINCIPAL: usize = web::DEFAULT_MAX_LOGINS_PER_PRINCIPAL;
-pub(crate) use tokens::Principal;
-pub use tokens::Tokens;
+pub use crate::auth::Tokens;
+use crate::auth::{Keys, Throttle};
 
 use crate::app::App;
 use crate::server::Server;
-use crate::server::slots::Slots;
-use crate::web::{self, Viewer, Web};
+use crate::slots::Slots;
+use crate::web::{self, Viewer};
 
 /// The port served when `--http` names none.
 pub(crate) const DEFAULT_PORT: u16 = 8765;
@@ -305,7 +301,7 @@ async fn listen(
     };
     if let (Some(hangups), Some(keys)) = (hangups, &keys) {
         let reload =
-            keys::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
+            reload::reload_on_hangup(hangups, keys.clone(), sessions.clone(), shutdown.clone());
         tokio::spawn(reload);
     }
     // A live page's stream is one of the server's streams, as an MCP stream is; a failed
@@ -327,18 +323,19 @@ async fn listen(
             streams: streams.clone(),
             throttle: throttle.clone(),
         };
-        Arc::new(Web::new(app.clone(), setup))
+        web::mount(app.clone(), setup)
     });
     if let Some(web) = &web {
-        announce_dashboard(local, web, generated.as_deref(), pages_only);
+        announce_dashboard(local, &*web.one_time_code, generated.as_deref(), pages_only);
     }
+    let pages = web.map(|web| web.handler);
     let gate = Arc::new(Gate {
         hosts: options.allowed_hosts(),
         keys,
         sessions,
         streams,
         mcp,
-        web,
+        pages,
         throttle,
         max_listened,
     });
@@ -375,9 +372,14 @@ async fn listen(
 
 /// Tells where the dashboard is: with the token made at start, a one-time link that signs
 /// a browser in. `ui` says it on stdout, its output; `serve` on stderr, beside the token.
-fn announce_dashboard(local: SocketAddr, web: &Web, token: Option<&str>, pages_only: bool) {
+fn announce_dashboard(
+    local: SocketAddr,
+    one_time_code: &dyn Fn(&str) -> Option<String>,
+    token: Option<&str>,
+    pages_only: bool,
+) {
     let base = format!("http://{local}");
-    let text = match token.and_then(|t| Some((t, web.one_time_code(t)?))) {
+    let text = match token.and_then(|t| Some((t, one_time_code(t)?))) {
         Some((token, code)) => format!(
             "The dashboard: open {base}/login?code={code}\n\
              (the link signs one browser in, once, within 15 minutes; to sign in again, give\n\

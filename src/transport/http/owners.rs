@@ -17,8 +17,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rmcp::transport::streamable_http_server::SessionId;
 
-use super::tokens::{Principal, TokenDigest};
-use crate::server::slots::{Full, Slot, Slots};
+use crate::auth::{Principal, TokenDigest};
+use crate::slots::{Full, Slot, Slots};
 
 /// The owner of each open session.
 #[derive(Debug)]

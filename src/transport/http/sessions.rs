@@ -150,7 +150,7 @@ pub(super) type Sessions = Bounded<LocalSessionManager>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::http::tokens::Principal;
+    use crate::auth::Principal;
     use std::sync::Arc;
 
     #[tokio::test]

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::form;
+use super::form;
 
 /// One field of a form, ready to be asked.
 #[derive(Debug, Clone, PartialEq)]

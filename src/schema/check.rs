@@ -174,7 +174,7 @@ impl Walker {
     /// A JSON field: the JSON in `text`, read as the `from_json` filter reads it (so that
     /// a draft a model wrote in a code fence fits as it is), against `schema`.
     fn content(&mut self, schema: &Schema, text: &str, at: Option<&At<'_>>) {
-        let parsed = match crate::engine::filters::json_in(text) {
+        let parsed = match super::json_in(text) {
             Ok(parsed) => parsed,
             Err(error) => return self.report(at, Rule::NotJson(error.to_string())),
         };

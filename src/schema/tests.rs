@@ -26,7 +26,7 @@ fn args(value: Value) -> Map<String, Value> {
 
 /// The `invalid arguments: ...` message of `args` against `schema`.
 fn refusal(schema: &Value, value: Value) -> String {
-    check_args(schema, &args(value)).unwrap_err().message
+    check_args(schema, &args(value)).unwrap_err().0
 }
 
 /// `path: rule` for each problem of `value` against `schema`, read as `dialect`.
@@ -96,18 +96,6 @@ fn a_schema_with_a_keyword_of_the_wrong_shape_is_refused() {
     assert!(problems[1].starts_with("`pick`: `oneOf` is a non-empty list of choices"));
     assert!(problems[2].starts_with("`json`: `contentSchema` goes with contentMediaType"));
     assert!(problems[3].starts_with("`list`: `maxItems` is a whole number"));
-}
-
-#[test]
-fn every_tool_schema_published_is_one_the_validator_accepts() {
-    for spec in crate::todos::Tools::specs() {
-        assert_eq!(
-            schema_problems(&spec.input_schema),
-            Vec::<String>::new(),
-            "{}",
-            spec.name
-        );
-    }
 }
 
 #[test]

@@ -140,7 +140,7 @@ impl Tokens {
     /// A token made now from 32 random bytes of the operating system, in hex, and the
     /// tokens that hold it alone, for principal [`GENERATED_PRINCIPAL`].
     pub(crate) fn generate() -> (Tokens, String) {
-        let token = crate::runs::random_hex();
+        let token = crate::auth::random_hex();
         let principal = Principal(GENERATED_PRINCIPAL.to_owned());
         let tokens = Tokens {
             entries: vec![(principal, digest(token.as_bytes()))],

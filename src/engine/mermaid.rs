@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::definition::{NodeDef, OnFailure, Trigger, WorkflowDef};
+use super::definition::{NodeDef, OnFailure, Trigger, WorkflowDef};
 
 /// The flowchart of `def`: a phased workflow's nodes in one subgraph per phase, in the
 /// order the phases first appear; nodes without a phase outside them.

@@ -1,6 +1,8 @@
 //! The one validator of values against schemas: the arguments of a tool against the input
 //! schema it publishes, a form's answer against the form, a `value` node's output against
-//! its schema, and a run's inputs against the workflow's inputs schema.
+//! its schema, and a run's inputs against the workflow's inputs schema. A leaf: it knows
+//! no other module of the crate; a tool maps its refusal ([`InvalidArgs`]) to its own
+//! error.
 //!
 //! Our subset of JSON Schema, every keyword of it checked:
 //! - `type` (one name or a list): `object`, `array`, `string`, `number`, `integer`,
@@ -46,7 +48,11 @@ pub use accept::schema_problems;
 pub(crate) use compile::Schema;
 pub(crate) use rules::Rule;
 
-use crate::todos::ToolError;
+/// A tool's arguments refused, with every problem named: `invalid arguments: field:
+/// rule; field: rule`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidArgs(pub String);
 
 /// How a value is read: see the module's documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +82,19 @@ pub(crate) fn problems(schema: &Value, value: &Value, dialect: Dialect) -> Vec<P
 }
 
 /// The problems of a tool's `args` against its published input `schema`: `Ok` when none,
-/// else the `invalid_input` error that names every one, `invalid arguments: field: rule;
+/// else the refusal that names every one, `invalid arguments: field: rule;
 /// field: rule`. A tool called often compiles its schema once and calls
 /// [`Schema::check_args`].
-pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), ToolError> {
+pub(crate) fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), InvalidArgs> {
     Schema::compile(schema).check_args(args)
 }
 
-/// `Ok` without problems, else the `invalid_input` error that names every one.
-fn refusal(list: Vec<String>) -> Result<(), ToolError> {
+/// `Ok` without problems, else the refusal that names every one.
+fn refusal(list: Vec<String>) -> Result<(), InvalidArgs> {
     if list.is_empty() {
         return Ok(());
     }
-    Err(ToolError::invalid_input(format!(
+    Err(InvalidArgs(format!(
         "invalid arguments: {}",
         list.join("; ")
     )))
@@ -96,7 +102,7 @@ fn refusal(list: Vec<String>) -> Result<(), ToolError> {
 
 impl Schema {
     /// [`check_args`] against this compiled schema.
-    pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), ToolError> {
+    pub(crate) fn check_args(&self, args: &Map<String, Value>) -> Result<(), InvalidArgs> {
         self.check_args_with(args, &[])
     }
 
@@ -106,7 +112,7 @@ impl Schema {
         &self,
         args: &Map<String, Value>,
         more: &[(&str, &str)],
-    ) -> Result<(), ToolError> {
+    ) -> Result<(), InvalidArgs> {
         let mut walker = check::Walker::new(Dialect::Arguments);
         walker.object(self, args, None);
         let mut list: Vec<String> = (walker.finish().iter())
@@ -160,3 +166,20 @@ pub(crate) fn is_calendar_date(text: &str) -> bool {
 
 /// The formats `format` may name.
 pub(crate) const FORMATS: &[&str] = &["date", "date-time", "email", "uri"];
+
+/// The JSON in `text`, read as the templates' `from_json` filter reads it: the whole text,
+/// or else what lies between its first `{` or `[` and its last `}` or `]` (a draft a
+/// model wrote in a code fence, say).
+pub(crate) fn json_in(text: &str) -> Result<Value, serde_json::Error> {
+    let trimmed = text.trim();
+    serde_json::from_str::<Value>(trimmed).or_else(|first| {
+        let start = trimmed.find(['{', '[']);
+        let end = trimmed.rfind(['}', ']']);
+        match (start, end) {
+            (Some(start), Some(end)) if start < end => {
+                serde_json::from_str(&trimmed[start..=end]).map_err(|_| first)
+            }
+            _ => Err(first),
+        }
+    })
+}

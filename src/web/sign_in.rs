@@ -17,8 +17,7 @@ use http::HeaderMap;
 use parking_lot::Mutex;
 
 use crate::app::Caller;
-use crate::transport::http::keys::Keys;
-use crate::transport::http::tokens::{Principal, TokenDigest, digest};
+use crate::auth::{Keys, Principal, TokenDigest, digest};
 
 /// The name of the login cookie.
 pub(super) const COOKIE: &str = "mts_login";
@@ -85,7 +84,7 @@ impl SignIn {
     /// link that carries it signs a browser in, once, within a quarter of an hour.
     pub(crate) fn one_time_code(&self, token: &[u8]) -> Option<String> {
         let (principal, token) = self.keys.principal(token)?;
-        let code = crate::runs::random_hex();
+        let code = crate::auth::random_hex();
         let expires = Instant::now() + LINK_LIFETIME;
         let mut links = self.links.lock();
         links.retain(|_, (_, _, until)| *until > Instant::now());
@@ -101,7 +100,7 @@ impl SignIn {
     }
 
     fn open_login(&self, principal: Principal, token: TokenDigest) -> String {
-        let cookie = crate::runs::random_hex();
+        let cookie = crate::auth::random_hex();
         let mut logins = self.logins.lock();
         let now = Instant::now();
         logins.retain(|_, login| now.duration_since(login.last_seen) < IDLE);
