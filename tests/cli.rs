@@ -423,8 +423,19 @@ fn run_prints_only_the_report_as_json_and_the_todos_are_stored() {
 
     assert_eq!(common::task_titles(&sandbox.db), ["9.9: a", "9.9: b"]);
     let rows = common::audit_rows(&sandbox.db);
-    assert_eq!(rows.len(), 2, "{rows:#?}");
-    for row in &rows {
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    // The start, audited as over MCP: the workflow and its inputs, under the run.
+    let start = &rows[0];
+    assert_eq!(
+        (start.tool.as_str(), start.outcome.as_str()),
+        ("run_workflow", "ok")
+    );
+    assert_eq!(start.run_id.as_deref(), Some(run_id));
+    assert_eq!(start.node_id, None);
+    assert_eq!(start.principal, None, "the terminal's local user");
+    let args: Value = serde_json::from_str(&start.args).unwrap();
+    assert_eq!(args["inputs"]["version"], "9.9", "{args}");
+    for row in &rows[1..] {
         assert_eq!(
             (row.tool.as_str(), row.outcome.as_str()),
             ("add_task", "ok")
@@ -462,10 +473,12 @@ fn a_failed_run_exits_one_with_the_node_error_in_the_report() {
         "{node:#}"
     );
     let rows = common::audit_rows(&sandbox.db);
-    assert_eq!(rows.len(), 1);
+    let rows: Vec<(&str, &str)> = (rows.iter())
+        .map(|row| (row.tool.as_str(), row.outcome.as_str()))
+        .collect();
     assert_eq!(
-        (rows[0].tool.as_str(), rows[0].outcome.as_str()),
-        ("complete_task", "not_found")
+        rows,
+        [("run_workflow", "ok"), ("complete_task", "not_found")]
     );
 }
 
@@ -758,7 +771,20 @@ fn resume_and_cancel_refuse_a_finished_run_and_purge_deletes_finished_runs() {
     );
     sandbox.run(&["workflows", "status", &id]).assert_code(1);
     let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
-    assert_eq!(store.audit_rows().unwrap().len(), 0, "hello calls no tool");
+    // Hello calls no tool: its start, and the refused resume and cancel, are audited
+    // under the run they name, as from any face.
+    let rows: Vec<(String, String, Option<String>)> = (store.audit_rows().unwrap().into_iter())
+        .map(|row| (row.tool, row.outcome, row.run_id))
+        .collect();
+    let of = |tool: &str, outcome: &str| (tool.to_owned(), outcome.to_owned(), Some(id.clone()));
+    assert_eq!(
+        rows,
+        [
+            of("run_workflow", "ok"),
+            of("resume_run", "rejected"),
+            of("cancel_run", "rejected")
+        ]
+    );
 }
 
 #[test]

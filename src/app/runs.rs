@@ -5,6 +5,7 @@
 //! Another principal's run is as unknown as a run that never was. On stdio and at the
 //! terminal the caller is the one local user, who may see every run in the database.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -13,11 +14,17 @@ use super::catalog::{GET_RUN, LIST_RUNS};
 use super::envelope::Envelope;
 use super::{App, Caller};
 use crate::engine::journal::JournalError;
+use crate::engine::plan::Plan;
 use crate::engine::{ResumeError, RunHandle, RunOptions};
 use crate::runs::AnswerError;
 use crate::schema::whole;
-use crate::store::{RunSummary, StoreError};
+use crate::store::{AuditOutcome, RunSummary, StoreError};
 use crate::todos::ToolError;
+
+/// The audit rows of the operations on runs, by the name of the operation.
+const CANCEL_RUN: &str = "cancel_run";
+const RESUME_RUN: &str = "resume_run";
+const RETRY_RUN: &str = "retry_run";
 
 /// Which runs a listing shows.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +116,24 @@ impl App {
 
     /// Cancels a run wherever it is driven: a run a live process drives is cancelled by
     /// that process within a few seconds; a run nobody drives is taken over and ended here.
+    /// Audited (`cancel_run`), whichever face asks: MCP's `tasks/cancel` in either era, the
+    /// terminal, the dashboard.
     pub(crate) async fn cancel_run(
+        &self,
+        run_id: &str,
+        caller: &Caller,
+    ) -> Result<Cancelled, RunError> {
+        let cancelled = self.cancel_run_unaudited(run_id, caller).await;
+        self.audit_run_operation(
+            CANCEL_RUN,
+            run_id,
+            cancelled.as_ref().map(|_| run_id),
+            caller,
+        );
+        cancelled
+    }
+
+    async fn cancel_run_unaudited(
         &self,
         run_id: &str,
         caller: &Caller,
@@ -142,7 +166,25 @@ impl App {
     /// Takes stored run `run_id` up again, as `how` says: a resumed run goes on as it
     /// was; a retry is a new run that `caller` owns, keeping the results of the nodes
     /// that succeeded, and counts against its cap of runs in progress as any start does.
+    /// Audited (`resume_run`, `retry_run`; a retry under the new run), whichever face asks.
     pub(crate) fn restart_run(
+        &self,
+        run_id: &str,
+        how: Restart,
+        options: RunOptions,
+        caller: &Caller,
+    ) -> Result<RunHandle, RunError> {
+        let tool = match how {
+            Restart::Resume => RESUME_RUN,
+            Restart::Retry => RETRY_RUN,
+        };
+        let restarted = self.restart_run_unaudited(run_id, how, options, caller);
+        let under = restarted.as_ref().map(|handle| handle.run_id.as_str());
+        self.audit_run_operation(tool, run_id, under, caller);
+        restarted
+    }
+
+    fn restart_run_unaudited(
         &self,
         run_id: &str,
         how: Restart,
@@ -165,10 +207,59 @@ impl App {
         })
     }
 
+    /// Starts a run of `plan` for the local user at the terminal, recorded with the audit
+    /// row of the call that starts it (`run_workflow`, as over MCP).
+    pub(crate) fn start_at_terminal(
+        &self,
+        plan: Arc<Plan>,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+    ) -> RunHandle {
+        let mut args = Map::new();
+        args.insert("workflow".to_owned(), json!(plan.name));
+        args.insert("inputs".to_owned(), Value::Object(inputs.clone()));
+        let options = RunOptions {
+            audit: Some(("run_workflow".to_owned(), args)),
+            ..options
+        };
+        self.engine.start(plan, inputs, options)
+    }
+
+    /// The plan stored run `run_id` runs.
+    pub(crate) fn stored_plan(&self, run_id: &str) -> Result<Arc<Plan>, RunError> {
+        use crate::engine::journal::Journal as _;
+        let stored = self.registry.load(run_id);
+        Ok(stored
+            .map_err(|error| RunError::Resume(ResumeError::Journal(error)))?
+            .plan)
+    }
+
     /// Deletes runs that finished longer ago than `older_than`, and their tasks (never the
     /// audit log). Returns how many.
     pub(crate) fn purge_runs(&self, older_than: Duration) -> Result<usize, RunError> {
         Ok(self.registry.purge(older_than)?)
+    }
+
+    /// The audit row of an operation on run `run_id` by `caller`: `done` is the run it is
+    /// filed under when it was done (the run itself, or the new run of a retry), or why it
+    /// was not. A refusal is filed under the run only when the caller may see it: a probe
+    /// of another's run is no row of that run's.
+    fn audit_run_operation(
+        &self,
+        tool: &str,
+        run_id: &str,
+        done: Result<&str, &RunError>,
+        caller: &Caller,
+    ) {
+        let mut args = Map::new();
+        args.insert("run_id".to_owned(), Value::String(run_id.to_owned()));
+        let (outcome, under) = match done {
+            Ok(under) => (AuditOutcome::Ok, Some(under)),
+            Err(RunError::NotFound(_)) => (AuditOutcome::NotFound, None),
+            Err(RunError::Store(_)) => (AuditOutcome::Error, Some(run_id)),
+            Err(_) => (AuditOutcome::Rejected, Some(run_id)),
+        };
+        self.audit((tool, &args), outcome, under, caller);
     }
 
     /// Fails unless `caller` may see run `run_id`.

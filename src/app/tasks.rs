@@ -11,7 +11,7 @@ use super::{App, Caller, Route};
 use crate::engine::definition::ResultForm;
 use crate::engine::report::NodeStatus;
 use crate::runs::{TaskStatus, TaskView};
-use crate::store::StoreError;
+use crate::store::{AuditOutcome, StoreError};
 
 /// How often a request that waits on a task (a blocking `tasks/result`) reads it again.
 /// A run this process drives wakes it at once when it ends.
@@ -117,14 +117,36 @@ impl App {
         }
     }
 
-    /// Cancels a task: a run's task at once (it is `cancelled` before this returns, and
-    /// stays so), a sub-task once its run's driver has ended its unit, which it does at
-    /// once; the trigger rules of the nodes downstream decide what follows. False if the
-    /// task had finished.
-    pub(crate) async fn cancel_task(&self, view: &TaskView) -> Result<bool, CancelError> {
-        if view.parent_task_id.is_some() {
-            return self.cancel_sub_task(view).await;
-        }
+    /// Cancels a task that `caller` may see: a run's task at once (it is `cancelled` before
+    /// this returns, and stays so), a sub-task once its run's driver has ended its unit,
+    /// which it does at once; the trigger rules of the nodes downstream decide what
+    /// follows. False if the task had finished. Audited as any cancel of a run is
+    /// (`cancel_run`), or for a sub-task as `cancel_task`.
+    pub(crate) async fn cancel_task(
+        &self,
+        view: &TaskView,
+        caller: &Caller,
+    ) -> Result<bool, CancelError> {
+        let (tool, key, id) = match view.parent_task_id {
+            Some(_) => ("cancel_task", "task_id", &view.task_id),
+            None => ("cancel_run", "run_id", &view.run_id),
+        };
+        let cancelled = match view.parent_task_id {
+            Some(_) => self.cancel_sub_task(view).await,
+            None => self.cancel_run_task(view),
+        };
+        let outcome = match &cancelled {
+            Ok(true) => AuditOutcome::Ok,
+            Ok(false) | Err(CancelError::DrivenElsewhere) => AuditOutcome::Rejected,
+            Err(_) => AuditOutcome::Error,
+        };
+        let mut args = serde_json::Map::new();
+        args.insert(key.to_owned(), Value::String(id.clone()));
+        self.audit((tool, &args), outcome, Some(&view.run_id), caller);
+        cancelled
+    }
+
+    fn cancel_run_task(&self, view: &TaskView) -> Result<bool, CancelError> {
         let cancelled = self.registry.cancel_task_now(&view.run_id)?;
         if cancelled {
             self.engine.cancel_local(&view.run_id);

@@ -2,7 +2,8 @@
 //! with `--wait-for-answers`; this watches the run's open questions and answers each one
 //! from the answers file, else from the person at the terminal, else as a run without
 //! anyone to ask would (the node's default, or a failure). Answers go through
-//! [`Registry::reply`], so that they are checked, audited and kept like any other: a
+//! the application (`App::reply`), so that they are checked, audited and kept like any
+//! other: a
 //! resumed run asks only what is still open.
 
 use std::collections::HashSet;
@@ -16,10 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::answers::AnswerFile;
 use super::prompt::{self, Stopped};
+use crate::app::App;
 use crate::engine::definition::ActionDef;
 use crate::engine::plan::{NodeAction, Plan};
 use crate::engine::report::RunReport;
-use crate::runs::{AnswerError, OpenQuestion, Refusal, Registry};
+use crate::runs::{AnswerError, OpenQuestion, Refusal};
 
 /// How often the store is read for new questions: questions are committed by the run's
 /// own process, which has no way to wake this short of a poll.
@@ -50,7 +52,7 @@ impl Sources {
 
 /// The run's questions, watched while it runs.
 pub(crate) struct Watch {
-    pub registry: Arc<Registry>,
+    pub app: App,
     pub run_id: String,
     pub plan: Arc<Plan>,
     pub sources: Sources,
@@ -88,7 +90,7 @@ impl Watch {
 
     /// Answers the questions that opened since the last pass, in the order they were asked.
     async fn pass(&mut self, seen: &mut HashSet<String>) -> Next {
-        let open = match self.registry.open_questions(&self.run_id) {
+        let open = match self.app.open_questions(&self.run_id) {
             Ok(open) => open,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the run's questions");
@@ -141,7 +143,7 @@ impl Watch {
         seen: &mut HashSet<String>,
     ) {
         let unit = unit_name(question);
-        match self.registry.reply(&self.run_id, question, Ok(answer)) {
+        match self.app.reply(&self.run_id, question, Ok(answer)) {
             Ok(()) => self.note(&format!("{unit}: answered from {path}")),
             Err(AnswerError::Invalid { problems }) => {
                 let mut text =
@@ -159,10 +161,7 @@ impl Watch {
     /// The question of the same unit, asked again after an answer that did not fit,
     /// refused (if the registry has not already failed the node).
     fn refuse_reasked(&self, asked: &OpenQuestion, why: Refusal, seen: &mut HashSet<String>) {
-        let open = self
-            .registry
-            .open_questions(&self.run_id)
-            .unwrap_or_default();
+        let open = self.app.open_questions(&self.run_id).unwrap_or_default();
         let again = open
             .into_iter()
             .find(|q| q.node_id == asked.node_id && q.instance == asked.instance);
@@ -171,7 +170,7 @@ impl Watch {
                 "{}/{:?}/{}",
                 again.node_id, again.instance, again.key
             ));
-            if let Err(error) = self.registry.reply(&self.run_id, &again, Err(why)) {
+            if let Err(error) = self.app.reply(&self.run_id, &again, Err(why)) {
                 self.reply_failed(&again, &error);
             }
         }
@@ -202,7 +201,7 @@ impl Watch {
                 self.note(&format!(
                     "{unit}: {path} has no answer; it takes its default"
                 ));
-                self.registry.reply(&self.run_id, question, Ok(&default))
+                self.app.reply(&self.run_id, question, Ok(&default))
             }
             None => {
                 self.note(&format!(
@@ -210,7 +209,7 @@ impl Watch {
                      is no terminal to ask"
                 ));
                 let refusal = Err(Refusal::Unanswered);
-                self.registry.reply(&self.run_id, question, refusal)
+                self.app.reply(&self.run_id, question, refusal)
             }
         };
         if let Err(error) = reply {
@@ -247,13 +246,13 @@ impl Watch {
             Err(error) => {
                 self.note(&format!("error: {error}"));
                 let refusal = Err(Refusal::Unanswered);
-                if let Err(error) = self.registry.reply(&self.run_id, &question, refusal) {
+                if let Err(error) = self.app.reply(&self.run_id, &question, refusal) {
                     self.reply_failed(&question, &error);
                 }
                 return Next::Watch;
             }
         };
-        match self.registry.reply(&self.run_id, &question, Ok(&answer)) {
+        match self.app.reply(&self.run_id, &question, Ok(&answer)) {
             Ok(()) => {}
             // The registry asks again under a new key, which the next pass finds.
             Err(AnswerError::Invalid { problems }) => {

@@ -20,7 +20,6 @@ use crate::engine::observer::{Event, Observer};
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::{RunHandle, RunOptions, validate};
-use crate::runs::Registry;
 
 pub struct RunArgs {
     /// `KEY=VALUE` pairs; a value is taken as text for string inputs, else parsed as JSON.
@@ -57,7 +56,7 @@ impl DriveArgs {
 /// What a followed run needs besides its handle: how its questions are answered and how
 /// its end is shown.
 pub(super) struct Following {
-    pub registry: Arc<Registry>,
+    pub app: App,
     pub plan: Arc<Plan>,
     pub sources: Sources,
     pub json: bool,
@@ -67,13 +66,13 @@ impl Following {
     /// The run's answer sources for `plan` and `drive`, or every problem of its answers
     /// file (printed on stderr).
     pub(super) fn new(
-        registry: &Arc<Registry>,
+        app: &App,
         plan: Arc<Plan>,
         drive: &DriveArgs,
     ) -> Result<Following, ExitCode> {
         match drive.sources(&plan) {
             Ok(sources) => Ok(Following {
-                registry: Arc::clone(registry),
+                app: app.clone(),
                 plan,
                 sources,
                 json: drive.json,
@@ -178,12 +177,12 @@ pub async fn run_workflow(app: &App, entry: &Entry, args: &RunArgs) -> ExitCode 
             return ExitCode::FAILURE;
         }
     };
-    let following = match Following::new(app.registry(), Arc::clone(&entry.plan), &args.drive) {
+    let following = match Following::new(app, Arc::clone(&entry.plan), &args.drive) {
         Ok(following) => following,
         Err(code) => return code,
     };
     let (bar, options) = watched(following.sources.parks());
-    let handle = (app.engine()).start(Arc::clone(&entry.plan), inputs, options);
+    let handle = app.start_at_terminal(Arc::clone(&entry.plan), inputs, options);
     follow(handle, bar, following).await
 }
 
@@ -218,7 +217,7 @@ pub(super) fn watched(park_questions: bool) -> (ProgressBar, RunOptions) {
 /// end on stdout; 0 only on success.
 pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Following) -> ExitCode {
     let Following {
-        registry,
+        app,
         plan,
         sources,
         json,
@@ -226,7 +225,7 @@ pub(super) async fn follow(handle: RunHandle, bar: ProgressBar, following: Follo
     let ended = match sources.watches() {
         true => {
             let watch = Watch {
-                registry,
+                app,
                 run_id: handle.run_id.clone(),
                 plan: Arc::clone(&plan),
                 sources,

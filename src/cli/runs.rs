@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::run::{DriveArgs, Following, follow, watched};
 use crate::app::{App, Caller, Cancelled, Restart, RunError, RunFilter};
-use crate::engine::journal::Journal;
 
 /// `workflows runs`: a table of runs, newest first.
 pub fn list_runs(app: &App, status: Option<&str>, limit: usize) -> ExitCode {
@@ -75,11 +74,11 @@ pub async fn retry(app: &App, run_id: &str, drive: &DriveArgs) -> ExitCode {
 /// Drives the run that `how` makes of stored run `run_id` to its end, at the terminal.
 async fn drive_stored(app: &App, run_id: &str, drive: &DriveArgs, how: Restart) -> ExitCode {
     // Its answers file is checked against the plan the run runs.
-    let plan = match app.registry().load(run_id) {
-        Ok(stored) => stored.plan,
+    let plan = match app.stored_plan(run_id) {
+        Ok(plan) => plan,
         Err(error) => return fail(&error.to_string()),
     };
-    let following = match Following::new(app.registry(), plan, drive) {
+    let following = match Following::new(app, plan, drive) {
         Ok(following) => following,
         Err(code) => return code,
     };

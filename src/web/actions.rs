@@ -2,14 +2,12 @@
 //! application's own run operation, and cancel and retry audited as calls.
 
 use http::Response;
-use serde_json::Value;
 
 use super::format::failed;
 use super::run::run_page;
 use super::{Body, form, see_other};
 use crate::app::{App, Caller, Restart, RunError};
 use crate::engine::RunOptions;
-use crate::store::AuditOutcome;
 
 /// `POST /runs/{id}/answer`: answers a node's open question from its form.
 pub(super) fn answer(
@@ -71,65 +69,16 @@ pub(super) fn answer(
 
 /// `POST /runs/{id}/cancel`.
 pub(super) async fn cancel(app: &App, caller: &Caller, run_id: &str) -> Response<Body> {
-    let args = run_args(run_id);
     match app.cancel_run(run_id, caller).await {
-        Ok(_) => {
-            app.audit(
-                ("cancel_run", &args),
-                AuditOutcome::Ok,
-                Some(run_id),
-                caller,
-            );
-            see_other(&format!("/runs/{run_id}?done=cancelled"))
-        }
-        Err(error) => {
-            app.audit(
-                ("cancel_run", &args),
-                outcome_of(&error),
-                Some(run_id),
-                caller,
-            );
-            failed(&error)
-        }
+        Ok(_) => see_other(&format!("/runs/{run_id}?done=cancelled")),
+        Err(error) => failed(&error),
     }
 }
 
 /// `POST /runs/{id}/retry`: a new run that keeps what succeeded, driven by this process.
 pub(super) fn retry(app: &App, caller: &Caller, run_id: &str) -> Response<Body> {
-    let args = run_args(run_id);
     match app.restart_run(run_id, Restart::Retry, RunOptions::default(), caller) {
-        Ok(handle) => {
-            let new_run = handle.run_id.clone();
-            app.audit(
-                ("retry_run", &args),
-                AuditOutcome::Ok,
-                Some(&new_run),
-                caller,
-            );
-            see_other(&format!("/runs/{new_run}?done=retried"))
-        }
-        Err(error) => {
-            app.audit(
-                ("retry_run", &args),
-                outcome_of(&error),
-                Some(run_id),
-                caller,
-            );
-            failed(&error)
-        }
-    }
-}
-
-fn run_args(run_id: &str) -> serde_json::Map<String, Value> {
-    let mut args = serde_json::Map::new();
-    args.insert("run_id".to_owned(), Value::String(run_id.to_owned()));
-    args
-}
-
-fn outcome_of(error: &RunError) -> AuditOutcome {
-    match error {
-        RunError::NotFound(_) => AuditOutcome::NotFound,
-        RunError::Store(_) => AuditOutcome::Error,
-        _ => AuditOutcome::Rejected,
+        Ok(handle) => see_other(&format!("/runs/{}?done=retried", handle.run_id)),
+        Err(error) => failed(&error),
     }
 }

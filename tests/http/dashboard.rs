@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{ALICE, BOB, HttpServer, Reply, WAIT, common, open_session, start_2025_task};
 
 impl HttpServer {
-    fn host(&self) -> String {
+    pub(super) fn host(&self) -> String {
         format!("127.0.0.1:{}", self.addr.port())
     }
 
@@ -22,7 +22,13 @@ impl HttpServer {
     }
 
     /// A form POSTed to `path` from `origin` (none: no `Origin` header).
-    fn form(&self, path: &str, cookie: Option<&str>, origin: Option<&str>, body: &str) -> Reply {
+    pub(super) fn form(
+        &self,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        body: &str,
+    ) -> Reply {
         let mut head = format!(
             "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-www-form-urlencoded",
             self.host()
@@ -36,12 +42,12 @@ impl HttpServer {
         self.send(&head, body)
     }
 
-    fn origin(&self) -> String {
+    pub(super) fn origin(&self) -> String {
         format!("http://{}", self.host())
     }
 
     /// Signs in with `token`; returns the `Cookie` header value of the login.
-    fn sign_in(&self, token: &str) -> String {
+    pub(super) fn sign_in(&self, token: &str) -> String {
         let reply = self.form(
             "/login",
             None,

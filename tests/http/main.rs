@@ -9,6 +9,7 @@
 #[path = "../backends/mod.rs"]
 #[macro_use]
 mod backends;
+mod cancel;
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use super::{Server, results};
 use crate::app::{Caller, Envelope, NotStarted as Refused};
-use crate::runs::{Registry, TaskStatus, TaskView};
+use crate::runs::{TaskStatus, TaskView};
 
 /// The task protocol a task was created under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +67,6 @@ pub(super) fn unknown_task(task_id: &str) -> McpError {
 }
 
 impl Server {
-    pub(super) fn registry(&self) -> Result<&Registry, McpError> {
-        Ok(self.app.registry())
-    }
-
     /// Starts the call of tool `name` as a run in the background, recorded as a task of
     /// `era`, and returns the task as it stands.
     pub(super) fn start_task(
@@ -145,7 +141,7 @@ impl Server {
                 return Ok(Settled::Finished(result));
             }
             if view.status() == TaskStatus::InputRequired {
-                let open = questions::of_task(self.registry()?, &view).map_err(internal)?;
+                let open = self.app.open_questions_of(&view).map_err(internal)?;
                 // An answered question stays in the task's state until its driver commits
                 // what follows; only questions still open count.
                 if !open.is_empty() {
@@ -157,10 +153,14 @@ impl Server {
     }
 
     /// Cancels a task (see [`crate::app::App::cancel_task`]). False if it had finished.
-    pub(super) async fn cancel_task(&self, view: &TaskView) -> Result<bool, McpError> {
+    pub(super) async fn cancel_task(
+        &self,
+        view: &TaskView,
+        caller: &Caller,
+    ) -> Result<bool, McpError> {
         use crate::app::CancelError;
         self.app
-            .cancel_task(view)
+            .cancel_task(view, caller)
             .await
             .map_err(|error| match error {
                 CancelError::DrivenElsewhere => McpError::invalid_params(error.to_string(), None),

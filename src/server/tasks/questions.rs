@@ -8,8 +8,9 @@
 
 use serde_json::{Value, json};
 
+use crate::app::App;
 use crate::engine::question::{Answerer, Capabilities, Question};
-use crate::runs::{AnswerError, OpenQuestion, Refusal, Registry};
+use crate::runs::{AnswerError, OpenQuestion, Refusal};
 
 /// The question's key on the wire.
 pub(super) fn wire_key(question: &OpenQuestion) -> String {
@@ -104,7 +105,7 @@ pub(in crate::server) fn read_reply(answerer: Answerer, reply: &Value) -> Result
 /// Records a client's reply to `question`, which was put to `answerer`. An answer that
 /// does not fit is refused, and the question asked again, by the registry.
 pub(super) fn answer(
-    registry: &Registry,
+    app: &App,
     run_id: &str,
     question: &OpenQuestion,
     answerer: Answerer,
@@ -114,8 +115,8 @@ pub(super) fn answer(
         problems: vec![problem],
     })?;
     match reply {
-        Reply::Answer(answer) => registry.reply_from(run_id, question, answerer, Ok(&answer)),
-        Reply::Refused(refusal) => registry.reply_from(run_id, question, answerer, Err(refusal)),
+        Reply::Answer(answer) => app.reply_to(run_id, question, answerer, Ok(&answer)),
+        Reply::Refused(refusal) => app.reply_to(run_id, question, answerer, Err(refusal)),
     }
 }
 
@@ -139,34 +140,19 @@ pub(super) fn input_requests(
 /// a client that can do what `can` says. Keys that name no open question are ignored; an
 /// answer that does not fit is refused, and its question is asked again under a new key.
 pub(super) fn take_responses(
-    registry: &Registry,
+    app: &App,
     task: &crate::runs::TaskView,
     responses: &std::collections::BTreeMap<String, Value>,
     can: Capabilities,
 ) -> Result<(), AnswerError> {
-    for question in &of_task(registry, task)? {
+    for question in &app.open_questions_of(task)? {
         let Some(reply) = responses.get(&wire_key(question)) else {
             continue;
         };
         let answerer = question.request.answerer(can);
-        if let Err(error) = answer(registry, &task.run_id, question, answerer, reply) {
+        if let Err(error) = answer(app, &task.run_id, question, answerer, reply) {
             tracing::info!(task_id = %task.task_id, %error, "an answer was not taken");
         }
     }
     Ok(())
-}
-
-/// The open questions that belong to `task`: all of a run's, or one unit's.
-pub(super) fn of_task(
-    registry: &Registry,
-    task: &crate::runs::TaskView,
-) -> Result<Vec<OpenQuestion>, AnswerError> {
-    let questions = registry.open_questions(&task.run_id)?;
-    Ok(match &task.node_id {
-        None => questions,
-        Some(node) => questions
-            .into_iter()
-            .filter(|q| &q.node_id == node && q.instance.map(|k| k as i64) == task.instance)
-            .collect(),
-    })
 }

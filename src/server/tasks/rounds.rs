@@ -46,7 +46,7 @@ fn invalid_state(why: impl std::fmt::Display) -> McpError {
 
 impl Server {
     fn state_codec(&self) -> Result<RequestStateCodec, McpError> {
-        let key = self.registry()?.state_key().map_err(internal)?;
+        let key = self.app.round_state_key().map_err(internal)?;
         RequestStateCodec::try_new(key.to_vec()).map_err(internal)
     }
 
@@ -129,13 +129,12 @@ impl Server {
             }
             Settled::Finished(result) => Ok(result.into()),
             Settled::Asking(_, open) => {
-                let round = self
-                    .registry()?
+                let round = (self.app)
                     .next_round(&run_id)
                     .map_err(internal)?
                     .ok_or_else(|| invalid_state("its run is gone"))?;
                 let requests = questions::input_requests(&open, how.can).map_err(internal)?;
-                let timeout = self.registry()?.config().answer_timeout;
+                let timeout = self.app.answer_timeout();
                 let options = SealOptions::new()
                     .associated_data(name.as_bytes())
                     .ttl(timeout);
@@ -158,9 +157,8 @@ impl Server {
         caller: &Caller,
     ) -> Result<TaskView, McpError> {
         let view = self.task_of(&state.run, how.era, caller)?;
-        let registry = self.registry()?;
-        let latest = registry
-            .round(&state.run)
+        let latest = (self.app)
+            .latest_round(&state.run)
             .map_err(internal)?
             .ok_or_else(|| invalid_state("its run is gone"))?;
         if state.round < latest {
@@ -169,8 +167,8 @@ impl Server {
                 state.round
             )));
         }
-        registry.answered_round(&state.run).map_err(internal)?;
-        questions::take_responses(registry, &view, &responses, how.can).map_err(internal)?;
+        self.app.answered_round(&state.run).map_err(internal)?;
+        questions::take_responses(&self.app, &view, &responses, how.can).map_err(internal)?;
         self.task_of(&state.run, how.era, caller)
     }
 }

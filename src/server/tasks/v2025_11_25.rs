@@ -12,7 +12,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::{Era, NotStarted, Settled, internal, questions};
-use crate::app::Caller;
+use crate::app::{Caller, PageError};
 use crate::runs::{OpenQuestion, TaskView};
 use crate::server::tasks::v2026_07_28::SUB_TASKS_META;
 use crate::server::{Server, results};
@@ -203,7 +203,6 @@ impl Server {
         open: Vec<OpenQuestion>,
         peer: &Peer<RoleServer>,
     ) -> Result<(), McpError> {
-        let registry = self.registry()?;
         let can = peer.peer_info().map_or_else(Default::default, |info| {
             questions::declared(&info.capabilities)
         });
@@ -226,7 +225,8 @@ impl Server {
             }
         };
         // An answer that does not fit is asked again, under a new key, by the registry.
-        if let Err(error) = questions::answer(registry, &view.run_id, &question, answerer, &reply) {
+        if let Err(error) = questions::answer(&self.app, &view.run_id, &question, answerer, &reply)
+        {
             tracing::info!(%error, "an answer was not taken");
         }
         Ok(())
@@ -235,88 +235,41 @@ impl Server {
     /// `tasks/list`: runs' tasks newest first, each followed by its sub-tasks, which name
     /// their parent. The cursor is the last task listed.
     fn list_2025(&self, cursor: Option<&Value>, caller: &Caller) -> Result<Value, McpError> {
-        let registry = self.registry()?;
         let bad_cursor = || McpError::invalid_params("invalid cursor", None);
-        let (mut after_run, mut after_sub) = match cursor {
-            None | Some(Value::Null) => (None, None),
-            Some(Value::String(text)) => {
-                let view = registry
-                    .task(text)
-                    .map_err(internal)?
-                    .filter(|view| caller.may_see(&view.owner))
-                    .ok_or_else(bad_cursor)?;
-                match view.parent_task_id {
-                    Some(parent) => (Some(parent), Some(view.task_id)),
-                    None => (Some(view.task_id), None),
-                }
-            }
+        let cursor = match cursor {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.as_str()),
             Some(_) => return Err(bad_cursor()),
         };
-        let mut tasks: Vec<Value> = Vec::new();
-        let mut last = None;
-        // A cursor inside a run's sub-tasks lists the rest of them first.
-        if let (Some(run), Some(sub)) = (&after_run, after_sub.take()) {
-            self.list_subs(run, Some(&sub), &mut tasks, &mut last)?;
-        }
-        while tasks.len() < PAGE {
-            let runs = registry
-                .tasks_page(
-                    Era::V2025_11_25.as_str(),
-                    caller.listing(),
-                    after_run.as_deref(),
-                    PAGE,
-                )
-                .map_err(internal)?;
-            if runs.is_empty() {
-                last = None;
-                break;
-            }
-            for run in runs {
-                if tasks.len() >= PAGE {
-                    break;
+        let protocol = Era::V2025_11_25.as_str();
+        let page = match self.app.task_page(protocol, caller, cursor, PAGE) {
+            Ok(page) => page,
+            Err(PageError::BadCursor) => return Err(bad_cursor()),
+            Err(PageError::Store(error)) => return Err(internal(error)),
+        };
+        let tasks: Vec<Value> = page
+            .tasks
+            .iter()
+            .map(|view| {
+                let mut task = wire_task(view);
+                if let Some(parent) = &view.parent_task_id {
+                    task["_meta"] = json!({ PARENT_TASK_META: parent });
                 }
-                tasks.push(wire_task(&run));
-                last = Some(run.task_id.clone());
-                after_run = Some(run.task_id.clone());
-                self.list_subs(&run.task_id, None, &mut tasks, &mut last)?;
-            }
+                task
+            })
+            .collect();
+        let mut listed = json!({ "tasks": tasks });
+        if let Some(cursor) = page.next {
+            listed["nextCursor"] = json!(cursor);
         }
-        let mut page = json!({ "tasks": tasks });
-        if let Some(cursor) = last.filter(|_| tasks_full(&page)) {
-            page["nextCursor"] = json!(cursor);
-        }
-        Ok(page)
-    }
-
-    fn list_subs(
-        &self,
-        run: &str,
-        after: Option<&str>,
-        tasks: &mut Vec<Value>,
-        last: &mut Option<String>,
-    ) -> Result<(), McpError> {
-        let room = PAGE.saturating_sub(tasks.len());
-        if room == 0 {
-            return Ok(());
-        }
-        let subs = self
-            .registry()?
-            .sub_tasks(run, after, room)
-            .map_err(internal)?;
-        for sub in subs {
-            let mut task = wire_task(&sub);
-            task["_meta"] = json!({ PARENT_TASK_META: run });
-            tasks.push(task);
-            *last = Some(sub.task_id);
-        }
-        Ok(())
+        Ok(listed)
     }
 
     /// `tasks/cancel`: the task is `cancelled` before the reply, for good; a finished one
     /// gives `-32602`.
     async fn cancel_2025(&self, task_id: &str, caller: &Caller) -> Result<Value, McpError> {
         let view = self.task_of(task_id, Era::V2025_11_25, caller)?;
-        if view.status().is_terminal() || !self.cancel_task(&view).await? {
+        if !self.cancel_task(&view, caller).await? {
             return Err(McpError::invalid_params(
                 format!(
                     "cannot cancel task {task_id}: it is already {}",
@@ -378,8 +331,4 @@ impl Server {
             }
         });
     }
-}
-
-fn tasks_full(page: &Value) -> bool {
-    page["tasks"].as_array().is_some_and(|t| t.len() >= PAGE)
 }

@@ -123,14 +123,13 @@ impl Server {
         view: &TaskView,
         can: Capabilities,
     ) -> Result<InputRequests, McpError> {
-        let open = questions::of_task(self.registry()?, view).map_err(internal)?;
+        let open = self.app.open_questions_of(view).map_err(internal)?;
         questions::input_requests(&open, can).map_err(internal)
     }
 
     /// A run's first sub-tasks (id, node, status, progress), for its task's `_meta`.
     pub(in crate::server) fn sub_task_list(&self, view: &TaskView) -> Result<Value, McpError> {
-        let subs = self
-            .registry()?
+        let subs = (self.app)
             .first_sub_tasks(view, SUB_TASKS_SHOWN)
             .map_err(internal)?;
         let list = subs
@@ -163,7 +162,7 @@ impl Server {
         caller: &Caller,
     ) -> Result<(), McpError> {
         let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
-        questions::take_responses(self.registry()?, &view, responses, can).map_err(internal)
+        questions::take_responses(&self.app, &view, responses, can).map_err(internal)
     }
 
     /// `tasks/cancel`: acknowledged whatever the task's state.
@@ -173,7 +172,7 @@ impl Server {
         caller: &Caller,
     ) -> Result<(), McpError> {
         let view = self.task_of(task_id, Era::V2026_07_28, caller)?;
-        self.cancel_task(&view).await?;
+        self.cancel_task(&view, caller).await?;
         Ok(())
     }
 }
