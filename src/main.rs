@@ -415,7 +415,7 @@ enum WorkflowsCommand {
     },
     /// Delete finished runs and their tasks now (the audit log is never touched).
     Purge {
-        /// Only runs that finished longer ago than this, e.g. 7d [default: every finished run]
+        /// Only runs that finished longer ago than this, e.g. 168h [default: every finished run]
         #[arg(long, value_parser = mcp_task_server::engine::duration::parse_duration)]
         older_than: Option<Duration>,
     },

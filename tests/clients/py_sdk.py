@@ -91,7 +91,7 @@ with open(pathlib.Path(__file__).with_name("scenarios.json"), encoding="utf-8") 
 # A workflow asks its questions in rounds, one per question or several at once (a fan-out):
 # interactive_adr_planning takes ten, which the SDK's default cap of 10 just fits with no
 # room for a question asked again after an answer that did not fit, so the cap is raised
-# as the README advises.
+# as docs/tasks-and-clients.md advises.
 MAX_ROUNDS = 20
 
 
