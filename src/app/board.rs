@@ -62,7 +62,7 @@ impl App {
             .iter()
             .filter(|node| node.action.is_write_file())
             .filter_map(|node| {
-                let output = &run["nodes"][node.id.as_ref()]["output"];
+                let output = run.nodes.get(node.id.as_ref())?.output.as_ref()?;
                 Some(WrittenFile {
                     node: node.id.to_string(),
                     path: output["path"].as_str()?.to_owned(),

@@ -172,12 +172,17 @@ impl App {
         self
     }
 
-    /// The engine that runs this application's workflows.
+    /// The engine that runs this application's workflows, for tests and benchmarks that
+    /// drive it directly. No face reaches it: every operation goes through the
+    /// application (a build without the `testing` feature has no such method).
+    #[cfg(any(test, feature = "testing"))]
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    /// The registry of this application's runs and tasks, on its store.
+    /// The registry of this application's runs and tasks, for tests and benchmarks; as
+    /// [`App::engine`], no face reaches it.
+    #[cfg(any(test, feature = "testing"))]
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }

@@ -16,7 +16,7 @@ use super::{App, Caller};
 use crate::engine::journal::JournalError;
 use crate::engine::plan::Plan;
 use crate::engine::{ResumeError, RunHandle, RunOptions};
-use crate::runs::AnswerError;
+use crate::runs::{AnswerError, RunView};
 use crate::schema::whole;
 use crate::store::{AuditOutcome, RunSummary, StoreError};
 use crate::todos::ToolError;
@@ -93,7 +93,7 @@ impl App {
     }
 
     /// A run's report as stored: its nodes, tasks, questions and answers.
-    pub fn get_run(&self, run_id: &str, caller: &Caller) -> Result<Value, RunError> {
+    pub fn get_run(&self, run_id: &str, caller: &Caller) -> Result<RunView, RunError> {
         self.may_see_run(run_id, caller)?;
         let view = self.registry.run_view(run_id)?;
         view.ok_or_else(|| RunError::NotFound(run_id.to_owned()))
@@ -292,10 +292,11 @@ impl App {
                 .get("run_id")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            self.get_run(run_id, caller).map_err(|error| match error {
+            let view = self.get_run(run_id, caller).map_err(|error| match error {
                 RunError::NotFound(_) => ToolError::not_found(format!("no run with id {run_id}")),
                 _ => ToolError::internal(),
-            })
+            })?;
+            serde_json::to_value(view).map_err(|_| ToolError::internal())
         });
         self.answer_read((GET_RUN, args), result, caller)
     }

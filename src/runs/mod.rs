@@ -21,4 +21,4 @@ pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
 pub use admin::{AnswerError, OpenQuestion};
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
-pub use view::TaskView;
+pub use view::{ErrorView, NodeView, QuestionView, RetriedView, RunView, Skipped, TaskView, Times};

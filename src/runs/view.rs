@@ -1,8 +1,9 @@
 //! Reading runs and tasks back for people and clients: the run report as stored, the list
 //! of runs, and tasks by id or by parent.
 
+use indexmap::IndexMap;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::Registry;
 use super::ids;
@@ -321,7 +322,7 @@ impl Registry {
 
     /// The run's report as stored: the run, its task, every node in definition order
     /// (with its task and its instances), and its questions. `None` if no such run.
-    pub fn run_view(&self, run_id: &str) -> Result<Option<Value>, StoreError> {
+    pub fn run_view(&self, run_id: &str) -> Result<Option<RunView>, StoreError> {
         let store = self.store();
         let Some(run) = store.run(run_id)? else {
             return Ok(None);
@@ -333,106 +334,265 @@ impl Registry {
             Some(head) => node_ids(head),
             None => Vec::new(),
         };
-        let mut nodes = Map::new();
+        let mut nodes: IndexMap<String, NodeView> = IndexMap::new();
         for (index, id) in order.iter().enumerate() {
             let task_id = ids::sub_task_id(key, run_id, index, None);
-            nodes.insert(
-                id.clone(),
-                json!({ "status": "pending", "attempts": 0, "task_id": task_id }),
-            );
+            nodes.insert(id.clone(), NodeView::pending(task_id));
         }
         for row in store.nodes(run_id)? {
             let Ok((instance, unit)) = records::unit_state(&row) else {
                 continue;
             };
-            let mut entry = json!({
-                "status": unit.status.as_str(),
-                "attempts": unit.attempts,
-                "started_at": row.started_at,
-                "finished_at": row.finished_at,
-            });
-            if let Some(reason) = &unit.reason {
-                entry["reason"] = json!(reason);
-            }
-            if let Some(output) = &unit.output {
-                entry["output"] = output.clone();
-            }
-            if let Some(error) = &unit.error {
-                entry["error"] = json!({ "code": error.code, "message": error.message });
-            }
-            if !unit.retried.is_empty() {
-                entry["retried"] = retried(&unit.retried);
-            }
             let index = usize::try_from(row.node).unwrap_or(usize::MAX);
-            entry["task_id"] = json!(ids::sub_task_id(key, run_id, index, instance));
+            let entry = NodeView {
+                status: unit.status.as_str().to_owned(),
+                attempts: unit.attempts,
+                times: Some(Times {
+                    started_at: row.started_at.clone(),
+                    finished_at: row.finished_at.clone(),
+                }),
+                reason: unit.reason.clone(),
+                output: unit.output.clone(),
+                error: unit.error.as_ref().map(|error| ErrorView {
+                    code: error.code.to_owned(),
+                    message: error.message.clone(),
+                }),
+                retried: (!unit.retried.is_empty()).then(|| retried(&unit.retried)),
+                task_id: Skipped::Is(ids::sub_task_id(key, run_id, index, instance)),
+                instances: None,
+            };
             let node = nodes
                 .entry(row.node_id.clone())
-                .or_insert_with(|| json!({ "status": "pending", "attempts": 0 }));
+                .or_insert_with(|| NodeView::pending(None).without_task());
             match instance {
                 None => {
-                    let instances = node.get("instances").cloned();
-                    *node = entry;
-                    if let Some(instances) = instances {
-                        node["instances"] = instances;
-                    }
+                    let instances = node.instances.take();
+                    *node = NodeView { instances, ..entry };
                 }
                 Some(k) => {
-                    let list = node
-                        .as_object_mut()
-                        .expect("a node entry is an object")
-                        .entry("instances")
-                        .or_insert_with(|| json!({}));
-                    list[k.to_string()] = entry;
+                    let list = node.instances.get_or_insert_with(IndexMap::new);
+                    list.insert(k.to_string(), entry);
                 }
             }
         }
-        let questions: Vec<Value> = store
+        let questions = store
             .questions(run_id)?
             .into_iter()
-            .map(|q| {
-                json!({
-                    "node": q.node_id,
-                    "instance": (q.instance >= 0).then_some(q.instance),
-                    "key": q.key,
-                    "request": parsed(Some(&q.request)),
-                    "answer": parsed(q.answer.as_deref()),
-                    "answered": q.answer.is_some(),
-                })
+            .map(|q| QuestionView {
+                node: q.node_id,
+                instance: (q.instance >= 0).then_some(q.instance),
+                key: q.key,
+                request: parsed(Some(&q.request)),
+                answer: parsed(q.answer.as_deref()),
+                answered: q.answer.is_some(),
             })
             .collect();
-        Ok(Some(json!({
-            "run_id": run.id,
-            "workflow": run.workflow,
-            "status": run.status,
-            "progress": task.as_ref().map_or(0, |t| t.progress),
-            "message": task.as_ref().and_then(|t| t.status_message.clone()),
-            "task_status": task.as_ref().map(|t| t.status.clone()),
-            "origin": run.origin,
-            "retry_of": run.retry_of,
-            "created_at": run.created_at,
-            "updated_at": run.updated_at,
-            "finished_at": run.finished_at,
-            "error": run.error,
-            "output": parsed(run.output.as_deref()),
-            "inputs": parsed(Some(&run.inputs)),
-            "nodes": nodes,
-            "questions": questions,
-        })))
+        Ok(Some(RunView {
+            run_id: run.id,
+            workflow: run.workflow,
+            status: run.status,
+            progress: task.as_ref().map_or(0, |t| t.progress),
+            message: task.as_ref().and_then(|t| t.status_message.clone()),
+            task_status: task.as_ref().map(|t| t.status.clone()),
+            origin: run.origin,
+            retry_of: run.retry_of,
+            created_at: run.created_at,
+            updated_at: run.updated_at,
+            finished_at: run.finished_at,
+            error: run.error,
+            output: parsed(run.output.as_deref()),
+            inputs: parsed(Some(&run.inputs)),
+            nodes,
+            questions,
+        }))
     }
+}
+
+/// A run as its report shows it, to clients (serialised) and to the pages (read by field).
+/// Its JSON is the report's wire form, key for key: `get_run`, `workflows status` and the
+/// `report.json` resource give it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunView {
+    pub run_id: String,
+    pub workflow: String,
+    pub status: String,
+    pub progress: i64,
+    pub message: Option<String>,
+    pub task_status: Option<String>,
+    pub origin: String,
+    pub retry_of: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+    pub output: Value,
+    pub inputs: Value,
+    /// Every node, in definition order.
+    pub nodes: IndexMap<String, NodeView>,
+    pub questions: Vec<QuestionView>,
+}
+
+impl RunView {
+    /// The questions still waiting for an answer.
+    pub fn open_questions(&self) -> impl Iterator<Item = &QuestionView> {
+        self.questions.iter().filter(|q| !q.answered)
+    }
+}
+
+/// A node (or one `for_each` instance) as a report shows it. A node that has not run
+/// has no times; a node with instances lists them by their index.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeView {
+    pub status: String,
+    pub attempts: u32,
+    #[serde(flatten)]
+    pub times: Option<Times>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried: Option<Vec<RetriedView>>,
+    /// Its sub-task; `None` only for an entry made from an instance before its node's row.
+    #[serde(skip_serializing_if = "Skipped::is_skipped")]
+    pub task_id: Skipped<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<IndexMap<String, NodeView>>,
+}
+
+/// When a node ran: both keys are in the report once the node has a record, `null` while
+/// it did not start or finish.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Times {
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A value that may be left out of the report altogether (`Skip`), or be there, `null`
+/// included.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Skipped<T> {
+    Skip,
+    Is(Option<T>),
+}
+
+impl<T> Skipped<T> {
+    fn is_skipped(&self) -> bool {
+        matches!(self, Skipped::Skip)
+    }
+
+    /// The value, when there is one.
+    pub fn as_ref(&self) -> Option<&T> {
+        match self {
+            Skipped::Is(Some(value)) => Some(value),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Skipped<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Skipped::Is(value) => value.serialize(serializer),
+            Skipped::Skip => serializer.serialize_none(),
+        }
+    }
+}
+
+impl NodeView {
+    /// A node without a record: pending, under its sub-task.
+    fn pending(task_id: Option<String>) -> NodeView {
+        NodeView {
+            status: "pending".to_owned(),
+            attempts: 0,
+            times: None,
+            reason: None,
+            output: None,
+            error: None,
+            retried: None,
+            task_id: Skipped::Is(task_id),
+            instances: None,
+        }
+    }
+
+    /// The same, without a sub-task named.
+    fn without_task(self) -> NodeView {
+        NodeView {
+            task_id: Skipped::Skip,
+            ..self
+        }
+    }
+
+    /// When it started, if it did.
+    pub fn started_at(&self) -> Option<&str> {
+        self.times.as_ref()?.started_at.as_deref()
+    }
+
+    /// When it finished, if it did.
+    pub fn finished_at(&self) -> Option<&str> {
+        self.times.as_ref()?.finished_at.as_deref()
+    }
+}
+
+/// A node's error as a report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorView {
+    pub code: String,
+    pub message: String,
+}
+
+/// A question of the run: what was asked (the question's stored form), and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionView {
+    pub node: Option<String>,
+    pub instance: Option<i64>,
+    pub key: String,
+    pub request: Value,
+    pub answer: Value,
+    pub answered: bool,
+}
+
+impl QuestionView {
+    /// What was asked, read from its stored form; `None` for a record that does not read.
+    pub fn question(&self) -> Option<crate::engine::question::Question> {
+        serde_json::from_value(self.request.clone()).ok()
+    }
+
+    /// The instance of its node's `for_each` it was asked for, if any.
+    pub fn instance(&self) -> Option<usize> {
+        self.instance.and_then(|k| usize::try_from(k).ok())
+    }
+}
+
+/// A failed attempt that was retried, as a report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetriedView {
+    pub attempt: usize,
+    pub started_at: Option<String>,
+    pub failed_at: String,
+    pub error: ErrorView,
+    pub retry_at: String,
+    pub retry_delay_ms: i64,
 }
 
 /// A unit's failed attempts that were retried, as a report shows them: each with its
 /// number, times, error and the delay before the next.
-fn retried(attempts: &[crate::engine::journal::Retried]) -> Value {
-    let list = attempts.iter().enumerate().map(|(n, attempt)| {
-        json!({
-            "attempt": n + 1,
-            "started_at": attempt.started_ms.map(clock::iso_from_ms),
-            "failed_at": clock::iso_from_ms(attempt.failed_ms),
-            "error": { "code": attempt.code, "message": attempt.message },
-            "retry_at": clock::iso_from_ms(attempt.retry_at_ms),
-            "retry_delay_ms": attempt.retry_at_ms - attempt.failed_ms,
+fn retried(attempts: &[crate::engine::journal::Retried]) -> Vec<RetriedView> {
+    attempts
+        .iter()
+        .enumerate()
+        .map(|(n, attempt)| RetriedView {
+            attempt: n + 1,
+            started_at: attempt.started_ms.map(clock::iso_from_ms),
+            failed_at: clock::iso_from_ms(attempt.failed_ms),
+            error: ErrorView {
+                code: attempt.code.clone(),
+                message: attempt.message.clone(),
+            },
+            retry_at: clock::iso_from_ms(attempt.retry_at_ms),
+            retry_delay_ms: attempt.retry_at_ms - attempt.failed_ms,
         })
-    });
-    Value::Array(list.collect())
+        .collect()
 }

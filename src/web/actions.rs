@@ -8,6 +8,7 @@ use super::run::run_page;
 use super::{Body, form, see_other};
 use crate::app::{App, Caller, Restart, RunError};
 use crate::engine::RunOptions;
+use crate::runs::QuestionView;
 
 /// `POST /runs/{id}/answer`: answers a node's open question from its form.
 pub(super) fn answer(
@@ -28,16 +29,11 @@ pub(super) fn answer(
         Ok(run) => run,
         Err(error) => return failed(&error),
     };
-    let question = run["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .rev()
-        .find(|q| {
-            q["node"] == node
-                && q["answered"] == false
-                && q["instance"].as_u64().map(|i| i as usize) == instance
-        });
+    let question = run
+        .open_questions()
+        .filter(|q| q.node.as_deref() == Some(node) && q.instance() == instance)
+        .last()
+        .and_then(QuestionView::question);
     let Some(question) = question else {
         return run_page(
             app,
@@ -50,7 +46,7 @@ pub(super) fn answer(
             )),
         );
     };
-    let answer = match form::posted_answer(&question["request"], posted) {
+    let answer = match form::posted_answer(&question, posted) {
         Ok(answer) => answer,
         Err(problems) => return run_page(app, caller, run_id, None, Some((node, &problems))),
     };

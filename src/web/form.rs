@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::engine::actions::sampled_by_person;
 use crate::engine::fields::{self, Field, FieldKind};
+use crate::engine::question::Question;
+use crate::runs::QuestionView;
 
 /// The prefix of a question's fields among a posted form's, apart from `node` and
 /// `instance`.
@@ -14,27 +16,27 @@ const FIELD: &str = "f.";
 
 /// The form that answers open question `question` (as `run_view` shows it) of run
 /// `run_id`, with the problems of the last answer posted to it.
-pub(super) fn question_form(run_id: &str, question: &Value, problems: &[String]) -> Markup {
-    let node = question["node"].as_str().unwrap_or_default();
-    let instance = question["instance"].as_u64();
-    let request = &question["request"];
-    let key = question["key"].as_str().unwrap_or_default();
+pub(super) fn question_form(run_id: &str, question: &QuestionView, problems: &[String]) -> Markup {
+    let node = question.node.as_deref().unwrap_or_default();
+    let instance = question.instance();
+    let key = question.key.as_str();
     html! {
         form.question method="post" action=(format!("/runs/{run_id}/answer")) {
             input type="hidden" name="node" value=(node);
             @if let Some(instance) = instance {
                 input type="hidden" name="instance" value=(instance);
             }
-            @match request["kind"].as_str() {
-                Some("sample") => {
-                    p.message { (request["prompt"].as_str().unwrap_or_default()) }
+            @match question.question() {
+                Some(Question::Sample { prompt, .. }) => {
+                    p.message { (prompt) }
                     label for=(format!("{key}-text")) { "Your reply, in the model's place" }
                     textarea id=(format!("{key}-text")) name="f.text" rows="6" required {}
                 }
-                _ => {
-                    p.message { (request["message"].as_str().unwrap_or_default()) }
-                    (fields_of(question))
+                Some(Question::Input { message, schema }) => {
+                    p.message { (message) }
+                    (fields_of(key, &schema))
                 }
+                None => p.problem { "This question's record cannot be read." }
             }
             @if !problems.is_empty() {
                 ul.problem role="alert" {
@@ -46,11 +48,10 @@ pub(super) fn question_form(run_id: &str, question: &Value, problems: &[String])
     }
 }
 
-/// The labelled fields of an `input` question's form.
-pub(super) fn fields_of(question: &Value) -> Markup {
-    let key = question["key"].as_str().unwrap_or_default();
+/// The labelled fields of an `input` question's form (`key` names the question).
+pub(super) fn fields_of(key: &str, schema: &Value) -> Markup {
     html! {
-        @for field in fields::fields(&question["request"]["schema"]) {
+        @for field in fields::fields(schema) {
             (field_input(key, &field))
         }
     }
@@ -117,7 +118,7 @@ fn control(id: &str, name: &str, field: &Field) -> Markup {
 /// The answer a posted form gives to `request` (a question as the run records it), or
 /// every problem of it, each naming its field.
 pub(super) fn posted_answer(
-    request: &Value,
+    question: &Question,
     posted: &[(String, String)],
 ) -> Result<Value, Vec<String>> {
     let values = |name: &str| -> Vec<&str> {
@@ -127,16 +128,19 @@ pub(super) fn posted_answer(
             .map(|(_, value)| value.as_str())
             .collect()
     };
-    if request["kind"] == "sample" {
-        let text = values("text").concat();
-        if text.trim().is_empty() {
-            return Err(vec!["a reply is required".to_owned()]);
+    let schema = match question {
+        Question::Input { schema, .. } => schema,
+        Question::Sample { .. } => {
+            let text = values("text").concat();
+            if text.trim().is_empty() {
+                return Err(vec!["a reply is required".to_owned()]);
+            }
+            return Ok(sampled_by_person(&Value::String(text)));
         }
-        return Ok(sampled_by_person(&Value::String(text)));
-    }
+    };
     let mut answer = Map::new();
     let mut problems = Vec::new();
-    for field in fields::fields(&request["schema"]) {
+    for field in fields::fields(schema) {
         let given = values(&field.name);
         match field_value(&field, &given) {
             Ok(Some(value)) => {
@@ -201,6 +205,10 @@ mod tests {
         })
     }
 
+    fn input() -> Question {
+        serde_json::from_value(request()).unwrap()
+    }
+
     fn posted(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()
@@ -219,7 +227,7 @@ mod tests {
             ("f.tags", "a"),
             ("f.tags", "b"),
         ]);
-        let answer = posted_answer(&request(), &form).unwrap();
+        let answer = posted_answer(&input(), &form).unwrap();
         assert_eq!(
             answer,
             json!({ "name": "v1", "count": 3, "ok": true, "tags": ["a", "b"] })
@@ -233,7 +241,7 @@ mod tests {
             ("f.count", "x"),
             ("f.colour", "blue"),
         ]);
-        let problems = posted_answer(&request(), &form).unwrap_err();
+        let problems = posted_answer(&input(), &form).unwrap_err();
         assert_eq!(problems.len(), 4, "{problems:?}");
         assert!(problems[0].starts_with("Name: "), "{problems:?}");
         assert_eq!(problems[1], "Count: `x` is not an integer");
@@ -244,14 +252,22 @@ mod tests {
     #[test]
     fn a_question_for_the_model_is_answered_by_a_person_in_its_place() {
         let request = json!({ "kind": "sample", "prompt": "Summarise", "maxTokens": 100 });
-        let answer = posted_answer(&request, &posted(&[("f.text", "A summary")])).unwrap();
+        let question: Question = serde_json::from_value(request).unwrap();
+        let answer = posted_answer(&question, &posted(&[("f.text", "A summary")])).unwrap();
         assert_eq!(answer, json!({ "text": "A summary", "model": "person" }));
-        assert!(posted_answer(&request, &posted(&[("f.text", " ")])).is_err());
+        assert!(posted_answer(&question, &posted(&[("f.text", " ")])).is_err());
     }
 
     #[test]
     fn a_form_labels_every_field_and_escapes_the_question() {
-        let question = json!({ "node": "ask", "key": "k1", "request": request() });
+        let question = QuestionView {
+            node: Some("ask".to_owned()),
+            instance: None,
+            key: "k1".to_owned(),
+            request: request(),
+            answer: Value::Null,
+            answered: false,
+        };
         let html = question_form("run-1", &question, &["<b>bad</b>".to_owned()]).into_string();
         assert!(html.contains("Release &lt;now&gt;?"), "{html}");
         assert!(html.contains("&lt;b&gt;bad&lt;/b&gt;"), "{html}");

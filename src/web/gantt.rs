@@ -2,11 +2,11 @@
 //! now while it runs), on one time axis from the run's start, coloured by its state.
 
 use maud::{Markup, html};
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::format::parse;
 use crate::engine::plan::Plan;
+use crate::runs::RunView;
 
 const LABEL_W: f64 = 180.0;
 const BAR_AREA: f64 = 720.0;
@@ -15,21 +15,25 @@ const AXIS_H: f64 = 22.0;
 
 /// The timeline of `run` (as `get_run` gives it) over `plan`'s nodes, in plan order; none
 /// before any node started, or for a plan too large to draw.
-pub(super) fn timeline(plan: &Plan, run: &Value, now: OffsetDateTime) -> Option<Markup> {
+pub(super) fn timeline(plan: &Plan, run: &RunView, now: OffsetDateTime) -> Option<Markup> {
     if plan.nodes.len() > super::dag::MAX_DRAWN {
         return None;
     }
-    let start = parse(run["created_at"].as_str()?)?;
+    let start = parse(&run.created_at)?;
     let bars: Vec<(&str, f64, f64, &str)> = plan
         .nodes
         .iter()
         .filter_map(|node| {
-            let entry = &run["nodes"][node.id.as_ref()];
-            let from = parse(entry["started_at"].as_str()?)?;
-            let to = entry["finished_at"].as_str().and_then(parse).unwrap_or(now);
+            let entry = run.nodes.get(node.id.as_ref())?;
+            let from = parse(entry.started_at()?)?;
+            let to = entry.finished_at().and_then(parse).unwrap_or(now);
             let seconds = |at: OffsetDateTime| (at - start).as_seconds_f64().max(0.0);
-            let status = entry["status"].as_str().unwrap_or("pending");
-            Some((node.id.as_ref(), seconds(from), seconds(to), status))
+            Some((
+                node.id.as_ref(),
+                seconds(from),
+                seconds(to),
+                entry.status.as_str(),
+            ))
         })
         .collect();
     if bars.is_empty() {
@@ -71,23 +75,69 @@ fn seconds_label(seconds: f64) -> String {
 mod tests {
     use std::sync::Arc;
 
-    use serde_json::json;
+    use serde_json::Value;
 
     use super::*;
+    use crate::runs::{NodeView, Skipped, Times};
+
+    /// A run started at `created_at`, its nodes each (id, status, started, finished).
+    fn run(created_at: &str, nodes: &[(&str, &str, Option<&str>, Option<&str>)]) -> RunView {
+        let node = |(status, started, finished): (&str, Option<&str>, Option<&str>)| NodeView {
+            status: status.to_owned(),
+            attempts: 1,
+            times: started.map(|started| Times {
+                started_at: Some(started.to_owned()),
+                finished_at: finished.map(str::to_owned),
+            }),
+            reason: None,
+            output: None,
+            error: None,
+            retried: None,
+            task_id: Skipped::Is(None),
+            instances: None,
+        };
+        RunView {
+            run_id: "r".to_owned(),
+            workflow: "t".to_owned(),
+            status: "running".to_owned(),
+            progress: 0,
+            message: None,
+            task_status: None,
+            origin: "mcp".to_owned(),
+            retry_of: None,
+            created_at: created_at.to_owned(),
+            updated_at: created_at.to_owned(),
+            finished_at: None,
+            error: None,
+            output: Value::Null,
+            inputs: Value::Null,
+            nodes: (nodes.iter())
+                .map(|(id, status, started, finished)| {
+                    ((*id).to_owned(), node((status, *started, *finished)))
+                })
+                .collect(),
+            questions: Vec::new(),
+        }
+    }
 
     #[test]
     fn a_bar_spans_each_started_node_on_one_axis_from_the_runs_start() {
         let toml = "name = \"t\"\n[nodes.a]\nrender = \"a\"\n[nodes.b]\nneeds = [\"a\"]\nrender = \"b\"\n[nodes.c]\nneeds = [\"b\"]\nrender = \"c\"\n";
         let def = crate::engine::loader::parse_toml("t.toml", "t", toml).unwrap();
         let plan = Plan::new(Arc::new(def));
-        let run = json!({
-            "created_at": "2026-01-01T00:00:00.000Z",
-            "nodes": {
-                "a": { "status": "succeeded", "started_at": "2026-01-01T00:00:00.000Z", "finished_at": "2026-01-01T00:00:01.000Z" },
-                "b": { "status": "running", "started_at": "2026-01-01T00:00:01.000Z" },
-                "c": { "status": "pending" },
-            }
-        });
+        let run = run(
+            "2026-01-01T00:00:00.000Z",
+            &[
+                (
+                    "a",
+                    "succeeded",
+                    Some("2026-01-01T00:00:00.000Z"),
+                    Some("2026-01-01T00:00:01.000Z"),
+                ),
+                ("b", "running", Some("2026-01-01T00:00:01.000Z"), None),
+                ("c", "pending", None, None),
+            ],
+        );
         let now = parse("2026-01-01T00:00:04.000Z").unwrap();
         let svg = timeline(&plan, &run, now).unwrap().into_string();
         assert_eq!(
@@ -110,7 +160,7 @@ mod tests {
         )
         .unwrap();
         let plan = Plan::new(Arc::new(def));
-        let run = json!({ "created_at": "2026-01-01T00:00:00.000Z", "nodes": {} });
+        let run = run("2026-01-01T00:00:00.000Z", &[]);
         assert!(timeline(&plan, &run, OffsetDateTime::now_utc()).is_none());
     }
 }

@@ -4,7 +4,6 @@
 
 use http::{Response, StatusCode};
 use maud::{Markup, html};
-use serde_json::Value;
 
 use super::format::{badge, failed, pretty, progress, time, took};
 use super::live::{Live, Region};
@@ -12,6 +11,7 @@ use super::page::{frame, header_row, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
 use crate::engine::definition::RetryPolicy;
+use crate::runs::{NodeView, QuestionView, RunView};
 use crate::slots::Slot;
 use crate::store::AuditRow;
 
@@ -74,25 +74,20 @@ fn run_regions(
     let run = app.get_run(run_id, caller)?;
     let plan = app.run_plan(run_id, caller)?;
     let calls = app.run_calls(run_id, caller)?;
-    let title = run["workflow"].as_str().unwrap_or("Run").to_owned();
-    let status = run["status"].as_str().unwrap_or_default();
-    let node_status = |id: &str| run["nodes"][id]["status"].as_str().map(str::to_owned);
-    let open: Vec<&Value> = run["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|q| q["answered"] == false)
-        .collect();
+    let title = run.workflow.clone();
+    let status = run.status.as_str();
+    let node_status = |id: &str| run.nodes.get(id).map(|node| node.status.clone());
+    let open: Vec<&QuestionView> = run.open_questions().collect();
     let summary = html! {
         h1 { (title) " " (badge(status)) }
         dl.facts {
             dt { "Run" } dd.id { (run_id) }
-            dt { "Started" } dd { (time(run["created_at"].as_str().unwrap_or_default())) }
-            dt { "Took" } dd { (took(run["created_at"].as_str().unwrap_or_default(), run["finished_at"].as_str())) }
-            dt { "Progress" } dd { (progress(run["progress"].as_i64().unwrap_or(0))) }
-            @if let Some(message) = run["message"].as_str() { dt { "Message" } dd { (message) } }
-            @if let Some(of) = run["retry_of"].as_str() { dt { "Retry of" } dd { a href=(format!("/runs/{of}")) { (of) } } }
-            @if let Some(error) = run["error"].as_str() { dt { "Error" } dd.error { (error) } }
+            dt { "Started" } dd { (time(&run.created_at)) }
+            dt { "Took" } dd { (took(&run.created_at, run.finished_at.as_deref())) }
+            dt { "Progress" } dd { (progress(run.progress)) }
+            @if let Some(message) = &run.message { dt { "Message" } dd { (message) } }
+            @if let Some(of) = &run.retry_of { dt { "Retry of" } dd { a href=(format!("/runs/{of}")) { (of) } } }
+            @if let Some(error) = &run.error { dt { "Error" } dd.error { (error) } }
         }
         div.actions {
             @if status == "running" {
@@ -108,7 +103,7 @@ fn run_regions(
             section.questions aria-labelledby="questions" {
                 h2 #questions { "Waiting for an answer" }
                 @for question in &open {
-                    @let node = question["node"].as_str().unwrap_or_default();
+                    @let node = question.node.as_deref().unwrap_or_default();
                     h3 { (node) }
                     @let shown: &[String] = match problems { Some((at, found)) if at == node => found, _ => &[] };
                     (form::question_form(run_id, question, shown))
@@ -116,7 +111,7 @@ fn run_regions(
             }
         }
     };
-    let asked: Vec<&str> = open.iter().filter_map(|q| q["key"].as_str()).collect();
+    let asked: Vec<&str> = open.iter().map(|q| q.key.as_str()).collect();
     // The picture is a region of its own: it changes only with the nodes' states, while
     // the timeline and the running nodes' times change with the clock.
     let picture = html! {
@@ -151,8 +146,8 @@ fn run_regions(
         }
         section aria-labelledby="io" {
             h2 #io { "Inputs and output" }
-            h3 { "Inputs" } pre { (pretty(&run["inputs"])) }
-            @if !run["output"].is_null() { h3 { "Output" } pre { (pretty(&run["output"])) } }
+            h3 { "Inputs" } pre { (pretty(&run.inputs)) }
+            @if !run.output.is_null() { h3 { "Output" } pre { (pretty(&run.output)) } }
             details {
                 summary { "The definition this run started with" }
                 pre { (serde_json::to_string_pretty(&plan).unwrap_or_default()) }
@@ -175,12 +170,12 @@ fn run_regions(
 
 /// Every node of the run with its state, attempts, times, sub-task, error and output; for
 /// a plan too large to draw, only the nodes that run, failed or were cancelled.
-fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]) -> Markup {
+fn nodes_table(plan: &crate::engine::plan::Plan, run: &RunView, calls: &[AuditRow]) -> Markup {
     let large = plan.nodes.len() > dag::MAX_DRAWN;
     let shown = plan.nodes.iter().filter(|node| {
         !large
             || matches!(
-                run["nodes"][node.id.as_ref()]["status"].as_str(),
+                run.nodes.get(node.id.as_ref()).map(|n| n.status.as_str()),
                 Some("running" | "failed" | "cancelled")
             )
     });
@@ -191,20 +186,20 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]
             tbody {
                 @for node in shown {
                     @let id: &str = node.id.as_ref();
-                    @let entry = &run["nodes"][id];
+                    @let entry = run.nodes.get(id);
                     tr id=(format!("node-{id}")) {
                         th scope="row" {
                             (id)
-                            @if let Some(task) = entry["task_id"].as_str() { br; small.id { "task " (task) } }
+                            @if let Some(task) = entry.and_then(|e| e.task_id.as_ref()) { br; small.id { "task " (task) } }
                         }
                         td { (node.phase.and_then(|i| plan.phases.get(i)).map_or("", String::as_str)) }
                         td {
-                            (badge(entry["status"].as_str().unwrap_or("pending")))
-                            @if let Some(reason) = entry["reason"].as_str() { br; small { (reason) } }
+                            (badge(entry.map_or("pending", |e| e.status.as_str())))
+                            @if let Some(reason) = entry.and_then(|e| e.reason.as_deref()) { br; small { (reason) } }
                         }
-                        td.num { (entry["attempts"].as_u64().unwrap_or(0)) }
-                        td { (entry["started_at"].as_str().map(time).unwrap_or_default()) }
-                        td { @if let Some(start) = entry["started_at"].as_str() { (took(start, entry["finished_at"].as_str())) } }
+                        td.num { (entry.map_or(0, |e| e.attempts)) }
+                        td { (entry.and_then(NodeView::started_at).map(time).unwrap_or_default()) }
+                        td { @if let Some(start) = entry.and_then(NodeView::started_at) { (took(start, entry.and_then(NodeView::finished_at))) } }
                     }
                     tr.detail { td colspan="6" {
                         details {
@@ -212,13 +207,13 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]
                             pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
                             @if node.retry.max_attempts > 1 { p { (retry_policy(&node.retry)) } }
                         }
-                        (attempts(entry))
+                        @if let Some(entry) = entry { (attempts(entry)) }
                         (audited(calls, id))
                         (asked(run, id))
-                            @if let Some(message) = entry["error"]["message"].as_str() {
-                                p.error { (entry["error"]["code"].as_str().unwrap_or("error")) ": " (message) }
+                            @if let Some(error) = entry.and_then(|e| e.error.as_ref()) {
+                                p.error { (error.code) ": " (error.message) }
                             }
-                            @if let Some(output) = entry.get("output") {
+                            @if let Some(output) = entry.and_then(|e| e.output.as_ref()) {
                                 details { summary { "Output" } pre { (pretty(output)) } }
                             }
                     } }
@@ -230,36 +225,36 @@ fn nodes_table(plan: &crate::engine::plan::Plan, run: &Value, calls: &[AuditRow]
 
 /// A node's attempts, once one failed and was retried: each with its times, its error
 /// and the delay before the next, then the last, which is the node's own record.
-fn attempts(entry: &Value) -> Markup {
-    let Some(retried) = entry["retried"].as_array().filter(|list| !list.is_empty()) else {
+fn attempts(entry: &NodeView) -> Markup {
+    let Some(retried) = entry.retried.as_ref().filter(|list| !list.is_empty()) else {
         return html! {};
     };
-    let last_start = retried.last().and_then(|r| r["retry_at"].as_str());
-    let status = entry["status"].as_str().unwrap_or("pending");
+    let last_start = retried.last().map(|r| r.retry_at.as_str());
+    let status = entry.status.as_str();
     html! {
         table.attempts {
             caption { "Attempts" }
             (header_row(&["Attempt", "Started", "Ended", "Outcome", "Retried"]))
             tbody {
                 @for attempt in retried {
-                    @let failed_at = attempt["failed_at"].as_str().unwrap_or_default();
+                    @let failed_at = attempt.failed_at.as_str();
                     tr {
-                        td.num { (attempt["attempt"]) }
-                        td { (attempt["started_at"].as_str().map(time).unwrap_or_default()) }
+                        td.num { (attempt.attempt) }
+                        td { (attempt.started_at.as_deref().map(time).unwrap_or_default()) }
                         td { (time(failed_at)) }
                         td {
                             (badge("failed")) " "
-                            (attempt["error"]["code"].as_str().unwrap_or("error")) ": "
-                            (attempt["error"]["message"].as_str().unwrap_or_default())
+                            (attempt.error.code) ": "
+                            (attempt.error.message)
                         }
-                        td { "after " (took(failed_at, attempt["retry_at"].as_str())) }
+                        td { "after " (took(failed_at, Some(&attempt.retry_at))) }
                     }
                 }
-                @if entry["attempts"].as_u64().unwrap_or(0) > retried.len() as u64 || status == "running" {
+                @if entry.attempts as usize > retried.len() || status == "running" {
                     tr {
                         td.num { (retried.len() + 1) }
                         td { (last_start.map(time).unwrap_or_default()) }
-                        td { (entry["finished_at"].as_str().map(time).unwrap_or_default()) }
+                        td { (entry.finished_at().map(time).unwrap_or_default()) }
                         td { (badge(status)) }
                         td {}
                     }
@@ -271,12 +266,11 @@ fn attempts(entry: &Value) -> Markup {
 
 /// The questions a node put and had answered, as resolved when they were asked, with
 /// their answers (an open question is a form at the top of the page).
-fn asked(run: &Value, node: &str) -> Markup {
-    let mine: Vec<&Value> = run["questions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|q| q["node"] == node && q["answered"] == true)
+fn asked(run: &RunView, node: &str) -> Markup {
+    let mine: Vec<&QuestionView> = run
+        .questions
+        .iter()
+        .filter(|q| q.node.as_deref() == Some(node) && q.answered)
         .collect();
     html! {
         @if !mine.is_empty() {
@@ -284,9 +278,9 @@ fn asked(run: &Value, node: &str) -> Markup {
                 summary { "Questions answered (" (mine.len()) ")" }
                 @for question in mine {
                     h4 { "Asked" }
-                    pre { (pretty(&question["request"])) }
+                    pre { (pretty(&question.request)) }
                     h4 { "Answered" }
-                    pre { (pretty(&question["answer"])) }
+                    pre { (pretty(&question.answer)) }
                 }
             }
         }

@@ -5,11 +5,12 @@
 
 use http::{Response, StatusCode};
 use maud::{Markup, html};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::page::{frame, header_row, html as page};
 use super::{Body, dag, form, see_other};
 use crate::app::{App, Caller};
+use crate::engine::question::Question;
 use crate::engine::validate::inputs_schema;
 
 /// The label the runs started here carry in place of an MCP task protocol.
@@ -73,11 +74,9 @@ fn workflow_page(app: &App, name: &str, problems: &[String], status: StatusCode)
 }
 
 fn start_form(name: &str, schema: &Value, problems: &[String]) -> Markup {
-    let question =
-        json!({ "key": "input", "request": { "kind": "input", "message": "", "schema": schema } });
     html! {
         form.question method="post" action=(format!("/workflows/{name}/start")) {
-            (form::fields_of(&question))
+            (form::fields_of("input", schema))
             div.field {
                 label for="inputs-json" { "Or every input as one JSON object (instead of the fields above)" }
                 textarea #inputs-json name="inputs_json" rows="4" {}
@@ -112,8 +111,11 @@ pub(super) fn start(
             }
         },
         None => {
-            let request = json!({ "kind": "input", "schema": inputs_schema(&entry.def) });
-            match form::posted_answer(&request, posted) {
+            let inputs_form = Question::Input {
+                message: String::new(),
+                schema: inputs_schema(&entry.def),
+            };
+            match form::posted_answer(&inputs_form, posted) {
                 Ok(Value::Object(inputs)) => inputs,
                 Ok(_) => Map::new(),
                 Err(problems) => {

@@ -21,6 +21,7 @@ mod uri;
 use serde_json::{Map, Value};
 
 use super::{App, Caller};
+use crate::runs::RunView;
 use crate::store::{AuditOutcome, Scope};
 pub(crate) use files::Digests;
 pub(crate) use follow::Followed;
@@ -226,25 +227,23 @@ impl App {
 }
 
 /// A run's summary in Markdown.
-fn summary(run: &Value) -> String {
-    let text = |key: &str| run[key].as_str().unwrap_or_default().to_owned();
+fn summary(run: &RunView) -> String {
     let mut out = format!(
         "# Run of `{}`: {}\n\n- Run: `{}`\n- Started: {}\n",
-        text("workflow"),
-        text("status"),
-        text("run_id"),
-        text("created_at")
+        run.workflow, run.status, run.run_id, run.created_at
     );
-    if let Some(finished) = run["finished_at"].as_str() {
+    if let Some(finished) = &run.finished_at {
         out.push_str(&format!("- Finished: {finished}\n"));
     }
-    if let Some(error) = run["error"].as_str() {
+    if let Some(error) = &run.error {
         out.push_str(&format!("- Error: {error}\n"));
     }
     out.push_str("\n| Node | State | Attempts |\n|---|---|---|\n");
-    for (id, node) in run["nodes"].as_object().into_iter().flatten() {
-        let state = node["status"].as_str().unwrap_or("pending");
-        out.push_str(&format!("| `{id}` | {state} | {} |\n", node["attempts"]));
+    for (id, node) in &run.nodes {
+        out.push_str(&format!(
+            "| `{id}` | {} | {} |\n",
+            node.status, node.attempts
+        ));
     }
     out
 }
