@@ -932,7 +932,7 @@ on_both_backends! {
         assert_eq!(plans(), 2, "one stored plan per distinct plan");
         for id in &ids {
             let view = a.registry.run_view(id).unwrap().unwrap();
-            let nodes: Vec<&String> = view["nodes"].as_object().unwrap().keys().collect();
+            let nodes: Vec<&String> = view.nodes.keys().collect();
             assert_eq!(
                 nodes,
                 ["first", "pause", "last"],
@@ -1197,23 +1197,23 @@ on_both_backends! {
         assert_eq!(report.status, RunStatus::Failed, "{report:?}");
 
         let view = b.registry.run_view(&run_id).unwrap().unwrap();
-        let flaky = &view["nodes"]["flaky"];
-        assert_eq!(flaky["attempts"], 3);
-        assert_eq!(flaky["error"]["code"], "timeout");
-        let retried = flaky["retried"].as_array().expect("the retried attempts");
+        let flaky = &view.nodes["flaky"];
+        assert_eq!(flaky.attempts, 3);
+        assert_eq!(flaky.error.as_ref().unwrap().code, "timeout");
+        let retried = flaky.retried.as_ref().expect("the retried attempts");
         // The first attempt, written by the process that crashed, is kept by the one that
         // finished the run; the last attempt is the node's own record.
         assert_eq!(retried.len(), 2, "{retried:?}");
-        let ms = |v: &Value| mcp_task_server::clock::ms_from_iso(v.as_str().unwrap()).unwrap();
+        let ms = |v: &str| mcp_task_server::clock::ms_from_iso(v).unwrap();
         for (n, (attempt, delay)) in retried.iter().zip([200, 400]).enumerate() {
-            assert_eq!(attempt["attempt"], n + 1);
-            assert_eq!(attempt["error"]["code"], "timeout");
-            assert!(attempt["error"]["message"].as_str().unwrap().contains("timed out after 50ms"));
-            assert_eq!(attempt["retry_delay_ms"], delay);
-            assert_eq!(ms(&attempt["retry_at"]) - ms(&attempt["failed_at"]), delay);
-            assert!(ms(&attempt["started_at"]) <= ms(&attempt["failed_at"]));
+            assert_eq!(attempt.attempt, n + 1);
+            assert_eq!(attempt.error.code, "timeout");
+            assert!(attempt.error.message.contains("timed out after 50ms"));
+            assert_eq!(attempt.retry_delay_ms, delay);
+            assert_eq!(ms(&attempt.retry_at) - ms(&attempt.failed_at), delay);
+            assert!(ms(attempt.started_at.as_deref().unwrap()) <= ms(&attempt.failed_at));
         }
-        assert_eq!(retried[0]["started_at"], flaky["started_at"]);
-        assert_eq!(retried[1]["started_at"], retried[0]["retry_at"]);
+        assert_eq!(retried[0].started_at.as_deref(), flaky.started_at());
+        assert_eq!(retried[1].started_at.as_deref(), Some(retried[0].retry_at.as_str()));
     }
 }
