@@ -284,10 +284,17 @@ fn assert_exactly_once(sandbox: &Sandbox, kills: &[Point]) {
         .map(|r| r.node_id.as_deref().unwrap_or("?"))
         .collect();
     assert_eq!(calls.len(), 8, "one audited call per todo: {calls:?}");
+    assert!(audit.iter().all(|r| r.run_id.as_deref() == Some(&*id)));
+    // Every call ok; a `workflows resume` that came after the run's end is refused.
     assert!(
-        audit
-            .iter()
-            .all(|r| r.outcome == "ok" && r.run_id.as_deref() == Some(&*id))
+        (audit.iter())
+            .all(|r| r.outcome == "ok" || (r.tool, &*r.outcome) == ("resume_run", "rejected")),
+        "{audit:#?}"
+    );
+    let starts = audit.iter().filter(|r| r.tool == "run_workflow").count();
+    assert_eq!(
+        starts, 1,
+        "the run's start, once, however often it was resumed"
     );
 
     let rows = store.nodes(&id).unwrap();

@@ -458,5 +458,26 @@ async fn answers_that_never_fit_their_form_fail_the_node_and_the_server_answers_
         answered.is_ok_and(|r| r.is_ok()),
         "list_tasks is answered after it"
     );
+    // Each reply is audited as rejected under its asking's key, as on the durable path.
+    let answers: Vec<(String, String)> = common::audit_rows(&temp.path)
+        .into_iter()
+        .filter(|row| row.tool == "answer")
+        .map(|row| {
+            let args: Value = serde_json::from_str(&row.args).unwrap();
+            (
+                args["key"].as_str().unwrap_or_default().to_owned(),
+                row.outcome,
+            )
+        })
+        .collect();
+    let rejected = |key: &str| (key.to_owned(), "rejected".to_owned());
+    assert_eq!(
+        answers,
+        [
+            rejected("attempt-1"),
+            rejected("attempt-1.r2"),
+            rejected("attempt-1.r3")
+        ]
+    );
     server.stop().await;
 }

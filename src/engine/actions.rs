@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::Limits;
 use super::definition::ActionDef;
+use super::question::Question;
 use super::report::{NodeError, NodeErrorKind};
 use super::template::{self, Templates};
 use crate::todos::Tools;
@@ -30,6 +31,43 @@ pub trait Interaction: Send + Sync {
         system: Option<String>,
         max_tokens: u32,
     ) -> BoxFuture<Result<Value, NodeError>>;
+
+    /// Puts `question`, asked as `asking` says, to whoever answers; resolves to what its
+    /// node takes, with the audit row of each reply given ([`Question::decide`]: one
+    /// policy for every path). An interaction that asks again when an answer does not fit
+    /// implements this; the default asks once, by [`Interaction::ask`] or
+    /// [`Interaction::sample`], and leaves the audit of its answer to the run.
+    fn put(&self, asking: Asking, question: Question) -> BoxFuture<Asked> {
+        let _ = asking;
+        let answered = match question {
+            Question::Input { message, schema } => self.ask(message, schema),
+            Question::Sample {
+                prompt,
+                system,
+                max_tokens,
+            } => self.sample(prompt, system, max_tokens),
+        };
+        Box::pin(async move {
+            Asked {
+                result: answered.await,
+                replies: Vec::new(),
+            }
+        })
+    }
+}
+
+/// Which asking of which unit's question is put: its key, and the `for_each` instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asking {
+    pub key: String,
+    pub instance: Option<usize>,
+}
+
+/// What putting a question came to: what its node takes (or why not), and the audit row
+/// of each reply the interaction judged (its arguments and outcome), in order.
+pub struct Asked {
+    pub result: Result<Value, NodeError>,
+    pub replies: Vec<(Map<String, Value>, crate::todos::AuditOutcome)>,
 }
 
 /// What actions need from the world.
@@ -249,36 +287,28 @@ pub(crate) fn sampled_by_person(text: &Value) -> Value {
 
 /// Puts an `input` or `sample` question to the run's interaction; without one, see
 /// [`unanswered`]. (The scheduler performs every other action itself.)
-pub async fn ask(env: &ActionEnv, question: &Resolved) -> Result<Value, NodeError> {
+pub async fn ask(env: &ActionEnv, question: &Resolved, asking: Asking) -> Asked {
     let Some(interaction) = &env.interaction else {
-        return unanswered(question);
+        return Asked {
+            result: unanswered(question),
+            replies: Vec::new(),
+        };
     };
-    match question {
+    let put = Question::of(question).expect("only `input` and `sample` are questions");
+    let mut asked = interaction.put(asking, put).await;
+    // A client that cannot answer this kind of question: an `input`'s default stands in.
+    if let (
+        Err(error),
         Resolved::Input {
-            message,
-            schema,
-            default,
-        } => {
-            let answer = interaction.ask(message.clone(), schema.clone()).await;
-            match (answer, default) {
-                // A client that cannot answer this kind of question: the default stands in.
-                (Err(error), Some(default)) if error.kind == NodeErrorKind::Unsupported => {
-                    Ok(default.clone())
-                }
-                (answer, _) => answer,
-            }
-        }
-        Resolved::Sample {
-            prompt,
-            system,
-            max_tokens,
-        } => {
-            interaction
-                .sample(prompt.clone(), system.clone(), *max_tokens)
-                .await
-        }
-        _ => unreachable!("only `input` and `sample` are questions"),
+            default: Some(default),
+            ..
+        },
+    ) = (&asked.result, question)
+        && error.kind == NodeErrorKind::Unsupported
+    {
+        asked.result = Ok(default.clone());
     }
+    asked
 }
 
 /// A question nobody is there to answer: an `input` takes its declared default, or fails;

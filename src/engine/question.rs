@@ -1,7 +1,10 @@
 //! A question a run puts (an `input` node's form, a `sample` node's prompt), who is asked
-//! it for what the client can answer, and the one check every answer goes through before
-//! its node takes it, whichever way it came (the caller during its call, a task's client,
-//! `workflows answer`, an answers file, the terminal).
+//! it for what the client can answer, and the one asking policy every reply goes through
+//! before its node takes it, whichever way it came (the caller during its call, a task's
+//! client, `workflows answer`, an answers file, the terminal): the check of the answer
+//! ([`Question::judge`]), how many times a question is asked, the key of each asking, and
+//! the audit row each reply leaves, taken or not ([`Question::decide`]). How a question
+//! reaches whoever answers it stays each face's own.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -92,6 +95,55 @@ impl Refusal {
             Refusal::Unanswered => "unanswered",
         }
     }
+}
+
+/// What one reply to one asking of a question comes to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// The node takes this value.
+    Take(Value),
+    /// The question is refused: nobody will answer it.
+    Refuse(Refusal),
+    /// The answer does not fit: the question is asked again under `next_key`.
+    AskAgain {
+        problems: Vec<String>,
+        next_key: String,
+    },
+    /// The answer does not fit, and the question was asked as often as it is: the node
+    /// fails.
+    GiveUp(Vec<String>),
+}
+
+/// A reply judged, with the audit row it leaves: its arguments and its outcome (a reply
+/// taken or refused is `ok`, an answer that does not fit `rejected`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub decision: Decision,
+    pub audit: Map<String, Value>,
+    pub outcome: crate::todos::AuditOutcome,
+}
+
+/// The key of a unit's question in attempt `attempt` of the unit, as first asked.
+pub fn first_asking(attempt: u32) -> String {
+    format!("attempt-{attempt}")
+}
+
+/// A question's key as first asked, and how many times it has been asked: `attempt-1` is
+/// the first asking, `attempt-1.r2` the second.
+pub fn asking(key: &str) -> (&str, u32) {
+    match key.rsplit_once(".r") {
+        Some((base, n)) => match n.parse::<u32>() {
+            Ok(n) => (base, n),
+            Err(_) => (key, 1),
+        },
+        None => (key, 1),
+    }
+}
+
+/// The key of the asking after the one under `key`.
+pub fn next_asking(key: &str) -> String {
+    let (base, asked) = asking(key);
+    format!("{base}.r{}", asked + 1)
 }
 
 /// A reply to a question as the audit log records it.
@@ -207,6 +259,55 @@ impl Question {
             }
             _ => answer.clone(),
         })
+    }
+
+    /// What becomes of `answerer`'s `reply` to the asking of this question under `key` (of
+    /// `instance`), and the audit row it leaves: the one policy of every path that asks.
+    pub fn decide(
+        &self,
+        key: &str,
+        instance: Option<usize>,
+        answerer: Answerer,
+        reply: Result<&Value, Refusal>,
+    ) -> Judged {
+        use crate::todos::AuditOutcome;
+        let answer = match reply {
+            Err(refusal) => {
+                return Judged {
+                    decision: Decision::Refuse(refusal),
+                    audit: self.audit_args(key, instance, Reply::Refused(refusal)),
+                    outcome: AuditOutcome::Ok,
+                };
+            }
+            Ok(answer) => answer,
+        };
+        let (_, asked) = asking(key);
+        let (decision, audited, outcome) = match self.judge(answerer, answer, asked) {
+            Verdict::Take(taken) => {
+                let audit = self.audit_args(key, instance, Reply::Answer(&taken));
+                return Judged {
+                    decision: Decision::Take(taken),
+                    audit,
+                    outcome: AuditOutcome::Ok,
+                };
+            }
+            Verdict::AskAgain(problems) => (
+                Decision::AskAgain {
+                    problems,
+                    next_key: next_asking(key),
+                },
+                answer,
+                AuditOutcome::Rejected,
+            ),
+            Verdict::GiveUp(problems) => {
+                (Decision::GiveUp(problems), answer, AuditOutcome::Rejected)
+            }
+        };
+        Judged {
+            decision,
+            audit: self.audit_args(key, instance, Reply::Answer(audited)),
+            outcome,
+        }
     }
 
     /// What the audit log records of a reply to the question asked under `key`: its kind,

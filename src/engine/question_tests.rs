@@ -145,3 +145,35 @@ fn the_audit_log_names_a_replys_question_kind_key_and_instance_with_what_came_of
     let failed = approve().audit_args("attempt-1", None, Reply::Failed("gone"));
     assert_eq!(failed["error"], "gone");
 }
+
+#[test]
+fn one_policy_decides_each_reply_its_next_key_and_its_audit_row() {
+    use crate::todos::AuditOutcome;
+    let question = approve();
+    let misfit = json!({});
+    let first = question.decide("attempt-2", Some(1), Answerer::Person, Ok(&misfit));
+    assert!(matches!(
+        &first.decision,
+        Decision::AskAgain { next_key, .. } if next_key == "attempt-2.r2"
+    ));
+    assert_eq!(first.outcome, AuditOutcome::Rejected);
+    assert_eq!(first.audit["key"], "attempt-2");
+    assert_eq!(first.audit["instance"], 1);
+    assert_eq!(first.audit["answer"], misfit);
+    let last = question.decide(
+        &format!("attempt-2.r{ASKED_AT_MOST}"),
+        None,
+        Answerer::Person,
+        Ok(&misfit),
+    );
+    assert!(matches!(last.decision, Decision::GiveUp(_)));
+    let refused = question.decide("attempt-1", None, Answerer::Person, Err(Refusal::Decline));
+    assert_eq!(refused.decision, Decision::Refuse(Refusal::Decline));
+    assert_eq!(
+        (refused.outcome, &refused.audit["refusal"]),
+        (AuditOutcome::Ok, &json!("decline"))
+    );
+    assert_eq!(asking("attempt-3.r2"), ("attempt-3", 2));
+    assert_eq!(next_asking("attempt-3"), "attempt-3.r2");
+    assert_eq!(first_asking(4), "attempt-4");
+}

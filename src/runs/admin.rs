@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::registry::Registry;
 use crate::clock;
 use crate::engine::journal::ANSWER_AUDIT;
-use crate::engine::question::{Answerer, Question, Refusal, Reply, Verdict};
+use crate::engine::question::{Answerer, Decision, Question, Refusal};
 use crate::store::{AuditOutcome, StoreError};
 use crate::todos::Origin;
 
@@ -124,83 +124,49 @@ impl Registry {
         answerer: Answerer,
         reply: Result<&Value, Refusal>,
     ) -> Result<(), AnswerError> {
-        let (_, asked) = asking(&question.key);
-        let taken = match reply {
-            Ok(answer) => match question.request.judge(answerer, answer, asked) {
-                Verdict::Take(taken) => Ok(taken),
-                Verdict::AskAgain(problems) => {
-                    self.misfit(run_id, question, answer, true)?;
-                    return Err(AnswerError::Invalid { problems });
-                }
-                Verdict::GiveUp(problems) => {
-                    self.misfit(run_id, question, answer, false)?;
-                    return Err(AnswerError::Invalid { problems });
-                }
-            },
-            Err(refusal) => Err(refusal),
-        };
-        let text = match &taken {
-            Ok(answer) => Ok(serde_json::to_string(answer).expect("a JSON value serialises")),
-            Err(refusal) => Err(refusal.as_str()),
-        };
+        let judged = (question.request).decide(&question.key, question.instance, answerer, reply);
+        self.audit_reply(run_id, question, judged.audit, judged.outcome);
         let instance = question.instance.map_or(-1, |k| k as i64);
-        if !self.store().answer(
-            run_id,
-            question.node,
-            instance,
-            &question.key,
-            text.as_deref().map_err(|r| *r),
-        )? {
+        let recorded = match judged.decision {
+            Decision::Take(answer) => {
+                let text = serde_json::to_string(&answer).expect("a JSON value serialises");
+                (self.store()).answer(run_id, question.node, instance, &question.key, Ok(&text))?
+            }
+            Decision::Refuse(refusal) => {
+                let refusal = Err(refusal.as_str());
+                (self.store()).answer(run_id, question.node, instance, &question.key, refusal)?
+            }
+            Decision::AskAgain { problems, next_key } => {
+                (self.store()).reask(run_id, question.node, instance, &question.key, &next_key)?;
+                self.answers_changed();
+                return Err(AnswerError::Invalid { problems });
+            }
+            Decision::GiveUp(problems) => {
+                let refusal = Err(Refusal::Invalid.as_str());
+                (self.store()).answer(run_id, question.node, instance, &question.key, refusal)?;
+                self.answers_changed();
+                return Err(AnswerError::Invalid { problems });
+            }
+        };
+        if !recorded {
             return Err(AnswerError::NoQuestion {
                 run_id: run_id.to_owned(),
                 node: question.node_id.clone(),
             });
         }
-        let audited = match &taken {
-            Ok(answer) => Reply::Answer(answer),
-            Err(refusal) => Reply::Refused(*refusal),
-        };
-        self.audit_reply(run_id, question, audited, AuditOutcome::Ok);
         self.answers_changed();
         Ok(())
     }
 
-    /// After an answer that does not fit, audited as rejected: the question `again` under
-    /// a new key, or else refused for good, which fails its node.
-    fn misfit(
-        &self,
-        run_id: &str,
-        question: &OpenQuestion,
-        answer: &Value,
-        again: bool,
-    ) -> Result<(), AnswerError> {
-        let audited = Reply::Answer(answer);
-        self.audit_reply(run_id, question, audited, AuditOutcome::Rejected);
-        let instance = question.instance.map_or(-1, |k| k as i64);
-        let (base, asked) = asking(&question.key);
-        if again {
-            let new_key = format!("{base}.r{}", asked + 1);
-            self.store()
-                .reask(run_id, question.node, instance, &question.key, &new_key)?;
-        } else {
-            let refusal = Err(Refusal::Invalid.as_str());
-            self.store()
-                .answer(run_id, question.node, instance, &question.key, refusal)?;
-        }
-        self.answers_changed();
-        Ok(())
-    }
-
-    /// Writes a reply to a question to the audit log, under the name [`ANSWER_AUDIT`].
+    /// Writes a reply to a question to the audit log, under the name [`ANSWER_AUDIT`],
+    /// for the run's owner.
     fn audit_reply(
         &self,
         run_id: &str,
         question: &OpenQuestion,
-        reply: Reply<'_>,
+        args: serde_json::Map<String, Value>,
         outcome: AuditOutcome,
     ) {
-        let request = &question.request;
-        let args = request.audit_args(&question.key, question.instance, reply);
         // Only the run's owner reaches its questions where callers are told apart.
         let owner = self.store().run_owner(run_id).ok().flatten();
         let origin = Origin {
@@ -209,18 +175,6 @@ impl Registry {
             principal: owner.as_ref().and_then(|o| o.principal.as_deref()),
         };
         self.tools().audit(ANSWER_AUDIT, &args, outcome, origin);
-    }
-}
-
-/// A question's key as first asked, and how many times it has been asked: `attempt-1` is
-/// the first asking, `attempt-1.r2` the second.
-pub fn asking(key: &str) -> (&str, u32) {
-    match key.rsplit_once(".r") {
-        Some((base, n)) => match n.parse::<u32>() {
-            Ok(n) => (base, n),
-            Err(_) => (key, 1),
-        },
-        None => (key, 1),
     }
 }
 

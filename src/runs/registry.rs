@@ -395,8 +395,7 @@ fn find_answer(
         if found.refusal.as_deref() != Some("reasked") {
             break found.clone();
         }
-        let (base, asked) = super::admin::asking(&key);
-        key = format!("{base}.r{}", asked + 1);
+        key = crate::engine::question::next_asking(&key);
     };
     if let Some(refusal) = found.refusal {
         let message = match refusal.as_str() {

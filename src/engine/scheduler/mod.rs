@@ -164,6 +164,9 @@ pub(super) struct Run {
     /// The audit rows of file actions made since the last commit, which commits them
     /// with the records of their units.
     audits: Vec<crate::engine::journal::PendingAudit>,
+    /// The audit rows of the replies a caller gave to a unit's question during the call
+    /// (each asking, taken or not), until the unit settles and writes them.
+    replies: std::collections::HashMap<(usize, Option<usize>), Replies>,
     poisoned: Option<String>,
     picked_up: bool,
     /// The journal refused a write for a reason other than the lease ([`Driven::unsaved`]).
@@ -172,6 +175,9 @@ pub(super) struct Run {
     /// counted against `max_run_units`.
     units: usize,
 }
+
+/// The audit rows of a caller's replies to one asking of a unit's question.
+type Replies = Arc<parking_lot::Mutex<Vec<(Map<String, Value>, crate::todos::AuditOutcome)>>>;
 
 /// What woke the run loop.
 enum Wake {
@@ -243,6 +249,7 @@ impl Run {
             unit_cancels: setup.unit_cancels,
             unit_tokens: Default::default(),
             audits: Vec::new(),
+            replies: Default::default(),
             units: n,
             poisoned: setup.poisoned,
             picked_up: setup.picked_up,

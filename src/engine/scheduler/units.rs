@@ -465,7 +465,19 @@ impl Run {
             (self.state.unit(node, instance).asking.clone(), self.answers)
             && let Some(question) = action.as_ref().and_then(Question::of)
         {
-            self.audit_answer(node, instance, &question, &key, &result);
+            let replies = (self.replies.remove(&(node, instance)))
+                .map(|replies| std::mem::take(&mut *replies.lock()))
+                .unwrap_or_default();
+            match replies.is_empty() {
+                // Nothing the caller gave was judged: the answer (a default standing in) or
+                // why there is none, under the asking's key.
+                true => self.audit_answer(node, instance, &question, &key, &result),
+                false => {
+                    for (args, outcome) in replies {
+                        self.audit(node, crate::engine::journal::ANSWER_AUDIT, args, outcome);
+                    }
+                }
+            }
             if let Ok(answer) = &result {
                 self.state.answered(node, instance, key, answer.clone());
             }

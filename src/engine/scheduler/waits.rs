@@ -101,7 +101,7 @@ impl Run {
             let result = actions::unanswered(&question);
             return Box::pin(async move { result });
         }
-        let key = format!("attempt-{number}");
+        let key = crate::engine::question::first_asking(number);
         let request = Question::of(&question).expect("only questions are asked");
         self.state.ask(node, instance, key.clone(), request);
         self.state.unit_mut(node, instance).asking = Some(key.clone());
@@ -113,7 +113,15 @@ impl Run {
             }
             _ => {
                 let env = Arc::clone(&self.env);
-                Box::pin(async move { actions::ask(&env, &question).await })
+                // The audit rows of the replies the caller gave, for the settling of the unit.
+                let replies = Arc::new(parking_lot::Mutex::new(Vec::new()));
+                self.replies.insert((node, instance), Arc::clone(&replies));
+                let asking = actions::Asking { key, instance };
+                Box::pin(async move {
+                    let asked = actions::ask(&env, &question, asking).await;
+                    *replies.lock() = asked.replies;
+                    asked.result
+                })
             }
         }
     }
