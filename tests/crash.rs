@@ -288,7 +288,7 @@ fn assert_exactly_once(sandbox: &Sandbox, kills: &[Point]) {
     // Every call ok; a `workflows resume` that came after the run's end is refused.
     assert!(
         (audit.iter())
-            .all(|r| r.outcome == "ok" || (r.tool, &*r.outcome) == ("resume_run", "rejected")),
+            .all(|r| r.outcome == "ok" || (&*r.tool, &*r.outcome) == ("resume_run", "rejected")),
         "{audit:#?}"
     );
     let starts = audit.iter().filter(|r| r.tool == "run_workflow").count();
