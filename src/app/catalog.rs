@@ -10,11 +10,12 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::envelope::{self, Code};
+use super::envelope;
 use super::idempotency;
 use super::workflows;
 use crate::engine::catalog::Catalog;
 use crate::engine::definition::{ResultForm, TaskSupport, WorkflowDef};
+use crate::todos::ErrorCode;
 use crate::todos::{Effects, Tools};
 
 pub(crate) const LIST_WORKFLOWS: &str = "list_workflows";
@@ -164,7 +165,7 @@ fn fixed(
     (name, title, route): (&str, &str, Route),
     description: &str,
     input_schema: Value,
-    (data, codes): (Value, &[Code]),
+    (data, codes): (Value, &[ErrorCode]),
     effects: Effects,
 ) -> ToolDef {
     ToolDef {

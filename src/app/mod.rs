@@ -31,7 +31,7 @@ use anyhow::Context;
 pub use crate::store::RunSummary;
 pub use caller::Caller;
 pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
-pub(crate) use envelope::{Code, Envelope};
+pub(crate) use envelope::Envelope;
 pub use layout::ServerFile;
 pub(crate) use questions::PageError;
 pub use runs::{Cancelled, Restart, RunError, RunFilter};

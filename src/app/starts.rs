@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Route;
-use super::envelope::{self, Code, Envelope};
+use super::envelope::{self, Envelope};
 use super::idempotency::Retryable;
 use super::workflows::run_reply;
 use super::{App, Caller};
@@ -24,6 +24,7 @@ use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::{RunHandle, RunOptions};
 use crate::runs::TaskView;
 use crate::store::AuditOutcome;
+use crate::todos::ErrorCode;
 use crate::todos::ToolResult;
 
 /// What a call answered now has of its caller: a channel for the run's questions, an
@@ -140,7 +141,11 @@ impl App {
                     match handle.join.await {
                         Ok(report) => report,
                         Err(_) => {
-                            return envelope::failed(Code::InternalError, "the run failed", None);
+                            return envelope::failed(
+                                ErrorCode::InternalError,
+                                "the run failed",
+                                None,
+                            );
                         }
                     }
                 }
@@ -289,7 +294,7 @@ impl App {
         };
         self.audit(call, AuditOutcome::Rejected, None, caller);
         let message = super::runs::too_many_runs(&principal, running);
-        Err(envelope::failed(Code::TooManyRuns, &message, None))
+        Err(envelope::failed(ErrorCode::TooManyRuns, &message, None))
     }
 
     /// The caller's principal and its runs in progress, when it may start no more.
@@ -306,7 +311,11 @@ impl App {
                 Ok(Some(report)) => return run_reply(&report, self.engine.workspace()),
                 Ok(None) => self.changed().await,
                 Err(_) => {
-                    return envelope::failed(Code::InternalError, "the run cannot be read", None);
+                    return envelope::failed(
+                        ErrorCode::InternalError,
+                        "the run cannot be read",
+                        None,
+                    );
                 }
             }
         }

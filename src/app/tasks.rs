@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::envelope::{self, Code, Envelope};
+use super::envelope::{self, Envelope};
 use super::workflows::run_reply;
 use super::{App, Caller, Route};
 use crate::engine::definition::ResultForm;
 use crate::engine::report::NodeStatus;
 use crate::runs::{TaskStatus, TaskView};
 use crate::store::{AuditOutcome, StoreError};
+use crate::todos::ErrorCode;
 
 /// How often a request that waits on a task (a blocking `tasks/result`) reads it again.
 /// A run this process drives wakes it at once when it ends.
@@ -93,9 +94,12 @@ impl App {
             }
             Some(unit) if unit.status == NodeStatus::Skipped => envelope::ok(Value::Null),
             Some(unit) => match unit.error {
-                Some(error) => envelope::failed_as(error.code, &error.message, None),
-                None => envelope::failed_as(
-                    unit.status.as_str(),
+                Some(error) => envelope::failed(error.code, &error.message, None),
+                None => envelope::failed(
+                    match unit.status {
+                        NodeStatus::Cancelled => ErrorCode::Cancelled,
+                        _ => ErrorCode::Failed,
+                    },
                     unit.reason.as_deref().unwrap_or("the node did not succeed"),
                     None,
                 ),
@@ -176,5 +180,5 @@ impl App {
 }
 
 fn cancelled() -> Envelope {
-    envelope::failed(Code::RunCancelled, "the task was cancelled", None)
+    envelope::failed(ErrorCode::RunCancelled, "the task was cancelled", None)
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Map, Value, json};
 
 use super::catalog::{LIST_WORKFLOWS, RUN_WORKFLOW};
-use super::envelope::{self, Code, Envelope};
+use super::envelope::{self, Envelope};
 use super::{App, Caller};
 use crate::engine::catalog::Catalog;
 use crate::engine::definition::{Problems, WorkflowDef};
@@ -17,6 +17,7 @@ use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::validate::{self, Limits};
 use crate::schema::{Schema, check_args};
+use crate::todos::ErrorCode;
 use crate::todos::{ToolError, Tools};
 
 /// Whether clients may run workflows they define themselves (`--inline-workflows`).
@@ -159,9 +160,9 @@ pub(crate) fn run_reply(report: &RunReport, workspace: &Path) -> Envelope {
         return reply;
     }
     let code = if report.status == RunStatus::Cancelled {
-        Code::RunCancelled
+        ErrorCode::RunCancelled
     } else {
-        Code::RunFailed
+        ErrorCode::RunFailed
     };
     let message = report
         .error

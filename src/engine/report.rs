@@ -106,7 +106,7 @@ pub enum NodeErrorKind {
 /// stored error reads back as the same error (and is retried, or not, the same way).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeError {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     #[serde(skip)]
     pub kind: NodeErrorKind,
@@ -115,15 +115,15 @@ pub struct NodeError {
 impl NodeError {
     pub fn new(kind: NodeErrorKind, message: impl Into<String>) -> NodeError {
         let code = match kind {
-            NodeErrorKind::Tool(code) => code.as_str(),
-            NodeErrorKind::Timeout => "timeout",
-            NodeErrorKind::Template => "template_error",
-            NodeErrorKind::File => "file_error",
-            NodeErrorKind::Unsupported => "unsupported",
-            NodeErrorKind::Refused => "refused",
-            NodeErrorKind::Invalid => "invalid_value",
-            NodeErrorKind::BudgetExceeded => "budget_exceeded",
-            NodeErrorKind::Panicked => "internal_error",
+            NodeErrorKind::Tool(code) => code,
+            NodeErrorKind::Timeout => ErrorCode::Timeout,
+            NodeErrorKind::Template => ErrorCode::TemplateError,
+            NodeErrorKind::File => ErrorCode::FileError,
+            NodeErrorKind::Unsupported => ErrorCode::Unsupported,
+            NodeErrorKind::Refused => ErrorCode::Refused,
+            NodeErrorKind::Invalid => ErrorCode::InvalidValue,
+            NodeErrorKind::BudgetExceeded => ErrorCode::BudgetExceeded,
+            NodeErrorKind::Panicked => ErrorCode::InternalError,
         };
         NodeError {
             code,
@@ -174,7 +174,7 @@ impl NodeError {
             NodeErrorKind::Tool(code) => format!("tool:{}", code.as_str()),
             // Its code is a tool's code; the stored kind keeps it apart.
             NodeErrorKind::Panicked => "panicked".to_owned(),
-            _ => self.code.to_owned(),
+            _ => self.code.as_str().to_owned(),
         };
         let stored = StoredError {
             kind,
@@ -194,7 +194,7 @@ impl NodeError {
             "invalid_value" => NodeErrorKind::Invalid,
             "budget_exceeded" => NodeErrorKind::BudgetExceeded,
             "panicked" => NodeErrorKind::Panicked,
-            other => NodeErrorKind::Tool(ErrorCode::parse(other.strip_prefix("tool:")?)?),
+            other => NodeErrorKind::Tool(ErrorCode::parse_tool(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))
     }

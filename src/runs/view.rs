@@ -354,7 +354,7 @@ impl Registry {
                 reason: unit.reason.clone(),
                 output: unit.output.clone(),
                 error: unit.error.as_ref().map(|error| ErrorView {
-                    code: error.code.to_owned(),
+                    code: error.code.as_str().to_owned(),
                     message: error.message.clone(),
                 }),
                 retried: (!unit.retried.is_empty()).then(|| retried(&unit.retried)),

@@ -148,7 +148,7 @@ mod tests {
         let results = [
             reply(envelope::ok(json!({"n": [1, 2], "s": "x"}))),
             reply(envelope::failed(
-                crate::app::Code::InvalidInput,
+                crate::todos::ErrorCode::InvalidInput,
                 "no title",
                 None,
             )),

@@ -18,13 +18,41 @@ use serde_json::{Map, Value};
 pub use crate::store::AuditOutcome;
 use crate::store::{AuditEntry, Store, StoreError, Tx};
 
-/// The `code` of a failed result.
+/// The `code` of every failure a caller reads: what a failed result's `error.code` says,
+/// whether a todo tool, a run or one node failed. The todo tools answer with the first
+/// three; a run's report and a sub-task's result carry a node's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     InvalidInput,
     NotFound,
     InternalError,
+    /// A run ended failed; its report is under `data`.
+    RunFailed,
+    /// A run was cancelled; its report, when there is one, is under `data`.
+    RunCancelled,
+    /// The caller has as many unfinished runs as the server allows each one.
+    TooManyRuns,
+    /// The caller has as many `tasks/result` requests waiting as the server allows.
+    TooManyResultWaits,
+    /// A node's attempt ran out of time.
+    Timeout,
+    /// A node's template or expression could not be evaluated.
+    TemplateError,
+    /// A node's file could not be read or written, or its path was refused.
+    FileError,
+    /// A node needs what the run does not have (a client to ask).
+    Unsupported,
+    /// A node's question was declined, cancelled or never answered in time.
+    Refused,
+    /// A `value` node's value does not fit its schema.
+    InvalidValue,
+    /// A node went over one of its run's budgets.
+    BudgetExceeded,
+    /// A unit ended failed without an error of its own.
+    Failed,
+    /// A unit was cancelled.
+    Cancelled,
 }
 
 impl ErrorCode {
@@ -33,27 +61,63 @@ impl ErrorCode {
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::NotFound => "not_found",
             ErrorCode::InternalError => "internal_error",
+            ErrorCode::RunFailed => "run_failed",
+            ErrorCode::RunCancelled => "run_cancelled",
+            ErrorCode::TooManyRuns => "too_many_runs",
+            ErrorCode::TooManyResultWaits => "too_many_result_waits",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::TemplateError => "template_error",
+            ErrorCode::FileError => "file_error",
+            ErrorCode::Unsupported => "unsupported",
+            ErrorCode::Refused => "refused",
+            ErrorCode::InvalidValue => "invalid_value",
+            ErrorCode::BudgetExceeded => "budget_exceeded",
+            ErrorCode::Failed => "failed",
+            ErrorCode::Cancelled => "cancelled",
         }
     }
 
-    pub fn parse(text: &str) -> Option<ErrorCode> {
-        match text {
-            "invalid_input" => Some(ErrorCode::InvalidInput),
-            "not_found" => Some(ErrorCode::NotFound),
-            "internal_error" => Some(ErrorCode::InternalError),
-            _ => None,
-        }
+    /// The code a todo tool answers with (the only ones it may), read back from its text.
+    pub fn parse_tool(text: &str) -> Option<ErrorCode> {
+        TOOL_CODES
+            .iter()
+            .copied()
+            .find(|code| code.as_str() == text)
     }
 
     /// The outcome an audit row records for a call that failed with this code.
     pub(crate) fn audit_outcome(self) -> AuditOutcome {
         match self {
-            ErrorCode::InvalidInput => AuditOutcome::Rejected,
+            ErrorCode::InvalidInput
+            | ErrorCode::TooManyRuns
+            | ErrorCode::TooManyResultWaits
+            | ErrorCode::Refused
+            | ErrorCode::InvalidValue => AuditOutcome::Rejected,
             ErrorCode::NotFound => AuditOutcome::NotFound,
-            ErrorCode::InternalError => AuditOutcome::Error,
+            _ => AuditOutcome::Error,
         }
     }
 }
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A code is the text it is written as.
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, text: &&str) -> bool {
+        self.as_str() == *text
+    }
+}
+
+/// The error codes of the todo tools, which every tool may answer with.
+pub(crate) const TOOL_CODES: &[ErrorCode] = &[
+    ErrorCode::InvalidInput,
+    ErrorCode::NotFound,
+    ErrorCode::InternalError,
+];
 
 /// A failure the caller should read: a code and a message safe to show a model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]

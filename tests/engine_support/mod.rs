@@ -167,7 +167,7 @@ impl Recorder {
                 } => Rec::AttemptFailed {
                     node: node.to_string(),
                     attempt: *attempt,
-                    code: error.code,
+                    code: error.code.as_str(),
                     retry_in: *retry_in,
                     at: Instant::now(),
                 },
@@ -218,6 +218,7 @@ impl Recorded {
             .as_ref()
             .unwrap_or_else(|| panic!("node `{node}` has no error: {:?}", self.node(node)))
             .code
+            .as_str()
     }
 
     pub fn error_message(&self, node: &str) -> &str {

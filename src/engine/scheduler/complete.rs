@@ -133,7 +133,7 @@ impl Run {
             _ => return,
         };
         let mut args = serde_json::Map::new();
-        args.insert("code".into(), Value::String(error.code.to_owned()));
+        args.insert("code".into(), Value::String(error.code.as_str().to_owned()));
         args.insert("error".into(), Value::String(error.message.clone()));
         self.audit(node, audit, args, crate::todos::AuditOutcome::Error);
     }

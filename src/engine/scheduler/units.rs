@@ -97,7 +97,7 @@ pub(super) fn settle_into(
                 unit.retried.push(Retried {
                     started_ms: started_ms.or(unit.started_ms),
                     failed_ms,
-                    code: error.code.to_owned(),
+                    code: error.code.as_str().to_owned(),
                     message: error.message.clone(),
                     retry_at_ms,
                 });

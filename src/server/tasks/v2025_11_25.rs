@@ -166,8 +166,11 @@ impl Server {
             ),
         };
         // Shaped as a refused call (`too_many_runs`) is.
-        let envelope =
-            crate::app::envelope::failed(crate::app::Code::TooManyResultWaits, &message, None);
+        let envelope = crate::app::envelope::failed(
+            crate::todos::ErrorCode::TooManyResultWaits,
+            &message,
+            None,
+        );
         Err(McpError::invalid_params(message, Some(envelope.body)))
     }
 
