@@ -95,7 +95,7 @@ fn bench_validate(c: &mut Criterion) {
 fn bench_overhead(c: &mut Criterion) {
     let rt = runtime();
     let engine = engine();
-    let tools = engine.tools().clone();
+    let tools = engine.todo_tools().clone();
     let args = Map::new();
     let mut group = c.benchmark_group("overhead/one_node");
     group.bench_function("call_tool/list_tasks", |b| {

@@ -5,7 +5,7 @@
 //! - [`transport`]: stdio and HTTP, bytes in and out;
 //! - [`server`]: MCP translation (rmcp), the only module that knows the protocol;
 //! - [`cli`]: the terminal commands, a face beside the server;
-//! - [`app`]: every operation, whichever face asks for it: the catalog of tools, the call
+//! - [`app`]: every operation, whichever face asks for it: the published tools, the call
 //!   path, the run operations;
 //! - [`engine`]: workflows, their validation, plans and the scheduler;
 //! - [`runs`]: the durable run registry, the engine's journal on the store, and the runs'

@@ -699,7 +699,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Workflows(WorkflowsCommand::List) => {
-            Ok(cli::list(&cli::load_catalog(dir.as_deref())))
+            Ok(cli::list(&cli::load_installed(dir.as_deref())))
         }
         Command::Workflows(WorkflowsCommand::Validate { paths }) => {
             Ok(cli::validate(&paths, dir.as_deref()))
@@ -708,8 +708,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workflow,
             mermaid: _,
         }) => {
-            let catalog = cli::load_catalog(dir.as_deref());
-            match cli::resolve(&catalog, &workflow) {
+            let installed = cli::load_installed(dir.as_deref());
+            match cli::resolve(&installed, &workflow) {
                 Ok(entry) => Ok(cli::show_mermaid(&entry)),
                 Err(message) => anyhow::bail!(message),
             }

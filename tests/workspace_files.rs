@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcp_task_server::app::{App, Config};
-use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::engine::installed::Installed;
 use mcp_task_server::engine::report::RunStatus;
 use mcp_task_server::engine::{Engine, RunOptions};
 use mcp_task_server::store::Store;
@@ -15,9 +15,9 @@ use mcp_task_server::todos::Tools;
 use serde_json::{Map, Value, json};
 
 /// An engine on `workspace`, with the workflows of folder `workflows` installed.
-fn installed(workspace: &Path, workflows: &Path, file: &str, text: &str) -> (Engine, Catalog) {
+fn installed(workspace: &Path, workflows: &Path, file: &str, text: &str) -> (Engine, Installed) {
     std::fs::write(workflows.join(file), text).unwrap();
-    let (catalog, rejected) = Catalog::load(Some(workflows));
+    let (catalog, rejected) = Installed::load(Some(workflows));
     assert!(rejected.is_empty(), "the workflow loads");
     let store = Store::open_in_memory().unwrap();
     (Engine::new(Tools::new(store), workspace), catalog)
@@ -182,7 +182,7 @@ async fn audited_file_actions(recorded: bool) {
     let plan = Arc::clone(&catalog.get("files").expect("installed").plan);
     let report = engine.run(plan, Map::new(), RunOptions::default()).await;
     assert_eq!(report.status, RunStatus::Succeeded);
-    let rows = engine.tools().store().audit_rows().unwrap();
+    let rows = engine.todo_tools().store().audit_rows().unwrap();
     let mut seen: Vec<(String, Value, String, String)> = rows
         .iter()
         .map(|row| {

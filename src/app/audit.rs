@@ -26,7 +26,7 @@ impl App {
             node_id: None,
             principal: caller.principal(),
         };
-        self.engine.tools().audit(tool, args, outcome, origin);
+        self.engine.todo_tools().audit(tool, args, outcome, origin);
     }
 
     /// Refuses a call: its audit row, with the outcome its error's code says, and its

@@ -105,7 +105,7 @@ impl App {
         caller: &Caller,
         label: &str,
     ) -> Result<String, String> {
-        use super::catalog::RUN_WORKFLOW;
+        use super::published::RUN_WORKFLOW;
         use super::starts::NotStarted;
         match self.start_task(RUN_WORKFLOW, args, caller, label, None) {
             Ok(view) => Ok(view.run_id),

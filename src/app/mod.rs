@@ -1,5 +1,5 @@
 //! The application: every operation of the server, whichever face asks for it (MCP over
-//! stdio or HTTP, the terminal). It owns each operation from start to end: the catalog of
+//! stdio or HTTP, the terminal). It owns each operation from start to end: the published
 //! tools, validation, idempotency, quotas, starting a run, the audit row and the envelope.
 //!
 //! Invariant: the application knows neither the protocol (no rmcp) nor SQL; `server/`
@@ -9,12 +9,12 @@
 mod audit;
 mod board;
 mod caller;
-pub(crate) mod catalog;
 mod changes;
 pub(crate) mod envelope;
 mod idempotency;
 pub(crate) mod layout;
 pub(crate) mod prompts;
+pub(crate) mod published;
 mod questions;
 pub(crate) mod resources;
 mod runs;
@@ -30,16 +30,16 @@ use anyhow::Context;
 /// A run as listings show it.
 pub use crate::store::RunSummary;
 pub use caller::Caller;
-pub(crate) use catalog::{Route, ToolCatalog, ToolDef};
 pub(crate) use envelope::Envelope;
 pub use layout::ServerFile;
+pub(crate) use published::{PublishedTools, Route, ToolDef};
 pub(crate) use questions::PageError;
 pub use runs::{Cancelled, Restart, RunError, RunFilter};
-pub(crate) use starts::{NotStarted, Sync};
+pub(crate) use starts::{CallerChannels, NotStarted};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;
 
-use crate::engine::catalog::{Catalog, Rejected};
+use crate::engine::installed::{Installed, Rejected};
 use crate::engine::{self, Engine};
 use crate::runs::housekeeping::{self, Chores};
 use crate::runs::{Registry, RegistryConfig};
@@ -88,8 +88,8 @@ impl Config {
 pub struct App {
     engine: Engine,
     registry: Arc<Registry>,
-    workflows: Arc<Catalog>,
-    tools: Arc<ToolCatalog>,
+    workflows: Arc<Installed>,
+    tools: Arc<PublishedTools>,
     inline: InlineWorkflows,
     /// At most this many unfinished runs per principal (served over HTTP with tokens).
     max_runs: Option<u64>,
@@ -132,8 +132,8 @@ impl App {
             .with_durability(config.durability)
             .with_limits(config.limits)
             .with_journal(registry.clone());
-        let (workflows, rejected) = Catalog::load(config.workflows.as_deref());
-        crate::engine::catalog::log_rejected(&rejected);
+        let (workflows, rejected) = Installed::load(config.workflows.as_deref());
+        crate::engine::installed::log_rejected(&rejected);
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
         Ok(app)
@@ -142,13 +142,13 @@ impl App {
     fn from_parts(
         engine: Engine,
         registry: Arc<Registry>,
-        workflows: Catalog,
+        workflows: Installed,
         inline: InlineWorkflows,
     ) -> App {
         App {
             engine,
             registry,
-            tools: Arc::new(ToolCatalog::new(&workflows)),
+            tools: Arc::new(PublishedTools::new(&workflows)),
             workflows: Arc::new(workflows),
             inline,
             max_runs: None,
@@ -188,7 +188,7 @@ impl App {
     }
 
     /// The workflows this application runs by name.
-    pub fn workflows(&self) -> &Catalog {
+    pub fn workflows(&self) -> &Installed {
         &self.workflows
     }
 
@@ -198,7 +198,7 @@ impl App {
     }
 
     /// The tools this application publishes.
-    pub(crate) fn tools(&self) -> &ToolCatalog {
+    pub(crate) fn published_tools(&self) -> &PublishedTools {
         &self.tools
     }
 

@@ -94,7 +94,7 @@ impl App {
 
     /// The workflows that are prompts: those published as tools of their own.
     fn prompt_workflows(&self) -> impl Iterator<Item = &WorkflowDef> {
-        let tools = self.tools();
+        let tools = self.published_tools();
         self.workflows()
             .entries()
             .map(|entry| entry.def.as_ref())

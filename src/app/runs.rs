@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{GET_RUN, LIST_RUNS};
 use super::envelope::Envelope;
+use super::published::{GET_RUN, LIST_RUNS};
 use super::{App, Caller};
 use crate::engine::journal::JournalError;
 use crate::engine::plan::Plan;

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::Route;
 use super::envelope::{self, Envelope};
 use super::idempotency::Retryable;
+use super::published::Route;
 use super::workflows::run_reply;
 use super::{App, Caller};
 use crate::engine::actions::Interaction;
@@ -30,7 +30,7 @@ use crate::todos::ToolResult;
 /// What a call answered now has of its caller: a channel for the run's questions, an
 /// observer of its progress, and the token that cancels it. Each may be missing.
 #[derive(Default)]
-pub(crate) struct Sync {
+pub(crate) struct CallerChannels {
     pub interaction: Option<Arc<dyn Interaction>>,
     pub observer: Option<Arc<dyn Observer>>,
     pub cancel: Option<CancellationToken>,
@@ -69,7 +69,7 @@ impl App {
         tool: &str,
         args: Map<String, Value>,
         caller: &Caller,
-        sync: Sync,
+        sync: CallerChannels,
     ) -> Option<Envelope> {
         Some(match self.tools.route(tool)? {
             Route::Todo => envelope::of_result(self.call_todo(tool, args, caller).await),
@@ -100,7 +100,7 @@ impl App {
         tool: &str,
         mut args: Map<String, Value>,
         caller: &Caller,
-        sync: Sync,
+        sync: CallerChannels,
     ) -> Envelope {
         let mut options = RunOptions {
             origin: RunOrigin::Mcp,

@@ -3,14 +3,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{App, Caller, Sync};
+use super::{App, Caller, CallerChannels};
 
 async fn call(app: &App, tool: &str, args: Value) -> Value {
     let Value::Object(args) = args else {
         panic!("arguments are an object");
     };
     let answer = app
-        .call(tool, args, &Caller::default(), Sync::default())
+        .call(tool, args, &Caller::default(), CallerChannels::default())
         .await;
     answer.expect("a published tool").body
 }

@@ -7,11 +7,11 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::envelope::{self, Envelope};
+use super::published::{LIST_WORKFLOWS, RUN_WORKFLOW};
 use super::{App, Caller};
-use crate::engine::catalog::Catalog;
 use crate::engine::definition::{Problems, WorkflowDef};
+use crate::engine::installed::Installed;
 use crate::engine::loader;
 use crate::engine::plan::Plan;
 use crate::engine::report::{RunReport, RunStatus};
@@ -81,7 +81,7 @@ impl App {
                 .input_schema;
             parse_run_request(&self.workflows, self.inline, schema, args)
         } else {
-            let entry = (self.workflows.get(tool)).expect("exposed workflows are in the catalog");
+            let entry = (self.workflows.get(tool)).expect("exposed workflows are installed");
             inputs_for(&entry.def, Arc::clone(&entry.plan), args)
         };
         request.map_err(|error| self.refuse((tool, args), &error, caller))
@@ -96,7 +96,7 @@ pub(crate) struct Request {
 }
 
 fn parse_run_request(
-    catalog: &Catalog,
+    installed: &Installed,
     inline: InlineWorkflows,
     schema: &Value,
     args: &Map<String, Value>,
@@ -122,7 +122,7 @@ fn parse_run_request(
         return Err(ToolError::invalid_input(INLINE_OFF));
     }
     let def = match (name, definition) {
-        (Some(name), _) => match catalog.get(name) {
+        (Some(name), _) => match installed.get(name) {
             Some(entry) => return inputs_for(&entry.def, Arc::clone(&entry.plan), &given),
             None => {
                 return Err(ToolError::not_found(format!(

@@ -179,7 +179,7 @@ render = "hello"
 "#;
 
     fn plan() -> Plan {
-        let def = crate::engine::catalog::load_text("flow.toml", FLOW).expect("a valid workflow");
+        let def = crate::engine::installed::load_text("flow.toml", FLOW).expect("a valid workflow");
         Plan::new(std::sync::Arc::new(def))
     }
 

@@ -15,8 +15,8 @@ mod summary;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::engine::catalog::{self, Catalog, Entry};
 use crate::engine::definition::WorkflowDef;
+use crate::engine::installed::{self, Entry, Installed};
 
 pub use db::{migrate, verify};
 pub use run::{DriveArgs, RunArgs, run_workflow};
@@ -28,27 +28,27 @@ pub(crate) fn say(text: &str) {
     println!("{text}");
 }
 
-/// Loads the catalog, reporting rejected files on stderr.
-pub fn load_catalog(dir: Option<&Path>) -> Catalog {
-    let (catalog, rejected) = Catalog::load(dir);
-    catalog::log_rejected(&rejected);
-    catalog
+/// Loads the installed workflows, reporting rejected files on stderr.
+pub fn load_installed(dir: Option<&Path>) -> Installed {
+    let (installed, rejected) = Installed::load(dir);
+    installed::log_rejected(&rejected);
+    installed
 }
 
-/// A workflow named in the catalog, or a path to a file.
-pub fn resolve(catalog: &Catalog, name_or_path: &str) -> Result<Entry, String> {
-    if let Some(entry) = catalog.get(name_or_path) {
+/// An installed workflow by its name, or a path to a file.
+pub fn resolve(installed: &Installed, name_or_path: &str) -> Result<Entry, String> {
+    if let Some(entry) = installed.get(name_or_path) {
         return Ok(entry.clone());
     }
     let path = PathBuf::from(name_or_path);
     if !path.exists() {
-        let known: Vec<&str> = catalog.entries().map(|e| e.def.name.as_str()).collect();
+        let known: Vec<&str> = installed.entries().map(|e| e.def.name.as_str()).collect();
         return Err(format!(
             "no workflow named `{name_or_path}` and no such file; known workflows: {}",
             known.join(", ")
         ));
     }
-    let def = catalog::load_file(&path).map_err(|problems| problems.to_string())?;
+    let def = installed::load_file(&path).map_err(|problems| problems.to_string())?;
     let def = std::sync::Arc::new(def);
     let plan = std::sync::Arc::new(crate::engine::plan::Plan::new(std::sync::Arc::clone(&def)));
     Ok(Entry {
@@ -58,8 +58,8 @@ pub fn resolve(catalog: &Catalog, name_or_path: &str) -> Result<Entry, String> {
     })
 }
 
-pub fn list(catalog: &Catalog) -> ExitCode {
-    for entry in catalog.entries() {
+pub fn list(installed: &Installed) -> ExitCode {
+    for entry in installed.entries() {
         let def: &WorkflowDef = &entry.def;
         say(&format!(
             "{:<28} {:>4} nodes  {}  ({})",
@@ -95,8 +95,8 @@ pub fn validate(paths: &[PathBuf], dir: Option<&Path>) -> ExitCode {
             }
         };
     if paths.is_empty() {
-        let (catalog, rejected) = Catalog::load(dir);
-        for entry in catalog.entries() {
+        let (installed, rejected) = Installed::load(dir);
+        for entry in installed.entries() {
             report(&entry.origin, Ok((*entry.def).clone()));
         }
         for file in rejected {
@@ -104,7 +104,7 @@ pub fn validate(paths: &[PathBuf], dir: Option<&Path>) -> ExitCode {
         }
     } else {
         for path in paths {
-            report(&path.display().to_string(), catalog::load_file(path));
+            report(&path.display().to_string(), installed::load_file(path));
         }
     }
     if failed > 0 {

@@ -141,7 +141,7 @@ needs = ["ping"]
 "#;
 
     fn plan() -> Plan {
-        let def = crate::engine::catalog::load_text("notes.toml", FLOW).expect("valid");
+        let def = crate::engine::installed::load_text("notes.toml", FLOW).expect("valid");
         Plan::new(Arc::new(def))
     }
 

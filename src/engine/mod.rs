@@ -7,13 +7,13 @@
 pub mod actions;
 pub mod attempt;
 pub mod budget;
-pub mod catalog;
 pub mod definition;
 pub mod duration;
 pub mod fields;
 pub mod files;
 pub(crate) mod filters;
 pub mod form;
+pub mod installed;
 pub mod journal;
 pub mod loader;
 pub mod mermaid;
@@ -224,7 +224,7 @@ impl Engine {
         self
     }
 
-    pub fn tools(&self) -> &Tools {
+    pub fn todo_tools(&self) -> &Tools {
         &self.env.tools
     }
 

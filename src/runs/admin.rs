@@ -174,7 +174,8 @@ impl Registry {
             node_id: Some(&question.node_id),
             principal: owner.as_ref().and_then(|o| o.principal.as_deref()),
         };
-        self.tools().audit(ANSWER_AUDIT, &args, outcome, origin);
+        self.todo_tools()
+            .audit(ANSWER_AUDIT, &args, outcome, origin);
     }
 }
 

@@ -97,7 +97,7 @@ impl Registry {
         &self.store
     }
 
-    pub(super) fn tools(&self) -> &Tools {
+    pub(super) fn todo_tools(&self) -> &Tools {
         &self.tools
     }
 

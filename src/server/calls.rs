@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::{Server, progress, results};
-use crate::app::{Caller, Sync};
+use crate::app::{Caller, CallerChannels};
 
 impl Server {
     /// A workflow run for a `tools/call`: cancelled by the client's cancel notification,
@@ -22,7 +22,7 @@ impl Server {
         let request = context.id.to_string();
         let cancel = CancellationToken::new();
         self.runs.lock().insert(request.clone(), cancel.clone());
-        let mut sync = Sync {
+        let mut sync = CallerChannels {
             interaction: super::interaction::for_call(context),
             observer: None,
             cancel: Some(cancel),
@@ -40,7 +40,7 @@ impl Server {
             // The run and its observer are gone; wait for the last notifications.
             let _ = task.await;
         }
-        let form = self.app.tools().result_form(name);
+        let form = self.app.published_tools().result_form(name);
         results::reply_as(answer.expect("a routed tool"), form)
     }
 }

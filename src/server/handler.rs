@@ -17,7 +17,7 @@ use serde_json::json;
 use super::caller::caller_of;
 use super::tasks::{Era, questions};
 use super::{Server, is_stateless, prompts, resources, results, shim, subscriptions};
-use crate::app::{Route, Sync, ToolDef};
+use crate::app::{CallerChannels, Route, ToolDef};
 use crate::engine::definition::TaskSupport;
 
 const INSTRUCTIONS: &str = "A task manager and workflow engine. add_task creates todos; \
@@ -31,7 +31,7 @@ the multi-step workflows and run_workflow runs one. Every result is {ok, data} o
 /// minute, after which a restart with other workflows shows.
 const STABLE_MS: u64 = 60_000;
 
-/// A tool of the catalog as the protocol lists it, schemas and annotations included.
+/// A published tool as the protocol lists it, schemas and annotations included.
 fn published_tool(def: &ToolDef) -> Tool {
     let mut tool = json!({
         "name": def.name,
@@ -76,7 +76,7 @@ impl Server {
         // The extension is a 2026-07-28 one: a request of that protocol that declares it in
         // its `_meta`. A 2025-11-25 session that declared it at `initialize` speaks the
         // 2025-11-25 task protocol (`params.task`), which the 2025-11-25 shim routes.
-        let tools = self.app.tools();
+        let tools = self.app.published_tools();
         let route = tools.route(name);
         let support = tools.task_support(name);
         if route == Some(Route::RunWorkflow) && super::is_stateless(&context) {
@@ -114,7 +114,10 @@ impl Server {
             Some(Route::RunWorkflow) => self.run_workflow(name, args, &context, &caller).await,
             Some(Route::Todo) => self.todo_call(name, args, &caller).await,
             Some(_) => {
-                let answer = self.app.call(name, args, &caller, Sync::default()).await;
+                let answer = self
+                    .app
+                    .call(name, args, &caller, CallerChannels::default())
+                    .await;
                 results::reply(answer.expect("a routed tool"))
             }
         };
@@ -156,7 +159,13 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self.app.tools().all().iter().map(published_tool).collect();
+        let tools = self
+            .app
+            .published_tools()
+            .all()
+            .iter()
+            .map(published_tool)
+            .collect();
         let listed = ListToolsResult::with_all_items(tools);
         Ok(match is_stateless(&context) {
             true => listed

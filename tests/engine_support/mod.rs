@@ -78,7 +78,7 @@ impl Harness {
     }
 
     pub fn store(&self) -> &Store {
-        self.engine.tools().store()
+        self.engine.todo_tools().store()
     }
 
     /// Runs `plan` with `inputs` (checked against its declarations) and records every event.

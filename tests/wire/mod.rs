@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mcp_task_server::app::{App, Config};
 use mcp_task_server::engine::Engine;
-use mcp_task_server::engine::catalog::Catalog;
+use mcp_task_server::engine::installed::Installed;
 use mcp_task_server::runs::{Registry, RegistryConfig};
 use mcp_task_server::server::Server;
 use mcp_task_server::transport::stdio::serve_in_memory;
@@ -48,7 +48,7 @@ impl Wire {
         for (name, text) in files {
             std::fs::write(flows.join(name), text).unwrap();
         }
-        let (_, problems) = Catalog::load(Some(&flows));
+        let (_, problems) = Installed::load(Some(&flows));
         assert!(problems.is_empty(), "{problems:?}");
         let app = App::open(&Config {
             workflows: Some(flows),

@@ -104,9 +104,11 @@ impl Server {
             None => match self.start_task(name, args, how.era, caller, observer) {
                 Ok(view) => view.run_id,
                 Err(NotStarted::Rejected(envelope)) => {
-                    return Ok(
-                        results::reply_as(envelope, self.app.tools().result_form(name)).into(),
-                    );
+                    return Ok(results::reply_as(
+                        envelope,
+                        self.app.published_tools().result_form(name),
+                    )
+                    .into());
                 }
                 Err(NotStarted::Fault(error)) => return Err(error),
             },

@@ -114,10 +114,11 @@ impl Server {
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(name_error)?;
-        if self.app.tools().route(name).is_none() {
+        if self.app.published_tools().route(name).is_none() {
             return Err(crate::server::results::unknown_tool(name));
         }
-        if self.app.tools().task_support(name) == crate::engine::definition::TaskSupport::Forbidden
+        if self.app.published_tools().task_support(name)
+            == crate::engine::definition::TaskSupport::Forbidden
         {
             return Err(crate::server::results::task_forbidden(name));
         }

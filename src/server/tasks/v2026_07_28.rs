@@ -65,9 +65,11 @@ impl Server {
     ) -> Result<CallToolResponse, McpError> {
         match self.start_task(name, args, Era::V2026_07_28, caller, None) {
             Ok(view) => Ok(created(&view)),
-            Err(NotStarted::Rejected(envelope)) => {
-                Ok(results::reply_as(envelope, self.app.tools().result_form(name)).into())
-            }
+            Err(NotStarted::Rejected(envelope)) => Ok(results::reply_as(
+                envelope,
+                self.app.published_tools().result_form(name),
+            )
+            .into()),
             Err(NotStarted::Fault(error)) => Err(error),
         }
     }

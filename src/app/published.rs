@@ -1,4 +1,4 @@
-//! The one catalog of the tools the server publishes: the five todo tools, the workflow
+//! The tools the server publishes, in one list: the five todo tools, the workflow
 //! tools, the run tools and the workflows exposed as tools, each declared here once.
 //! `tools/list`, the schemas, the routing of a call and whether it may become a task all
 //! derive from it.
@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use super::envelope;
 use super::idempotency;
 use super::workflows;
-use crate::engine::catalog::Catalog;
 use crate::engine::definition::{ResultForm, TaskSupport, WorkflowDef};
+use crate::engine::installed::Installed;
 use crate::todos::ErrorCode;
 use crate::todos::{Effects, Tools};
 
@@ -66,14 +66,14 @@ pub(crate) const RUN_EFFECTS: Effects = Effects {
 
 /// Every tool, in the order `tools/list` lists them, and an index by name.
 #[derive(Debug, Clone)]
-pub(crate) struct ToolCatalog {
+pub(crate) struct PublishedTools {
     tools: Vec<ToolDef>,
     by_name: HashMap<String, usize>,
 }
 
-impl ToolCatalog {
+impl PublishedTools {
     /// The fixed tools, and each workflow of `workflows` that asks to be a tool of its own.
-    pub(crate) fn new(workflows: &Catalog) -> ToolCatalog {
+    pub(crate) fn new(workflows: &Installed) -> PublishedTools {
         let mut tools: Vec<ToolDef> = Tools::specs()
             .into_iter()
             .map(|spec| ToolDef {
@@ -98,7 +98,7 @@ impl ToolCatalog {
         let by_name = (tools.iter().enumerate())
             .map(|(at, tool)| (tool.name.clone(), at))
             .collect();
-        ToolCatalog { tools, by_name }
+        PublishedTools { tools, by_name }
     }
 
     /// The tool named `name`, if the server publishes one.
@@ -258,17 +258,17 @@ mod tests {
 
     #[test]
     fn every_tool_is_routed_by_its_own_name_and_an_unknown_one_is_not() {
-        let (workflows, _) = Catalog::load(None);
-        let catalog = ToolCatalog::new(&workflows);
+        let (workflows, _) = Installed::load(None);
+        let tools = PublishedTools::new(&workflows);
         let exposed = workflows.entries().filter(|e| e.def.expose_as_tool).count();
         // The five todo tools, the two workflow tools, the two run tools, and the
         // workflows exposed as tools.
-        assert_eq!(catalog.all().len(), 9 + exposed);
-        for tool in catalog.all() {
-            assert_eq!(catalog.route(&tool.name), Some(tool.route), "{}", tool.name);
+        assert_eq!(tools.all().len(), 9 + exposed);
+        for tool in tools.all() {
+            assert_eq!(tools.route(&tool.name), Some(tool.route), "{}", tool.name);
         }
-        assert_eq!(catalog.route("no_such_tool"), None);
-        assert_eq!(catalog.task_support("list_runs"), TaskSupport::Forbidden);
-        assert_eq!(catalog.task_support("add_task"), TaskSupport::Optional);
+        assert_eq!(tools.route("no_such_tool"), None);
+        assert_eq!(tools.task_support("list_runs"), TaskSupport::Forbidden);
+        assert_eq!(tools.task_support("add_task"), TaskSupport::Optional);
     }
 }

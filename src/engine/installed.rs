@@ -53,7 +53,7 @@ pub struct Rejected {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Catalog {
+pub struct Installed {
     entries: IndexMap<String, Entry>,
 }
 
@@ -90,21 +90,21 @@ pub(crate) fn workflow_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-impl Catalog {
+impl Installed {
     /// The built-in workflows, then those of `dir` (a file overrides a built-in of the
-    /// same name). Returns the catalog and every file that was left out.
-    pub fn load(dir: Option<&Path>) -> (Catalog, Vec<Rejected>) {
-        let mut catalog = Catalog::default();
+    /// same name). Returns the workflows and every file that was left out.
+    pub fn load(dir: Option<&Path>) -> (Installed, Vec<Rejected>) {
+        let mut installed = Installed::default();
         let mut rejected = Vec::new();
         for (file, text) in BUILT_IN {
             let origin = format!("built-in:{file}");
             match load_text(&origin, text) {
-                Ok(def) => catalog.insert(def, origin),
+                Ok(def) => installed.insert(def, origin),
                 Err(problems) => rejected.push(Rejected { origin, problems }),
             }
         }
         let Some(dir) = dir else {
-            return (catalog, rejected);
+            return (installed, rejected);
         };
         let files = match workflow_files(dir) {
             Ok(files) => files,
@@ -116,7 +116,7 @@ impl Catalog {
                     origin,
                     problems: Problems(vec![problem]),
                 });
-                return (catalog, rejected);
+                return (installed, rejected);
             }
         };
         let mut from_dir = std::collections::HashSet::new();
@@ -136,11 +136,11 @@ impl Catalog {
                         problems: Problems(vec![problem]),
                     });
                 }
-                Ok(def) => catalog.insert(def, origin),
+                Ok(def) => installed.insert(def, origin),
                 Err(problems) => rejected.push(Rejected { origin, problems }),
             }
         }
-        (catalog, rejected)
+        (installed, rejected)
     }
 
     fn insert(&mut self, def: WorkflowDef, origin: String) {
@@ -172,7 +172,7 @@ impl Catalog {
     }
 }
 
-/// Logs each workflow file left out of a catalog, with its problems.
+/// Logs each workflow file left out of the installed workflows, with its problems.
 pub(crate) fn log_rejected(rejected: &[Rejected]) {
     for file in rejected {
         for problem in &file.problems.0 {
