@@ -7,12 +7,12 @@
 //! through the engine, the todo tools and the run registry.
 
 mod audit;
-mod board;
 mod caller;
 mod changes;
 pub(crate) mod envelope;
 mod idempotency;
 pub(crate) mod layout;
+mod listings;
 pub(crate) mod prompts;
 pub(crate) mod published;
 mod questions;

@@ -14,6 +14,7 @@ mod outcome;
 pub mod progress;
 mod records;
 mod registry;
+mod rounds;
 pub mod status;
 mod view;
 

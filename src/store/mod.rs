@@ -6,11 +6,11 @@
 //! store); each query is written once, for both (`sql.rs`).
 
 mod audit;
-mod board;
 pub mod chain;
 mod changes;
 mod commit;
 mod grouped;
+mod listings;
 mod migrations;
 mod nodes;
 pub(crate) mod postgres;
@@ -39,8 +39,8 @@ use sql::Db;
 use write_tx::WriteTx;
 
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
-pub use board::{AuditQuery, BoardRow, RunQuery};
 pub use commit::{AuditRecord, Batch, Write};
+pub use listings::{AuditQuery, ListedRun, RunQuery};
 pub use nodes::NodeRow;
 pub use postgres::{
     PgOptions, is_url, logs_statement_parameters, password_file, redacted, url_holds_password,

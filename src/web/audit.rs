@@ -28,7 +28,7 @@ pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
         before: asked.query("before").and_then(|b| b.parse().ok()),
         limit: PAGE,
     };
-    let rows = match app.board_audit(&query, &asked.caller) {
+    let rows = match app.listed_audit(&query, &asked.caller) {
         Ok(rows) => rows,
         Err(error) => {
             let body = html! { h1 { "Audit log" } p.problem { (error.to_string()) } };

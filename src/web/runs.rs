@@ -10,7 +10,7 @@ use super::page::{filter_select, header_row, html as page, live_frame};
 use super::{Asked, Body};
 use crate::app::{App, Caller, RunError};
 use crate::slots::Slot;
-use crate::store::{BoardRow, RunQuery};
+use crate::store::{ListedRun, RunQuery};
 
 /// Rows on a page of the list.
 const PAGE: usize = 50;
@@ -20,7 +20,7 @@ const STATUSES: [&str; 4] = ["running", "succeeded", "failed", "cancelled"];
 /// `GET /`: the runs the caller may see.
 pub(super) fn list(app: &App, asked: &Asked<'_>) -> Response<Body> {
     let query = run_query(asked);
-    let workflows = app.board_workflows(&asked.caller).unwrap_or_default();
+    let workflows = app.listed_workflows(&asked.caller).unwrap_or_default();
     let (table, last) = match runs_table(app, &asked.caller, &query) {
         Ok(found) => found,
         Err(error) => return failed(&error),
@@ -85,7 +85,7 @@ fn runs_table(
     caller: &Caller,
     query: &RunQuery<'_>,
 ) -> Result<(Region, Option<String>), RunError> {
-    let rows = app.board_runs(query, caller)?;
+    let rows = app.listed_runs(query, caller)?;
     let last = (rows.len() == PAGE).then(|| rows[PAGE - 1].id.clone());
     let table = html! {
         @if rows.is_empty() {
@@ -100,7 +100,7 @@ fn runs_table(
     Ok((Region::of("live-runs", table), last))
 }
 
-fn list_row(row: &BoardRow) -> Markup {
+fn list_row(row: &ListedRun) -> Markup {
     let waiting = row.task_status.as_deref() == Some("input_required");
     html! {
         tr class=(if waiting { "waiting" } else { "" }) {

@@ -214,7 +214,7 @@ impl App {
                     limit: 100,
                     ..Default::default()
                 };
-                let runs = self.board_runs(&query, caller).unwrap_or_default();
+                let runs = self.listed_runs(&query, caller).unwrap_or_default();
                 runs.into_iter().map(|run| run.id).collect()
             }
             _ => Vec::new(),

@@ -5,21 +5,21 @@
 use super::runs::RunError;
 use super::{App, Caller};
 use crate::engine::plan::Plan;
-use crate::store::{BoardRow, RunQuery};
+use crate::store::{ListedRun, RunQuery};
 
 impl App {
     /// A page of the runs `caller` may see that `query` names, newest first.
-    pub(crate) fn board_runs(
+    pub(crate) fn listed_runs(
         &self,
         query: &RunQuery<'_>,
         caller: &Caller,
-    ) -> Result<Vec<BoardRow>, RunError> {
-        Ok(self.registry.store().board_runs(query, caller.listing())?)
+    ) -> Result<Vec<ListedRun>, RunError> {
+        Ok(self.registry.store().listed_runs(query, caller.listing())?)
     }
 
     /// The workflows of the runs `caller` may see.
-    pub(crate) fn board_workflows(&self, caller: &Caller) -> Result<Vec<String>, RunError> {
-        Ok(self.registry.store().board_workflows(caller.listing())?)
+    pub(crate) fn listed_workflows(&self, caller: &Caller) -> Result<Vec<String>, RunError> {
+        Ok(self.registry.store().listed_workflows(caller.listing())?)
     }
 
     /// The plan run `run_id` was started with, kept with the run.
@@ -124,7 +124,7 @@ impl App {
 impl App {
     /// A page of the audit log as `caller` may read it: a principal its own calls' rows,
     /// the local user every row.
-    pub(crate) fn board_audit(
+    pub(crate) fn listed_audit(
         &self,
         query: &crate::store::AuditQuery<'_>,
         caller: &Caller,
@@ -132,7 +132,7 @@ impl App {
         use crate::store::Scope;
         let store = self.registry.store();
         Ok(match caller.listing() {
-            Scope::Everyone => store.board_audit(query, false)?,
+            Scope::Everyone => store.listed_audit(query, false)?,
             Scope::Principal(principal) => {
                 if query.principal.is_some_and(|asked| asked != principal) {
                     return Ok(Vec::new());
@@ -141,14 +141,14 @@ impl App {
                     principal: Some(principal),
                     ..*query
                 };
-                store.board_audit(&mine, false)?
+                store.listed_audit(&mine, false)?
             }
             Scope::Session(_) | Scope::Nobody => {
                 let unnamed = crate::store::AuditQuery {
                     principal: None,
                     ..*query
                 };
-                store.board_audit(&unnamed, true)?
+                store.listed_audit(&unnamed, true)?
             }
         })
     }
@@ -179,7 +179,7 @@ impl App {
             limit: MAX_CALLS_SHOWN,
             ..Default::default()
         };
-        let mut rows = self.registry.store().board_audit(&query, false)?;
+        let mut rows = self.registry.store().listed_audit(&query, false)?;
         rows.reverse();
         Ok(rows)
     }

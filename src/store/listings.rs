@@ -1,5 +1,6 @@
-//! The runs as the dashboard lists them: filtered by status, workflow and text, a page at
-//! a time, with what a row shows (its task's state, its node count, when it ended).
+//! Runs and audit rows as listings show them (the dashboard, resource completion): runs
+//! filtered by status, workflow and text, a page at a time, with what a row shows (its
+//! task's state, its node count, when it ended), and the audit log by principal.
 
 use super::runs::scope_clause;
 use super::sql::from_columns;
@@ -22,7 +23,7 @@ pub struct RunQuery<'a> {
 
 /// A run as a row of the dashboard's list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoardRow {
+pub struct ListedRun {
     pub id: String,
     pub workflow: String,
     pub status: String,
@@ -38,11 +39,11 @@ pub struct BoardRow {
 
 impl Store {
     /// A page of the runs in `scope` that `query` names, newest first.
-    pub fn board_runs(
+    pub fn listed_runs(
         &self,
         query: &RunQuery<'_>,
         scope: Scope<'_>,
-    ) -> Result<Vec<BoardRow>, StoreError> {
+    ) -> Result<Vec<ListedRun>, StoreError> {
         let sql = format!(
             "SELECT r.id, r.workflow, r.status, t.status, COALESCE(t.progress, 0),
                     t.status_message, p.nodes, r.created_at, r.finished_at
@@ -78,7 +79,7 @@ impl Store {
             tx.db.query(&sql, &params, |r| {
                 Ok(from_columns!(
                     r,
-                    BoardRow {
+                    ListedRun {
                         id,
                         workflow,
                         status,
@@ -95,7 +96,7 @@ impl Store {
     }
 
     /// The names of the workflows that runs in `scope` ran, for the list's filter.
-    pub fn board_workflows(&self, scope: Scope<'_>) -> Result<Vec<String>, StoreError> {
+    pub fn listed_workflows(&self, scope: Scope<'_>) -> Result<Vec<String>, StoreError> {
         let sql = format!(
             "SELECT DISTINCT r.workflow FROM runs r WHERE {} ORDER BY r.workflow LIMIT 500",
             scope_clause(1, 2)
@@ -134,7 +135,7 @@ pub struct AuditQuery<'a> {
 impl Store {
     /// A page of the audit log, newest first. With `only_unnamed`, only the rows of calls
     /// made for no principal.
-    pub fn board_audit(
+    pub fn listed_audit(
         &self,
         query: &AuditQuery<'_>,
         only_unnamed: bool,
