@@ -30,3 +30,4 @@ pub(crate) mod web;
 
 #[doc(hidden)]
 pub mod fuzzing;
+mod layers;

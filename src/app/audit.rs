@@ -14,7 +14,7 @@ use crate::todos::{Origin, ToolError};
 
 impl App {
     /// Appends the audit row of a call of `tool` by `caller`, made for run `run_id`.
-    pub(crate) fn audit(
+    pub(super) fn audit(
         &self,
         (tool, args): (&str, &Map<String, Value>),
         outcome: AuditOutcome,
@@ -31,7 +31,7 @@ impl App {
 
     /// Refuses a call: its audit row, with the outcome its error's code says, and its
     /// envelope.
-    pub(crate) fn refuse(
+    pub(super) fn refuse(
         &self,
         call: (&str, &Map<String, Value>),
         error: &ToolError,
@@ -42,7 +42,7 @@ impl App {
     }
 
     /// A read's answer, audited with its outcome.
-    pub(crate) fn answer_read(
+    pub(super) fn answer_read(
         &self,
         call: (&str, &Map<String, Value>),
         result: Result<Value, ToolError>,
