@@ -29,7 +29,7 @@ pub(crate) const RUN_STATUSES: &[&str] = &["running", "succeeded", "failed", "ca
 /// How a call of a tool is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
-    /// One of the task-manager tools, a one-node run.
+    /// One of the todo tools, a one-node run.
     Todo,
     ListWorkflows,
     /// `run_workflow`, or a workflow published as a tool of its own.

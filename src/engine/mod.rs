@@ -1,6 +1,6 @@
 //! The DAG workflow engine: definitions, validation, planning and scheduling.
 //!
-//! Every tool call is a run: a direct `tools/call` of a task-manager tool is a one-node
+//! Every tool call is a run: a direct `tools/call` of a todo tool is a one-node
 //! workflow ([`Engine::call_tool`]) on the same path as a `tool` node of a workflow.
 //! Invariant: the engine knows no SQL and no MCP; tools reach the store through `tools`.
 
@@ -510,7 +510,7 @@ impl Engine {
         Ok(self.spawn(setup))
     }
 
-    /// Starts a call of a task-manager tool as a one-node run in the background. `None` if
+    /// Starts a call of a todo tool as a one-node run in the background. `None` if
     /// no such tool.
     pub fn start_tool(
         &self,
@@ -522,7 +522,7 @@ impl Engine {
         Some(self.start(plan, args, options))
     }
 
-    /// A direct call of a task-manager tool, as a one-node workflow. `None` if no such tool.
+    /// A direct call of a todo tool, as a one-node workflow. `None` if no such tool.
     pub async fn call_tool(&self, name: &str, args: Map<String, Value>) -> Option<ToolResult> {
         self.call_tool_for(name, args, Owner::default()).await
     }

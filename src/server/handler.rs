@@ -124,7 +124,7 @@ impl Server {
         Ok(reply.into())
     }
 
-    /// A task-manager tool's call, a one-node run: the whole answer to a `tools/call` of
+    /// A todo tool's call, a one-node run: the whole answer to a `tools/call` of
     /// it that asks for no task.
     async fn todo_call(
         &self,

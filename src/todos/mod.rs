@@ -1,4 +1,4 @@
-//! The task-manager tools: one file per tool, and the registry the engine calls by name.
+//! The todo tools (the task manager's five): one file per tool, and the registry the engine calls by name.
 //!
 //! Every call goes through [`Tools::invoke`]: validate the raw arguments strictly, run,
 //! append an audit row, and return a structured result. Nothing here knows MCP.
@@ -326,7 +326,7 @@ impl Tools {
         Some(run_audited(tx, name, *handler, args, origin))
     }
 
-    /// Appends a row to the audit log, for a call that is not a task-manager tool's and
+    /// Appends a row to the audit log, for a call that is not a todo tool's and
     /// wrote nothing else (a rejection, a read): in a transaction of its own.
     pub fn audit(
         &self,
