@@ -1395,12 +1395,19 @@ on_both_backends! {
             .filter(|m| m["method"] == "elicitation/create")
             .count();
         assert_eq!(elicited, 2, "asked again after the answer that did not fit");
+        // Each reply is audited, as on the durable path: the one that did not fit as
+        // rejected under its asking's key, the one taken under the next.
         let audit = wire.registry.store().audit_rows().unwrap();
         let answers: Vec<_> = audit.iter().filter(|row| row.tool == "answer").collect();
-        assert_eq!(answers.len(), 1, "the answer taken is audited");
-        let args: Value = serde_json::from_str(&answers[0].args).unwrap();
-        assert_eq!(args["kind"], "input");
-        assert_eq!(args["answer"], json!({ "ok": true }));
+        assert_eq!(answers.len(), 2, "every reply is audited: {answers:#?}");
+        let args = |n: usize| serde_json::from_str::<Value>(&answers[n].args).unwrap();
+        assert_eq!(answers[0].outcome, "rejected");
+        assert_eq!(args(0)["answer"], json!({ "ok": "yes" }));
+        assert_eq!(args(0)["key"], "attempt-1");
+        assert_eq!(answers[1].outcome, "ok");
+        assert_eq!(args(1)["kind"], "input");
+        assert_eq!(args(1)["answer"], json!({ "ok": true }));
+        assert_eq!(args(1)["key"], "attempt-1.r2");
     }
 }
 
