@@ -3,7 +3,7 @@
 
 mod engine_support;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -977,8 +977,8 @@ async fn a_direct_tool_call_returns_what_the_tool_returns_and_is_audited_as_a_ru
     }
     assert_eq!(engine_rows[0].node_id.as_deref(), Some("add_task"));
     assert_eq!(engine_rows[1].outcome, "rejected");
-    run_ids.dedup();
-    assert_eq!(run_ids.len(), 3, "each call is its own run");
+    let distinct: BTreeSet<&str> = run_ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 3, "each call is its own run: {run_ids:?}");
 
     assert!(
         harness
