@@ -56,7 +56,7 @@ fn dashboard_in_a_browser(place: &backends::Place, backend: &str) {
             panic!("{missing}; TASKS_REAL_CLIENTS=required, so a missing browser fails")
         }
         Err(missing) => {
-            eprintln!("SKIPPED the dashboard in a browser: {missing}");
+            mcp_task_server::store::note_skipped("the dashboard in a browser", &missing);
             return;
         }
     };

@@ -17,7 +17,6 @@ mod http;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -150,12 +149,12 @@ fn installed<T>(found: Result<T, String>) -> Option<T> {
                      the test; install the clients with {INSTALL}"
                 );
             }
-            // Straight to the process's stderr: libtest captures `eprintln!` of a test
-            // that passes, and this note must be seen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: {missing}. Install the real MCP clients with {INSTALL}, \
-                 then rerun; set {REQUIRED_VAR}=required to fail instead of skipping."
+            mcp_task_server::store::note_skipped(
+                &test,
+                &format!(
+                    "{missing}. Install the real MCP clients with {INSTALL}, then rerun; set \
+                     {REQUIRED_VAR}=required to fail instead of skipping."
+                ),
             );
             None
         }

@@ -2,10 +2,11 @@
 //! on the server `TASKS_TEST_POSTGRES` names and dropped with them; and a store's
 //! connection held by another writer, to keep calls waiting for it.
 //!
-//! Where the variable is unset (a laptop without PostgreSQL), [`Scratch::postgres`]
-//! says so on stderr and returns `None`, so that a test can skip visibly. Where it is set,
-//! a server that cannot be reached fails the test: CI sets it, and a skip there would
-//! pass silently.
+//! `TASKS_TEST_POSTGRES` is a URL, or `required`: the server `tests/postgres/ensure` sets
+//! up on `127.0.0.1:5432`. Where it is unset (a laptop without PostgreSQL),
+//! [`Scratch::postgres`] says so on stderr and returns `None`, so that a test can skip
+//! visibly. Where it is set, a server that cannot be reached fails the test: CI sets it
+//! to `required`, and a skip there would pass silently.
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -13,8 +14,33 @@ use std::thread::JoinHandle;
 use super::postgres::connect::Target;
 use super::{Store, StoreError};
 
-/// The variable naming the PostgreSQL server tests may use, as a URL.
+/// The variable naming the PostgreSQL server tests may use: a URL, or `required`.
 pub const TEST_POSTGRES: &str = "TASKS_TEST_POSTGRES";
+
+/// The server `tests/postgres/ensure` starts or installs, and makes this role and database
+/// on: what `TASKS_TEST_POSTGRES=required` names.
+const ENSURED_POSTGRES: &str = "postgres://tasks_test:tasks_test@127.0.0.1:5432/tasks_test";
+
+/// The URL of the PostgreSQL server tests use, and whether it was named as `required`;
+/// `None` where `TASKS_TEST_POSTGRES` is unset.
+fn test_server() -> Option<(String, bool)> {
+    match std::env::var(TEST_POSTGRES) {
+        Ok(value) if value == "required" => Some((ENSURED_POSTGRES.to_owned(), true)),
+        Ok(url) => Some((url, false)),
+        Err(_) => None,
+    }
+}
+
+/// Says on the process's own stderr that `test` skipped, and why.
+///
+/// Not `eprintln!`: libtest captures what a test prints that way and shows it only when
+/// the test fails, so the note of a test that skipped (and passed) would never be seen.
+/// A write to the stderr handle itself is not captured.
+pub fn note_skipped(test: &str, why: &str) {
+    use std::io::Write;
+    let note = format!("SKIPPED {test}: {why}\n");
+    let _ = std::io::stderr().write_all(note.as_bytes());
+}
 
 /// A schema of its own on the test server; dropped, with everything in it, on drop.
 pub struct Scratch {
@@ -25,14 +51,28 @@ pub struct Scratch {
 
 impl Scratch {
     /// A fresh schema for `test`, or `None` with a note on stderr when no server is named.
+    /// A server named that does not answer fails the test.
     pub fn postgres(test: &str) -> Option<Scratch> {
-        let Ok(server) = std::env::var(TEST_POSTGRES) else {
-            eprintln!("SKIPPED on PostgreSQL: {test} (set {TEST_POSTGRES}=postgres://… to run it)");
+        let Some((server, required)) = test_server() else {
+            note_skipped(
+                test,
+                &format!(
+                    "on PostgreSQL, which {TEST_POSTGRES} does not name (set it to \
+                     postgres://… or to `required`, the server of tests/postgres/ensure)"
+                ),
+            );
             return None;
         };
         let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
-        admin(&server, &format!("CREATE SCHEMA {schema}"), false)
-            .unwrap_or_else(|error| panic!("{TEST_POSTGRES}={server}: {error}"));
+        admin(&server, &format!("CREATE SCHEMA {schema}"), false).unwrap_or_else(|error| {
+            if required {
+                panic!(
+                    "{TEST_POSTGRES}=required, but the server tests/postgres/ensure sets up \
+                     ({server}) does not answer: {error}"
+                )
+            }
+            panic!("{TEST_POSTGRES}={server}: {error}")
+        });
         let separator = if server.contains('?') { '&' } else { '?' };
         let url = format!("{server}{separator}options=-csearch_path%3D{schema}");
         Some(Scratch {

@@ -3,8 +3,9 @@
 //! certificate made here, stopped on drop.
 //!
 //! Where PostgreSQL is not installed the test is skipped, saying so; under CI
-//! (`TASKS_REAL_CLIENTS=required`, as `.ci/run` sets, after `tests/postgres/ensure` has
-//! installed it) a missing PostgreSQL fails the test instead.
+//! (`TASKS_REAL_CLIENTS=required` and `TASKS_TEST_POSTGRES=required`, as `.ci/run` sets
+//! them, after `tests/postgres/ensure` has installed it) a missing PostgreSQL fails the
+//! test instead.
 
 #![allow(dead_code)] // each crate that includes it uses some of it
 
@@ -34,14 +35,20 @@ impl Cluster {
     pub fn start(tls: bool) -> Option<Cluster> {
         let Some(bin) = bin_dir() else {
             let test = std::thread::current().name().unwrap_or("a test").to_owned();
-            if std::env::var("TASKS_REAL_CLIENTS").is_ok_and(|v| v == "required") {
-                panic!("{test}: initdb not found (install PostgreSQL: tests/postgres/ensure)");
+            let required = ["TASKS_REAL_CLIENTS", "TASKS_TEST_POSTGRES"];
+            if let Some(var) = required
+                .iter()
+                .find(|var| std::env::var(var).is_ok_and(|v| v == "required"))
+            {
+                panic!(
+                    "{test}: initdb not found, and {var}=required (install PostgreSQL: \
+                     tests/postgres/ensure)"
+                );
             }
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: initdb not found under /usr/lib/postgresql/*/bin or on PATH \
-                 (tests/postgres/ensure installs PostgreSQL)"
+            mcp_task_server::store::note_skipped(
+                &test,
+                "initdb not found under /usr/lib/postgresql/*/bin or on PATH \
+                 (tests/postgres/ensure installs PostgreSQL)",
             );
             return None;
         };
