@@ -47,19 +47,26 @@ fn start_limited(extra: &[&str]) -> (HttpServer, Captured) {
 }
 
 /// Lets this test process hold a few thousand sockets.
+///
+/// The limit is the process's, which every test in this binary shares, and every child
+/// it starts inherits: it is only ever raised, to a soft limit no lower than before, once.
+/// Tests that need a low limit set it in their child alone (as [`start_limited`] does).
 fn raise_own_fd_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `getrlimit` and `setrlimit` read and write the struct given, nothing else.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
-        if limit.rlim_cur < 8192 {
-            limit.rlim_cur = limit.rlim_max.min(8192);
-            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    static RAISED: std::sync::Once = std::sync::Once::new();
+    RAISED.call_once(|| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` and `setrlimit` read and write the struct given, nothing else.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+            if limit.rlim_cur < 8192 {
+                limit.rlim_cur = limit.rlim_max.min(8192);
+                assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+            }
         }
-    }
+    });
 }
 
 /// `count` connections that each send `bytes`; those the kernel took.
