@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support;
+use crate::support::{self, skip};
 
 const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/dashboard.mjs");
@@ -49,15 +49,12 @@ fn tools() -> Result<(PathBuf, PathBuf), String> {
 }
 
 fn dashboard_in_a_browser(place: &support::backends::Place, backend: &str) {
-    let (chromium, node) = match tools() {
-        Ok(tools) => tools,
-        Err(missing) if std::env::var("TASKS_REAL_CLIENTS").is_ok_and(|v| v == "required") => {
-            panic!("{missing}; TASKS_REAL_CLIENTS=required, so a missing browser fails")
-        }
-        Err(missing) => {
-            mcp_task_server::store::note_skipped("the dashboard in a browser", &missing);
-            return;
-        }
+    let Some((chromium, node)) = skip::or_skip(
+        tools(),
+        "Install Chromium (apt-get install chromium) and playwright-core (tests/clients/install)",
+        &[skip::REAL_CLIENTS],
+    ) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
@@ -119,7 +116,7 @@ mod the_dashboard_in_a_browser {
 
     #[test]
     fn postgres() {
-        if let Some(place) = support::backends::Place::postgres("the dashboard in a browser") {
+        if let Some(place) = support::backends::Place::postgres(&skip::test_name()) {
             dashboard_in_a_browser(&place, "postgres");
         }
     }

@@ -33,7 +33,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::support;
-use crate::support::{BIN, Sandbox, assert_contains_all};
+use crate::support::{BIN, Sandbox, assert_contains_all, skip};
 
 /// Where the client scripts, the lockfiles and the installed clients live.
 const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
@@ -41,9 +41,6 @@ const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How to install the clients, for the note of a skipped test.
 const INSTALL: &str =
     "tests/clients/install (runs `npm ci` and a Python venv with pip; needs npm and python3)";
-
-/// The environment variable that turns a missing client from a skip into a failure.
-const REQUIRED_VAR: &str = "TASKS_REAL_CLIENTS";
 
 /// How long one client process may run; each scenario takes a few seconds.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -108,37 +105,14 @@ fn command(program: impl AsRef<OsStr>, sandbox: &Sandbox) -> Command {
 // ---------------------------------------------------------------------------------------
 // Finding the installed clients
 
-/// The name of the running test (libtest names its thread after it).
-fn test_name() -> String {
-    std::thread::current()
-        .name()
-        .unwrap_or("a real-client test")
-        .to_owned()
-}
-
 /// The client, or `None` after a visible note on stderr when it is missing; under
 /// `TASKS_REAL_CLIENTS=required` a missing client fails the test.
 fn installed<T>(found: Result<T, String>) -> Option<T> {
-    match found {
-        Ok(client) => Some(client),
-        Err(missing) => {
-            let test = test_name();
-            if std::env::var(REQUIRED_VAR).is_ok_and(|v| v == "required") {
-                panic!(
-                    "{test}: {missing}. {REQUIRED_VAR}=required, so a missing client fails \
-                     the test; install the clients with {INSTALL}"
-                );
-            }
-            mcp_task_server::store::note_skipped(
-                &test,
-                &format!(
-                    "{missing}. Install the real MCP clients with {INSTALL}, then rerun; set \
-                     {REQUIRED_VAR}=required to fail instead of skipping."
-                ),
-            );
-            None
-        }
-    }
+    skip::or_skip(
+        found,
+        &format!("Install the real MCP clients with {INSTALL}"),
+        &[skip::REAL_CLIENTS],
+    )
 }
 
 fn clients_dir() -> &'static Path {

@@ -5,7 +5,7 @@
 //! note printed with `eprintln!` is captured by libtest and shown only for a test that
 //! fails, so a skip would pass unseen.
 
-pub(crate) use mcp_task_server::store::note_skipped;
+use mcp_task_server::store::note_skipped;
 
 /// The variable that turns a missing real client, browser or PostgreSQL install from a
 /// skip into a failure; `.ci/run` sets it to `required`.
