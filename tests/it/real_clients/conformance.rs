@@ -6,8 +6,11 @@
 //! listed, each with its reason, in `tests/conformance/expected-failures.yml`, and the
 //! suite fails on a listed scenario that starts to pass as on one that stops.
 
+use std::path::{Path, PathBuf};
+
+use super::clients::{command, installed, node, npm_package, run};
 use super::http::HttpServer;
-use super::*;
+use crate::support::Sandbox;
 
 const CONFORMANCE: &str = "@modelcontextprotocol/conformance";
 

@@ -1,15 +1,29 @@
 //! The same real clients over Streamable HTTP: the TypeScript SDK's
 //! `StreamableHTTPClientTransport` in a 2025-11-25 session (plain calls, a task whose
-//! question rides an SSE stream, a cancelled task), and rmcp's HTTP client in 2026-07-28
-//! discover mode with a SEP-2663 task.
+//! question rides an SSE stream, a cancelled task, two servers on one database), the
+//! Python SDK and FastMCP's client, the Inspector's CLI, and rmcp's HTTP client in
+//! 2026-07-28 discover mode with a SEP-2663 task.
 
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::process::Stdio;
+
+use rmcp::model::{ClientCapabilities, TaskPayload, TaskStatus};
 use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
 
-use super::*;
+use super::cases::{Seen, real_client_cases};
+use super::checks::{
+    assert_cancelled_ask_task, assert_directly_asked_ask, assert_fastmcp_read_the_adr,
+    assert_py_used_the_surface, assert_streamed_ask_task, assert_used_the_surface, report,
+};
+use super::clients::{DEADLINE, installed, run, std_command};
+use super::inspector::inspector;
+use super::rmcp::{call_ask, discover, poll_until, update_until_completed};
+use crate::support::{self, Sandbox};
 
-use crate::support;
-
-const TOKEN: &str = "ts-client-5e8b1d4a7c0f3e6b9d2a5c8f1e4b7a0d";
+/// The bearer token of the one principal of [`HttpServer::with_token`].
+pub(super) const TOKEN: &str = "ts-client-5e8b1d4a7c0f3e6b9d2a5c8f1e4b7a0d";
 
 /// The sandbox's server serving HTTP on a loopback port of its own choosing.
 pub(super) struct HttpServer {
@@ -18,7 +32,7 @@ pub(super) struct HttpServer {
 }
 
 impl HttpServer {
-    fn start(sandbox: &Sandbox, extra: &[&OsStr]) -> HttpServer {
+    pub(super) fn start(sandbox: &Sandbox, extra: &[&OsStr]) -> HttpServer {
         HttpServer::start_line(sandbox, sandbox.server(), extra)
     }
 
@@ -50,7 +64,7 @@ impl HttpServer {
     }
 
     /// With a tokens file naming one principal, whose token is [`TOKEN`].
-    fn with_token(sandbox: &Sandbox) -> HttpServer {
+    pub(super) fn with_token(sandbox: &Sandbox) -> HttpServer {
         let tokens = sandbox.path("tokens");
         std::fs::write(&tokens, format!("ts {TOKEN}\n")).unwrap();
         let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
@@ -66,51 +80,67 @@ impl Drop for HttpServer {
     }
 }
 
-/// Runs scenario `scenario` of `ts_sdk.mjs` against `server`, with `token` as its bearer.
-async fn ts_sdk_over_http(
-    node: &Path,
-    scenario: &str,
-    server: &HttpServer,
-    sandbox: &Sandbox,
-    token: Option<&str>,
-) -> Ran {
-    run(ts_sdk_over_http_command(
-        node, scenario, server, sandbox, token,
-    ))
-    .await
+real_client_cases! {
+    fn ts_sdk_over_http_adds_and_lists_todos_with_its_bearer_token {
+        client: TsSdk,
+        over: HttpWithToken,
+        scenario: Named("todos"),
+        expect: assert_added_and_listed_with_its_token_and_refused_without,
+    }
+    fn ts_sdk_over_http_gets_a_prompt_reads_what_a_run_wrote_and_follows_a_run {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("surface"),
+        expect: |seen| assert_used_the_surface(&seen.ran),
+    }
+    fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("task-stream"),
+        expect: |seen| assert_streamed_ask_task(&seen.ran),
+    }
+    fn ts_sdk_over_http_cancels_a_waiting_task_and_a_second_cancel_is_invalid_params {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("task-cancel"),
+        expect: |seen| assert_cancelled_ask_task(&seen.ran),
+    }
+    fn ts_sdk_over_http_plain_call_is_asked_by_elicitation_on_its_own_stream {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("direct-elicit"),
+        expect: |seen| assert_directly_asked_ask(&seen.ran),
+    }
+    /// Two servers on one database; the client creates the task on the first and asks
+    /// the second for its result.
+    fn ts_sdk_over_http_is_asked_by_a_second_server_for_a_run_the_first_one_drives {
+        client: TsSdk,
+        over: TwoHttpServers,
+        scenario: Named("task-elsewhere"),
+        expect: assert_asked_by_the_second_server,
+    }
+    fn py_sdk_over_http_gets_a_prompt_completes_its_argument_and_reads_what_a_run_wrote {
+        client: PySdk,
+        over: Http,
+        scenario: Named("auto-surface"),
+        expect: |seen| assert_py_used_the_surface(&seen.ran),
+    }
+    fn fastmcp_client_over_http_reads_the_adr_the_run_wrote {
+        client: FastMcp,
+        over: Http,
+        scenario: AdrAnswersUpFront,
+        expect: |seen| assert_fastmcp_read_the_adr(&seen.ran),
+    }
 }
 
-/// The command [`ts_sdk_over_http`] runs.
-fn ts_sdk_over_http_command(
-    node: &Path,
-    scenario: &str,
-    server: &HttpServer,
-    sandbox: &Sandbox,
-    token: Option<&str>,
-) -> Command {
-    let mut command = command(node, sandbox);
-    command
-        .arg(clients_dir().join("ts_sdk.mjs"))
-        .arg(scenario)
-        .arg("--url")
-        .arg(&server.url);
-    match token {
-        Some(token) => command.env("TASKS_TEST_TOKEN", token),
-        None => command.env_remove("TASKS_TEST_TOKEN"),
-    };
-    command
-}
-
-#[tokio::test]
-async fn ts_sdk_over_http_adds_and_lists_todos_with_its_bearer_token() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::with_token(&sandbox);
-    let ran = ts_sdk_over_http(&node, "todos", &server, &sandbox, Some(TOKEN))
-        .await
-        .succeeded();
+/// What the TypeScript SDK's `todos` scenario must have seen with its bearer token (a
+/// todo added and listed, each call audited as its principal's), and without it.
+fn assert_added_and_listed_with_its_token_and_refused_without(seen: &Seen) {
+    let Seen {
+        sandbox,
+        ran,
+        without_token,
+    } = seen;
     assert_eq!(ran.event("connected")["protocolVersion"], "2025-11-25");
     let added = &ran.event("added")["result"]["structuredContent"];
     assert_eq!(added["data"]["title"], "over HTTP", "{added}");
@@ -120,58 +150,35 @@ async fn ts_sdk_over_http_adds_and_lists_todos_with_its_bearer_token() {
     let principals: Vec<_> = audit.iter().map(|row| row.principal.as_deref()).collect();
     assert_eq!(principals, [Some("ts"), Some("ts")], "{audit:?}");
 
-    let refused = ts_sdk_over_http(&node, "todos", &server, &sandbox, None).await;
+    let refused = without_token
+        .as_ref()
+        .expect("the client ran again without its token");
     assert!(!refused.success, "a client without the token is refused");
     let fatal = refused.event("fatal");
     let message = fatal["message"].as_str().unwrap();
     assert!(message.contains("a bearer token is required"), "{fatal}");
 }
 
-#[tokio::test]
-async fn ts_sdk_over_http_gets_a_prompt_reads_what_a_run_wrote_and_follows_a_run() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let ran = ts_sdk_over_http(&node, "surface", &server, &sandbox, None)
-        .await
-        .succeeded();
-    super::assert_used_the_surface(&ran);
-}
+/// What the TypeScript SDK's `task-elsewhere` scenario must have seen: the question of the
+/// task the first server drives, asked through the second, and its todo made once.
+fn assert_asked_by_the_second_server(seen: &Seen) {
+    let (sandbox, ran) = (&seen.sandbox, &seen.ran);
+    let task = &ran.event("taskCreated")["task"];
+    let task_id = task["taskId"].as_str().unwrap();
+    assert_eq!(task["status"], "working");
+    let elicitation = ran.event("elicitation");
+    assert_eq!(elicitation["via"], "second", "{elicitation}");
+    assert_eq!(elicitation["message"], "Approve elsewhere?");
+    assert_eq!(elicitation["relatedTask"], json!({ "taskId": task_id }));
 
-#[tokio::test]
-async fn py_sdk_over_http_gets_a_prompt_completes_its_argument_and_reads_what_a_run_wrote() {
-    let Some(python) = installed(py_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let mut command = command(&python, &sandbox);
-    command
-        .arg(clients_dir().join("py_sdk.py"))
-        .arg("auto-surface")
-        .arg("--url")
-        .arg(&server.url);
-    let ran = run(command).await.succeeded();
-    super::assert_py_used_the_surface(&ran);
-}
-
-#[tokio::test]
-async fn fastmcp_client_over_http_reads_the_adr_the_run_wrote() {
-    let Some(python) = installed(super::fastmcp()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let mut command = command(&python, &sandbox);
-    command
-        .arg(clients_dir().join("fastmcp_client.py"))
-        .arg(super::adr_answers_up_front().to_string())
-        .arg("--url")
-        .arg(&server.url);
-    let ran = run(command).await.succeeded();
-    super::assert_fastmcp_read_the_adr(&ran);
+    let result = &ran.event("result")["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let report = report(result);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
+    assert_eq!(ran.event("getTask")["task"]["status"], "completed");
+    let todos = support::task_titles(&sandbox.db);
+    assert_eq!(todos, ["approved elsewhere"], "made once");
 }
 
 #[tokio::test]
@@ -200,77 +207,6 @@ async fn inspector_cli_over_http_lists_prompts_and_reads_a_workflow_resource() {
         .json();
     let toml = read["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(toml.contains("name = \"research\""), "{read}");
-}
-
-#[tokio::test]
-async fn ts_sdk_over_http_streams_a_task_whose_question_rides_an_sse_stream() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let ran = ts_sdk_over_http(&node, "task-stream", &server, &sandbox, None)
-        .await
-        .succeeded();
-    super::assert_streamed_ask_task(&ran);
-}
-
-#[tokio::test]
-async fn ts_sdk_over_http_cancels_a_waiting_task_and_a_second_cancel_is_invalid_params() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let ran = ts_sdk_over_http(&node, "task-cancel", &server, &sandbox, None)
-        .await
-        .succeeded();
-    super::assert_cancelled_ask_task(&ran);
-}
-
-#[tokio::test]
-async fn ts_sdk_over_http_plain_call_is_asked_by_elicitation_on_its_own_stream() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    let server = HttpServer::start(&sandbox, &[]);
-    let ran = ts_sdk_over_http(&node, "direct-elicit", &server, &sandbox, None)
-        .await
-        .succeeded();
-    super::assert_directly_asked_ask(&ran);
-}
-
-#[tokio::test]
-async fn ts_sdk_over_http_is_asked_by_a_second_server_for_a_run_the_first_one_drives() {
-    let Some(node) = installed(ts_sdk()) else {
-        return;
-    };
-    let sandbox = Sandbox::for_clients();
-    // Two servers on one database; the client creates the task on the first and asks the
-    // second for its result.
-    let first = HttpServer::start(&sandbox, &[]);
-    let second = HttpServer::start(&sandbox, &[]);
-    let mut command = ts_sdk_over_http_command(&node, "task-elsewhere", &first, &sandbox, None);
-    command.env("TASKS_TEST_URL_B", &second.url);
-    let ran = run(command).await.succeeded();
-
-    let task = &ran.event("taskCreated")["task"];
-    let task_id = task["taskId"].as_str().unwrap();
-    assert_eq!(task["status"], "working");
-    let elicitation = ran.event("elicitation");
-    assert_eq!(elicitation["via"], "second", "{elicitation}");
-    assert_eq!(elicitation["message"], "Approve elsewhere?");
-    assert_eq!(elicitation["relatedTask"], json!({ "taskId": task_id }));
-
-    let result = &ran.event("result")["result"];
-    assert_eq!(result["isError"], false, "{result}");
-    let report = super::report(result);
-    assert_eq!(report["status"], "succeeded");
-    assert_eq!(report["nodes"]["approve"]["output"], json!({ "ok": true }));
-    assert_eq!(ran.event("getTask")["task"]["status"], "completed");
-    let todos = support::task_titles(&sandbox.db);
-    assert_eq!(todos, ["approved elsewhere"], "made once");
 }
 
 #[tokio::test]
