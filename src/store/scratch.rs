@@ -64,7 +64,7 @@ impl Scratch {
             return None;
         };
         let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
-        admin(&server, &format!("CREATE SCHEMA {schema}"), false).unwrap_or_else(|error| {
+        admin(&server, &format!("CREATE SCHEMA {schema}"), Ask::Execute).unwrap_or_else(|error| {
             if required {
                 panic!(
                     "{TEST_POSTGRES}=required, but the server tests/postgres/ensure sets up \
@@ -95,13 +95,26 @@ impl Scratch {
     /// Runs `sql` in the schema on a connection of its own, as another client would;
     /// `Err` holds the server's message.
     pub fn execute(&self, sql: &str) -> Result<(), String> {
-        admin(&self.url, sql, false).map(drop)
+        admin(&self.url, sql, Ask::Execute).map(drop)
     }
 
     /// The one integer a query such as `SELECT COUNT(*) FROM t` answers, read in the
     /// schema on a connection of its own.
     pub fn count(&self, sql: &str) -> Result<i64, String> {
-        admin(&self.url, sql, true).map(Option::unwrap_or_default)
+        match admin(&self.url, sql, Ask::Count)? {
+            Answer::Count(count) => Ok(count),
+            _ => unreachable!("a count is asked for"),
+        }
+    }
+
+    /// Every row a query answers, each value as PostgreSQL writes it as text (`None` for
+    /// NULL), read in the schema on a connection of its own: what a test that reads the
+    /// catalogue compares.
+    pub fn rows(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+        match admin(&self.url, sql, Ask::Rows)? {
+            Answer::Rows(rows) => Ok(rows),
+            _ => unreachable!("rows are asked for"),
+        }
     }
 }
 
@@ -111,7 +124,7 @@ impl Drop for Scratch {
             "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
             self.schema
         );
-        if let Err(error) = admin(&self.server, &sql, false) {
+        if let Err(error) = admin(&self.server, &sql, Ask::Execute) {
             eprintln!("scratch schema {} not dropped: {error}", self.schema);
         }
     }
@@ -151,9 +164,21 @@ impl Held {
     }
 }
 
-/// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in;
-/// with `scalar`, returns the integer its one row holds.
-fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
+/// What [`admin`] makes of its statements.
+enum Ask {
+    Execute,
+    Count,
+    Rows,
+}
+
+enum Answer {
+    Done,
+    Count(i64),
+    Rows(Vec<Vec<Option<String>>>),
+}
+
+/// Runs `sql` on `server` from a thread of its own, whatever runtime the caller is in.
+fn admin(server: &str, sql: &str, ask: Ask) -> Result<Answer, String> {
     // Opened as the store opens its own (TLS, the password file), whatever the URL asks.
     let target = Target::parse(server, false).map_err(|e| e.to_string())?;
     let sql = sql.to_owned();
@@ -168,14 +193,24 @@ fn admin(server: &str, sql: &str, scalar: bool) -> Result<Option<i64>, String> {
                 .await
                 .map_err(|e| super::postgres::describe_error(&e))?;
             let driver = tokio::spawn(connection);
-            let done = if scalar {
-                client
+            let done = match ask {
+                Ask::Execute => client.batch_execute(&sql).await.map(|()| Answer::Done),
+                Ask::Count => client
                     .query_one(&sql, &[])
                     .await
                     .and_then(|row| row.try_get(0))
-                    .map(Some)
-            } else {
-                client.batch_execute(&sql).await.map(|()| None)
+                    .map(Answer::Count),
+                Ask::Rows => client.simple_query(&sql).await.map(|messages| {
+                    let rows = messages.iter().filter_map(|message| match message {
+                        tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                            (0..row.len())
+                                .map(|i| row.get(i).map(str::to_owned))
+                                .collect(),
+                        ),
+                        _ => None,
+                    });
+                    Answer::Rows(rows.collect())
+                }),
             };
             let done = done.map_err(|e| super::postgres::describe_error(&e));
             drop(client);

@@ -29,6 +29,7 @@ mod postgres;
 mod postgres_tls;
 mod protocol_eras;
 mod real_clients;
+mod schema;
 mod start;
 mod store;
 mod task_protocols;
