@@ -1,5 +1,5 @@
 //! What PostgreSQL itself must guarantee, beyond the behaviour both backends share
-//! (tests/store.rs and the others that run on both): the audit log and finished tasks
+//! (`store.rs` and the other modules that run on both): the audit log and finished tasks
 //! are kept by the database whoever writes, and schemas are versioned.
 //!
 //! Each test skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
