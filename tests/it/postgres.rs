@@ -8,6 +8,8 @@ use mcp_task_server::store::{
     AuditEntry, AuditOutcome, Durability, NewTodo, Scratch, Store, StoreError, TodoFilter,
 };
 
+use crate::support::BIN;
+
 fn scratch(test: &str) -> Option<(Scratch, Store)> {
     let scratch = Scratch::postgres(test)?;
     let store = Store::open_at(scratch.url(), Durability::Normal).expect("the schema opens");
@@ -283,7 +285,7 @@ fn db_migrate_brings_a_fresh_schema_to_this_builds_version_and_says_so() {
         return;
     };
     let run = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mcp-task-server"))
+        std::process::Command::new(BIN)
             .args(["--db", scratch.url(), "db", "migrate"])
             .env_remove("RUST_LOG")
             .output()
