@@ -1,6 +1,6 @@
 //! PostgreSQL with and without TLS, measured in one run: the `add_task` call in this
 //! process (the tool, its audit row, one transaction), lock-step, on one private cluster
-//! (tests/common/cluster.rs) reached once in plain text and once over `verify-full` TLS.
+//! (tests/it/support/cluster.rs) reached once in plain text and once over `verify-full` TLS.
 //!
 //! Run: `cargo bench --bench pg_tls` (needs PostgreSQL installed: `tests/postgres/ensure`
 //! installs it). `BENCH_N` sets the calls measured (default 2000).
@@ -8,7 +8,9 @@
 // A bench prints its table on stdout; no MCP stream is there.
 #![allow(clippy::print_stdout)]
 
-#[path = "../tests/common/cluster.rs"]
+// The integration tests' cluster helper; this bench uses a part of it.
+#[allow(dead_code)]
+#[path = "../tests/it/support/cluster.rs"]
 mod cluster;
 
 use std::time::Instant;
@@ -47,8 +49,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
-    let Some(cluster) = Cluster::start(true) else {
-        return;
+    let cluster = match Cluster::start(true) {
+        Ok(cluster) => cluster,
+        Err(missing) => {
+            eprintln!("{missing}: nothing to measure");
+            return;
+        }
     };
     let plain = cluster.url(&format!("sslmode=disable&password={PASSWORD}"));
     println!("\nadd_task in process on PostgreSQL, lock-step, {n} calls (µs)");

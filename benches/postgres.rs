@@ -13,7 +13,10 @@
 // A bench prints its table on stdout; no MCP stream is there.
 #![allow(clippy::print_stdout)]
 
-#[path = "../tests/backends/mod.rs"]
+// The integration tests' places on both backends; this bench uses a part of them, and not
+// the macro that makes tests of them.
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "../tests/it/support/backends.rs"]
 mod backends;
 #[path = "support/shapes.rs"]
 mod shapes;

@@ -3,7 +3,7 @@
 //!
 //! They live in the crate, not in `fuzz/`, for two reasons: they reach `pub(crate)` code
 //! (the stdio screen, the HTTP rewrite, the tool parsers), and the same functions replay
-//! the committed corpora and regressions on stable (`tests/fuzz_corpus.rs`), so a finding
+//! the committed corpora and regressions on stable (`tests/it/fuzz_corpus.rs`), so a finding
 //! stays tested without a nightly toolchain. Nothing here runs in the server.
 //!
 //! Each target states its oracle: what must hold for every input, beyond not panicking.

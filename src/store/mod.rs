@@ -48,7 +48,7 @@ pub use postgres::{
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
 #[cfg(any(test, feature = "testing"))]
-pub use scratch::{Held, Scratch, TEST_POSTGRES};
+pub use scratch::{Held, Scratch, TEST_POSTGRES, note_skipped};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};
 pub use wakes::Wakes;
 pub use written::{FileWrite, WrittenFile};

@@ -1,5 +1,5 @@
 // The dashboard in a real browser: Debian's Chromium driven by playwright-core, against a
-// server that tests/browser.rs started (`serve --http` with a tokens file and the
+// server that tests/it/browser.rs started (`serve --http` with a tokens file and the
 // workflows of tests/fixtures/dashboard). Runs with node's test runner; each step is a
 // test, in order, sharing the browser. Configured by the environment:
 //   DASHBOARD   the server's base URL, http://127.0.0.1:PORT

@@ -1,0 +1,41 @@
+//! The integration tests, as one test binary: one module per subject, over the harness
+//! in `support`. One binary links once, where a binary per subject linked the crate and
+//! its dependencies thirty times.
+//!
+//! Every test here shares one process with the others: none may change what the process
+//! holds for all of them (its environment, its working directory, its limits, its signal
+//! handlers) but through the child processes it starts.
+
+mod support;
+
+mod adr_planning;
+mod audit;
+mod browser;
+mod builtin_workflows;
+mod cli;
+mod crash;
+mod crash_tasks;
+mod disk_full;
+mod docs;
+mod durable;
+mod e2e_stdio;
+mod e2e_workflows;
+mod engine;
+mod engine_phases;
+mod fuzz_corpus;
+mod hostile;
+mod http;
+mod in_process;
+mod postgres;
+mod postgres_tls;
+mod protocol_eras;
+mod real_clients;
+mod schema;
+mod start;
+mod store;
+mod task_protocols;
+mod tasks;
+mod template_budgets;
+mod two_hosts;
+mod wire_corpus;
+mod workspace_files;

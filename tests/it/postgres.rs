@@ -1,0 +1,352 @@
+//! What PostgreSQL itself must guarantee, beyond the behaviour both backends share
+//! (`store.rs` and the other modules that run on both): the audit log and finished tasks
+//! are kept by the database whoever writes, and schemas are versioned.
+//!
+//! Each test skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
+
+use mcp_task_server::store::{
+    AuditEntry, AuditOutcome, Durability, NewTodo, Scratch, Store, StoreError, TodoFilter,
+};
+
+use crate::support::BIN;
+
+fn scratch(test: &str) -> Option<(Scratch, Store)> {
+    let scratch = Scratch::postgres(test)?;
+    let store = Store::open_at(scratch.url(), Durability::Normal).expect("the schema opens");
+    Some((scratch, store))
+}
+
+#[test]
+fn the_audit_log_refuses_update_delete_and_truncate_from_any_client() {
+    let Some((scratch, store)) = scratch("the_audit_log_refuses_update_delete_and_truncate") else {
+        return;
+    };
+    store
+        .append_audit(&AuditEntry {
+            tool: "add_task",
+            args: "{}",
+            outcome: AuditOutcome::Rejected,
+            run_id: None,
+            node_id: None,
+            principal: None,
+        })
+        .unwrap();
+    for sql in [
+        "UPDATE audit_log SET outcome = 'ok'",
+        "DELETE FROM audit_log",
+        "TRUNCATE audit_log",
+    ] {
+        let error = scratch.execute(sql).expect_err(sql);
+        assert!(error.contains("append-only"), "{sql}: {error}");
+    }
+    let rows = store.audit_rows().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].outcome, "rejected");
+}
+
+#[test]
+fn a_newer_schema_version_fails_to_open_with_a_clear_error() {
+    let Some((scratch, store)) = scratch("a_newer_schema_version_fails_to_open") else {
+        return;
+    };
+    let current = store.schema_version().unwrap();
+    drop(store);
+    scratch
+        .execute(&format!(
+            "INSERT INTO schema_migrations (version) VALUES ({})",
+            current + 1
+        ))
+        .unwrap();
+    match Store::open_at(scratch.url(), Durability::Normal) {
+        Err(StoreError::SchemaTooNew { found, supported }) => {
+            assert_eq!((found, supported), (current + 1, current));
+        }
+        Err(other) => panic!("expected SchemaTooNew, got {other}"),
+        Ok(_) => panic!("a schema newer than this build must not open"),
+    }
+}
+
+#[test]
+fn processes_opening_a_fresh_schema_at_once_all_migrate_it_safely() {
+    let Some(scratch) = Scratch::postgres("processes_opening_a_fresh_schema_at_once") else {
+        return;
+    };
+    let url = scratch.url().to_owned();
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || Store::open_at(&url, Durability::Normal).map(drop))
+        })
+        .collect();
+    for opener in openers {
+        opener
+            .join()
+            .unwrap()
+            .expect("every opener finds a migrated schema");
+    }
+    let store = Store::open_at(&url, Durability::Normal).unwrap();
+    store
+        .insert_todo(&NewTodo {
+            title: "after".into(),
+            ..NewTodo::default()
+        })
+        .unwrap();
+    assert_eq!(store.list_todos(&Default::default()).unwrap().len(), 1);
+}
+
+#[test]
+fn an_unreachable_server_is_a_clear_error_that_names_it_without_the_password() {
+    // Port 1 on loopback: nothing listens there.
+    let url = "postgres://someone:secret-password@127.0.0.1:1/tasks";
+    let error = match Store::open_at(url, Durability::Normal) {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("nothing listens on port 1"),
+    };
+    assert!(
+        error.contains("cannot reach PostgreSQL at 127.0.0.1:1/tasks"),
+        "{error}"
+    );
+    assert!(!error.contains("secret-password"), "{error}");
+}
+
+/// A run with an empty plan whose lease `host-a` holds, with its task `working`.
+fn held_run(store: &Store, id: &str) -> i64 {
+    use mcp_task_server::store::{NewRun, TaskTiming};
+    let run = NewRun {
+        id,
+        workflow: "w",
+        snapshot: "{}",
+        plan_hash: "h",
+        inputs: "{}",
+        node_ids: "[\"ask\"]",
+        nodes: 1,
+        origin: "mcp",
+        answers: "parked",
+        deadline_ms: None,
+        lease_owner: "host-a",
+        lease_ms: 3_600_000,
+        retry_of: None,
+        idempotency: None,
+        principal: None,
+        session: None,
+    };
+    let timing = TaskTiming {
+        ttl_ms: 60_000,
+        poll_interval_ms: 1000,
+    };
+    store
+        .try_transaction(|tx| {
+            let key = tx.insert_run(&run)?;
+            tx.insert_run_task(key, 0, timing, "0/1", None)?;
+            tx.ask(key, 0, -1, "q1", "{}")?;
+            Ok(key)
+        })
+        .unwrap()
+}
+
+/// Waits for `notified` for at most 10 s: a wake-up that never comes fails the test.
+async fn woken(what: &str, notified: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(std::time::Duration::from_secs(10), notified)
+        .await
+        .unwrap_or_else(|_| panic!("no wake-up for {what}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_hosts_answer_cancel_release_and_task_change_wake_this_host() {
+    let Some((scratch, host_a)) = scratch("another_hosts_changes_wake_this_host") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let key = held_run(&host_a, "r1");
+    // An open store listens: it hears every change made after it opened.
+    let wakes = host_a.wakes();
+
+    let answered = wakes.answered.notified();
+    assert!(
+        host_b
+            .answer("r1", 0, -1, "q1", Ok("{\"ok\":true}"))
+            .unwrap()
+    );
+    woken("an answer", answered).await;
+
+    let task = wakes.tasks.notified();
+    host_b
+        .transaction(|tx| tx.update_run_task(key, "input_required", "asking", 0, None, None))
+        .unwrap()
+        .unwrap();
+    woken("a task's new status", task).await;
+
+    let cancelled = wakes.cancelled.notified();
+    assert!(host_b.request_cancel("r1").unwrap());
+    woken("a cancel", cancelled).await;
+
+    let released = wakes.released.notified();
+    assert_eq!(host_b.release_leases("host-a").unwrap(), 1);
+    woken("leases given up", released).await;
+}
+
+/// A host stalled inside a transaction, its connection still open (a stopped process, a
+/// paused machine, a host cut off), holds its run's row locked, and claims skip locked
+/// rows. PostgreSQL ends such a session after a few seconds: the run can then be taken
+/// over, and nothing the stalled transaction wrote is kept.
+#[test]
+fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let Some((scratch, host_a)) = scratch("a_host_stalled_inside_a_transaction") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    held_run(&host_a, "r1");
+    let (locked_tx, locked) = mpsc::channel();
+    let (resume, stalled) = mpsc::channel::<()>();
+    let host_a = std::thread::spawn(move || {
+        host_a.try_transaction(|tx| {
+            // A lease of a day, which the claim below must not find kept.
+            tx.fence("r1", "host-a", 86_400_000, false)?;
+            locked_tx.send(()).unwrap();
+            // No next statement until the test is done waiting.
+            let _ = stalled.recv_timeout(Duration::from_secs(60));
+            Ok(())
+        })
+    });
+    locked.recv().unwrap();
+    let claim = || host_b.claim_run("r1", "host-b", 7_000, Some("host-a"), None);
+    assert!(!claim().unwrap(), "the stalled transaction holds the row");
+
+    let start = Instant::now();
+    while !claim().unwrap() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run was never taken over from the stalled host"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    resume.send(()).unwrap();
+    let stalled_outcome = host_a.join().unwrap();
+    assert!(
+        stalled_outcome.is_err(),
+        "the stalled transaction cannot commit"
+    );
+    assert_eq!(
+        host_b.lease_owner("r1").unwrap(),
+        Some(Some("host-b".to_owned()))
+    );
+    let run = host_b.run("r1").unwrap().unwrap();
+    let expires = run.lease_expires_ms.unwrap();
+    assert!(
+        expires < mcp_task_server::clock::now_ms() + 3_600_000,
+        "the fence's write is not kept: the lease ends at {expires}"
+    );
+}
+
+#[test]
+fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
+    use mcp_task_server::todos::{Origin, Tools};
+    let Some((scratch, store)) = scratch("a_tool_call_whose_audit_row_cannot_be_written") else {
+        return;
+    };
+    // The database refuses the audit row, as a full disk or a lost privilege would.
+    scratch
+        .execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'no space left'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON audit_log
+                 FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .unwrap();
+    let tools = Tools::new(store.clone());
+    let mut args = serde_json::Map::new();
+    args.insert("title".into(), "lost with its audit row".into());
+    let result = tools
+        .invoke("add_task", &args, Origin::default())
+        .expect("add_task is a tool");
+    let error = result.expect_err("the call fails");
+    assert_eq!(error.code.as_str(), "internal_error", "{error:?}");
+    assert!(
+        store.list_todos(&Default::default()).unwrap().is_empty(),
+        "the effect went with its audit row"
+    );
+
+    scratch.execute("DROP TRIGGER refuse ON audit_log").unwrap();
+    assert!(
+        tools
+            .invoke("add_task", &args, Origin::default())
+            .unwrap()
+            .is_ok()
+    );
+    assert_eq!(store.list_todos(&Default::default()).unwrap().len(), 1);
+    assert_eq!(store.audit_rows().unwrap().len(), 1);
+}
+
+#[test]
+fn db_migrate_brings_a_fresh_schema_to_this_builds_version_and_says_so() {
+    let Some(scratch) = Scratch::postgres("db_migrate") else {
+        return;
+    };
+    let run = || {
+        std::process::Command::new(BIN)
+            .args(["--db", scratch.url(), "db", "migrate"])
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("the binary runs")
+    };
+    let first = run();
+    assert!(first.status.success(), "{first:?}");
+    let said = String::from_utf8(first.stdout).unwrap();
+    let version = Store::open_at(scratch.url(), Durability::Normal)
+        .unwrap()
+        .schema_version()
+        .unwrap();
+    assert!(
+        said.starts_with("postgres database postgres://")
+            && said
+                .trim_end()
+                .ends_with(&format!("schema version {version}")),
+        "{said}"
+    );
+    assert!(!said.contains('@'), "no user or password: {said}");
+    let again = run();
+    assert!(
+        again.status.success(),
+        "migrating twice changes nothing: {again:?}"
+    );
+}
+
+/// A database whose todos are still in the table `tasks` (schema version 5) has it renamed
+/// `todos` when it opens, its todos and their ids kept.
+#[test]
+fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
+    let Some((scratch, store)) = scratch("the_table_of_todos_is_renamed") else {
+        return;
+    };
+    drop(store);
+    // Back to version 5, as a database written by an earlier build, with a todo in it:
+    // the migrations after it undone.
+    scratch
+        .execute(
+            "ALTER TABLE todos RENAME TO tasks;
+             ALTER INDEX todos_due RENAME TO tasks_due;
+             ALTER TABLE nodes DROP COLUMN retried;
+             DROP TABLE written_files;
+             ALTER TABLE runs DROP COLUMN revision;
+             DROP TRIGGER runs_changed ON runs;
+             DROP TRIGGER run_tasks_changed ON run_tasks;
+             DROP TRIGGER nodes_changed ON nodes;
+             DROP TRIGGER task_questions_changed ON task_questions;
+             DELETE FROM schema_migrations WHERE version >= 6;
+             INSERT INTO tasks (title, due, created_at)
+                 VALUES ('kept', '2026-12-24', '2026-12-05T00:00:00Z')",
+        )
+        .unwrap();
+    let store = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let todos = store.list_todos(&TodoFilter::default()).unwrap();
+    let kept: Vec<(i64, &str)> = todos.iter().map(|t| (t.id, t.title.as_str())).collect();
+    assert_eq!(kept, [(1, "kept")]);
+    let next = NewTodo {
+        title: "next".into(),
+        due: None,
+        tags: Vec::new(),
+    };
+    assert_eq!(store.insert_todo(&next).unwrap().id, 2);
+}
