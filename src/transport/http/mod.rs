@@ -259,7 +259,8 @@ async fn listen(
     );
     let mcp = server.map(|server| {
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(options.allowed_hosts())
+            // The gate has checked `Host` for every path already, one rule for all.
+            .disable_allowed_hosts()
             .with_allowed_origins(options.allowed_origins())
             .enforce_origin_validation()
             .with_max_request_body_bytes(rewrite::MAX_BODY)
