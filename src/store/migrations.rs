@@ -341,6 +341,35 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX written_files_by_time ON written_files (written_at);
     ALTER TABLE runs ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 14: workflows that compose, repeat and remember. A unit's finished iterations of a
+    // `repeat` (a JSON list; NULL for a unit that never repeated). A run started by a
+    // `workflow` node of another run: its parent, the node and instance that started it,
+    // and its depth below the run at the top of its tree (0 there). And the history of
+    // finished runs, which `history` nodes read: a row per run, written as the run ends,
+    // kept apart from the runs so that it outlives their purge (it has a TTL of its own).
+    r#"
+    ALTER TABLE nodes ADD COLUMN iterations TEXT;
+    ALTER TABLE runs ADD COLUMN parent_key INTEGER REFERENCES runs (key) ON DELETE SET NULL;
+    ALTER TABLE runs ADD COLUMN parent_node TEXT;
+    ALTER TABLE runs ADD COLUMN parent_instance INTEGER;
+    ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX runs_by_parent ON runs (parent_key) WHERE parent_key IS NOT NULL;
+    CREATE TABLE run_history (
+        run_id        TEXT NOT NULL PRIMARY KEY,
+        workflow      TEXT NOT NULL,
+        principal     TEXT,
+        status        TEXT NOT NULL,
+        created_at    TEXT NOT NULL,
+        finished_at   TEXT NOT NULL,
+        finished_ms   INTEGER NOT NULL,
+        inputs        TEXT NOT NULL,
+        output        TEXT,
+        error         TEXT,
+        parent_run_id TEXT
+    );
+    CREATE INDEX run_history_by_workflow ON run_history (workflow, finished_ms);
+    CREATE INDEX run_history_by_principal ON run_history (principal, workflow, finished_ms);
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

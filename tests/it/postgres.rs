@@ -328,6 +328,10 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
             "ALTER TABLE todos RENAME TO tasks;
              ALTER INDEX todos_due RENAME TO tasks_due;
              ALTER TABLE nodes DROP COLUMN retried;
+             ALTER TABLE nodes DROP COLUMN iterations;
+             DROP TABLE run_history;
+             ALTER TABLE runs DROP COLUMN parent_key, DROP COLUMN parent_node,
+                 DROP COLUMN parent_instance, DROP COLUMN depth;
              DROP TABLE written_files;
              ALTER TABLE runs DROP COLUMN revision;
              DROP TRIGGER runs_changed ON runs;

@@ -260,6 +260,31 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER written_files_changed AFTER INSERT OR UPDATE OR DELETE ON written_files
         FOR EACH STATEMENT EXECUTE FUNCTION mcp_tasks_notify('change');
     "#,
+    // 10: SQLite's migration 14: a unit's iterations, a run's parent, and the history of
+    // finished runs.
+    r#"
+    ALTER TABLE nodes ADD COLUMN iterations TEXT;
+    ALTER TABLE runs ADD COLUMN parent_key BIGINT REFERENCES runs (key) ON DELETE SET NULL;
+    ALTER TABLE runs ADD COLUMN parent_node TEXT;
+    ALTER TABLE runs ADD COLUMN parent_instance BIGINT;
+    ALTER TABLE runs ADD COLUMN depth BIGINT NOT NULL DEFAULT 0;
+    CREATE INDEX runs_by_parent ON runs (parent_key) WHERE parent_key IS NOT NULL;
+    CREATE TABLE run_history (
+        run_id        TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        workflow      TEXT NOT NULL,
+        principal     TEXT,
+        status        TEXT NOT NULL,
+        created_at    TEXT NOT NULL,
+        finished_at   TEXT NOT NULL,
+        finished_ms   BIGINT NOT NULL,
+        inputs        TEXT NOT NULL,
+        output        TEXT,
+        error         TEXT,
+        parent_run_id TEXT
+    );
+    CREATE INDEX run_history_by_workflow ON run_history (workflow, finished_ms);
+    CREATE INDEX run_history_by_principal ON run_history (principal, workflow, finished_ms);
+    "#,
 ];
 
 /// The schema version this build brings a database to.
