@@ -324,6 +324,7 @@ fn store_unfinished(
                 total: names.len(),
                 current: done.checked_sub(1).map(|i| names[i].as_str()),
                 asking: false,
+                iteration: None,
             },
             end: None,
             audits: &[],

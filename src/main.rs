@@ -284,6 +284,11 @@ struct Common {
     #[arg(long, env = "TASKS_MAX_RUN_UNITS", value_name = "N", default_value_t = engine::DEFAULT_MAX_RUN_UNITS as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
     max_run_units: u64,
 
+    /// The most iterations one repeating node may run (its `repeat.max` above this fails
+    /// the node with `budget_exceeded`): each is kept in the node's record.
+    #[arg(long, env = "TASKS_MAX_REPEAT", value_name = "N", default_value_t = engine::DEFAULT_MAX_REPEAT, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
+    max_repeat: u32,
+
     /// Takeovers of a run from processes that stopped while driving it, with no node
     /// finished in between, after which the run is failed as `run_poisoned` instead of
     /// taken over again.
@@ -310,6 +315,7 @@ impl Common {
             },
             max_for_each: self.max_for_each as usize,
             max_run_units: self.max_run_units as usize,
+            max_repeat: self.max_repeat,
             max_takeovers: self.max_takeovers,
         }
     }

@@ -134,6 +134,22 @@ impl Observer for Bar {
                 self.0.set_position(progress.done as u64);
                 self.0.set_message(format!("{node}: {}", status.as_str()));
             }
+            Event::Iterated {
+                node,
+                instance,
+                iteration,
+                max,
+                ..
+            } => {
+                let unit = match instance {
+                    Some(k) => format!("{node}[{k}]"),
+                    None => (*node).to_owned(),
+                };
+                self.0.println(format!(
+                    "{unit}: iteration {iteration} of at most {max} done, `until` does not \
+                     hold yet; it runs again"
+                ));
+            }
             Event::AttemptFailed {
                 node,
                 attempt,

@@ -228,6 +228,19 @@ impl Default for RetryPolicy {
     }
 }
 
+/// How a node repeats: its work runs again, after `delay`, until `until` holds of what an
+/// iteration produced, at most `max` times in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repeat {
+    /// An expression over the node's context, `output` (this iteration's) and `repeat`.
+    pub until: String,
+    /// Iterations at most, the first included.
+    pub max: u32,
+    /// The pause between the end of one iteration and the start of the next.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub delay: Duration,
+}
+
 /// The one thing a node does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ActionDef {
@@ -310,6 +323,8 @@ pub struct NodeDef {
     /// An expression yielding a list: one instance per item.
     pub for_each: Option<String>,
     pub retry: RetryPolicy,
+    /// Run the node's work again until a condition holds.
+    pub repeat: Option<Repeat>,
     /// The phase the node belongs to. When a workflow's nodes have phases, its progress
     /// counts phases rather than nodes.
     pub phase: Option<String>,

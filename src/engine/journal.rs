@@ -113,6 +113,36 @@ pub struct UnitState {
     /// The attempts that failed and were retried, oldest first (a journalled run's only);
     /// the last attempt is the record above.
     pub retried: Vec<Retried>,
+    /// A repeating node's finished iterations, oldest first. `attempts` counts the
+    /// attempts of every iteration, so that each attempt of the unit has a number of its
+    /// own (a question's key, a sub-workflow's run id are made from it).
+    pub iterations: Vec<Iteration>,
+}
+
+impl UnitState {
+    /// The attempts the finished iterations took.
+    pub(crate) fn iterated_attempts(&self) -> u32 {
+        self.iterations.iter().map(|it| it.attempts).sum()
+    }
+
+    /// Whether the unit is between two iterations: one finished, the next not yet tried.
+    pub(crate) fn between_iterations(&self) -> bool {
+        !self.iterations.is_empty()
+            && !self.status.is_terminal()
+            && self.iterated_attempts() == self.attempts
+    }
+}
+
+/// One finished iteration of a repeating node: how many attempts it took, when it ran
+/// (a journalled run's only) and what it produced.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Iteration {
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<i64>,
+    pub output: Value,
 }
 
 /// An attempt that failed and was retried: when it ran, why it failed, and when the next
@@ -160,6 +190,8 @@ pub struct RunProgress<'a> {
     pub current: Option<&'a str>,
     /// Whether some unit waits for an answer.
     pub asking: bool,
+    /// The iteration the node the run is at runs, when it repeats, and its `max`.
+    pub iteration: Option<(u32, u32)>,
 }
 
 /// How a run ended.

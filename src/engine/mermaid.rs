@@ -52,7 +52,8 @@ pub(crate) fn render(def: &WorkflowDef) -> String {
     out
 }
 
-/// A node's box: its id, its action, and marks for `for_each`, `when` and retries.
+/// A node's box: its id, its action, and marks for `for_each`, `when`, retries and
+/// repetition (`⟳≤N`, for at most N iterations).
 fn box_of(node: &NodeDef) -> String {
     let mut label = format!("{}<br/>{}", node.id, node.action.kind());
     if node.for_each.is_some() {
@@ -64,5 +65,32 @@ fn box_of(node: &NodeDef) -> String {
     if node.retry.max_attempts > 1 {
         let _ = write!(label, " ↻{}", node.retry.max_attempts);
     }
+    if let Some(repeat) = &node.repeat {
+        let _ = write!(label, " ⟳≤{}", repeat.max);
+    }
     format!("{}[\"{}\"]", node.id, label.replace('"', "'"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_node_is_marked_with_its_retries_and_its_repetition() {
+        let text = r#"
+            [nodes.poll]
+            value = "1"
+            retry = { max_attempts = 3 }
+            repeat = { until = "output == 1", max = 7 }
+            [nodes.plain]
+            value = "2"
+            needs = ["poll"]
+        "#;
+        let def = crate::engine::loader::parse_toml("t.toml", "t", text).unwrap();
+        let chart = super::render(&def);
+        assert!(
+            chart.contains(r#"poll["poll<br/>value ↻3 ⟳≤7"]"#),
+            "{chart}"
+        );
+        assert!(chart.contains(r#"plain["plain<br/>value"]"#), "{chart}");
+        assert!(chart.contains("poll --> plain"), "{chart}");
+    }
 }

@@ -85,6 +85,8 @@ pub struct Limits {
     /// The most units one run may have: its nodes, and the instances of its `for_each`
     /// nodes (each a stored row and a sub-task).
     pub max_run_units: usize,
+    /// The most iterations one repeating node may run.
+    pub max_repeat: u32,
     /// Takeovers of a run, from processes that stopped while driving it with no node
     /// finished in between, after which the run is failed as poisoned instead of taken
     /// over again.
@@ -93,6 +95,9 @@ pub struct Limits {
 
 /// Instances one `for_each` node may have by default.
 pub const DEFAULT_MAX_FOR_EACH: usize = 10_000;
+
+/// Iterations one repeating node may run by default.
+pub const DEFAULT_MAX_REPEAT: u32 = 1_000;
 
 /// Units one run may have by default.
 pub const DEFAULT_MAX_RUN_UNITS: usize = 100_000;
@@ -103,6 +108,7 @@ impl Default for Limits {
             template: template::TemplateLimits::default(),
             max_for_each: DEFAULT_MAX_FOR_EACH,
             max_run_units: DEFAULT_MAX_RUN_UNITS,
+            max_repeat: DEFAULT_MAX_REPEAT,
             max_takeovers: DEFAULT_MAX_TAKEOVERS,
         }
     }
@@ -587,6 +593,7 @@ impl Engine {
                 total: plan.nodes.len(),
                 current: None,
                 asking: false,
+                iteration: None,
             },
             end: Some(journal::RunEnd {
                 status: RunStatus::Failed,

@@ -37,6 +37,16 @@ pub enum Event<'a> {
         /// When another attempt follows, after this delay.
         retry_in: Option<Duration>,
     },
+    /// A repeating unit finished iteration `iteration` (of at most `max`), and `until` did
+    /// not hold: it runs again.
+    Iterated {
+        run_id: &'a str,
+        node: &'a str,
+        instance: Option<usize>,
+        iteration: u32,
+        max: u32,
+        progress: Progress,
+    },
     RunFinished {
         run_id: &'a str,
         status: RunStatus,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::definition::{ActionDef, NodeDef, OnFailure, RetryPolicy, Trigger, WorkflowDef};
+use super::definition::{ActionDef, NodeDef, OnFailure, Repeat, RetryPolicy, Trigger, WorkflowDef};
 use super::template;
 
 /// What a planned node does. A one-node tool call takes its arguments verbatim from the
@@ -48,6 +48,8 @@ pub struct PlannedNode {
     pub for_each: Option<String>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub retry: RetryPolicy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Repeat>,
     /// Nodes whose `output`/`status` this node's templates read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<usize>,
@@ -141,7 +143,8 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
         ActionDef::WaitFor { duration } => add_template(duration),
         ActionDef::Wait { .. } => {}
     }
-    for expr in node.when.iter().chain(node.for_each.iter()) {
+    let until = node.repeat.as_ref().map(|repeat| &repeat.until);
+    for expr in node.when.iter().chain(node.for_each.iter()).chain(until) {
         refs.extend(template::expression_references(expr).unwrap_or_default());
     }
     refs
@@ -185,6 +188,7 @@ impl Plan {
                 timeout: node.timeout,
                 for_each: node.for_each.clone(),
                 retry: node.retry,
+                repeat: node.repeat.clone(),
                 reads: ids_to_indices(referenced_nodes(&node_references(node))),
                 needs_context: needs_context(node),
                 phase: node
@@ -273,6 +277,7 @@ impl Plan {
                 timeout: None,
                 for_each: None,
                 retry: RetryPolicy::default(),
+                repeat: None,
                 reads: Vec::new(),
                 needs_context: false,
                 phase: None,
@@ -299,7 +304,7 @@ fn link_downstream(nodes: &mut [PlannedNode]) {
 /// Whether deciding `node` evaluates anything against a template context: a `when`, a
 /// `for_each`, or templates in its action. `input` and `sample` always get one.
 fn needs_context(node: &NodeDef) -> bool {
-    if node.when.is_some() || node.for_each.is_some() {
+    if node.when.is_some() || node.for_each.is_some() || node.repeat.is_some() {
         return true;
     }
     match &node.action {

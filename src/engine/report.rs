@@ -99,6 +99,9 @@ pub enum NodeErrorKind {
     /// The node's work panicked: a bug, contained to the node (`internal_error`). A panic
     /// would recur on the same input, so it is not retried.
     Panicked,
+    /// A repeating node ran its `max` iterations and `until` never held: another attempt
+    /// would only be one more iteration, so it is not retried.
+    RepeatExhausted,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -124,6 +127,7 @@ impl NodeError {
             NodeErrorKind::Invalid => ErrorCode::InvalidValue,
             NodeErrorKind::BudgetExceeded => ErrorCode::BudgetExceeded,
             NodeErrorKind::Panicked => ErrorCode::InternalError,
+            NodeErrorKind::RepeatExhausted => ErrorCode::RepeatExhausted,
         };
         NodeError {
             code,
@@ -144,7 +148,8 @@ impl NodeError {
             | NodeErrorKind::Refused
             | NodeErrorKind::Invalid
             | NodeErrorKind::BudgetExceeded
-            | NodeErrorKind::Panicked => false,
+            | NodeErrorKind::Panicked
+            | NodeErrorKind::RepeatExhausted => false,
         }
     }
 
@@ -194,6 +199,7 @@ impl NodeError {
             "invalid_value" => NodeErrorKind::Invalid,
             "budget_exceeded" => NodeErrorKind::BudgetExceeded,
             "panicked" => NodeErrorKind::Panicked,
+            "repeat_exhausted" => NodeErrorKind::RepeatExhausted,
             other => NodeErrorKind::Tool(ErrorCode::parse_tool(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))
@@ -262,6 +268,7 @@ mod tests {
             NodeError::new(NodeErrorKind::Refused, "the user declined to answer"),
             NodeError::new(NodeErrorKind::BudgetExceeded, "the template-fuel budget"),
             NodeError::new(NodeErrorKind::Panicked, "the node's work panicked"),
+            NodeError::new(NodeErrorKind::RepeatExhausted, "until did not hold"),
         ];
         for error in errors {
             let back = NodeError::from_stored(&error.to_stored()).expect("reads back");

@@ -22,4 +22,7 @@ pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
 pub use admin::{AnswerError, OpenQuestion};
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
-pub use view::{ErrorView, NodeView, QuestionView, RetriedView, RunView, Skipped, TaskView, Times};
+pub use view::{
+    ErrorView, IterationView, NodeView, QuestionView, RetriedView, RunView, Skipped, TaskView,
+    Times,
+};

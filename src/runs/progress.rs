@@ -3,10 +3,15 @@
 
 use crate::engine::journal::RunProgress;
 
-/// `3/7 · option_exploration`: nodes done, nodes in all, and the node the run is at.
+/// `3/7 · option_exploration`: nodes done, nodes in all, and the node the run is at;
+/// `3/7 · checks · iteration 2/5` while that node repeats.
 pub fn message(progress: &RunProgress<'_>) -> String {
-    match progress.current {
+    let at = match progress.current {
         Some(node) => format!("{}/{} · {node}", progress.done, progress.total),
         None => format!("{}/{}", progress.done, progress.total),
+    };
+    match progress.iteration {
+        Some((iteration, max)) => format!("{at} · iteration {iteration}/{max}"),
+        None => at,
     }
 }

@@ -38,6 +38,8 @@ pub(super) fn node_row(change: &UnitChange<'_>) -> NodeRow {
         finished_at: unit.finished_ms.map(clock::iso_from_ms),
         retried: (!unit.retried.is_empty())
             .then(|| serde_json::to_string(&unit.retried).expect("attempts serialise")),
+        iterations: (!unit.iterations.is_empty())
+            .then(|| serde_json::to_string(&unit.iterations).expect("iterations serialise")),
         updated_at: String::new(),
     }
 }
@@ -142,13 +144,18 @@ pub(super) fn unit_state(row: &NodeRow) -> Result<(Option<usize>, UnitState), St
             .map_err(|e| format!("node `{}` output: {e}", row.node_id))?;
         state.output = Some(output);
     }
+    if let Some(text) = &row.iterations {
+        state.iterations = serde_json::from_str(text)
+            .map_err(|e| format!("node `{}` iterations: {e}", row.node_id))?;
+    }
     state.started_ms = row.started_at.as_deref().and_then(clock::ms_from_iso);
     state.finished_ms = row.finished_at.as_deref().and_then(clock::ms_from_iso);
     Ok((usize::try_from(row.instance).ok(), state))
 }
 
-/// A stored row's unit state without its output and its times, which a task's view does
-/// not show: parsing them was most of the cost of listing a run's sub-tasks.
+/// A stored row's unit state without its output, its iterations and its times, which a
+/// task's view does not show: parsing them was most of the cost of listing a run's
+/// sub-tasks.
 pub(super) fn unit_summary(row: &NodeRow) -> Result<UnitState, String> {
     let status = NodeStatus::parse(&row.status).ok_or_else(|| {
         format!(
@@ -182,5 +189,6 @@ pub(super) fn unit_summary(row: &NodeRow) -> Result<UnitState, String> {
         started_ms: None,
         finished_ms: None,
         retried,
+        iterations: Vec::new(),
     })
 }

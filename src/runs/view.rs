@@ -358,6 +358,7 @@ impl Registry {
                     message: error.message.clone(),
                 }),
                 retried: (!unit.retried.is_empty()).then(|| retried(&unit.retried)),
+                iterations: (!unit.iterations.is_empty()).then(|| iterations(&unit.iterations)),
                 task_id: Skipped::Is(ids::sub_task_id(key, run_id, index, instance)),
                 instances: None,
             };
@@ -455,6 +456,9 @@ pub struct NodeView {
     pub error: Option<ErrorView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried: Option<Vec<RetriedView>>,
+    /// A repeating unit's finished iterations, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<Vec<IterationView>>,
     /// Its sub-task; `None` only for an entry made from an instance before its node's row.
     #[serde(skip_serializing_if = "Skipped::is_skipped")]
     pub task_id: Skipped<String>,
@@ -512,6 +516,7 @@ impl NodeView {
             output: None,
             error: None,
             retried: None,
+            iterations: None,
             task_id: Skipped::Is(task_id),
             instances: None,
         }
@@ -575,6 +580,28 @@ pub struct RetriedView {
     pub error: ErrorView,
     pub retry_at: String,
     pub retry_delay_ms: i64,
+}
+
+/// A finished iteration of a repeating unit, as a report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IterationView {
+    pub iteration: usize,
+    pub attempts: u32,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub output: Value,
+}
+
+fn iterations(done: &[crate::engine::journal::Iteration]) -> Vec<IterationView> {
+    (done.iter().enumerate())
+        .map(|(n, iteration)| IterationView {
+            iteration: n + 1,
+            attempts: iteration.attempts,
+            started_at: iteration.started_ms.map(clock::iso_from_ms),
+            finished_at: iteration.finished_ms.map(clock::iso_from_ms),
+            output: iteration.output.clone(),
+        })
+        .collect()
 }
 
 /// A unit's failed attempts that were retried, as a report shows them: each with its

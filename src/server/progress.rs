@@ -23,6 +23,30 @@ struct Forward(mpsc::UnboundedSender<Update>);
 
 impl Observer for Forward {
     fn event(&self, event: &Event<'_>) {
+        if let Event::Iterated {
+            node,
+            instance,
+            iteration,
+            max,
+            progress,
+            ..
+        } = event
+        {
+            let unit = match instance {
+                Some(k) => format!("`{node}` item {k}"),
+                None => format!("`{node}`"),
+            };
+            let message = format!(
+                "node {unit} iteration {iteration} of at most {max} done; it runs again ({}/{})",
+                progress.done, progress.total
+            );
+            let _ = self.0.send(Update {
+                done: progress.done,
+                total: progress.total,
+                message,
+            });
+            return;
+        }
         if let Event::NodeChanged {
             node,
             status,

@@ -28,13 +28,15 @@ pub struct NodeRow {
     pub finished_at: Option<String>,
     /// The failed attempts that were retried, as a JSON list (the engine's `Retried`).
     pub retried: Option<String>,
+    /// A repeating unit's finished iterations, as a JSON list (the engine's `Iteration`).
+    pub iterations: Option<String>,
     /// When the row last changed. The store sets it on every write; what a writer puts here
     /// is ignored.
     pub updated_at: String,
 }
 
 const NODE_COLUMNS: &str = "node, node_id, instance, status, reason, attempts, next_attempt_ms, \
-     deadline_ms, asking, output, error, intent, started_at, finished_at, updated_at, retried";
+     deadline_ms, asking, output, error, intent, started_at, finished_at, updated_at, retried, iterations";
 
 fn node_from_row(r: &Row<'_>) -> Result<NodeRow, StoreError> {
     Ok(from_columns!(
@@ -56,6 +58,7 @@ fn node_from_row(r: &Row<'_>) -> Result<NodeRow, StoreError> {
             finished_at,
             updated_at,
             retried,
+            iterations,
         }
     ))
 }
@@ -65,7 +68,7 @@ fn node_from_row(r: &Row<'_>) -> Result<NodeRow, StoreError> {
 const ROWS_PER_STATEMENT: usize = 16;
 
 /// Columns bound per row.
-const COLUMNS: usize = 17;
+const COLUMNS: usize = 18;
 
 /// The upsert of `rows` rows at once.
 fn upsert_sql(rows: usize) -> String {
@@ -87,14 +90,15 @@ fn upsert_sql(rows: usize) -> String {
 /// unit's row is left as it is.
 const UPSERT_INTO: &str = "INSERT INTO nodes (run_key, node, instance, node_id, status, reason,
      attempts, next_attempt_ms, deadline_ms, asking, output, error, intent, started_at,
-     finished_at, retried, updated_at)";
+     finished_at, retried, iterations, updated_at)";
 const UPSERT_CONFLICT: &str = "ON CONFLICT (run_key, node, instance) DO UPDATE SET
      status = excluded.status, reason = excluded.reason,
      attempts = excluded.attempts, next_attempt_ms = excluded.next_attempt_ms,
      deadline_ms = excluded.deadline_ms, asking = excluded.asking,
      output = excluded.output, error = excluded.error, intent = excluded.intent,
      started_at = excluded.started_at, finished_at = excluded.finished_at,
-     retried = excluded.retried, updated_at = excluded.updated_at
+     retried = excluded.retried, iterations = excluded.iterations,
+     updated_at = excluded.updated_at
      WHERE nodes.status = 'pending' OR nodes.status = 'running'";
 
 fn bind_row(
@@ -121,6 +125,7 @@ fn bind_row(
         &row.started_at,
         &row.finished_at,
         &row.retried,
+        &row.iterations,
         &now,
     ];
     for (offset, value) in values.into_iter().enumerate() {
@@ -191,10 +196,10 @@ fn upsert_postgres(
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let sql = SQL.get_or_init(|| {
         format!(
-            "{UPSERT_INTO} SELECT $1, u.*, $17 FROM unnest($2::bigint[], $3::bigint[],
+            "{UPSERT_INTO} SELECT $1, u.*, $18 FROM unnest($2::bigint[], $3::bigint[],
                  $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
                  $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[],
-                 $14::text[], $15::text[], $16::text[]) AS u
+                 $14::text[], $15::text[], $16::text[], $17::text[]) AS u
              {UPSERT_CONFLICT}"
         )
     });
@@ -217,6 +222,7 @@ fn upsert_postgres(
             &texts(|r| r.started_at.as_deref()),
             &texts(|r| r.finished_at.as_deref()),
             &texts(|r| r.retried.as_deref()),
+            &texts(|r| r.iterations.as_deref()),
             &now,
         ],
     )?;

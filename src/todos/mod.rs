@@ -49,6 +49,8 @@ pub enum ErrorCode {
     InvalidValue,
     /// A node went over one of its run's budgets.
     BudgetExceeded,
+    /// A repeating node's `until` did not hold after its `max` iterations.
+    RepeatExhausted,
     /// A unit ended failed without an error of its own.
     Failed,
     /// A unit was cancelled.
@@ -72,6 +74,7 @@ impl ErrorCode {
             ErrorCode::Refused => "refused",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::BudgetExceeded => "budget_exceeded",
+            ErrorCode::RepeatExhausted => "repeat_exhausted",
             ErrorCode::Failed => "failed",
             ErrorCode::Cancelled => "cancelled",
         }

@@ -93,6 +93,7 @@ mod tests {
             output: None,
             error: None,
             retried: None,
+            iterations: None,
             task_id: Skipped::Is(None),
             instances: None,
         };

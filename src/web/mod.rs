@@ -21,6 +21,7 @@ mod gantt;
 mod live;
 mod page;
 mod run;
+mod run_nodes;
 mod runs;
 pub(crate) mod sign_in;
 mod todos;

@@ -3,17 +3,15 @@
 //! region that follows the store.
 
 use http::{Response, StatusCode};
-use maud::{Markup, html};
+use maud::html;
 
 use super::format::{badge, failed, pretty, progress, time, took};
 use super::live::{Live, Region};
-use super::page::{frame, header_row, html as page, live_frame};
+use super::page::{frame, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
-use crate::engine::definition::RetryPolicy;
-use crate::runs::{NodeView, QuestionView, RunView};
+use crate::runs::QuestionView;
 use crate::slots::Slot;
-use crate::store::AuditRow;
 
 /// `GET /runs/{id}`: a run's page.
 pub(super) fn show(app: &App, asked: &Asked<'_>, run_id: &str) -> Response<Body> {
@@ -126,7 +124,7 @@ fn run_regions(
                 h3 { "Timeline" }
                 div.dag-frame { (timeline) }
             }
-            (nodes_table(&plan, &run, &calls))
+            (super::run_nodes::nodes_table(&plan, &run, &calls))
         }
     };
     let files = app.run_files(run_id, caller)?;
@@ -166,164 +164,6 @@ fn run_regions(
         Region::of("live-io", io),
     ];
     Ok((title, regions))
-}
-
-/// Every node of the run with its state, attempts, times, sub-task, error and output; for
-/// a plan too large to draw, only the nodes that run, failed or were cancelled.
-fn nodes_table(plan: &crate::engine::plan::Plan, run: &RunView, calls: &[AuditRow]) -> Markup {
-    let large = plan.nodes.len() > dag::MAX_DRAWN;
-    let shown = plan.nodes.iter().filter(|node| {
-        !large
-            || matches!(
-                run.nodes.get(node.id.as_ref()).map(|n| n.status.as_str()),
-                Some("running" | "failed" | "cancelled")
-            )
-    });
-    html! {
-        @if large { p { "Below: the nodes that run, failed or were cancelled." } }
-        table.nodes {
-            (header_row(&["Node", "Phase", "State", "Attempts", "Started", "Took"]))
-            tbody {
-                @for node in shown {
-                    @let id: &str = node.id.as_ref();
-                    @let entry = run.nodes.get(id);
-                    tr id=(format!("node-{id}")) {
-                        th scope="row" {
-                            (id)
-                            @if let Some(task) = entry.and_then(|e| e.task_id.as_ref()) { br; small.id { "task " (task) } }
-                        }
-                        td { (node.phase.and_then(|i| plan.phases.get(i)).map_or("", String::as_str)) }
-                        td {
-                            (badge(entry.map_or("pending", |e| e.status.as_str())))
-                            @if let Some(reason) = entry.and_then(|e| e.reason.as_deref()) { br; small { (reason) } }
-                        }
-                        td.num { (entry.map_or(0, |e| e.attempts)) }
-                        td { (entry.and_then(NodeView::started_at).map(time).unwrap_or_default()) }
-                        td { @if let Some(start) = entry.and_then(NodeView::started_at) { (took(start, entry.and_then(NodeView::finished_at))) } }
-                    }
-                    tr.detail { td colspan="6" {
-                        details {
-                            summary { "Action" }
-                            pre { (serde_json::to_string_pretty(&node.action).unwrap_or_default()) }
-                            @if node.retry.max_attempts > 1 { p { (retry_policy(&node.retry)) } }
-                        }
-                        @if let Some(entry) = entry { (attempts(entry)) }
-                        (audited(calls, id))
-                        (asked(run, id))
-                            @if let Some(error) = entry.and_then(|e| e.error.as_ref()) {
-                                p.error { (error.code) ": " (error.message) }
-                            }
-                            @if let Some(output) = entry.and_then(|e| e.output.as_ref()) {
-                                details { summary { "Output" } pre { (pretty(output)) } }
-                            }
-                    } }
-                }
-            }
-        }
-    }
-}
-
-/// A node's attempts, once one failed and was retried: each with its times, its error
-/// and the delay before the next, then the last, which is the node's own record.
-fn attempts(entry: &NodeView) -> Markup {
-    let Some(retried) = entry.retried.as_ref().filter(|list| !list.is_empty()) else {
-        return html! {};
-    };
-    let last_start = retried.last().map(|r| r.retry_at.as_str());
-    let status = entry.status.as_str();
-    html! {
-        table.attempts {
-            caption { "Attempts" }
-            (header_row(&["Attempt", "Started", "Ended", "Outcome", "Retried"]))
-            tbody {
-                @for attempt in retried {
-                    @let failed_at = attempt.failed_at.as_str();
-                    tr {
-                        td.num { (attempt.attempt) }
-                        td { (attempt.started_at.as_deref().map(time).unwrap_or_default()) }
-                        td { (time(failed_at)) }
-                        td {
-                            (badge("failed")) " "
-                            (attempt.error.code) ": "
-                            (attempt.error.message)
-                        }
-                        td { "after " (took(failed_at, Some(&attempt.retry_at))) }
-                    }
-                }
-                @if entry.attempts as usize > retried.len() || status == "running" {
-                    tr {
-                        td.num { (retried.len() + 1) }
-                        td { (last_start.map(time).unwrap_or_default()) }
-                        td { (entry.finished_at().map(time).unwrap_or_default()) }
-                        td { (badge(status)) }
-                        td {}
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The questions a node put and had answered, as resolved when they were asked, with
-/// their answers (an open question is a form at the top of the page).
-fn asked(run: &RunView, node: &str) -> Markup {
-    let mine: Vec<&QuestionView> = run
-        .questions
-        .iter()
-        .filter(|q| q.node.as_deref() == Some(node) && q.answered)
-        .collect();
-    html! {
-        @if !mine.is_empty() {
-            details.asked {
-                summary { "Questions answered (" (mine.len()) ")" }
-                @for question in mine {
-                    h4 { "Asked" }
-                    pre { (pretty(&question.request)) }
-                    h4 { "Answered" }
-                    pre { (pretty(&question.answer)) }
-                }
-            }
-        }
-    }
-}
-
-/// What the audit log holds of a node: its tool calls and file actions, each an attempt,
-/// with the arguments resolved, and the answers to its questions.
-fn audited(calls: &[AuditRow], node: &str) -> Markup {
-    let mine: Vec<&AuditRow> = calls
-        .iter()
-        .filter(|call| call.node_id.as_deref() == Some(node))
-        .collect();
-    html! {
-        @if !mine.is_empty() {
-            table.calls {
-                caption { "Audited" }
-                (header_row(&["#", "At", "Outcome", "Arguments, resolved"]))
-                tbody {
-                    @for (n, call) in mine.iter().enumerate() {
-                        tr {
-                            td.num { (n + 1) }
-                            td { (time(&call.at)) }
-                            td { span class=(format!("badge outcome-{}", call.outcome)) { (call.outcome) } }
-                            td { code { (call.args) } }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// How a node is retried, as a person reads it.
-fn retry_policy(retry: &RetryPolicy) -> String {
-    format!(
-        "Retried up to {} attempts in all, after {:?} at first, {}× longer each time, at most {:?}{}.",
-        retry.max_attempts,
-        retry.initial_delay,
-        retry.factor,
-        retry.max_delay,
-        if retry.jitter { ", with jitter" } else { "" }
-    )
 }
 
 /// `GET /runs/{id}/files/{node}`: the file a node wrote, as text.

@@ -22,9 +22,9 @@ use crate::support::backends::{Place, on_both_backends};
 use crate::support::engine::{checked_inputs, plan};
 
 /// One "process" on the shared database.
-struct Proc {
-    engine: Engine,
-    registry: Arc<Registry>,
+pub(crate) struct Proc {
+    pub(crate) engine: Engine,
+    pub(crate) registry: Arc<Registry>,
 }
 
 fn process(db: &str, workspace: &Path, lease: Duration) -> Proc {
@@ -53,13 +53,13 @@ fn process_of(config: &Config) -> Proc {
 }
 
 /// The database the "processes" share, and their workspace.
-struct World {
+pub(crate) struct World {
     dir: TempDir,
     place: Place,
 }
 
 impl World {
-    fn new(place: Place) -> World {
+    pub(crate) fn new(place: Place) -> World {
         World {
             dir: tempfile::tempdir().unwrap(),
             place,
@@ -70,7 +70,7 @@ impl World {
         self.place.location()
     }
 
-    fn process(&self, lease: Duration) -> Proc {
+    pub(crate) fn process(&self, lease: Duration) -> Proc {
         process(&self.db(), self.dir.path(), lease)
     }
 
@@ -78,21 +78,21 @@ impl World {
         process_with(&self.db(), self.dir.path(), lease, limits)
     }
 
-    fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         self.place.store()
     }
 
-    fn todo_titles(&self) -> Vec<String> {
+    pub(crate) fn todo_titles(&self) -> Vec<String> {
         let store = self.store();
         let todos = store.list_todos(&Default::default()).unwrap();
         todos.into_iter().map(|t| t.title).collect()
     }
 }
 
-const SHORT: Duration = Duration::from_millis(150);
+pub(crate) const SHORT: Duration = Duration::from_millis(150);
 
 /// Polls `check` every 10 ms until it holds, for at most 10 s.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..1000 {
         if check() {
             return;
@@ -110,7 +110,7 @@ fn node_status(store: &Store, run_id: &str, node: &str) -> Option<String> {
 }
 
 /// Another "process" takes the crashed run over once its lease ran out, and finishes it.
-async fn resume_elsewhere(world: &World, run_id: &str) -> (Proc, RunReport) {
+pub(crate) async fn resume_elsewhere(world: &World, run_id: &str) -> (Proc, RunReport) {
     tokio::time::sleep(SHORT * 2).await;
     let b = world.process(SHORT);
     let handle = b.engine.resume(run_id, RunOptions::default()).unwrap();
@@ -126,14 +126,14 @@ async fn until_running(store: &Store, run_id: &str, node: &str) {
     .await;
 }
 
-fn start(proc: &Proc, toml: &str, inputs: Value, options: RunOptions) -> RunHandle {
+pub(crate) fn start(proc: &Proc, toml: &str, inputs: Value, options: RunOptions) -> RunHandle {
     let plan = plan(toml);
     let inputs = checked_inputs(&plan, inputs);
     proc.engine.start(plan, inputs, options)
 }
 
 /// Kills a run the way a dying process does: its task stops, nothing more is written.
-async fn crash(handle: RunHandle) -> String {
+pub(crate) async fn crash(handle: RunHandle) -> String {
     handle.join.abort();
     let _ = handle.join.await;
     handle.run_id
@@ -801,6 +801,7 @@ on_both_backends! {
             started_at: None,
             finished_at: None,
             retried: None,
+            iterations: None,
             updated_at: String::new(),
         };
         store

@@ -30,6 +30,7 @@ mod postgres;
 mod postgres_tls;
 mod protocol_eras;
 mod real_clients;
+mod repeat;
 mod schema;
 mod start;
 mod store;

@@ -1001,6 +1001,7 @@ fn batches_committed_at_once_from_many_threads_each_get_their_own_result() {
         started_at: None,
         finished_at: None,
         retried: None,
+        iterations: None,
         updated_at: String::new(),
     };
     let threads: Vec<_> = runs
@@ -1069,6 +1070,7 @@ fn node_rows_written_in_one_batch_read_back_exactly_whatever_their_number() {
         started_at: Some("2026-12-01T00:00:00.000Z".into()),
         finished_at: None,
         retried: None,
+        iterations: None,
         updated_at: String::new(),
     };
     // Two full statements of many rows and a remainder, then every row again, changed.

@@ -125,6 +125,7 @@ on_both_backends! {
             started_at: None,
             finished_at: None,
             retried: None,
+            iterations: None,
             updated_at: String::new(),
         };
         let write = |r: NodeRow| {
@@ -170,12 +171,18 @@ fn the_run_message_says_how_far_it_is_and_where() {
         total: 7,
         current,
         asking: false,
+        iteration: None,
     };
     assert_eq!(
         message(&at(Some("option_exploration"))),
         "3/7 · option_exploration"
     );
     assert_eq!(message(&at(None)), "3/7");
+    let repeating = RunProgress {
+        iteration: Some((2, 5)),
+        ..at(Some("checks"))
+    };
+    assert_eq!(message(&repeating), "3/7 · checks · iteration 2/5");
 }
 
 /// A database holding a two-node run under the task id `RUN`, as a task.

@@ -24,7 +24,7 @@ use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::definition::{
     ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, Named, NodeDef, Problem,
-    Problems, RetryPolicy, ValueType, WorkflowDef,
+    Problems, Repeat, RetryPolicy, ValueType, WorkflowDef,
 };
 use super::duration::{format_duration, parse_duration};
 
@@ -63,7 +63,12 @@ const NODE_KEYS: &[&str] = &[
     "timeout",
     "for_each",
     "retry",
+    "repeat",
 ];
+const REPEAT_KEYS: &[&str] = &["until", "max", "delay"];
+/// The most iterations a `repeat` may ask for in a file; the operator's `--max-repeat`
+/// caps what a run may do.
+pub(crate) const MAX_REPEAT: i64 = 1_000_000;
 const RETRY_KEYS: &[&str] = &[
     "max_attempts",
     "initial_delay",

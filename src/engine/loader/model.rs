@@ -178,6 +178,7 @@ impl Decoder {
             timeout: self.opt(map, p, "timeout", Self::timeout),
             for_each: self.opt(map, p, "for_each", Self::string),
             retry: self.or_default(map, p, "retry", Self::retry),
+            repeat: self.opt(map, p, "repeat", Self::repeat),
             phase: self.opt(map, p, "phase", Self::phase),
         })
     }
@@ -221,6 +222,19 @@ impl Decoder {
             self.report(&join(path, "max_delay"), message);
         }
         Some(retry)
+    }
+
+    /// `repeat = { until = "expr", max = N, delay = "10s" }`: `until` and `max` required.
+    pub(super) fn repeat(&mut self, path: &str, value: &Value) -> Option<Repeat> {
+        let map = self.fields(path, value, REPEAT_KEYS)?;
+        let until = self.req(map, path, "until", Self::string);
+        let max = self.req(map, path, "max", |d, p, v| d.integer(p, v, 1, MAX_REPEAT));
+        let delay = self.opt(map, path, "delay", Self::duration);
+        Some(Repeat {
+            until,
+            max: max as u32,
+            delay: delay.unwrap_or_default(),
+        })
     }
 
     pub(super) fn factor(&mut self, path: &str, value: &Value) -> Option<f32> {

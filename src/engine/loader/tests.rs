@@ -88,6 +88,7 @@ fn node(id: &str, action: ActionDef) -> NodeDef {
         timeout: None,
         for_each: None,
         retry: RetryPolicy::default(),
+        repeat: None,
         phase: None,
     }
 }
@@ -662,7 +663,7 @@ fn inline_json_problems_carry_the_dotted_path() {
              unit (ms, s, m or h), like `200ms`, `30s`, `1.5s` or `1m30s`",
             "inline: nodes.b.extra: unknown key `extra`; allowed keys: description, tool, args, \
              render, write_file, wait, input, sample, value, list_dir, read_file, phase, needs, \
-             when, trigger, on_failure, timeout, for_each, retry",
+             when, trigger, on_failure, timeout, for_each, retry, repeat",
             "inline: nodes.b.needs[0]: expected a string, found null",
         ]
     );

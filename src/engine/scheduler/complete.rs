@@ -60,6 +60,7 @@ impl Run {
             .collect();
         self.state.unit_mut(node, None).attempts = attempts;
         self.state.close_fan(node);
+        self.fan_items.remove(&node);
         if let Some(reason) = cancelled {
             let reason = match self.stop {
                 Some(_) => Some(self.stop_reason()),

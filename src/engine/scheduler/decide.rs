@@ -56,7 +56,8 @@ impl Run {
         let Some(items) = self.fan_items.get(&node).map(Arc::clone) else {
             return;
         };
-        if k + 1 == items.len() {
+        // A repeating node's instances resolve their action again at each iteration.
+        if k + 1 == items.len() && self.plan.nodes[node].repeat.is_none() {
             self.fan_items.remove(&node);
         }
         // Cancelled, or finished before a resume, meanwhile.
@@ -85,6 +86,15 @@ impl Run {
                 node.id,
                 plan.nodes.len(),
                 self.env.limits.max_run_units
+            );
+            return self.fail(i, NodeError::new(NodeErrorKind::BudgetExceeded, message));
+        }
+        if let Some(repeat) = node.repeat.as_ref()
+            && repeat.max > self.env.limits.max_repeat
+        {
+            let message = format!(
+                "node `{}`: `repeat.max` is {}, over the max-repeat budget ({})",
+                node.id, repeat.max, self.env.limits.max_repeat
             );
             return self.fail(i, NodeError::new(NodeErrorKind::BudgetExceeded, message));
         }
@@ -224,9 +234,16 @@ impl Run {
             .get_or_insert_with(|| minijinja::Value::from_serialize(&self.inputs))
             .clone();
         let run = minijinja::context! { id => &*self.run_id };
-        match item {
+        let ctx = match item {
             Some((item, index)) => minijinja::context! { inputs, nodes, run, item, index },
             None => minijinja::context! { inputs, nodes, run },
+        };
+        match self.plan.nodes[i].repeat.is_some() {
+            true => {
+                let repeat = self.repeat_context(i, item.map(|(_, k)| k));
+                minijinja::context! { repeat, ..ctx }
+            }
+            false => ctx,
         }
     }
 

@@ -17,6 +17,7 @@ mod decide;
 mod files;
 mod finish;
 mod persist;
+mod repeat;
 mod state;
 mod units;
 mod waits;

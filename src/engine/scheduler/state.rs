@@ -247,6 +247,7 @@ impl RunState {
             total,
             current: self.current.map(|i| &*plan.nodes[i].id),
             asking: self.asking > 0,
+            iteration: self.iteration(plan),
         }
     }
 
@@ -273,7 +274,18 @@ impl RunState {
             total,
             current,
             asking: self.asking > 0,
+            iteration: self.iteration(plan),
         }
+    }
+
+    /// The iteration the current node runs, and its `max`, while it repeats (a node
+    /// repeated per `for_each` instance says it per instance, in its sub-task).
+    fn iteration(&self, plan: &Plan) -> Option<(u32, u32)> {
+        let node = self.current?;
+        let repeat = plan.nodes[node].repeat.as_ref()?;
+        let unit = &self.nodes[node];
+        let running = !unit.status.is_terminal() && !unit.iterations.is_empty();
+        running.then(|| (unit.iterations.len() as u32 + 1, repeat.max))
     }
 
     pub fn status(&self, node: usize) -> NodeStatus {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Run;
+use super::repeat::Judge;
 use crate::clock;
 use crate::engine::actions::{BoxFuture, Resolved};
 use crate::engine::attempt::{Outcome, failure_event, jitter_seed, retry_delay};
@@ -58,8 +59,9 @@ pub(super) struct UnitWake {
 
 /// Settles a unit's record, in place, after its attempt `number` ended with `result`:
 /// succeeded, failed, or still running with its next attempt's time, when the error is one
-/// a retry could cure. `stamp` records the finishing time and each failed attempt that is
-/// retried (only a journalled run keeps them).
+/// a retry could cure, or when a repeating unit (`judge`) runs another iteration. `stamp`
+/// records the finishing time and each failed attempt that is retried (only a journalled
+/// run keeps them). The retry policy counts the attempts of the current iteration alone.
 pub(super) fn settle_into(
     unit: &mut UnitState,
     number: u32,
@@ -67,12 +69,21 @@ pub(super) fn settle_into(
     policy: &RetryPolicy,
     seed: impl FnOnce() -> u64,
     stamp: bool,
+    judge: Option<&Judge>,
 ) {
+    let iterated = unit.iterated_attempts();
     unit.attempts = number;
     unit.next_attempt_ms = None;
     unit.deadline_ms = None;
     unit.asking = None;
     unit.intent = None;
+    let result = match (judge, result) {
+        (Some(judge), Ok(output)) => match judge.iterate(unit, number - iterated, output, stamp) {
+            Some(result) => result,
+            None => return,
+        },
+        (_, result) => result,
+    };
     let error = match result {
         Ok(value) => {
             unit.status = NodeStatus::Succeeded;
@@ -85,7 +96,7 @@ pub(super) fn settle_into(
     };
     // The seed is only worth its hash when a retry may follow.
     let retry = match error.is_retryable() {
-        true => retry_delay(policy, seed(), number),
+        true => retry_delay(policy, seed(), number - iterated),
         false => None,
     };
     match retry {
@@ -119,9 +130,10 @@ pub(super) fn settle(
     result: Result<Value, NodeError>,
     policy: &RetryPolicy,
     seed: impl FnOnce() -> u64,
+    judge: Option<&Judge>,
 ) -> UnitState {
     let mut next = unit.clone();
-    settle_into(&mut next, number, result, policy, seed, true);
+    settle_into(&mut next, number, result, policy, seed, true, judge);
     next
 }
 
@@ -351,6 +363,7 @@ impl Run {
         name: &str,
         args: &serde_json::Map<String, Value>,
     ) -> Option<Option<Duration>> {
+        let judge = self.judge(node, instance);
         let planned = &self.plan.nodes[node];
         let origin = Origin {
             run_id: Some(&self.run_id),
@@ -373,7 +386,7 @@ impl Run {
         };
         let settle_result = |result: &crate::todos::ToolResult| {
             let result = result.clone().map_err(NodeError::from);
-            settle(&unit, number, result, &policy, seed)
+            settle(&unit, number, result, &policy, seed, judge.as_ref())
         };
         let committed = {
             let batch = self.batch(None);
@@ -401,12 +414,24 @@ impl Run {
         number: u32,
         result: Result<Value, NodeError>,
     ) -> Option<Duration> {
+        let judge = match result {
+            Ok(_) => self.judge(node, instance),
+            Err(_) => None,
+        };
         let stamp = self.journal.is_some();
         let (plan, run_id) = (&self.plan, &self.run_id);
         let planned = &plan.nodes[node];
         let seed = || jitter_seed(run_id, &planned.id, instance);
         let unit = self.state.unit_mut(node, instance);
-        settle_into(unit, number, result, &planned.retry, seed, stamp);
+        settle_into(
+            unit,
+            number,
+            result,
+            &planned.retry,
+            seed,
+            stamp,
+            judge.as_ref(),
+        );
         self.after_settle(node, instance)
     }
 
@@ -503,9 +528,14 @@ impl Run {
     }
 
     /// Carries out what follows from a unit's settled record: the failure event, the
-    /// unit's end. Returns the delay before the retry the record schedules, if it does.
+    /// unit's end, its next iteration. Returns the delay before the retry the record
+    /// schedules, if it does.
     fn after_settle(&mut self, node: usize, instance: Option<usize>) -> Option<Duration> {
         let unit = self.state.unit(node, instance);
+        if unit.between_iterations() {
+            self.next_iteration(node, instance);
+            return None;
+        }
         let status = unit.status;
         let retry_in = unit
             .next_attempt_ms

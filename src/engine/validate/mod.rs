@@ -79,6 +79,10 @@ struct Scope<'d> {
     node: Option<&'d NodeDef>,
     /// Whether `item` and `index` exist there.
     item: bool,
+    /// Whether `repeat` exists there: in a repeating node's action and `until`.
+    repeat: bool,
+    /// Whether `output` exists there: in `until` alone, as the iteration's output.
+    output: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -267,6 +271,8 @@ impl<'d> Checker<'d> {
         let scope = Scope {
             node: Some(node),
             item: node.for_each.is_some(),
+            repeat: node.repeat.is_some(),
+            output: false,
         };
         match &node.action {
             ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
@@ -287,9 +293,19 @@ impl<'d> Checker<'d> {
                 scope,
             );
         }
-        // `when` and `for_each` are evaluated once for the node, before the fan-out.
+        if let Some(repeat) = &node.repeat {
+            let until = Scope {
+                output: true,
+                ..scope
+            };
+            let path = format!("nodes.{id}.repeat.until");
+            self.text(&path, &repeat.until, Syntax::Expression, until);
+        }
+        // `when` and `for_each` are evaluated once for the node, before the fan-out and
+        // before any iteration.
         let outer = Scope {
             item: false,
+            repeat: false,
             ..scope
         };
         if let Some(when) = &node.when {
@@ -305,6 +321,8 @@ impl<'d> Checker<'d> {
         let scope = Scope {
             node: None,
             item: false,
+            repeat: false,
+            output: false,
         };
         for (name, expr) in &self.def.output {
             self.text(&format!("output.{name}"), expr, Syntax::Expression, scope);
@@ -390,6 +408,26 @@ impl<'d> Checker<'d> {
                 }
                 _ => format!("`{root}` is only available in a node with `for_each`"),
             }),
+            "repeat" if !scope.repeat => Some(match scope.node {
+                Some(node) if node.repeat.is_some() => {
+                    "`repeat` is not available in `when` or `for_each`, which are evaluated \
+                     once for the node, before its first iteration"
+                        .to_owned()
+                }
+                _ => "`repeat` is only available in a node with `repeat`".to_owned(),
+            }),
+            "repeat" => match parts.next() {
+                None | Some("iteration" | "previous") => None,
+                Some(field) => Some(format!(
+                    "unknown field `repeat.{field}`; `repeat` has `iteration` and `previous`"
+                )),
+            },
+            "output" if !scope.output => Some(
+                "`output` is only available in `repeat.until`, as the output of the \
+                      iteration that just ended"
+                    .to_owned(),
+            ),
+            "output" => None,
             _ if ROOTS.contains(&root) || GLOBALS.contains(&root) => None,
             _ => Some(format!(
                 "unknown variable `{root}`; templates can use {}",
