@@ -38,9 +38,10 @@ async fn a_node_repeats_until_its_condition_holds_and_its_last_iteration_is_its_
     assert_eq!(titles(harness.store()), ["try 1", "try 2", "try 3"]);
     assert_eq!(run.node("poll").attempts, 3, "one attempt per iteration");
     assert_eq!(run.node("after").output, Some(json!("try 3")));
-    // Two delays between three iterations, on virtual time.
+    // Two delays between three iterations, on virtual time. No upper bound: the paused
+    // clock jumps to whatever timer is next while the store works, so only the lower
+    // bound says something.
     assert!(run.elapsed >= Duration::from_secs(20), "{:?}", run.elapsed);
-    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
 }
 
 #[tokio::test(start_paused = true)]
