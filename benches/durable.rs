@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use mcp_task_server::engine::actions::BoxFuture;
 use mcp_task_server::engine::journal::{
-    Answers, Journal, JournalError, RunBatch, RunOrigin, RunProgress, RunStart, StoredRun,
+    Answers, Journal, JournalError, RunBatch, RunOrigin, RunPoll, RunProgress, RunStart, StoredRun,
     ToolCall, UnitChange, UnitState,
 };
 use mcp_task_server::engine::observer::Event;
@@ -124,6 +124,18 @@ impl Journal for PerTransition {
 
     fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
         self.0.claim(run_id, answers)
+    }
+
+    fn poll(&self, run_id: &str) -> Result<Option<RunPoll>, JournalError> {
+        self.0.poll(run_id)
+    }
+
+    fn request_cancel(&self, run_id: &str) -> Result<bool, JournalError> {
+        Journal::request_cancel(&self.0, run_id)
+    }
+
+    fn running_runs_of(&self, principal: &str) -> Result<u64, JournalError> {
+        self.0.running_runs_of(principal)
     }
 
     fn answer(
@@ -302,6 +314,7 @@ fn store_unfinished(
             audit: None,
             owner: &mcp_task_server::store::Owner::default(),
             created_ms: mcp_task_server::clock::now_ms(),
+            parent: None,
         })
         .expect("run recorded");
     let units = (0..done)

@@ -280,7 +280,8 @@ struct Common {
     #[arg(long, env = "TASKS_MAX_FOR_EACH", value_name = "N", default_value_t = engine::DEFAULT_MAX_FOR_EACH as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
     max_for_each: u64,
 
-    /// The most units (nodes and `for_each` instances) one run may have.
+    /// The most units (nodes and `for_each` instances) one run may have, counted over the
+    /// run and every child run below it together.
     #[arg(long, env = "TASKS_MAX_RUN_UNITS", value_name = "N", default_value_t = engine::DEFAULT_MAX_RUN_UNITS as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
     max_run_units: u64,
 
@@ -294,6 +295,11 @@ struct Common {
     /// taken over again.
     #[arg(long, env = "TASKS_MAX_TAKEOVERS", value_name = "N", default_value_t = engine::DEFAULT_MAX_TAKEOVERS, value_parser = clap::value_parser!(u32).range(1..=1_000_000), global = true)]
     max_takeovers: u32,
+
+    /// How deep `workflow` nodes may nest runs: a node of a run this many levels below the
+    /// run at the top fails with `budget_exceeded` instead of starting a child.
+    #[arg(long, env = "TASKS_MAX_WORKFLOW_DEPTH", value_name = "N", default_value_t = engine::DEFAULT_MAX_WORKFLOW_DEPTH, value_parser = clap::value_parser!(u32).range(1..=1_000), global = true)]
+    max_workflow_depth: u32,
 }
 
 impl Common {
@@ -317,6 +323,7 @@ impl Common {
             max_run_units: self.max_run_units as usize,
             max_repeat: self.max_repeat,
             max_takeovers: self.max_takeovers,
+            max_workflow_depth: self.max_workflow_depth,
         }
     }
 }

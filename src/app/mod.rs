@@ -128,12 +128,12 @@ impl App {
         }
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(store, tools.clone(), config.registry));
+        let (workflows, rejected) = Installed::load(config.workflows.as_deref());
+        crate::engine::installed::log_rejected(&rejected);
         let engine = Engine::new(tools, &config.workspace)
             .with_durability(config.durability)
             .with_limits(config.limits)
             .with_journal(registry.clone());
-        let (workflows, rejected) = Installed::load(config.workflows.as_deref());
-        crate::engine::installed::log_rejected(&rejected);
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
         Ok(app)
@@ -145,11 +145,12 @@ impl App {
         workflows: Installed,
         inline: InlineWorkflows,
     ) -> App {
+        let workflows = Arc::new(workflows);
         App {
-            engine,
+            engine: engine.with_workflows(Arc::clone(&workflows)),
             registry,
             tools: Arc::new(PublishedTools::new(&workflows)),
-            workflows: Arc::new(workflows),
+            workflows,
             inline,
             max_runs: None,
             starting: Arc::default(),
@@ -167,8 +168,9 @@ impl App {
     }
 
     /// Refuses a principal a new run while it has `cap` unfinished ones.
-    pub(crate) fn with_max_runs(mut self, cap: u64) -> App {
+    pub fn with_max_runs(mut self, cap: u64) -> App {
         self.max_runs = Some(cap);
+        self.engine = self.engine.with_max_runs(cap);
         self
     }
 

@@ -27,7 +27,8 @@ pub(crate) enum PageError {
 }
 
 impl App {
-    /// The open questions that belong to `task`: all of its run's, or its unit's.
+    /// The open questions that belong to `task`: all of its run's (the runs' below it
+    /// included), or its unit's.
     pub(crate) fn open_questions_of(
         &self,
         task: &TaskView,
@@ -35,10 +36,21 @@ impl App {
         let questions = self.registry.open_questions(&task.run_id)?;
         Ok(match &task.node_id {
             None => questions,
-            Some(node) => questions
-                .into_iter()
-                .filter(|q| &q.node_id == node && q.instance.map(|k| k as i64) == task.instance)
-                .collect(),
+            Some(node) => {
+                // A `workflow` node's sub-task holds the questions of the runs below it.
+                let below = match task.instance {
+                    Some(k) => format!("{node}#{k}>"),
+                    None => format!("{node}>"),
+                };
+                let own = |q: &OpenQuestion| {
+                    q.path.is_empty()
+                        && &q.node_id == node
+                        && q.instance.map(|k| k as i64) == task.instance
+                };
+                (questions.into_iter())
+                    .filter(|q| own(q) || q.path.starts_with(&below))
+                    .collect()
+            }
         })
     }
 

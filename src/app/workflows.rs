@@ -131,7 +131,13 @@ fn parse_run_request(
             }
         },
         (None, Some(value)) => loader::parse_json_checked(value, &|def| {
-            validate::validate(def, &Tools::exists, Limits::INLINE)
+            let checked = validate::validate(def, &Tools::exists, Limits::INLINE);
+            let mut problems = checked.err().map(|p| p.0).unwrap_or_default();
+            problems.extend(installed.unknown_calls(def));
+            match problems.is_empty() {
+                true => Ok(()),
+                false => Err(Problems(problems)),
+            }
         })
         .map_err(|p| problems_error(&p))?,
         (None, None) => unreachable!("checked above"),

@@ -134,6 +134,21 @@ impl Observer for Bar {
                 self.0.set_position(progress.done as u64);
                 self.0.set_message(format!("{node}: {}", status.as_str()));
             }
+            Event::ChildProgressed {
+                node,
+                instance,
+                percent,
+                message,
+                ..
+            } => {
+                let unit = match instance {
+                    Some(k) => format!("{node}[{k}]"),
+                    None => (*node).to_owned(),
+                };
+                let said = message.map(|m| format!(" · {m}")).unwrap_or_default();
+                self.0
+                    .set_message(format!("{unit}: child run {percent}%{said}"));
+            }
             Event::Iterated {
                 node,
                 instance,

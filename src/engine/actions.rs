@@ -118,6 +118,12 @@ pub enum Resolved {
         path: String,
         max_bytes: u64,
     },
+    /// Run installed workflow `name` as a child run, with these inputs (not yet checked
+    /// against its declarations).
+    Workflow {
+        name: String,
+        inputs: Map<String, Value>,
+    },
 }
 
 const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
@@ -220,6 +226,21 @@ pub fn resolve(
             path: render("read_file.path", path)?,
             max_bytes: *max_bytes,
         },
+        ActionDef::Workflow { name, inputs } => {
+            let inputs = templates
+                .expand(inputs, ctx)
+                .map_err(|e| template_error("workflow.inputs", e))?;
+            let Value::Object(inputs) = inputs else {
+                return Err(NodeError::new(
+                    NodeErrorKind::Template,
+                    "workflow.inputs must expand to an object",
+                ));
+            };
+            Resolved::Workflow {
+                name: name.clone(),
+                inputs,
+            }
+        }
     })
 }
 

@@ -277,6 +277,9 @@ pub enum ActionDef {
     ListDir { path: String },
     /// Read a text file under the workspace root, at most `max_bytes` of it.
     ReadFile { path: String, max_bytes: u64 },
+    /// Run installed workflow `name` as a run of its own, a child of this one; string
+    /// values in `inputs` are templates. Its output is the node's.
+    Workflow { name: String, inputs: Value },
 }
 
 impl ActionDef {
@@ -290,6 +293,7 @@ impl ActionDef {
         "value",
         "list_dir",
         "read_file",
+        "workflow",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -303,6 +307,7 @@ impl ActionDef {
             ActionDef::Value { .. } => "value",
             ActionDef::ListDir { .. } => "list_dir",
             ActionDef::ReadFile { .. } => "read_file",
+            ActionDef::Workflow { .. } => "workflow",
         }
     }
 }

@@ -140,7 +140,103 @@ impl Installed {
                 Err(problems) => rejected.push(Rejected { origin, problems }),
             }
         }
+        installed.check_calls(&mut rejected);
         (installed, rejected)
+    }
+
+    /// Leaves out each workflow with a `workflow` node that names no installed workflow,
+    /// or that calls itself through the workflows it calls, naming the cycle; again until
+    /// none is left out, since a workflow left out leaves out those that call it.
+    fn check_calls(&mut self, rejected: &mut Vec<Rejected>) {
+        let mut left_out = std::collections::HashSet::new();
+        loop {
+            let mut problems: IndexMap<String, Vec<super::definition::Problem>> = IndexMap::new();
+            for entry in self.entries.values() {
+                for (id, callee) in calls(&entry.def) {
+                    if !self.entries.contains_key(callee) {
+                        let message = match left_out.contains(callee) {
+                            true => format!(
+                                "calls workflow `{callee}`, which is left out for its problems"
+                            ),
+                            false => format!("calls workflow `{callee}`, which is not installed"),
+                        };
+                        let problem = entry
+                            .def
+                            .locations
+                            .problem(&format!("nodes.{id}.workflow"), message);
+                        problems
+                            .entry(entry.def.name.clone())
+                            .or_default()
+                            .push(problem);
+                    }
+                }
+            }
+            for cycle in self.cycles() {
+                let path = cycle.join(" → ");
+                for name in &cycle[..cycle.len() - 1] {
+                    let def = &self.entries[name.as_str()].def;
+                    let message = format!("workflows call each other in a cycle: {path}");
+                    let problem = def.locations.problem("", message);
+                    problems.entry(name.clone()).or_default().push(problem);
+                }
+            }
+            if problems.is_empty() {
+                return;
+            }
+            for (name, problems) in problems {
+                if let Some(entry) = self.entries.shift_remove(&name) {
+                    left_out.insert(name);
+                    rejected.push(Rejected {
+                        origin: entry.origin,
+                        problems: Problems(problems),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The cycles of calls among the installed workflows, each as the path that closes
+    /// it (its first name again at its end); one per strongly connected group.
+    fn cycles(&self) -> Vec<Vec<String>> {
+        let mut graph = petgraph::graph::DiGraph::<&str, ()>::new();
+        let index: std::collections::HashMap<&str, _> = (self.entries.keys())
+            .map(|name| (name.as_str(), graph.add_node(name.as_str())))
+            .collect();
+        for entry in self.entries.values() {
+            for (_, callee) in calls(&entry.def) {
+                if let Some(&to) = index.get(callee) {
+                    graph.update_edge(index[entry.def.name.as_str()], to, ());
+                }
+            }
+        }
+        let mut cycles = Vec::new();
+        for group in petgraph::algo::tarjan_scc(&graph) {
+            // From the first by name, so that a cycle is always told the same way.
+            let first = *group.iter().min_by_key(|&&n| graph[n]).expect("not empty");
+            let closed = group.len() > 1 || graph.contains_edge(first, first);
+            if !closed {
+                continue;
+            }
+            // A path around the group: from its first workflow, along calls that stay in
+            // it, until the path comes back to a workflow already on it.
+            let mut path = vec![first];
+            loop {
+                let at = *path.last().expect("not empty");
+                let next = (graph.neighbors(at))
+                    .filter(|n| group.contains(n))
+                    .min_by_key(|n| n.index())
+                    .expect("a workflow in a cycle calls one in it");
+                if let Some(start) = path.iter().position(|&n| n == next) {
+                    let mut cycle: Vec<String> =
+                        path[start..].iter().map(|&n| graph[n].to_owned()).collect();
+                    cycle.push(graph[next].to_owned());
+                    cycles.push(cycle);
+                    break;
+                }
+                path.push(next);
+            }
+        }
+        cycles
     }
 
     fn insert(&mut self, def: WorkflowDef, origin: String) {
@@ -163,6 +259,19 @@ impl Installed {
         }
     }
 
+    /// A problem for each `workflow` node of `def` (an inline definition) that names no
+    /// installed workflow.
+    pub fn unknown_calls(&self, def: &WorkflowDef) -> Vec<super::definition::Problem> {
+        calls(def)
+            .filter(|(_, callee)| !self.entries.contains_key(*callee))
+            .map(|(id, callee)| {
+                let message = format!("calls workflow `{callee}`, which is not installed");
+                def.locations
+                    .problem(&format!("nodes.{id}.workflow"), message)
+            })
+            .collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.entries.get(name)
     }
@@ -170,6 +279,18 @@ impl Installed {
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.values()
     }
+}
+
+/// The workflows `def`'s `workflow` nodes call: (node id, workflow name).
+fn calls(def: &WorkflowDef) -> impl Iterator<Item = (&str, &str)> {
+    def.nodes
+        .iter()
+        .filter_map(|(id, node)| match &node.action {
+            super::definition::ActionDef::Workflow { name, .. } => {
+                Some((id.as_str(), name.as_str()))
+            }
+            _ => None,
+        })
 }
 
 /// Logs each workflow file left out of the installed workflows, with its problems.

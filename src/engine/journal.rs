@@ -263,6 +263,33 @@ pub struct RunStart<'a> {
     /// When the run is recorded (ms since the Unix epoch): its task's creation time, which
     /// the starter can then report without reading the record back.
     pub created_ms: i64,
+    /// The `workflow` node that starts this run as its child, if one does.
+    pub parent: Option<ParentLink<'a>>,
+}
+
+/// The `workflow` node that starts a child run: its run, its id and index in that run's
+/// plan, its `for_each` instance; and the child's depth below the run at the top.
+#[derive(Debug, Clone, Copy)]
+pub struct ParentLink<'a> {
+    pub run_id: &'a str,
+    pub node: &'a str,
+    pub index: usize,
+    pub instance: Option<usize>,
+    pub depth: u32,
+}
+
+/// Where a child run stands, as its parent's `workflow` node polls it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPoll {
+    /// `None` while the run is unfinished.
+    pub finished: Option<RunStatus>,
+    /// Whether the run (or a run below it) waits for an answer.
+    pub asking: bool,
+    pub percent: u8,
+    /// The run's status message, as its task shows it.
+    pub message: Option<String>,
+    pub output: Value,
+    pub error: Option<String>,
 }
 
 /// A tool call that a tool node makes.
@@ -292,6 +319,11 @@ pub struct StoredRun {
     /// How often the run was taken over from a process that held it, since a unit of it
     /// last finished.
     pub takeovers: u32,
+    /// How deep below the run at the top of its tree the run is: 0 but for a child run.
+    pub depth: u32,
+    /// A finished run's output (`null` otherwise) and error.
+    pub output: Value,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -348,6 +380,17 @@ pub trait Journal: Send + Sync {
     /// `answers`, the run's questions go that way from now on, for whoever drives it next
     /// too.
     fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError>;
+
+    /// Where run `run_id` stands, without its plan or units: what a parent polls its child
+    /// runs with. `None` if there is no such run.
+    fn poll(&self, run_id: &str) -> Result<Option<RunPoll>, JournalError>;
+
+    /// Asks whoever drives run `run_id`, and the runs below it, to cancel; false if it is
+    /// not unfinished.
+    fn request_cancel(&self, run_id: &str) -> Result<bool, JournalError>;
+
+    /// How many runs of `principal` are unfinished: a child run is one more.
+    fn running_runs_of(&self, principal: &str) -> Result<u64, JournalError>;
 
     /// Resolves to the answer of the unit's question `key` once one is given.
     fn answer(

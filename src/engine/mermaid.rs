@@ -68,7 +68,15 @@ fn box_of(node: &NodeDef) -> String {
     if let Some(repeat) = &node.repeat {
         let _ = write!(label, " ⟳≤{}", repeat.max);
     }
-    format!("{}[\"{}\"]", node.id, label.replace('"', "'"))
+    let label = label.replace('"', "'");
+    match &node.action {
+        // A subroutine's box, naming the workflow it runs.
+        super::definition::ActionDef::Workflow { name, .. } => {
+            let label = label.replacen("workflow", &format!("workflow {name}"), 1);
+            format!("{}[[\"{label}\"]]", node.id)
+        }
+        _ => format!("{}[\"{label}\"]", node.id),
+    }
 }
 
 #[cfg(test)]
@@ -92,5 +100,20 @@ mod tests {
         );
         assert!(chart.contains(r#"plain["plain<br/>value"]"#), "{chart}");
         assert!(chart.contains("poll --> plain"), "{chart}");
+    }
+
+    #[test]
+    fn a_workflow_node_is_a_subroutine_naming_its_workflow() {
+        let text = r#"
+            [nodes.checks]
+            workflow = { name = "bootstrap", inputs = { dir = "docs" } }
+            repeat = { until = "output.ok", max = 3 }
+        "#;
+        let def = crate::engine::loader::parse_toml("t.toml", "t", text).unwrap();
+        let chart = super::render(&def);
+        assert!(
+            chart.contains(r#"checks[["checks<br/>workflow bootstrap ⟳≤3"]]"#),
+            "{chart}"
+        );
     }
 }

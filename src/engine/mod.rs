@@ -91,7 +91,13 @@ pub struct Limits {
     /// finished in between, after which the run is failed as poisoned instead of taken
     /// over again.
     pub max_takeovers: u32,
+    /// How deep runs may nest: a `workflow` node of a run this deep below the run at the
+    /// top of its tree fails instead of starting a child.
+    pub max_workflow_depth: u32,
 }
+
+/// How deep runs may nest by default.
+pub const DEFAULT_MAX_WORKFLOW_DEPTH: u32 = 8;
 
 /// Instances one `for_each` node may have by default.
 pub const DEFAULT_MAX_FOR_EACH: usize = 10_000;
@@ -110,6 +116,7 @@ impl Default for Limits {
             max_run_units: DEFAULT_MAX_RUN_UNITS,
             max_repeat: DEFAULT_MAX_REPEAT,
             max_takeovers: DEFAULT_MAX_TAKEOVERS,
+            max_workflow_depth: DEFAULT_MAX_WORKFLOW_DEPTH,
         }
     }
 }
@@ -135,6 +142,10 @@ pub struct Engine {
     journal: Option<Arc<dyn Journal>>,
     /// The durable runs this process drives, by run id.
     active: Arc<Mutex<HashMap<String, Active>>>,
+    /// The installed workflows, which `workflow` nodes run as child runs.
+    workflows: Arc<installed::Installed>,
+    /// At most this many unfinished runs per principal, child runs included.
+    max_runs: Option<u64>,
 }
 
 /// How to reach a run this process drives.
@@ -201,7 +212,31 @@ impl Engine {
             single: Arc::new(single),
             journal: None,
             active: Arc::default(),
+            workflows: Arc::default(),
+            max_runs: None,
         }
+    }
+
+    /// Lets `workflow` nodes run the workflows of `installed` as child runs.
+    pub fn with_workflows(mut self, installed: Arc<installed::Installed>) -> Engine {
+        self.workflows = installed;
+        self
+    }
+
+    /// Refuses a principal a child run while it has `cap` unfinished runs, as the
+    /// application refuses it a run it starts.
+    pub(crate) fn with_max_runs(mut self, cap: u64) -> Engine {
+        self.max_runs = Some(cap);
+        self
+    }
+
+    /// The installed workflow `name`, which a `workflow` node may run.
+    pub(crate) fn workflow(&self, name: &str) -> Option<&installed::Entry> {
+        self.workflows.get(name)
+    }
+
+    pub(crate) fn max_runs(&self) -> Option<u64> {
+        self.max_runs
     }
 
     /// Runs and evaluates templates under `limits` instead of the defaults.
@@ -257,7 +292,7 @@ impl Engine {
         inputs: Map<String, Value>,
         options: RunOptions,
     ) -> RunReport {
-        self.drive(self.fresh_setup(plan, inputs, options, Vec::new(), None))
+        self.drive(self.fresh_setup(plan, inputs, options, Vec::new(), None, None))
             .await
     }
 
@@ -268,7 +303,19 @@ impl Engine {
         inputs: Map<String, Value>,
         options: RunOptions,
     ) -> RunHandle {
-        self.spawn(self.fresh_setup(plan, inputs, options, Vec::new(), None))
+        self.spawn(self.fresh_setup(plan, inputs, options, Vec::new(), None, None))
+    }
+
+    /// Starts `plan` as the child run a `workflow` node starts, under the id and with the
+    /// link `child` gives it.
+    pub(crate) fn start_child(
+        &self,
+        plan: Arc<Plan>,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+        child: scheduler::ChildOf,
+    ) -> RunHandle {
+        self.spawn(self.fresh_setup(plan, inputs, options, Vec::new(), None, Some(child)))
     }
 
     fn spawn(&self, setup: RunSetup) -> RunHandle {
@@ -294,8 +341,12 @@ impl Engine {
         options: RunOptions,
         restored: Vec<(String, Option<usize>, UnitState)>,
         retry_of: Option<&str>,
+        child: Option<scheduler::ChildOf>,
     ) -> RunSetup {
-        let run_id: Arc<str> = uuid::Uuid::new_v4().to_string().into();
+        let run_id: Arc<str> = match &child {
+            Some(child) => Arc::clone(&child.run_id),
+            None => uuid::Uuid::new_v4().to_string().into(),
+        };
         let env = self.env_for(&options, options.owner.principal.as_deref());
         let answers = match (options.park_questions, &options.interaction) {
             (true, _) => Answers::Parked,
@@ -328,6 +379,13 @@ impl Engine {
                 audit: options.audit.as_ref().map(|(tool, args)| (tool.as_str(), args)),
                 owner: &options.owner,
                 created_ms,
+                parent: child.as_ref().map(|child| journal::ParentLink {
+                    run_id: &child.parent,
+                    node: &child.node,
+                    index: child.index,
+                    instance: child.instance,
+                    depth: child.depth,
+                }),
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),
@@ -344,7 +402,15 @@ impl Engine {
             }
         });
         let recorded_ms = journal.as_ref().map(|_| created_ms);
+        let (depth, tree) = match child {
+            Some(child) => (child.depth, child.tree),
+            None => (0, scheduler::TreeUnits::new(self.env.limits.max_run_units)),
+        };
         RunSetup {
+            origin: options.origin,
+            owner: options.owner,
+            depth,
+            tree,
             plan,
             env,
             run_id,
@@ -397,9 +463,16 @@ impl Engine {
         let mut finished = pick_up::finished_units(&setup);
         loop {
             let again = pick_up::Again::of(&setup);
-            let drive = std::panic::AssertUnwindSafe(scheduler::Run::new(setup).drive());
+            let drive =
+                std::panic::AssertUnwindSafe(scheduler::Run::new(setup, self.clone()).drive());
             let driven = match futures::FutureExt::catch_unwind(drive).await {
                 Ok(driven) => driven,
+                // A drive cut short because the runtime shuts down (the process exits) is
+                // no bug of the run: it is left as stored, for a takeover to go on with.
+                Err(payload) if shutting_down(payload.as_ref()) => {
+                    tracing::info!(%run_id, "the runtime shuts down; the run is left for a takeover");
+                    return self.left_unfinished(run_id, &plan);
+                }
                 Err(_) => return self.panicked(run_id, &plan, durable),
             };
             if !driven.unsaved {
@@ -455,6 +528,17 @@ impl Engine {
     /// the same constructor that starts a fresh run: what finished is kept, what had not
     /// committed runs again.
     pub fn resume(&self, run_id: &str, options: RunOptions) -> Result<RunHandle, ResumeError> {
+        self.resume_in(run_id, options, None)
+    }
+
+    /// [`Engine::resume`], for a run of a tree whose units `tree` counts (a child run its
+    /// parent takes over with it), or of a tree of its own.
+    pub(crate) fn resume_in(
+        &self,
+        run_id: &str,
+        options: RunOptions,
+        tree: Option<Arc<scheduler::TreeUnits>>,
+    ) -> Result<RunHandle, ResumeError> {
         let journal = self.journal.clone().ok_or(ResumeError::NoJournal)?;
         if self.lock_active().contains_key(run_id) {
             return Err(ResumeError::AlreadyActive(run_id.to_owned()));
@@ -475,6 +559,8 @@ impl Engine {
         let takeovers = stored.takeovers;
         let env = self.env_for(&options, stored.owner.principal.as_deref());
         let mut setup = RunSetup::from_stored(stored, env);
+        setup.tree =
+            tree.unwrap_or_else(|| scheduler::TreeUnits::new(self.env.limits.max_run_units));
         if takeovers >= self.env.limits.max_takeovers {
             tracing::warn!(%run_id, takeovers, "the run is poisoned: failing it instead of taking it over again");
             setup.poisoned = Some(format!(
@@ -512,7 +598,14 @@ impl Engine {
             .into_iter()
             .filter(|(_, _, unit)| unit.status == NodeStatus::Succeeded)
             .collect();
-        let setup = self.fresh_setup(stored.plan, stored.inputs, options, kept, Some(run_id));
+        let setup = self.fresh_setup(
+            stored.plan,
+            stored.inputs,
+            options,
+            kept,
+            Some(run_id),
+            None,
+        );
         Ok(self.spawn(setup))
     }
 
@@ -575,6 +668,18 @@ impl Engine {
         }
     }
 
+    /// The report of a run this process stopped driving without ending it.
+    fn left_unfinished(&self, run_id: String, plan: &Plan) -> RunReport {
+        RunReport {
+            run_id,
+            workflow: plan.name.clone(),
+            status: RunStatus::Failed,
+            output: Value::Null,
+            error: Some("the process stopped driving the run".into()),
+            nodes: unreached(plan),
+        }
+    }
+
     /// Records that `run_id` ended failed with `error`, nothing else of it: for a run whose
     /// scheduler could not end it. Under the run's lease, as every batch is.
     fn end_failed(&self, run_id: &str, plan: &Plan, error: &str) {
@@ -606,6 +711,15 @@ impl Engine {
             tracing::error!(%run_id, %error, "the run's end could not be saved");
         }
     }
+}
+
+/// Whether a panic is tokio's refusal of a timer or task while its runtime shuts down.
+pub(crate) fn shutting_down(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = match payload.downcast_ref::<String>() {
+        Some(text) => text.as_str(),
+        None => payload.downcast_ref::<&str>().copied().unwrap_or_default(),
+    };
+    text.contains("is being shutdown")
 }
 
 /// A channel for cancels of single units of `setup`'s run: its receiver goes with the

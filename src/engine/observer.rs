@@ -47,6 +47,16 @@ pub enum Event<'a> {
         max: u32,
         progress: Progress,
     },
+    /// The child run a `workflow` node waits for moved on: `percent` of it is done.
+    ChildProgressed {
+        run_id: &'a str,
+        node: &'a str,
+        instance: Option<usize>,
+        child: &'a str,
+        percent: u8,
+        message: Option<&'a str>,
+        progress: Progress,
+    },
     RunFinished {
         run_id: &'a str,
         status: RunStatus,

@@ -52,6 +52,7 @@ pub(super) struct Again {
     observer: Option<Arc<dyn Observer>>,
     cancel: CancellationToken,
     answers: Answers,
+    tree: Arc<super::scheduler::TreeUnits>,
 }
 
 impl Again {
@@ -61,6 +62,7 @@ impl Again {
             observer: setup.observer.clone(),
             cancel: setup.cancel.clone(),
             answers: setup.answers,
+            tree: Arc::clone(&setup.tree),
         }
     }
 }
@@ -95,6 +97,7 @@ impl Engine {
                     setup.observer = again.observer;
                     setup.cancel = again.cancel;
                     setup.answers = again.answers;
+                    setup.tree = again.tree;
                     setup.journal = Some(journal);
                     setup.picked_up = true;
                     return Some(setup);

@@ -102,6 +102,9 @@ pub enum NodeErrorKind {
     /// A repeating node ran its `max` iterations and `until` never held: another attempt
     /// would only be one more iteration, so it is not retried.
     RepeatExhausted,
+    /// A `workflow` node's child run ended failed or cancelled. Retried as the node's
+    /// `retry` says: each attempt is a new child run.
+    WorkflowFailed,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -128,6 +131,7 @@ impl NodeError {
             NodeErrorKind::BudgetExceeded => ErrorCode::BudgetExceeded,
             NodeErrorKind::Panicked => ErrorCode::InternalError,
             NodeErrorKind::RepeatExhausted => ErrorCode::RepeatExhausted,
+            NodeErrorKind::WorkflowFailed => ErrorCode::WorkflowFailed,
         };
         NodeError {
             code,
@@ -141,7 +145,7 @@ impl NodeError {
     pub(crate) fn is_retryable(&self) -> bool {
         match self.kind {
             NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
-            NodeErrorKind::Timeout => true,
+            NodeErrorKind::Timeout | NodeErrorKind::WorkflowFailed => true,
             NodeErrorKind::File => false,
             NodeErrorKind::Template
             | NodeErrorKind::Unsupported
@@ -200,6 +204,7 @@ impl NodeError {
             "budget_exceeded" => NodeErrorKind::BudgetExceeded,
             "panicked" => NodeErrorKind::Panicked,
             "repeat_exhausted" => NodeErrorKind::RepeatExhausted,
+            "workflow_failed" => NodeErrorKind::WorkflowFailed,
             other => NodeErrorKind::Tool(ErrorCode::parse_tool(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))

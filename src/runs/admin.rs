@@ -74,11 +74,35 @@ impl Registry {
         Ok(question.key)
     }
 
-    /// The questions of a run that wait for an answer, in the order they were asked.
+    /// The questions of a run that wait for an answer, in the order they were asked, then
+    /// those of the unfinished runs below it (its `workflow` nodes' children, theirs, and
+    /// so on), each named with the path of nodes that leads to it.
     pub fn open_questions(&self, run_id: &str) -> Result<Vec<OpenQuestion>, AnswerError> {
         if self.store().lease_owner(run_id)?.is_none() {
             return Err(AnswerError::NoRun(run_id.to_owned()));
         }
+        let mut open = self.open_questions_of(run_id, String::new())?;
+        let mut paths = std::collections::HashMap::from([(run_id.to_owned(), String::new())]);
+        for child in self.store().unfinished_runs_below(run_id)? {
+            let Some(above) = paths.get(&child.parent_id) else {
+                continue;
+            };
+            let path = match child.parent_instance {
+                Some(k) => format!("{above}{}#{k}>", child.parent_node),
+                None => format!("{above}{}>", child.parent_node),
+            };
+            open.extend(self.open_questions_of(&child.id, path.clone())?);
+            paths.insert(child.id, path);
+        }
+        Ok(open)
+    }
+
+    /// The open questions of run `run_id` alone, each named as `path` says.
+    fn open_questions_of(
+        &self,
+        run_id: &str,
+        path: String,
+    ) -> Result<Vec<OpenQuestion>, AnswerError> {
         let questions = self.store().questions(run_id)?;
         questions
             .into_iter()
@@ -91,6 +115,8 @@ impl Registry {
                     ))
                 })?;
                 Ok(OpenQuestion {
+                    run_id: run_id.to_owned(),
+                    path: path.clone(),
                     node_id: q.node_id.unwrap_or_default(),
                     node: q.node,
                     instance: usize::try_from(q.instance).ok(),
@@ -124,6 +150,11 @@ impl Registry {
         answerer: Answerer,
         reply: Result<&Value, Refusal>,
     ) -> Result<(), AnswerError> {
+        // The question knows the run that asks it: the run asked about, or one below it.
+        let run_id = match question.run_id.is_empty() {
+            true => run_id,
+            false => question.run_id.as_str(),
+        };
         let judged = (question.request).decide(&question.key, question.instance, answerer, reply);
         self.audit_reply(run_id, question, judged.audit, judged.outcome);
         let instance = question.instance.map_or(-1, |k| k as i64);
@@ -182,6 +213,11 @@ impl Registry {
 /// A question that waits for its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenQuestion {
+    /// The run that asks it: the run asked about, or a run below it.
+    pub run_id: String,
+    /// The nodes that lead from the run asked about to the one that asks, each with `>`
+    /// after it (`check>` , `each#2>inner>`); empty for the run's own questions.
+    pub path: String,
     pub node_id: String,
     /// The node's index in the plan.
     pub node: i64,

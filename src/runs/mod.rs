@@ -23,6 +23,6 @@ pub use admin::{AnswerError, OpenQuestion};
 pub use registry::{Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{
-    ErrorView, IterationView, NodeView, QuestionView, RetriedView, RunView, Skipped, TaskView,
-    Times,
+    ChildRunView, ErrorView, IterationView, NodeView, ParentView, QuestionView, RetriedView,
+    RunView, Skipped, TaskView, Times,
 };

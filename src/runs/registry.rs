@@ -15,12 +15,12 @@ use super::records::{self, instance_number};
 use crate::clock;
 use crate::engine::actions::BoxFuture;
 use crate::engine::journal::{
-    Answers, Journal, JournalError, RunBatch, RunOrigin, RunStart, StoredRun, ToolCall, UnitChange,
-    UnitState,
+    Answers, Journal, JournalError, RunBatch, RunOrigin, RunPoll, RunStart, StoredRun, ToolCall,
+    UnitChange, UnitState,
 };
 use crate::engine::plan::Plan;
 use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
-use crate::store::{Batch, NewRun, Store, StoreError, TaskTiming, Write};
+use crate::store::{Batch, NewParent, NewRun, Store, StoreError, TaskTiming, Write};
 use crate::todos::{ToolError, ToolResult, Tools};
 
 /// How often a waiting question looks for an answer given by another process. Answers
@@ -189,6 +189,13 @@ impl Journal for Registry {
             idempotency: start.idempotency,
             principal: start.owner.principal.as_deref(),
             session: start.owner.session.as_deref(),
+            parent: start.parent.map(|p| NewParent {
+                run_id: p.run_id,
+                node: p.node,
+                index: p.index as i64,
+                instance: p.instance.map(|k| k as i64),
+                depth: i64::from(p.depth),
+            }),
         };
         self.store
             .try_transaction(|tx| {
@@ -314,7 +321,32 @@ impl Journal for Registry {
             units,
             owner: run.owner,
             takeovers: u32::try_from(run.takeovers).unwrap_or(u32::MAX),
+            depth: u32::try_from(run.depth).unwrap_or(0),
+            output: parse_output(run.output.as_deref()),
+            error: run.error,
         })
+    }
+
+    fn poll(&self, run_id: &str) -> Result<Option<RunPoll>, JournalError> {
+        let Some(row) = self.store.run_poll(run_id).map_err(storage)? else {
+            return Ok(None);
+        };
+        Ok(Some(RunPoll {
+            finished: RunStatus::parse(&row.status),
+            asking: row.asking,
+            percent: u8::try_from(row.progress.clamp(0, 100)).unwrap_or(0),
+            message: row.status_message,
+            output: parse_output(row.output.as_deref()),
+            error: row.error,
+        }))
+    }
+
+    fn request_cancel(&self, run_id: &str) -> Result<bool, JournalError> {
+        self.store.request_cancel(run_id).map_err(storage)
+    }
+
+    fn running_runs_of(&self, principal: &str) -> Result<u64, JournalError> {
+        self.store.running_runs_of(principal).map_err(storage)
     }
 
     fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
@@ -370,6 +402,12 @@ impl Journal for Registry {
             }
         })
     }
+}
+
+/// A stored run's output: `null` when it has none (or it cannot be read).
+fn parse_output(text: Option<&str>) -> Value {
+    text.and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// The answer of a unit's question once given; a refusal fails the node.

@@ -339,10 +339,21 @@ impl Registry {
             let task_id = ids::sub_task_id(key, run_id, index, None);
             nodes.insert(id.clone(), NodeView::pending(task_id));
         }
+        let mut children: std::collections::HashMap<(String, Option<i64>), Vec<ChildRunView>> =
+            Default::default();
+        for child in store.child_runs(run_id)? {
+            let at = (child.parent_node, child.parent_instance);
+            children.entry(at).or_default().push(ChildRunView {
+                run_id: child.id,
+                workflow: child.workflow,
+                status: child.status,
+            });
+        }
         for row in store.nodes(run_id)? {
             let Ok((instance, unit)) = records::unit_state(&row) else {
                 continue;
             };
+            let runs = children.remove(&(row.node_id.clone(), instance.map(|k| k as i64)));
             let index = usize::try_from(row.node).unwrap_or(usize::MAX);
             let entry = NodeView {
                 status: unit.status.as_str().to_owned(),
@@ -359,6 +370,7 @@ impl Registry {
                 }),
                 retried: (!unit.retried.is_empty()).then(|| retried(&unit.retried)),
                 iterations: (!unit.iterations.is_empty()).then(|| iterations(&unit.iterations)),
+                runs,
                 task_id: Skipped::Is(ids::sub_task_id(key, run_id, index, instance)),
                 instances: None,
             };
@@ -403,6 +415,11 @@ impl Registry {
             error: run.error,
             output: parsed(run.output.as_deref()),
             inputs: parsed(Some(&run.inputs)),
+            parent: run.parent.map(|p| ParentView {
+                run_id: p.run_id,
+                node: p.node,
+                instance: p.instance,
+            }),
             nodes,
             questions,
         }))
@@ -428,9 +445,29 @@ pub struct RunView {
     pub error: Option<String>,
     pub output: Value,
     pub inputs: Value,
+    /// The `workflow` node of another run that started this one, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentView>,
     /// Every node, in definition order.
     pub nodes: IndexMap<String, NodeView>,
     pub questions: Vec<QuestionView>,
+}
+
+/// The node that started a child run: its run, its id, its `for_each` instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParentView {
+    pub run_id: String,
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<i64>,
+}
+
+/// A child run a `workflow` node started, one per attempt (or iteration).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChildRunView {
+    pub run_id: String,
+    pub workflow: String,
+    pub status: String,
 }
 
 impl RunView {
@@ -459,6 +496,9 @@ pub struct NodeView {
     /// A repeating unit's finished iterations, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iterations: Option<Vec<IterationView>>,
+    /// A `workflow` unit's child runs, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<ChildRunView>>,
     /// Its sub-task; `None` only for an entry made from an instance before its node's row.
     #[serde(skip_serializing_if = "Skipped::is_skipped")]
     pub task_id: Skipped<String>,
@@ -517,6 +557,7 @@ impl NodeView {
             error: None,
             retried: None,
             iterations: None,
+            runs: None,
             task_id: Skipped::Is(task_id),
             instances: None,
         }

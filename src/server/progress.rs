@@ -47,6 +47,32 @@ impl Observer for Forward {
             });
             return;
         }
+        if let Event::ChildProgressed {
+            node,
+            instance,
+            child,
+            percent,
+            message,
+            progress,
+            ..
+        } = event
+        {
+            let unit = match instance {
+                Some(k) => format!("`{node}` item {k}"),
+                None => format!("`{node}`"),
+            };
+            let said = message.map(|m| format!(": {m}")).unwrap_or_default();
+            let message = format!(
+                "node {unit}, child run {child}, {percent}% done{said} ({}/{})",
+                progress.done, progress.total
+            );
+            let _ = self.0.send(Update {
+                done: progress.done,
+                total: progress.total,
+                message,
+            });
+            return;
+        }
         if let Event::NodeChanged {
             node,
             status,

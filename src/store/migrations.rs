@@ -351,6 +351,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE nodes ADD COLUMN iterations TEXT;
     ALTER TABLE runs ADD COLUMN parent_key INTEGER REFERENCES runs (key) ON DELETE SET NULL;
     ALTER TABLE runs ADD COLUMN parent_node TEXT;
+    ALTER TABLE runs ADD COLUMN parent_index INTEGER;
     ALTER TABLE runs ADD COLUMN parent_instance INTEGER;
     ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX runs_by_parent ON runs (parent_key) WHERE parent_key IS NOT NULL;

@@ -46,7 +46,10 @@ pub use postgres::{
     PgOptions, is_url, logs_statement_parameters, password_file, redacted, url_holds_password,
 };
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
-pub use runs::{NewRun, Owner, RunEnd, RunEndRow, RunRow, RunSummary, Scope};
+pub use runs::{
+    ChildRow, NewParent, NewRun, Owner, ParentRef, RunEnd, RunEndRow, RunPollRow, RunRow,
+    RunSummary, Scope,
+};
 #[cfg(any(test, feature = "testing"))]
 pub use scratch::{Held, Scratch, TEST_POSTGRES, note_skipped};
 pub use todos::{NewTodo, Todo, TodoFilter, TodoStatus};

@@ -47,6 +47,9 @@ pub struct RunHead {
     /// The task protocol the run's task was created under, if any.
     pub era: Option<String>,
     pub owner: Owner,
+    /// The node of another run that started this one, if one did: its units' sub-tasks
+    /// are that node's sub-tasks.
+    pub parent: Option<super::ParentRef>,
 }
 
 /// A question a unit's task asks, with its answer once given.
@@ -65,7 +68,9 @@ pub struct QuestionRow {
 
 /// The columns [`head_from_row`] reads, from [`HEAD_TABLES`].
 const HEAD_COLUMNS: &str = "r.key, r.id, t.created_at, t.ttl_ms, t.poll_interval_ms, p.nodes, \
-     t.era, p.node_ids, r.principal, r.session";
+     t.era, p.node_ids, r.principal, r.session, \
+     (SELECT pr.id FROM runs pr WHERE pr.key = r.parent_key), r.parent_node, r.parent_index, \
+     r.parent_instance";
 
 /// The tables a run's head and its own task come from.
 const HEAD_TABLES: &str =
@@ -88,11 +93,12 @@ fn head_from_row(r: &Row<'_>) -> Result<RunHead, StoreError> {
         era: r.get(6)?,
         node_ids: r.get(7)?,
         owner: Owner::read(r, 8)?,
+        parent: super::ParentRef::read(r, 10)?,
     })
 }
 
 fn task_from_row(r: &Row<'_>) -> Result<TaskRow, StoreError> {
-    Ok(from_columns!(r, 10.., TaskRow {
+    Ok(from_columns!(r, 14.., TaskRow {
         status, status_message, progress, updated_at, result, error, tool;
         head: head_from_row(r)?,
     }))
@@ -110,6 +116,8 @@ const UPDATE_TASK: &str = "UPDATE run_tasks SET status = ?2, status_message = ?3
 impl Tx<'_> {
     /// Inserts the run's own task, with the status message `message`, and, if a client asked
     /// for it as a task, the task protocol and the tool it asked under. Its id is the run's.
+    /// A run started by another run's node takes that run's protocol and tool: its units
+    /// are the node's sub-tasks, under the same protocol.
     pub fn insert_run_task(
         &self,
         run_key: i64,
@@ -122,7 +130,10 @@ impl Tx<'_> {
         self.db.execute(
             "INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
                  updated_at, updated_ms, ttl_ms, poll_interval_ms, era, tool)
-             VALUES (?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
+             SELECT ?1, 'working', ?2, 0, ?3, ?3, ?4, ?5, ?6,
+                    COALESCE(?7, pt.era), COALESCE(?8, pt.tool)
+             FROM runs r LEFT JOIN run_tasks pt ON pt.run_key = r.parent_key
+             WHERE r.key = ?1",
             &[
                 &run_key,
                 &message,
@@ -280,7 +291,7 @@ impl Store {
     ) -> Result<Vec<TaskRow>, StoreError> {
         let sql = format!(
             "SELECT {HEAD_COLUMNS}, {TASK_COLUMNS} FROM {HEAD_TABLES}
-             WHERE t.era = ?1 AND {}
+             WHERE t.era = ?1 AND r.parent_key IS NULL AND {}
                AND (CAST(?2 AS TEXT) IS NULL
                     OR t.run_key < (SELECT key FROM runs WHERE id = ?2))
              ORDER BY t.run_key DESC LIMIT ?3",

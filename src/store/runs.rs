@@ -36,6 +36,37 @@ pub struct RunRow {
     /// How often the run was taken over from another process since a unit of it last
     /// finished.
     pub takeovers: i64,
+    /// The run whose `workflow` node started this one, if one did.
+    pub parent: Option<ParentRef>,
+    /// How deep below the run at the top of its tree the run is (0 there).
+    pub depth: i64,
+}
+
+/// The node of another run that started a run: the run, the node's id and index in its
+/// plan, and the `for_each` instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentRef {
+    pub run_id: String,
+    pub node: String,
+    pub index: i64,
+    pub instance: Option<i64>,
+}
+
+impl ParentRef {
+    /// The parent a row holds in its columns from `at` on: the parent run's id, then the
+    /// node's id, index and instance. `None` for a run no node started, or whose parent
+    /// was purged.
+    pub(super) fn read(r: &Row<'_>, at: usize) -> Result<Option<ParentRef>, StoreError> {
+        let Some(run_id) = r.get::<Option<String>>(at)? else {
+            return Ok(None);
+        };
+        Ok(Some(ParentRef {
+            run_id,
+            node: r.get::<Option<String>>(at + 1)?.unwrap_or_default(),
+            index: r.get::<Option<i64>>(at + 2)?.unwrap_or_default(),
+            instance: r.get(at + 3)?,
+        }))
+    }
 }
 
 /// Who a run belongs to, where the server tells callers apart: the principal whose token
@@ -107,6 +138,32 @@ pub struct RunEndRow {
     pub node_ids: String,
 }
 
+/// Where a run stands, as a parent polls its child: its status, its task's progress and
+/// message, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPollRow {
+    pub status: String,
+    /// The run's own task waits for an answer.
+    pub asking: bool,
+    pub progress: i64,
+    pub status_message: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A run a `workflow` node of another run started: its id, the node, the instance, its
+/// status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildRow {
+    pub id: String,
+    /// The id of the run whose node started it.
+    pub parent_id: String,
+    pub workflow: String,
+    pub parent_node: String,
+    pub parent_instance: Option<i64>,
+    pub status: String,
+}
+
 /// What `runs` lists: a run with its parent task's progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
@@ -142,6 +199,19 @@ pub struct NewRun<'a> {
     pub idempotency: Option<(&'a str, &'a str)>,
     pub principal: Option<&'a str>,
     pub session: Option<&'a str>,
+    /// The node of another run that starts this one, if one does.
+    pub parent: Option<NewParent<'a>>,
+}
+
+/// The node that starts a run: its run's id, its id and index in that run's plan, its
+/// `for_each` instance; and the new run's depth in its tree.
+#[derive(Debug, Clone, Copy)]
+pub struct NewParent<'a> {
+    pub run_id: &'a str,
+    pub node: &'a str,
+    pub index: i64,
+    pub instance: Option<i64>,
+    pub depth: i64,
 }
 
 /// Who holds an unfinished run: (run id, lease owner, whether the lease ran out by the
@@ -160,9 +230,10 @@ fn lease_length(ms: i64) -> i64 {
 const INSERT_RUN: super::sql::Dialects = on_db_clock!(
     "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
          lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
-         idempotency_key, idempotency_request, principal, session)
+         idempotency_key, idempotency_request, principal, session,
+         parent_key, parent_node, parent_index, parent_instance, depth)
      VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, " NOW_MS " + ?8, ?9, ?10, ?10, ?11, ?12,
-             ?13, ?14)"
+             ?13, ?14, (SELECT key FROM runs WHERE id = ?15), ?16, ?17, ?18, ?19)"
 );
 
 const EXTEND_LEASE: super::sql::Dialects = on_db_clock!(
@@ -181,7 +252,9 @@ pub struct RunEnd {
 
 const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.error, r.output, \
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
-     r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session, r.takeovers";
+     r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session, r.takeovers, \
+     (SELECT pr.id FROM runs pr WHERE pr.key = r.parent_key), r.parent_node, r.parent_index, \
+     r.parent_instance, r.depth";
 
 fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
     Ok(from_columns!(r, RunRow {
@@ -190,6 +263,8 @@ fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
         finished_at;
         owner: Owner::read(r, 17)?,
         takeovers: r.get(19)?,
+        parent: ParentRef::read(r, 20)?,
+        depth: r.get(24)?,
     }))
 }
 
@@ -216,6 +291,11 @@ impl Tx<'_> {
                 &run.idempotency.map(|(_, request)| request),
                 &run.principal,
                 &run.session,
+                &run.parent.map(|p| p.run_id),
+                &run.parent.map(|p| p.node),
+                &run.parent.map(|p| p.index),
+                &run.parent.and_then(|p| p.instance),
+                &run.parent.map_or(0, |p| p.depth),
             ],
         )?;
         self.db.execute(
@@ -349,13 +429,15 @@ const RENEW: super::sql::Dialects = on_db_clock!(
 );
 
 /// Unfinished runs of an origin that another owner holds or held, and whether their
-/// lease ran out by the database's clock.
+/// lease ran out by the database's clock. A child run whose parent is unfinished is not
+/// one: its parent's `workflow` node takes it over with the parent, and waits for it.
 const UNFINISHED: super::sql::Dialects = on_db_clock!(
-    "SELECT id, lease_owner,
-            lease_expires_ms IS NULL OR lease_expires_ms < " NOW_MS "
-     FROM runs
-     WHERE status = 'running' AND origin = ?1 AND lease_owner IS DISTINCT FROM ?2
-     ORDER BY created_at, key"
+    "SELECT r.id, r.lease_owner,
+            r.lease_expires_ms IS NULL OR r.lease_expires_ms < " NOW_MS "
+     FROM runs r
+     WHERE r.status = 'running' AND r.origin = ?1 AND r.lease_owner IS DISTINCT FROM ?2
+       AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.key = r.parent_key AND p.status = 'running')
+     ORDER BY r.created_at, r.key"
 );
 
 impl Store {
@@ -385,6 +467,89 @@ impl Store {
                             error,
                             output,
                             node_ids,
+                        }
+                    ))
+                },
+            )
+        })
+    }
+
+    /// Where a run stands, without its snapshot or inputs. `None` if no such run.
+    pub(crate) fn run_poll(&self, run_id: &str) -> Result<Option<RunPollRow>, StoreError> {
+        self.with(|tx| {
+            tx.db.query_opt(
+                "SELECT r.status, COALESCE(t.status = 'input_required', FALSE),
+                        COALESCE(t.progress, 0), t.status_message, r.output, r.error
+                 FROM runs r LEFT JOIN run_tasks t ON t.run_key = r.key WHERE r.id = ?1",
+                &[&run_id],
+                |r| {
+                    Ok(from_columns!(
+                        r,
+                        RunPollRow {
+                            status,
+                            asking,
+                            progress,
+                            status_message,
+                            output,
+                            error,
+                        }
+                    ))
+                },
+            )
+        })
+    }
+
+    /// The runs the `workflow` nodes of run `run_id` started, oldest first.
+    pub fn child_runs(&self, run_id: &str) -> Result<Vec<ChildRow>, StoreError> {
+        self.with(|tx| {
+            tx.db.query(
+                "SELECT c.id, p.id, c.workflow, c.parent_node, c.parent_instance, c.status
+                 FROM runs c JOIN runs p ON c.parent_key = p.key
+                 WHERE p.id = ?1 ORDER BY c.key",
+                &[&run_id],
+                |r| {
+                    Ok(from_columns!(
+                        r,
+                        ChildRow {
+                            id,
+                            parent_id,
+                            workflow,
+                            parent_node,
+                            parent_instance,
+                            status,
+                        }
+                    ))
+                },
+            )
+        })
+    }
+
+    /// The unfinished runs below run `run_id` (its children, theirs, and so on), parents
+    /// before their children.
+    pub(crate) fn unfinished_runs_below(&self, run_id: &str) -> Result<Vec<ChildRow>, StoreError> {
+        self.with(|tx| {
+            tx.db.query(
+                "WITH RECURSIVE below (key, depth) AS (
+                     SELECT c.key, 1 FROM runs c JOIN runs p ON c.parent_key = p.key
+                     WHERE p.id = ?1 AND c.status = 'running'
+                     UNION ALL
+                     SELECT c.key, b.depth + 1 FROM runs c JOIN below b ON c.parent_key = b.key
+                     WHERE c.status = 'running'
+                 )
+                 SELECT c.id, p.id, c.workflow, c.parent_node, c.parent_instance, c.status
+                 FROM below b JOIN runs c ON c.key = b.key JOIN runs p ON p.key = c.parent_key
+                 ORDER BY b.depth, c.key",
+                &[&run_id],
+                |r| {
+                    Ok(from_columns!(
+                        r,
+                        ChildRow {
+                            id,
+                            parent_id,
+                            workflow,
+                            parent_node,
+                            parent_instance,
+                            status,
                         }
                     ))
                 },
@@ -530,14 +695,27 @@ impl Store {
         Ok(released as usize)
     }
 
-    /// Asks whoever drives the run to cancel it. False if the run is not unfinished.
+    /// Asks whoever drives the run, and whoever drives each unfinished run below it (the
+    /// runs its `workflow` nodes started, theirs, and so on), to cancel it. False if the
+    /// run is not unfinished.
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
         let changed = self.with(|tx| {
-            tx.db.execute(
+            let changed = tx.db.execute(
                 "UPDATE runs SET cancel_requested = TRUE, revision = revision + 1
                  WHERE id = ?1 AND status = 'running'",
                 &[&run_id],
-            )
+            )?;
+            tx.db.execute(
+                "WITH RECURSIVE below (key) AS (
+                     SELECT key FROM runs WHERE parent_key = (SELECT key FROM runs WHERE id = ?1)
+                     UNION ALL
+                     SELECT r.key FROM runs r JOIN below b ON r.parent_key = b.key
+                 )
+                 UPDATE runs SET cancel_requested = TRUE, revision = revision + 1
+                 WHERE key IN (SELECT key FROM below) AND status = 'running'",
+                &[&run_id],
+            )?;
+            Ok(changed)
         })?;
         Ok(changed == 1)
     }

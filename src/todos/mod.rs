@@ -51,6 +51,8 @@ pub enum ErrorCode {
     BudgetExceeded,
     /// A repeating node's `until` did not hold after its `max` iterations.
     RepeatExhausted,
+    /// A `workflow` node's child run failed or was cancelled.
+    WorkflowFailed,
     /// A unit ended failed without an error of its own.
     Failed,
     /// A unit was cancelled.
@@ -75,6 +77,7 @@ impl ErrorCode {
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::BudgetExceeded => "budget_exceeded",
             ErrorCode::RepeatExhausted => "repeat_exhausted",
+            ErrorCode::WorkflowFailed => "workflow_failed",
             ErrorCode::Failed => "failed",
             ErrorCode::Cancelled => "cancelled",
         }

@@ -94,6 +94,7 @@ mod tests {
             error: None,
             retried: None,
             iterations: None,
+            runs: None,
             task_id: Skipped::Is(None),
             instances: None,
         };
@@ -112,6 +113,7 @@ mod tests {
             error: None,
             output: Value::Null,
             inputs: Value::Null,
+            parent: None,
             nodes: (nodes.iter())
                 .map(|(id, status, started, finished)| {
                     ((*id).to_owned(), node((status, *started, *finished)))

@@ -85,6 +85,14 @@ fn run_regions(
             dt { "Progress" } dd { (progress(run.progress)) }
             @if let Some(message) = &run.message { dt { "Message" } dd { (message) } }
             @if let Some(of) = &run.retry_of { dt { "Retry of" } dd { a href=(format!("/runs/{of}")) { (of) } } }
+            @if let Some(parent) = &run.parent {
+                dt { "Started by" }
+                dd {
+                    "node " code { (parent.node) }
+                    @if let Some(k) = parent.instance { " item " (k) }
+                    " of run " a href=(format!("/runs/{}", parent.run_id)) { (parent.run_id) }
+                }
+            }
             @if let Some(error) = &run.error { dt { "Error" } dd.error { (error) } }
         }
         div.actions {

@@ -55,7 +55,7 @@ pub(super) fn nodes_table(
                             @if node.retry.max_attempts > 1 { p { (retry_policy(&node.retry)) } }
                         }
                         @if let Some(repeat) = &node.repeat { p { (repeat_policy(repeat)) } }
-                        @if let Some(entry) = entry { (attempts(entry)) (iterations(entry)) }
+                        @if let Some(entry) = entry { (attempts(entry)) (iterations(entry)) (child_runs(entry)) }
                         (audited(calls, id))
                         (asked(run, id))
                             @if let Some(error) = entry.and_then(|e| e.error.as_ref()) {
@@ -189,6 +189,43 @@ fn repeat_policy(repeat: &Repeat) -> String {
     )
 }
 
+/// The child runs a `workflow` node started (its instances' included), each a link to
+/// its own page.
+fn child_runs(entry: &NodeView) -> Markup {
+    let instances = entry.instances.iter().flat_map(|list| list.iter());
+    let mut runs: Vec<(Option<&str>, &crate::runs::ChildRunView)> = (entry.runs.iter().flatten())
+        .map(|run| (None, run))
+        .collect();
+    for (k, instance) in instances {
+        runs.extend(
+            instance
+                .runs
+                .iter()
+                .flatten()
+                .map(|run| (Some(k.as_str()), run)),
+        );
+    }
+    if runs.is_empty() {
+        return html! {};
+    }
+    html! {
+        table.children {
+            caption { "Child runs" }
+            (header_row(&["Item", "Run", "Workflow", "Status"]))
+            tbody {
+                @for (item, run) in runs {
+                    tr {
+                        td { (item.unwrap_or("")) }
+                        td { a href=(format!("/runs/{}", run.run_id)) { (run.run_id) } }
+                        td { (run.workflow) }
+                        td { (badge(&run.status)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A repeating node's finished iterations: each with its attempts, times and output.
 fn iterations(entry: &NodeView) -> Markup {
     let Some(done) = entry.iterations.as_ref().filter(|list| !list.is_empty()) else {
@@ -245,6 +282,7 @@ mod tests {
             error: None,
             retried: None,
             iterations: Some(vec![iteration(1, false), iteration(2, false)]),
+            runs: None,
             task_id: Skipped::Skip,
             instances: None,
         };
@@ -254,8 +292,44 @@ mod tests {
         assert!(page.contains("&quot;n&quot;: 2"), "{page}");
         let none = NodeView {
             iterations: None,
+            runs: None,
             ..entry
         };
         assert_eq!(iterations(&none).into_string(), "");
+    }
+
+    #[test]
+    fn a_workflow_node_links_each_child_run_and_escapes_what_it_shows() {
+        let child = |id: &str, status: &str| crate::runs::ChildRunView {
+            run_id: id.into(),
+            workflow: "<script>x</script>".into(),
+            status: status.into(),
+        };
+        let unit = |runs| NodeView {
+            status: "succeeded".into(),
+            attempts: 1,
+            times: None,
+            reason: None,
+            output: None,
+            error: None,
+            retried: None,
+            iterations: None,
+            runs,
+            task_id: Skipped::Skip,
+            instances: None,
+        };
+        let mut entry = unit(Some(vec![
+            child("r-1", "failed"),
+            child("r-2", "succeeded"),
+        ]));
+        let instance = unit(Some(vec![child("r-3", "succeeded")]));
+        entry.instances = Some([("0".to_owned(), instance)].into_iter().collect());
+        let page = child_runs(&entry).into_string();
+        assert!(page.contains("<caption>Child runs</caption>"), "{page}");
+        for id in ["r-1", "r-2", "r-3"] {
+            assert!(page.contains(&format!("href=\"/runs/{id}\"")), "{page}");
+        }
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("&lt;script&gt;"), "{page}");
     }
 }

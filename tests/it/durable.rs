@@ -1216,3 +1216,31 @@ on_both_backends! {
         assert_eq!(retried[1].started_at.as_deref(), Some(retried[0].retry_at.as_str()));
     }
 }
+
+on_both_backends! {
+    async fn a_run_whose_runtime_shuts_down_under_it_is_left_running_for_a_takeover(place) {
+        // A process exiting drops its runtime with runs in flight: a timer or task refused
+        // then is no fault of the run, which stays as stored for the next process.
+        for _ in 0..3 {
+            let world = World::new(place.fresh());
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let a = Arc::new(world.process(SHORT));
+            let on_a = Arc::clone(&a);
+            let handle = runtime
+                .spawn(async move { start(&on_a, TOOL_WAIT_TOOL, json!({}), RunOptions::default()) })
+                .await
+                .unwrap();
+            runtime.shutdown_background();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let run = world.store().run(&handle.run_id).unwrap().unwrap();
+            assert_eq!(run.status, "running", "{run:?}");
+            let (_b, report) = resume_elsewhere(&world, &handle.run_id).await;
+            assert_eq!(report.status, RunStatus::Succeeded);
+            assert_eq!(world.todo_titles(), ["first", "last"]);
+        }
+    }
+}

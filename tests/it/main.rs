@@ -34,6 +34,7 @@ mod repeat;
 mod schema;
 mod start;
 mod store;
+mod subworkflows;
 mod task_protocols;
 mod tasks;
 mod template_budgets;

@@ -129,6 +129,7 @@ fn held_run(store: &Store, id: &str) -> i64 {
         idempotency: None,
         principal: None,
         session: None,
+        parent: None,
     };
     let timing = TaskTiming {
         ttl_ms: 60_000,
@@ -330,7 +331,7 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
              ALTER TABLE nodes DROP COLUMN retried;
              ALTER TABLE nodes DROP COLUMN iterations;
              DROP TABLE run_history;
-             ALTER TABLE runs DROP COLUMN parent_key, DROP COLUMN parent_node,
+             ALTER TABLE runs DROP COLUMN parent_key, DROP COLUMN parent_node, DROP COLUMN parent_index,
                  DROP COLUMN parent_instance, DROP COLUMN depth;
              DROP TABLE written_files;
              ALTER TABLE runs DROP COLUMN revision;

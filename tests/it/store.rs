@@ -52,6 +52,7 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         idempotency: None,
         principal: None,
         session: None,
+        parent: None,
     }
 }
 

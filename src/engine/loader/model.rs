@@ -319,6 +319,7 @@ impl Decoder {
             "list_dir" => self
                 .string(&at, value)
                 .map(|path| ActionDef::ListDir { path }),
+            "workflow" => self.workflow_action(&at, value),
             _ => self.read_file(&at, value),
         };
         action.unwrap_or(ActionDef::Render {
@@ -399,6 +400,44 @@ impl Decoder {
         Some(ActionDef::ReadFile {
             path: self.req(map, path, "path", Self::string),
             max_bytes: max_bytes.map_or(DEFAULT_READ_BYTES, |n| n as u64),
+        })
+    }
+
+    /// `workflow = "name"`, or `workflow = { name = "name", inputs = { ... } }`. The name
+    /// is fixed, never a template, so that the workflows that call each other are known
+    /// when the files load.
+    pub(super) fn workflow_action(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let (name, inputs) = match value {
+            Value::String(name) => (name.clone(), Map::new()),
+            _ => {
+                let map = self.fields(path, value, WORKFLOW_KEYS)?;
+                let name = self.req(map, path, "name", Self::string);
+                let inputs = match map.get("inputs") {
+                    Some(inputs) => self.table(&join(path, "inputs"), inputs)?.clone(),
+                    None => Map::new(),
+                };
+                (name, inputs)
+            }
+        };
+        let at = match value.is_string() {
+            true => path.to_owned(),
+            false => join(path, "name"),
+        };
+        if crate::engine::template::is_template(&name) {
+            self.report(
+                &at,
+                "the workflow's name is fixed, not a template: the workflows that call \
+                 each other are checked when the files load",
+            );
+        } else if !name.is_empty() && !is_id(&name) {
+            self.report(
+                &at,
+                format!("invalid workflow name `{name}`: must match {ID_RULE}"),
+            );
+        }
+        Some(ActionDef::Workflow {
+            name,
+            inputs: Value::Object(inputs),
         })
     }
 

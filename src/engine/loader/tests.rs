@@ -662,8 +662,8 @@ fn inline_json_problems_carry_the_dotted_path() {
             "inline: nodes.a.timeout: invalid duration `soon`: expected a number followed by a \
              unit (ms, s, m or h), like `200ms`, `30s`, `1.5s` or `1m30s`",
             "inline: nodes.b.extra: unknown key `extra`; allowed keys: description, tool, args, \
-             render, write_file, wait, input, sample, value, list_dir, read_file, phase, needs, \
-             when, trigger, on_failure, timeout, for_each, retry, repeat",
+             render, write_file, wait, input, sample, value, list_dir, read_file, workflow, phase, \
+             needs, when, trigger, on_failure, timeout, for_each, retry, repeat",
             "inline: nodes.b.needs[0]: expected a string, found null",
         ]
     );

@@ -176,13 +176,22 @@ impl Run {
             );
             return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
         }
-        // Each instance is a unit (a stored row) beside its node's own.
+        // Each instance is a unit (a stored row) beside its node's own; the units of the
+        // runs above and below this one count too.
         let units = self.units.saturating_add(n);
-        if units > limits.max_run_units {
+        let limit = limits.max_run_units.min(self.tree.limit());
+        let admitted = match units > limit {
+            true => Err(units),
+            false => self.tree.admit(&self.run_id, units),
+        };
+        if let Err(total) = admitted {
+            let of = match self.tree.nested() {
+                true => "the runs of this tree",
+                false => "the run",
+            };
             let message = format!(
-                "for_each: node `{id}` would bring the run to {units} units, over the \
-                 max-run-units budget ({})",
-                limits.max_run_units
+                "for_each: node `{id}` would bring {of} to {total} units, over the \
+                 max-run-units budget ({limit})"
             );
             return Err(NodeError::new(NodeErrorKind::BudgetExceeded, message));
         }

@@ -12,6 +12,7 @@
 //! settles their outcomes; `persist` writes changes to the journal; `finish` ends the run.
 
 mod cancel;
+mod child;
 mod complete;
 mod decide;
 mod files;
@@ -31,11 +32,13 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::actions::{ActionEnv, BoxFuture, Resolved};
-use super::journal::{Answers, Journal, StoredRun, UnitState};
+use super::journal::{Answers, Journal, RunOrigin, StoredRun, UnitState};
 use super::observer::{Event, Observer};
 use super::plan::Plan;
 use super::report::RunReport;
+use crate::store::Owner;
 pub use cancel::UnitCancel;
+pub(crate) use child::{ChildOf, TreeUnits};
 use state::RunState;
 use units::Woken;
 
@@ -95,6 +98,13 @@ pub(crate) struct RunSetup {
     /// The run is picked up again by the process that drove it, after its journal refused
     /// a write (`engine/pick_up.rs`): it started before, and says so once only.
     pub picked_up: bool,
+    /// Who started the run, and who it belongs to: its child runs are the same.
+    pub origin: RunOrigin,
+    pub owner: Owner,
+    /// How deep below the run at the top of its tree the run is.
+    pub depth: u32,
+    /// The units of the run's whole tree, counted against `max_run_units` together.
+    pub tree: Arc<TreeUnits>,
 }
 
 /// How a drive ended: the run's report, and whether its journal refused a write for a
@@ -129,6 +139,10 @@ impl RunSetup {
             recorded_ms: None,
             poisoned: None,
             picked_up: false,
+            origin: stored.origin,
+            owner: stored.owner,
+            depth: stored.depth,
+            tree: TreeUnits::new(usize::MAX),
         }
     }
 }
@@ -173,8 +187,20 @@ pub(super) struct Run {
     /// The journal refused a write for a reason other than the lease ([`Driven::unsaved`]).
     unsaved: bool,
     /// The run's units so far (its nodes and the instances of its `for_each` nodes),
-    /// counted against `max_run_units`.
+    /// counted against `max_run_units` with the rest of its tree's.
     units: usize,
+    tree: Arc<TreeUnits>,
+    /// The engine, which starts the child runs of `workflow` nodes.
+    engine: super::Engine,
+    origin: RunOrigin,
+    owner: Owner,
+    depth: u32,
+    /// Set when this process gives the run up to another (its lease lost): its children
+    /// are then left to go on, not cancelled with the attempts that wait for them.
+    abandoned: Arc<std::sync::atomic::AtomicBool>,
+    /// The progress of child runs, from the attempts that wait for them.
+    child_ticks: tokio::sync::mpsc::UnboundedSender<child::ChildTick>,
+    child_ticked: tokio::sync::mpsc::UnboundedReceiver<child::ChildTick>,
 }
 
 /// The audit rows of a caller's replies to one asking of a unit's question.
@@ -186,13 +212,16 @@ enum Wake {
     CancelUnit(UnitCancel),
     Cancelled,
     TimedOut,
+    ChildTick(child::ChildTick),
 }
 
 impl Run {
     /// Builds a run, fresh or from stored records: one constructor for both, so that a
     /// resumed run is scheduled by the same rules as the run it continues.
-    pub(super) fn new(setup: RunSetup) -> Run {
+    pub(super) fn new(setup: RunSetup, engine: super::Engine) -> Run {
         let plan = setup.plan;
+        setup.tree.record(&setup.run_id, plan.nodes.len());
+        let (child_ticks, child_ticked) = tokio::sync::mpsc::unbounded_channel();
         let n = plan.nodes.len();
         let mut state = RunState::new(n, setup.journal.is_some());
         // Only a run rebuilt from stored records needs its nodes by id.
@@ -252,6 +281,14 @@ impl Run {
             audits: Vec::new(),
             replies: Default::default(),
             units: n,
+            tree: setup.tree,
+            engine,
+            origin: setup.origin,
+            owner: setup.owner,
+            depth: setup.depth,
+            abandoned: Arc::default(),
+            child_ticks,
+            child_ticked,
             poisoned: setup.poisoned,
             picked_up: setup.picked_up,
             unsaved: false,
@@ -314,12 +351,14 @@ impl Run {
                     Wake::CancelUnit(unit)
                 }
                 _ = sleep_until(deadline), if !stopped && deadline.is_some() => Wake::TimedOut,
+                Some(tick) = self.child_ticked.recv() => Wake::ChildTick(tick),
             };
             match wake {
                 Wake::Unit(woken) => self.wake(*woken),
                 Wake::CancelUnit(unit) => self.cancel_unit(unit),
                 Wake::Cancelled => self.halt(Stop::Cancelled),
                 Wake::TimedOut => self.halt(Stop::TimedOut),
+                Wake::ChildTick(tick) => self.child_ticked(tick),
             }
         }
         self.finalize()
@@ -340,6 +379,10 @@ impl Run {
     }
 
     fn halt(&mut self, stop: Stop) {
+        if matches!(stop, Stop::Lost(_)) {
+            self.abandoned
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         if self.stop.is_none() {
             self.stop = Some(stop);
             self.stop_token.cancel();

@@ -93,6 +93,12 @@ pub(super) struct RunState {
     dirty: Vec<(usize, Option<usize>)>,
     asked: Vec<Pending<Question>>,
     answered: Vec<Pending<Value>>,
+    /// The share of their child runs done, of `workflow` nodes waiting for them.
+    child_shares: std::collections::HashMap<usize, f64>,
+    /// A child's progress moved the run's since the last commit.
+    progress_moved: bool,
+    /// The `workflow` units whose child runs wait for an answer.
+    children_asking: std::collections::HashSet<(usize, Option<usize>)>,
 }
 
 impl RunState {
@@ -110,7 +116,32 @@ impl RunState {
             dirty: Vec::new(),
             asked: Vec::new(),
             answered: Vec::new(),
+            child_shares: Default::default(),
+            progress_moved: false,
+            children_asking: Default::default(),
         }
+    }
+
+    /// Whether unit `at`'s child run waits for an answer; the run asks while one does.
+    pub fn child_asking(&mut self, at: (usize, Option<usize>), asking: bool) {
+        let changed = match asking {
+            true => self.children_asking.insert(at),
+            false => self.children_asking.remove(&at),
+        };
+        self.progress_moved |= changed && self.tracking;
+    }
+
+    /// Whether some unit, or a child run of one, waits for an answer.
+    fn is_asking(&self) -> bool {
+        self.asking > 0
+            || (self.children_asking.iter())
+                .any(|&(node, instance)| !self.unit(node, instance).status.is_terminal())
+    }
+
+    /// Counts `share` (0 to 1) of node `node`'s child run as done, in the run's progress.
+    pub fn child_share(&mut self, node: usize, share: f64) {
+        self.child_shares.insert(node, share.clamp(0.0, 1.0));
+        self.progress_moved = self.tracking;
     }
 
     /// Expands `node` into its instances. Each unfinished instance is marked as changed,
@@ -179,7 +210,10 @@ impl RunState {
     }
 
     pub(crate) fn has_changes(&self) -> bool {
-        !self.dirty.is_empty() || !self.asked.is_empty() || !self.answered.is_empty()
+        !self.dirty.is_empty()
+            || !self.asked.is_empty()
+            || !self.answered.is_empty()
+            || self.progress_moved
     }
 
     /// The changed units and new questions, by reference, in the order they changed.
@@ -224,6 +258,7 @@ impl RunState {
         }
         self.asked.clear();
         self.answered.clear();
+        self.progress_moved = false;
     }
 
     pub fn progress<'a>(&self, plan: &'a Plan) -> RunProgress<'a> {
@@ -236,7 +271,11 @@ impl RunState {
             .iter()
             .filter(|&&i| !self.nodes[i].status.is_terminal())
             .filter_map(|&i| self.fans[i].as_ref().map(Fan::fraction))
-            .sum();
+            .sum::<f64>()
+            + (self.child_shares.iter())
+                .filter(|&(&i, _)| !self.nodes[i].status.is_terminal())
+                .map(|(_, share)| share)
+                .sum::<f64>();
         let percent = match total {
             0 => 100.0,
             _ => 100.0 * (self.done as f64 + fanned) / total as f64,
@@ -246,7 +285,7 @@ impl RunState {
             done: self.done,
             total,
             current: self.current.map(|i| &*plan.nodes[i].id),
-            asking: self.asking > 0,
+            asking: self.is_asking(),
             iteration: self.iteration(plan),
         }
     }
@@ -273,7 +312,7 @@ impl RunState {
             done,
             total,
             current,
-            asking: self.asking > 0,
+            asking: self.is_asking(),
             iteration: self.iteration(plan),
         }
     }

@@ -166,7 +166,12 @@ pub(super) fn contained_async(
         std::panic::AssertUnwindSafe(attempt)
             .catch_unwind()
             .map(|caught| {
-                caught.unwrap_or_else(|_| {
+                caught.unwrap_or_else(|payload| {
+                    // The runtime shuts down under the attempt: no fault of the node's,
+                    // and the run is left as stored (`Engine::drive`), not failed.
+                    if crate::engine::shutting_down(payload.as_ref()) {
+                        std::panic::resume_unwind(payload);
+                    }
                     tracing::error!("a node's waiting attempt panicked; the node fails");
                     Err(NodeError::new(
                         NodeErrorKind::Panicked,

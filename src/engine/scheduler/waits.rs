@@ -18,7 +18,8 @@ use crate::engine::report::NodeError;
 use crate::todos::AuditOutcome;
 
 impl Run {
-    /// An attempt of an action that waits (`wait`, `input`, `sample`), after `first_wait`.
+    /// An attempt of an action that waits (`wait`, `input`, `sample`, `workflow`), after
+    /// `first_wait`.
     pub(super) fn waiting_attempt(
         &mut self,
         node: usize,
@@ -59,6 +60,11 @@ impl Run {
                     tokio::time::sleep(first_wait + sleep).await;
                     end
                 })
+            }
+            // The child's own wait handles the node's timeout: it cancels the child then.
+            Resolved::Workflow { name, inputs } => {
+                let at = (node, instance);
+                self.child_attempt(at, number, name.clone(), inputs.clone(), first_wait)
             }
             question => {
                 let asked = self.ask(node, instance, number, question.clone());

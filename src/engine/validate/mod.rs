@@ -276,6 +276,9 @@ impl<'d> Checker<'d> {
         };
         match &node.action {
             ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
+            ActionDef::Workflow { inputs, .. } => {
+                self.value(&format!("nodes.{id}.workflow.inputs"), inputs, scope)
+            }
             ActionDef::Input { schema, .. } => {
                 self.value(&format!("nodes.{id}.input.schema"), schema, scope)
             }
@@ -551,7 +554,10 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
         ActionDef::ListDir { path } => vec![("list_dir", path)],
         ActionDef::ReadFile { path, .. } => vec![("read_file.path", path)],
         ActionDef::WaitFor { duration } => vec![("wait", duration)],
-        ActionDef::Tool { .. } | ActionDef::Wait { .. } | ActionDef::Value { .. } => vec![],
+        ActionDef::Tool { .. }
+        | ActionDef::Wait { .. }
+        | ActionDef::Value { .. }
+        | ActionDef::Workflow { .. } => vec![],
     }
 }
 

@@ -3,8 +3,9 @@
 //! question is the engine's decision ([`Question::answerer`]); this holds the shapes.
 //!
 //! A question's key on the wire names its unit and its key there
-//! (`node:attempt-1`, or `node#3:attempt-1` for a `for_each` instance), so it is unique
-//! for the task's lifetime and any process can find the question it names.
+//! (`node:attempt-1`, or `node#3:attempt-1` for a `for_each` instance), after the path of
+//! `workflow` nodes to the child run that asks it (`check>node:attempt-1`), so it is
+//! unique for the task's lifetime and any process can find the question it names.
 
 use serde_json::{Value, json};
 
@@ -14,9 +15,10 @@ use crate::runs::{AnswerError, OpenQuestion, Refusal};
 
 /// The question's key on the wire.
 pub(super) fn wire_key(question: &OpenQuestion) -> String {
+    let path = &question.path;
     match question.instance {
-        Some(k) => format!("{}#{k}:{}", question.node_id, question.key),
-        None => format!("{}:{}", question.node_id, question.key),
+        Some(k) => format!("{path}{}#{k}:{}", question.node_id, question.key),
+        None => format!("{path}{}:{}", question.node_id, question.key),
     }
 }
 

@@ -266,6 +266,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE nodes ADD COLUMN iterations TEXT;
     ALTER TABLE runs ADD COLUMN parent_key BIGINT REFERENCES runs (key) ON DELETE SET NULL;
     ALTER TABLE runs ADD COLUMN parent_node TEXT;
+    ALTER TABLE runs ADD COLUMN parent_index BIGINT;
     ALTER TABLE runs ADD COLUMN parent_instance BIGINT;
     ALTER TABLE runs ADD COLUMN depth BIGINT NOT NULL DEFAULT 0;
     CREATE INDEX runs_by_parent ON runs (parent_key) WHERE parent_key IS NOT NULL;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_task_server::engine::actions::BoxFuture;
 use mcp_task_server::engine::journal::{
-    Answers, Journal, RunBatch, RunStart, StoredRun, ToolCall, UnitState,
+    Answers, Journal, RunBatch, RunPoll, RunStart, StoredRun, ToolCall, UnitState,
 };
 use mcp_task_server::engine::report::NodeError;
 use mcp_task_server::todos::{ToolResult, Tools};
@@ -97,6 +97,18 @@ impl Journal for CutOff {
 
     fn load(&self, run_id: &str) -> Result<StoredRun, JournalError> {
         self.inner().load(run_id)
+    }
+
+    fn poll(&self, run_id: &str) -> Result<Option<RunPoll>, JournalError> {
+        self.inner().poll(run_id)
+    }
+
+    fn request_cancel(&self, run_id: &str) -> Result<bool, JournalError> {
+        Journal::request_cancel(self.inner(), run_id)
+    }
+
+    fn running_runs_of(&self, principal: &str) -> Result<u64, JournalError> {
+        self.inner().running_runs_of(principal)
     }
 
     fn claim(&self, run_id: &str, answers: Option<Answers>) -> Result<(), JournalError> {
