@@ -113,7 +113,11 @@ impl App {
                     .filter(|view| caller.may_see(&view.owner))
                     .ok_or(PageError::BadCursor)?;
                 match view.parent_task_id {
-                    Some(parent) => (Some(parent), Some(view.task_id)),
+                    // A unit of any run of a tree is paged under the run at its top.
+                    Some(_) => {
+                        let root = self.registry.root_of(&view.run_id)?;
+                        (Some(root), Some(view.task_id))
+                    }
                     None => (Some(view.task_id), None),
                 }
             }

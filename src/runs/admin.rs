@@ -83,7 +83,7 @@ impl Registry {
         }
         let mut open = self.open_questions_of(run_id, String::new())?;
         let mut paths = std::collections::HashMap::from([(run_id.to_owned(), String::new())]);
-        for child in self.store().unfinished_runs_below(run_id)? {
+        for child in self.store().runs_below(run_id, true)? {
             let Some(above) = paths.get(&child.parent_id) else {
                 continue;
             };

@@ -16,6 +16,7 @@ mod records;
 mod registry;
 mod rounds;
 pub mod status;
+mod tree_tasks;
 mod view;
 
 pub use crate::engine::question::{ASKED_AT_MOST, Refusal};

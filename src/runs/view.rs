@@ -87,10 +87,18 @@ fn sub_view(
         (Some(_), Some(row)) => row.started_at.clone().unwrap_or(row.updated_at.clone()),
         _ => head.created_at.clone(),
     };
+    // A child run's units are sub-tasks of the `workflow` node's unit that started it.
+    let parent_task_id = match &head.parent {
+        Some(parent) => {
+            let (index, instance) = (parent.index as usize, parent.instance.map(|k| k as usize));
+            ids::sub_task_id(key, &parent.run_id, index, instance).unwrap_or_default()
+        }
+        None => head.run_id.clone(),
+    };
     TaskView {
         owner: head.owner.clone(),
         task_id: ids::sub_task_id(key, &head.run_id, index, instance).unwrap_or_default(),
-        parent_task_id: Some(head.run_id.clone()),
+        parent_task_id: Some(parent_task_id),
         run_id: head.run_id.clone(),
         node_id: Some(node_id),
         instance: instance.map(|k| k as i64),
@@ -174,8 +182,9 @@ impl Registry {
         )))
     }
 
-    /// The sub-tasks of a run's task in plan order (a node, then its instances), after the
-    /// sub-task `after`, at most `limit`.
+    /// The sub-tasks of a run's task: its units in plan order (a node, then its
+    /// instances), then those of each run below it (`tree_tasks.rs`), after the sub-task
+    /// `after`, at most `limit`.
     pub fn sub_tasks(
         &self,
         parent: &str,
@@ -183,7 +192,7 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
         match self.store().run_head(parent)? {
-            Some(head) => self.sub_tasks_under(&head, after, limit),
+            Some(head) => self.tree_sub_tasks(&head, after, limit),
             None => Ok(Vec::new()),
         }
     }
@@ -195,12 +204,13 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<TaskView>, StoreError> {
         match &parent.head {
-            Some(head) => self.sub_tasks_under(head, None, limit),
+            Some(head) => self.tree_sub_tasks(head, None, limit),
             None => self.sub_tasks(&parent.task_id, None, limit),
         }
     }
 
-    fn sub_tasks_under(
+    /// The sub-tasks of one run's units, after `after` (one of them), at most `limit`.
+    pub(super) fn units_under(
         &self,
         head: &RunHead,
         after: Option<&str>,

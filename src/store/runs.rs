@@ -524,22 +524,26 @@ impl Store {
         })
     }
 
-    /// The unfinished runs below run `run_id` (its children, theirs, and so on), parents
-    /// before their children.
-    pub(crate) fn unfinished_runs_below(&self, run_id: &str) -> Result<Vec<ChildRow>, StoreError> {
+    /// The runs below run `run_id` (its children, theirs, and so on), unfinished ones only
+    /// if `unfinished`, parents before their children, each level oldest first.
+    pub(crate) fn runs_below(
+        &self,
+        run_id: &str,
+        unfinished: bool,
+    ) -> Result<Vec<ChildRow>, StoreError> {
         self.with(|tx| {
             tx.db.query(
                 "WITH RECURSIVE below (key, depth) AS (
                      SELECT c.key, 1 FROM runs c JOIN runs p ON c.parent_key = p.key
-                     WHERE p.id = ?1 AND c.status = 'running'
+                     WHERE p.id = ?1 AND (NOT ?2 OR c.status = 'running')
                      UNION ALL
                      SELECT c.key, b.depth + 1 FROM runs c JOIN below b ON c.parent_key = b.key
-                     WHERE c.status = 'running'
+                     WHERE NOT ?2 OR c.status = 'running'
                  )
                  SELECT c.id, p.id, c.workflow, c.parent_node, c.parent_instance, c.status
                  FROM below b JOIN runs c ON c.key = b.key JOIN runs p ON p.key = c.parent_key
                  ORDER BY b.depth, c.key",
-                &[&run_id],
+                &[&run_id, &unfinished],
                 |r| {
                     Ok(from_columns!(
                         r,

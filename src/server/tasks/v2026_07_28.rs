@@ -146,6 +146,10 @@ impl Server {
                 if let Some(instance) = sub.instance {
                     entry["instance"] = json!(instance);
                 }
+                // A child run's unit sits under the `workflow` node's unit, not the run.
+                if let Some(parent) = sub.parent_task_id.as_ref().filter(|p| **p != view.task_id) {
+                    entry["parentTaskId"] = json!(parent);
+                }
                 entry
             })
             .collect();

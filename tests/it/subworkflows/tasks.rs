@@ -99,3 +99,53 @@ on_both_backends! {
         assert_eq!(first_still["result"]["status"], "input_required", "{first_still}");
     }
 }
+
+on_both_backends! {
+    async fn a_childs_nodes_are_sub_tasks_under_the_node_that_started_it(place) {
+        let flows = [("ask.toml", ASK), ("nested.toml", NESTED)];
+        let mut wire = Wire::start_on(place, Default::default(), &flows);
+        wire.initialize(json!({ "elicitation": {} })).await;
+        let call = json!({ "name": "nested", "arguments": {}, "task": { "ttl": 60000 } });
+        let created = wire.request(1, "tools/call", call).await;
+        let task_id = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+        let asking = wire
+            .poll_until(2, json!({ "taskId": task_id }), "input_required")
+            .await;
+        let subs = asking["result"]["_meta"]["x-mcp-task-server/subTasks"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let node = |s: &Value| s["node"].as_str().unwrap().to_owned();
+        let nodes: Vec<String> = subs.iter().map(node).collect();
+        assert_eq!(nodes, ["call", "after", "pause", "approve", "todo"], "{subs:#?}");
+        let call_task = subs[0]["taskId"].clone();
+        let parents: Vec<&Value> = subs
+            .iter()
+            .map(|s| &s["parentTaskId"])
+            .collect();
+        assert_eq!(parents[..2], [&Value::Null, &Value::Null], "the run's own units");
+        assert_eq!(parents[2..], [&call_task, &call_task, &call_task], "{subs:#?}");
+
+        // A child's unit is a task of its own, under the node's task, and a cursor.
+        let approve = subs[3]["taskId"].as_str().unwrap();
+        let got = wire.request(3, "tasks/get", json!({ "taskId": approve })).await;
+        assert_eq!(got["result"]["status"], "input_required", "{got}");
+        let listed = wire.request(4, "tasks/list", json!({})).await;
+        let ids: Vec<&str> = listed["result"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["taskId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 6, "the run's task and five sub-tasks: {ids:?}");
+        assert_eq!(ids[0], task_id);
+        let after = wire.request(5, "tasks/list", json!({ "cursor": approve })).await;
+        let rest: Vec<&str> = after["result"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["taskId"].as_str().unwrap())
+            .collect();
+        assert_eq!(rest, [ids[5]], "the listing goes on after a child's unit");
+    }
+}
