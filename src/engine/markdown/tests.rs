@@ -304,6 +304,24 @@ fn malformed_front_matter_is_an_error_naming_its_markdown_line() {
     );
 }
 
+/// YAML ends a line at a lone `\r`, the Markdown text only at `\n`: the error is on the
+/// text's line all the same, not on a line past its end.
+#[test]
+fn a_lone_carriage_return_in_a_front_matter_leaves_errors_on_the_texts_lines() {
+    let (line, message) = malformed("---\n\r\r-\n---");
+    assert_eq!(
+        (line, message.as_str()),
+        (2, "it is a list, not a mapping of keys to values")
+    );
+    let (line, message) = malformed("---\na: 1\ra: 2\nb: 3\r\rb: 4\n---\n# T\n");
+    assert_eq!((line, message.as_str()), (2, "the key `a` appears twice"));
+    let (line, message) = malformed("---\na: 1\rb: 2\nc: 3\r\rc: 4\n---\n# T\n");
+    assert_eq!((line, message.as_str()), (3, "the key `c` appears twice"));
+    // Without an error, a lone `\r` ends a YAML line like any other.
+    let value = Value::Object(front_matter("---\na: 1\rb: 2\n---\n", ROOMY).unwrap());
+    assert_eq!(value, json!({"a": 1, "b": 2}));
+}
+
 #[test]
 fn a_front_matter_is_read_as_json_like_values() {
     let text = "\u{feff}---  \n\

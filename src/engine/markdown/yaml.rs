@@ -66,7 +66,7 @@ pub(crate) fn mapping(
     max_size: usize,
 ) -> Result<Map<String, Value>, FrontMatterError> {
     let mut builder = Builder {
-        offset,
+        lines: markdown_lines(yaml, offset),
         max_size,
         ..Builder::default()
     };
@@ -145,13 +145,16 @@ struct Builder {
     /// The bytes built so far, copies included.
     built: usize,
     max_size: usize,
-    offset: usize,
+    /// The Markdown line of each YAML line, YAML's first at index 0.
+    lines: Vec<usize>,
 }
 
 impl Builder {
-    /// The Markdown line of a place in the YAML.
+    /// The Markdown line of a place in the YAML. A mark past the last line (yaml-rust2
+    /// moves to a new line at the end of a stream whose last line is not ended) is on it.
     fn line(&self, mark: &Marker) -> usize {
-        mark.line().max(1) + self.offset
+        let at = mark.line().max(1) - 1;
+        self.lines[at.min(self.lines.len() - 1)]
     }
 
     fn event(&mut self, event: Event, mark: Marker) -> Result<(), FrontMatterError> {
@@ -266,6 +269,27 @@ impl Builder {
         }
         self.charge(1)
     }
+}
+
+/// For each line of `yaml` as YAML counts them, the number of the Markdown line it is on,
+/// the YAML's first being `offset + 1`. YAML ends a line at a lone `\r` too, where the
+/// Markdown text does not: a front matter holding one has more lines to yaml-rust2 than
+/// to the text, and its marks' lines cannot just be added to `offset`. Never empty.
+fn markdown_lines(yaml: &str, offset: usize) -> Vec<usize> {
+    let mut line = offset + 1;
+    let mut lines = vec![line];
+    let mut bytes = yaml.bytes().peekable();
+    while let Some(byte) = bytes.next() {
+        match byte {
+            b'\n' => {
+                line += 1;
+                lines.push(line);
+            }
+            b'\r' if bytes.peek() != Some(&b'\n') => lines.push(line),
+            _ => {}
+        }
+    }
+    lines
 }
 
 fn too_deep(line: usize) -> FrontMatterError {
