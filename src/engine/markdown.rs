@@ -14,6 +14,8 @@ mod inline;
 mod yaml;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 use serde::Serialize;

@@ -1,7 +1,7 @@
 //! The Markdown readers on ADRs of the three common formats, on the corners of the syntax,
-//! on malformed and hostile input, and as properties over generated documents.
+//! and on malformed and hostile input (the properties over generated documents are in
+//! `properties.rs`).
 
-use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
@@ -618,119 +618,4 @@ fn lines_end_at_newlines_only() {
     assert_eq!(spans("a"), ["a"]);
     assert_eq!(spans("a\n"), ["a"]);
     assert_eq!(spans("a\r\nb\rc\n\n"), ["a", "b\rc", ""]);
-}
-
-/// A heading's title: words of letters and digits.
-fn title() -> impl Strategy<Value = String> {
-    "[A-Za-z0-9]{1,8}( [A-Za-z0-9]{1,8}){0,3}"
-}
-
-/// A line of a section's body: prose that is no heading, rule, fence or container.
-fn prose() -> impl Strategy<Value = String> {
-    "[a-z][a-z ,.]{0,30}"
-}
-
-/// A section: its level, whether it is written with an underline (levels 1 and 2), its
-/// title and its body's lines.
-fn section() -> impl Strategy<Value = (u8, bool, String, Vec<String>)> {
-    (
-        1u8..=6,
-        any::<bool>(),
-        title(),
-        prop::collection::vec(prose(), 0..4),
-    )
-}
-
-/// The lines of a section as written.
-fn written(level: u8, setext: bool, title: &str, body: &[String]) -> Vec<String> {
-    let mut lines = match (setext, level) {
-        (true, 1) => vec![title.to_owned(), "===".to_owned()],
-        (true, 2) => vec![title.to_owned(), "---".to_owned()],
-        _ => vec![format!("{} {title}", "#".repeat(usize::from(level)))],
-    };
-    lines.push(String::new());
-    lines.extend(body.iter().cloned());
-    lines.push(String::new());
-    lines
-}
-
-/// A link as written, with its text and target escaped where they need it.
-fn link_written(text: &str, target: &str, kind: u8) -> String {
-    let escaped: String = text
-        .chars()
-        .flat_map(|c| match c.is_ascii_punctuation() {
-            true => vec!['\\', c],
-            false => vec![c],
-        })
-        .collect();
-    match kind % 3 {
-        0 => format!("[{escaped}]({target})"),
-        1 => format!("[{escaped}](<{target}> \"a title\")"),
-        _ => format!("<{target}>"),
-    }
-}
-
-proptest! {
-    #[test]
-    fn headings_of_generated_sections_are_those_sections_with_their_lines(
-        sections in prop::collection::vec(section(), 0..8),
-        preamble in prop::collection::vec(prose(), 0..3),
-    ) {
-        let mut lines: Vec<String> = preamble.clone();
-        if !preamble.is_empty() {
-            lines.push(String::new());
-        }
-        let mut expected = Vec::new();
-        for (level, setext, title, body) in &sections {
-            expected.push((*level, title.clone(), lines.len() + 1));
-            lines.extend(written(*level, *setext, title, body));
-        }
-        let text = lines.join("\n");
-        let found = headings(&text);
-        let got: Vec<_> = found.iter().map(|h| (h.level, h.title.clone(), h.line)).collect();
-        prop_assert_eq!(got, expected);
-        // A section's body is its own lines, then its subsections up to the next heading
-        // of its level or higher.
-        for (at, heading) in found.iter().enumerate() {
-            let end = found[at + 1..]
-                .iter()
-                .find(|next| next.level <= heading.level)
-                .map_or(lines.len(), |next| next.line - 1);
-            let first = match sections[at].1 && sections[at].0 <= 2 { true => heading.line + 1, false => heading.line };
-            let expected = lines[first..end].join("\n");
-            prop_assert_eq!(heading.body, expected.trim_matches('\n').trim_end());
-        }
-    }
-
-    #[test]
-    fn links_round_trip(
-        items in prop::collection::vec(
-            ("[ -~]{1,20}", "[a-z]{2,6}:[a-z0-9./?=&-]{1,20}", 0u8..3, prose()),
-            0..6,
-        ),
-    ) {
-        let mut text = String::new();
-        let mut expected = Vec::new();
-        for (line, (label, target, kind, words)) in items.iter().enumerate() {
-            let shown = label.split_whitespace().collect::<Vec<_>>().join(" ");
-            prop_assume!(!shown.is_empty());
-            let written = link_written(label, target, *kind);
-            text.push_str(&format!("{words} {written} {words}\n"));
-            let text_of = if kind % 3 == 2 { target.clone() } else { shown };
-            expected.push((text_of, target.clone(), line + 1));
-        }
-        prop_assert_eq!(targets(&text), expected);
-    }
-
-    #[test]
-    fn crlf_line_endings_read_as_lf_ones(text in "[-#=`~>*_ \\[\\]()<>!:a-z\"'\\\\\n]{0,200}") {
-        let crlf = text.replace('\n', "\r\n");
-        let strip = |body: &str| body.replace('\r', "");
-        let lf_headings: Vec<_> = headings(&text).into_iter().map(|h| (h.level, h.title, h.line, strip(h.body))).collect();
-        let crlf_headings: Vec<_> = headings(&crlf).into_iter().map(|h| (h.level, h.title, h.line, strip(h.body))).collect();
-        prop_assert_eq!(lf_headings, crlf_headings);
-        prop_assert_eq!(links(&text), links(&crlf));
-        prop_assert_eq!(front_matter(&text, ROOMY), front_matter(&crlf, ROOMY));
-        prop_assert_eq!(markdown_body(&text), strip(markdown_body(&crlf)));
-    }
 }
