@@ -368,12 +368,13 @@ fn billion_laughs() -> String {
 
 #[test]
 fn a_billion_laughs_is_refused_within_the_budget() {
-    let started = std::time::Instant::now();
+    // Each copy is counted before it is made, so a refusal within 1 MiB stopped the
+    // reading at the cap, gigabytes short of the expansion. No clock is asked: a loaded
+    // machine is slow, and the check holds however long the reading took.
     assert_eq!(
         front_matter(&billion_laughs(), ROOMY),
         Err(FrontMatterError::TooLarge)
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
     // A few aliases that fit are expanded.
     let text = "---\nbase: &base {owner: ops, tier: 1}\napi: *base\nweb: *base\n---\n";
     let value = Value::Object(front_matter(text, ROOMY).unwrap());
