@@ -1,6 +1,7 @@
 //! The filters that workflows add to minijinja's own: reading a model's JSON reply,
-//! making a file name out of a title, numbering files, fitting text into a limit, and
-//! the `today()` function and the `numbered` test (a name with a 4-digit number prefix).
+//! making a file name out of a title, numbering files, fitting text into a limit, reading
+//! Markdown (its front matter, headings and links), and the `today()` function and the
+//! `numbered` test (a name with a 4-digit number prefix).
 //!
 //! Each one is total on what it is documented to take, and fails with a message that says
 //! what it got otherwise: a template error names the node it happened in.
@@ -9,6 +10,7 @@ use minijinja::value::{Rest, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value};
 
 use super::budget::{self, Budget};
+use super::markdown::{self, FrontMatterError};
 
 pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     guard_builtin_filters(env);
@@ -26,6 +28,10 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
         let items: Vec<Value> = items.try_iter()?.collect();
         Ok::<_, Error>(tail(items, n))
     });
+    env.add_filter("front_matter", |text: Value| front_matter(&text));
+    env.add_filter("headings", |text: Value| headings(&text));
+    env.add_filter("links", |text: Value| links(&text));
+    env.add_filter("markdown_body", |text: Value| markdown_body(&text));
     env.add_function("today", today);
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
 }
@@ -220,6 +226,58 @@ pub(crate) fn from_json(text: &str) -> Result<Value, Error> {
     }
 }
 
+/// The Markdown text a filter reads, charged first: a string, or an error naming the
+/// filter and what it was given instead.
+fn markdown_text<'v>(text: &'v Value, filter: &str) -> Result<&'v str, Error> {
+    budget::charge(text, &format!("{filter}'s input"))?;
+    text.as_str().ok_or_else(|| {
+        let kind = text.kind();
+        invalid(format!("{filter}: expected a Markdown text, got a {kind}"))
+    })
+}
+
+/// A filter's result, charged like an input: a list of sections can hold the text
+/// several times over (a section's body holds its subsections').
+fn measured(value: Value, what: &str) -> Result<Value, Error> {
+    budget::charge(&value, what)?;
+    Ok(value)
+}
+
+/// The YAML front matter of a Markdown text as a map, `{}` when it has none; its value,
+/// aliases expanded, within the output cap.
+fn front_matter(text: &Value) -> Result<Value, Error> {
+    let text = markdown_text(text, "front_matter")?;
+    match markdown::front_matter(text, budget::limits().max_output) {
+        Ok(map) => measured(Value::from_serialize(&map), "front_matter's result"),
+        Err(FrontMatterError::TooLarge) => {
+            Err(budget::exceeded(Budget::Output, "front_matter's result"))
+        }
+        Err(error) => Err(invalid(error.to_string())),
+    }
+}
+
+/// The headings of a Markdown text: `{level, title, line, body}` each.
+fn headings(text: &Value) -> Result<Value, Error> {
+    let text = markdown_text(text, "headings")?;
+    let headings = Value::from_serialize(markdown::headings(text));
+    measured(headings, "headings' result")
+}
+
+/// The links of a Markdown text: `{text, target, line}` each.
+fn links(text: &Value) -> Result<Value, Error> {
+    let text = markdown_text(text, "links")?;
+    measured(
+        Value::from_serialize(markdown::links(text)),
+        "links' result",
+    )
+}
+
+/// A Markdown text without its front matter.
+fn markdown_body(text: &Value) -> Result<Value, Error> {
+    let text = markdown_text(text, "markdown_body")?;
+    Ok(Value::from(markdown::markdown_body(text)))
+}
+
 /// A file-name-safe slug of `text`: lowercase ASCII letters and digits (common Latin
 /// accents folded), runs of anything else made one `-`, at most `max` characters (default
 /// 60), never empty: `fallback` (default `untitled`) when nothing is left.
@@ -379,5 +437,117 @@ mod tests {
         let emoji = shorten(&"🚀".repeat(10), 7);
         assert_eq!(emoji.chars().map(char::len_utf16).sum::<usize>(), 7);
         assert!(emoji.ends_with('…'));
+    }
+}
+
+#[cfg(test)]
+mod markdown_tests {
+    use serde_json::json;
+
+    use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
+
+    fn eval(
+        templates: &Templates,
+        expr: &str,
+        text: &str,
+    ) -> Result<serde_json::Value, TemplateError> {
+        let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
+        templates.eval(expr, &ctx)
+    }
+
+    #[test]
+    fn the_markdown_filters_read_an_adr() {
+        let adr = "---\nstatus: accepted\ndate: 2026-01-05\n---\n# 3. Use PostgreSQL\n\n## Status\n\nAccepted, see [ADR 2](0002-x.md).\n";
+        let templates = Templates::default();
+        let read = |expr: &str| eval(&templates, expr, adr).unwrap();
+        assert_eq!(
+            read("(inputs.text | front_matter).status"),
+            json!("accepted")
+        );
+        assert_eq!(read("inputs.text | front_matter | length"), json!(2));
+        assert_eq!(
+            read("inputs.text | headings | map(attribute='title') | list"),
+            json!(["3. Use PostgreSQL", "Status"])
+        );
+        assert_eq!(
+            read("(inputs.text | headings | selectattr('title', 'eq', 'Status') | first).body"),
+            json!("Accepted, see [ADR 2](0002-x.md).")
+        );
+        assert_eq!(
+            read("inputs.text | links"),
+            json!([{ "text": "ADR 2", "target": "0002-x.md", "line": 9 }])
+        );
+        assert!(
+            read("inputs.text | markdown_body")
+                .as_str()
+                .unwrap()
+                .starts_with("# 3.")
+        );
+        assert_eq!(read("'no front matter' | front_matter"), json!({}));
+    }
+
+    #[test]
+    fn a_malformed_front_matter_is_a_template_error_naming_its_line() {
+        let text = "---\nstatus: accepted\ndate: 2026-01-05\ndeciders: [a, b\n---\n# T\n";
+        let error = eval(&Templates::default(), "inputs.text | front_matter", text).unwrap_err();
+        assert!(matches!(error, TemplateError::Failed(_)), "{error:?}");
+        assert!(
+            error.to_string().contains("front matter: line 5: "),
+            "{error}"
+        );
+        let error = eval(&Templates::default(), "3 | headings", "").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("headings: expected a Markdown text, got a number"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_markdown_filters_are_held_to_the_budgets() {
+        let mut laughs = String::from("---\na: &a [\"lol\"]\n");
+        for (name, before) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+            .iter()
+            .zip("abcdefgh".chars())
+        {
+            let aliases = vec![format!("*{before}"); 9].join(", ");
+            laughs.push_str(&format!("{name}: &{name} [{aliases}]\n"));
+        }
+        laughs.push_str("---\n");
+        let templates = Templates::default();
+        let result = eval(&templates, "inputs.text | front_matter", &laughs);
+        assert!(
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Output,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+        // Each section holds its subsections: six levels hold the text six times over.
+        let small = Templates::new(TemplateLimits {
+            fuel: 1_000_000,
+            max_output: 4_000,
+        });
+        let nested: String = (1..=6)
+            .map(|level| format!("{} L{level}\n", "#".repeat(level)))
+            .collect();
+        let text = format!("{nested}{}", "x".repeat(700));
+        let result = eval(&small, "inputs.text | headings | length", &text);
+        assert!(
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Output,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+        let result = eval(&small, "inputs.text | headings | length", &nested);
+        assert_eq!(result.unwrap(), json!(6));
     }
 }

@@ -16,6 +16,7 @@ pub mod form;
 pub mod installed;
 pub mod journal;
 pub mod loader;
+pub(crate) mod markdown;
 pub mod mermaid;
 pub mod observer;
 mod pick_up;

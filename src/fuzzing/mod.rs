@@ -9,11 +9,13 @@
 //! Each target states its oracle: what must hold for every input, beyond not panicking.
 
 mod engine;
+mod markdown;
 mod resources;
 mod tools;
 mod wire;
 
 pub use engine::{form_answers, inline_definition, template};
+pub use markdown::markdown;
 pub use resources::{resource_uri, subscription_filter};
 pub use tools::tool_args;
 pub use wire::{http_rewrite, stdio_screen, tokens_file};
@@ -32,6 +34,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("http_rewrite", http_rewrite),
     ("resource_uri", resource_uri),
     ("subscription_filter", subscription_filter),
+    ("markdown", markdown),
 ];
 
 /// The parts of an input made of several texts: split at each NUL byte, which no JSON

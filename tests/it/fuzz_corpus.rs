@@ -133,6 +133,13 @@ fn a_token_inside_a_name_that_holds_other_names_is_no_token_shown() {
     replay("tokens_file", "token_inside_a_name_holding_other_names");
 }
 
+/// A front matter of lone carriage returns before a list: YAML ends a line at each, the
+/// Markdown text does not, and the error named line 4 of a text of 3.
+#[test]
+fn a_front_matter_error_after_lone_carriage_returns_names_a_line_of_the_text() {
+    replay("markdown", "lone_carriage_returns_in_the_front_matter");
+}
+
 /// `[] * 30 * 2222220 * 6893`: each repetition of an empty list was a lazy one that walked
 /// its count of empty passes, so converting the result spun through 4.6 * 10^11 passes
 /// with no item to charge against a budget. The replay runs on a thread of its own, so
