@@ -563,3 +563,29 @@ async fn the_parents_progress_rolls_up_its_childs() {
         "{seen:?}"
     );
 }
+
+on_both_backends! {
+    async fn a_child_belongs_to_its_parents_principal_and_session(place) {
+        // Whatever a principal may read of its runs, it reads of their children, and
+        // another principal reads neither: the child's owner is the parent's.
+        let site = Site::new(place);
+        let a = site.process(Limits::default());
+        let alice = mcp_task_server::store::Owner {
+            principal: Some("alice".into()),
+            session: Some("s-1".into()),
+        };
+        let options = RunOptions {
+            owner: alice.clone(),
+            ..RunOptions::default()
+        };
+        let report = start(&a, &parent("10ms"), options).join.await.unwrap();
+        assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
+        let store = site.store();
+        let child = &children(&store, &report.run_id)[0].0;
+        assert_eq!(store.run_owner(child).unwrap(), Some(alice));
+        let bobs = store
+            .list_runs(None, mcp_task_server::store::Scope::Principal("bob"), 10)
+            .unwrap();
+        assert!(bobs.is_empty(), "{bobs:?}");
+    }
+}
