@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod attempt;
 pub mod budget;
+pub mod command;
 pub mod definition;
 pub mod duration;
 pub mod fields;
