@@ -203,8 +203,10 @@ impl Runner {
             program: program.clone(),
             error,
         })?;
-        // The child has applied the ruleset; the server's copy can go.
+        // The child has applied the ruleset; the server's copy of it, and the command with
+        // its environment, need not live in the future while the command runs.
         drop(sandbox);
+        drop(command);
         let group = Arc::new(Group::new(child.id()));
         let _kill_on_drop = KillOnDrop(group.clone());
         let streams = (child.stdout.take(), child.stderr.take());

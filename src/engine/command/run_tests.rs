@@ -377,3 +377,14 @@ async fn a_program_that_cannot_start_or_an_argv_of_another_command_is_refused() 
         .unwrap_err();
     assert!(matches!(error, RunError::OtherCommand { .. }), "{error}");
 }
+
+#[test]
+fn a_run_is_a_future_the_runtime_can_move_between_threads() {
+    fn send<T: Send>(_: &T) {}
+    let runner = Runner::with(server_env(), confinement_available());
+    let commands = Commands::parse("[commands.c]\nargv = [\"/bin/true\"]\n").unwrap();
+    let spec = commands.get("c").unwrap();
+    let argv = spec.argv(&Map::new()).unwrap();
+    let running = runner.run(spec, &argv, Path::new("/"), CancellationToken::new());
+    send(&running);
+}
