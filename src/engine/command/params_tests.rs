@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::{CommandSpec, Commands};
+use super::params::element;
+use super::{CommandSpec, Commands, Element};
 
 const FILE: &str = r#"
 [commands.echo]
@@ -192,6 +193,49 @@ proptest! {
         prop_assert_eq!(argv.elements(), [
             "/bin/echo".to_owned(), text.clone(), "0".to_owned()
         ]);
+    }
+
+    #[test]
+    fn an_argv_item_is_a_placeholder_only_when_it_is_one_whole(
+        item in "[{}a-z_ 0-9=-]{0,12}|\\{[a-z_][a-z0-9_]{0,8}\\}"
+    ) {
+        let inner = item.strip_prefix('{').and_then(|rest| rest.strip_suffix('}'));
+        let whole = inner.filter(|name| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        match (element(&item), whole) {
+            (Ok(Element::Param(name)), Some(whole)) => prop_assert_eq!(name, whole),
+            (Ok(Element::Fixed(text)), None) => {
+                // Fixed text holds no `{name}` of a parameter a value could fill.
+                prop_assert_eq!(&text, &item);
+                let embedded = (0..text.len()).filter(|&at| text[at..].starts_with('{')).any(|at| {
+                    text[at + 1..].find('}').is_some_and(|end| {
+                        let name = &text[at + 1..at + 1 + end];
+                        !name.is_empty()
+                            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    })
+                });
+                prop_assert!(!embedded, "{:?}", text);
+            }
+            (Err(_), None) => {
+                let braced = item.contains('{') && item.contains('}');
+                prop_assert!(braced, "{:?}", item);
+            }
+            (found, whole) => prop_assert!(false, "{:?}: {:?} for {:?}", item, found, whole),
+        }
+    }
+
+    #[test]
+    fn a_value_for_no_parameter_is_always_refused_naming_it(
+        key in "[a-z_]{1,12}",
+        value in prop_oneof![Just(json!("v")), Just(json!(1)), Just(json!(true))],
+    ) {
+        prop_assume!(!["text", "count", "flag"].contains(&key.as_str()));
+        let mut given = args(json!({ "text": "t" }));
+        given.insert(key.clone(), value);
+        let problems = spec("echo").argv(&given).unwrap_err();
+        let named = format!("`{key}`: `echo` has no such parameter");
+        prop_assert!(problems.iter().any(|p| p.starts_with(&named)), "{:?}", problems);
     }
 
     #[test]
