@@ -57,9 +57,10 @@ pub fn inline_definition(data: &[u8]) {
     assert_eq!(again, snapshot.text, "a snapshot read back is another plan");
 }
 
-/// The problems `inline` finds are those `file` finds, one for each node with a file
-/// action (at `nodes.<id>.<action>`, saying it is not allowed inline), and one for a count
-/// of nodes over the inline cap: compared as lists of paths, sorted.
+/// The problems `inline` finds are those `file` finds, one for each node with a file or
+/// command action (at `nodes.<id>.<action>`, saying it is not allowed inline), one for a
+/// count of nodes over the inline cap, and those refusing `command_allowed` (the operator's
+/// alone): compared as lists of paths, sorted.
 fn inline_refusals_are_the_files_and_the_host_files(
     def: &WorkflowDef,
     inline: &Result<(), Problems>,
@@ -67,7 +68,13 @@ fn inline_refusals_are_the_files_and_the_host_files(
 ) {
     let paths = |result: &Result<(), Problems>| -> Vec<String> {
         let problems = result.as_ref().err().map_or(&[][..], |p| &p.0[..]);
-        problems.iter().map(|p| p.location.path.clone()).collect()
+        (problems.iter())
+            .filter(|p| {
+                !p.message
+                    .contains("`command_allowed` is not available in inline")
+            })
+            .map(|p| p.location.path.clone())
+            .collect()
     };
     let touching: Vec<String> = def
         .nodes
@@ -78,6 +85,7 @@ fn inline_refusals_are_the_files_and_the_host_files(
                 ActionDef::ReadFile { .. }
                     | ActionDef::ListDir { .. }
                     | ActionDef::WriteFile { .. }
+                    | ActionDef::Command { .. }
             )
         })
         .map(|node| format!("nodes.{}.{}", node.id, node.action.kind()))

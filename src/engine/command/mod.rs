@@ -22,6 +22,11 @@
 //! - [`Ran::ok`] says whether the node succeeds (an exit the operator lists as fine);
 //!   [`Ran::audit`] gives the fields of the command's audit row: its name, final argv, exit,
 //!   duration and the SHA-256 of its output.
+//! - [`CommandSet`]: the commands in force (replaced whole by each reload that succeeds)
+//!   and their runner, shared by every run; what `command_allowed("name")` asks.
+//! - `node`: what a `command` node makes of all this (its output, its errors, its audit
+//!   rows, the mark a started command leaves in its unit's record, and the question a run
+//!   resumed in the middle of it puts); the scheduler's `commands.rs` drives it.
 //!
 //! # The commands file
 //! TOML, one table per command:
@@ -94,10 +99,12 @@
 mod decoder;
 mod fields;
 mod file;
+pub(crate) mod node;
 mod output;
 mod params;
 mod run;
 mod sandbox;
+mod set;
 mod spec;
 mod units;
 
@@ -120,6 +127,7 @@ pub use params::Argv;
 pub(crate) use params::{Element, Param};
 pub use run::{Outcome, Ran, RunError, Runner};
 pub use sandbox::{Confinement, confinement_available};
+pub use set::CommandSet;
 
 /// The commands of a commands file, by name, in the file's order.
 #[derive(Debug, Clone, Default)]
