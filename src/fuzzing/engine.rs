@@ -17,8 +17,9 @@ use crate::todos::Tools;
 /// `inline_definition`: a definition passed inline is decoded and validated as
 /// `run_workflow` does it, without a panic. The inline limits find what the file limits
 /// find, and besides exactly this: every node that would touch the host's files
-/// (`read_file`, `list_dir`, `write_file`), each named, and a count of nodes over the
-/// inline cap; so what the inline limits accept, the file limits accept too. One that
+/// (`read_file`, `list_dir`, `write_file`) or run a command (`command`), each named, a
+/// count of nodes over the inline cap, and each use of `command_allowed`; so what the
+/// inline limits accept, the file limits accept too. One that
 /// validates (as a file, and so inline too) always plans, its plan is acyclic with every
 /// index in range, and its snapshot reads back as the same plan.
 ///
