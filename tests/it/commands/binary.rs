@@ -356,6 +356,42 @@ fn sighup_reloads_the_commands_file_and_a_refused_reload_keeps_the_commands_in_f
 }
 
 #[test]
+fn an_inline_definition_with_command_nodes_is_refused_every_one_named_and_nothing_runs() {
+    let commands = "[commands.mark]\nargv = [\"/bin/sh\", \"mark.sh\"]\nwritable = [\"out\"]\n";
+    let sandbox = sandbox(commands, &[]);
+    std::fs::write(sandbox.workspace.join("mark.sh"), "echo ran > out/ran").unwrap();
+    let mut server = Serving::start(&sandbox);
+    let definition = json!({ "nodes": {
+        "first": { "command": { "name": "mark" } },
+        "fan": { "for_each": "[1, 2]", "command": { "name": "mark", "args": {} } },
+        "probe": { "value": "command_allowed('mark')" },
+        "fine": { "render": "x" },
+    } });
+    let answer = server.request(
+        "tools/call",
+        json!({ "name": "run_workflow", "arguments": { "definition": definition } }),
+    );
+    let result = &answer["result"]["structuredContent"];
+    assert_eq!(result["ok"], false, "{answer}");
+    assert_eq!(result["error"]["code"], "invalid_input");
+    let message = result["error"]["message"].as_str().unwrap();
+    for expected in [
+        "nodes.first.command: command (`mark`) is not allowed in inline definitions",
+        "nodes.fan.command: command (`mark`) is not allowed in inline definitions",
+        "nodes.probe.value: `command_allowed` is not available in inline definitions",
+    ] {
+        assert!(message.contains(expected), "{expected:?} not in {message}");
+    }
+    drop(server);
+    assert!(!sandbox.workspace.join("out/ran").exists(), "nothing ran");
+    let rows = crate::support::audit_rows(&sandbox.db);
+    let outcomes: Vec<(&str, &str)> = (rows.iter())
+        .map(|row| (row.tool.as_str(), row.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("run_workflow", "rejected")]);
+}
+
+#[test]
 fn a_shutdown_in_the_middle_of_a_command_kills_its_process_group() {
     let sandbox = sandbox(CUT_OFF_COMMANDS, &[("deploy.toml", DEPLOY)]);
     let mut server = Serving::start(&sandbox);
