@@ -199,6 +199,14 @@ struct Common {
     #[arg(long, env = "TASKS_WORKSPACE", global = true)]
     workspace: Option<PathBuf>,
 
+    /// The commands file: the programs `command` nodes of installed workflows may run, by
+    /// name, each with its fixed argv, parameters and sandbox. Refused if its group or
+    /// others may write it, or another user owns it; SIGHUP reloads it (a refused reload
+    /// keeps the commands in force). Without it no command runs. `workflows validate`
+    /// checks the workflows' command nodes against it
+    #[arg(long, env = "TASKS_COMMANDS", value_name = "FILE", global = true)]
+    commands: Option<PathBuf>,
+
     /// `normal` survives a crash of the process; `full` also survives a power loss, at
     /// several times the cost of a commit (SQLite `synchronous=NORMAL` or `FULL`).
     #[arg(
@@ -382,7 +390,9 @@ enum WorkflowsCommand {
     /// List the built-in workflows and those of the workflows folder.
     List,
     /// Check workflow files; every problem is printed on stderr with its file:line:column.
-    /// Without paths, checks the built-in workflows and the workflows folder.
+    /// Without paths, checks the built-in workflows and the workflows folder. With
+    /// --commands, also the commands their `command` nodes name and the arguments written
+    /// out for them.
     Validate { paths: Vec<PathBuf> },
     /// Run a workflow with a live progress display. Its questions are answered from
     /// --answers, else asked at the terminal, else take their defaults. Ends with a summary
@@ -588,6 +598,7 @@ fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
             Switch::Off => InlineWorkflows::Off,
         },
         server_files: server_files(common, http),
+        commands: common.commands.clone(),
         ..Config::new(common.db.clone(), workspace(common)?)
     };
     App::open(&config)
@@ -619,6 +630,22 @@ fn http_options(http: &HttpArgs, addr: SocketAddr) -> anyhow::Result<HttpOptions
         max_logins_per_principal: http.http_max_logins_per_principal as usize,
         free_sign_in_failures: http.http_free_sign_in_failures,
     })
+}
+
+/// Reloads the commands file at each SIGHUP, for as long as the server runs. Only with a
+/// commands file: without one, SIGHUP keeps its default meaning (over stdio, the end).
+async fn reload_commands_on_hangup(app: App) {
+    let mut hangups = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch for SIGHUP: the commands file is not reloaded");
+            return;
+        }
+    };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading the commands file");
+        app.reload_commands();
+    }
 }
 
 /// Cancels `shutdown` at the first SIGTERM or Ctrl-C.
@@ -678,6 +705,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 purge: true,
             };
             runtime.block_on(async {
+                if common.commands.is_some() {
+                    tokio::spawn(reload_commands_on_hangup(app.clone()));
+                }
                 match http {
                     Some(options) => {
                         tracing::info!(db = %store::redacted(&common.db), "serving MCP over HTTP");
@@ -714,9 +744,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Workflows(WorkflowsCommand::List) => {
             Ok(cli::list(&cli::load_installed(dir.as_deref())))
         }
-        Command::Workflows(WorkflowsCommand::Validate { paths }) => {
-            Ok(cli::validate(&paths, dir.as_deref()))
-        }
+        Command::Workflows(WorkflowsCommand::Validate { paths }) => Ok(cli::validate(
+            &paths,
+            dir.as_deref(),
+            common.commands.as_deref(),
+        )),
         Command::Workflows(WorkflowsCommand::Show {
             workflow,
             mermaid: _,

@@ -9,6 +9,7 @@
 mod audit;
 mod caller;
 mod changes;
+mod commands;
 pub(crate) mod envelope;
 mod idempotency;
 pub(crate) mod layout;
@@ -62,8 +63,10 @@ pub struct Config {
     /// Whether `run_workflow` accepts definitions from the client.
     pub inline: InlineWorkflows,
     /// The server's own files besides the database (the tokens file, the PostgreSQL
-    /// password file), which the workspace must not hold.
+    /// password file, the commands file), which the workspace must not hold.
     pub server_files: Vec<ServerFile>,
+    /// The operator's commands file; without it no `command` node runs.
+    pub commands: Option<PathBuf>,
 }
 
 impl Config {
@@ -79,6 +82,7 @@ impl Config {
             registry: RegistryConfig::default(),
             inline: InlineWorkflows::On,
             server_files: Vec::new(),
+            commands: None,
         }
     }
 }
@@ -110,14 +114,19 @@ impl App {
     /// Opens the database (migrating it), loads the workflows (a file with problems is
     /// logged and left out), and builds the engine on the run registry.
     /// Refused, before the database is opened, when the workspace holds the database or
-    /// another of the server's files (`layout.rs`).
+    /// another of the server's files (`layout.rs`), or when the commands file is refused
+    /// (every problem of it named).
     pub fn open(config: &Config) -> anyhow::Result<App> {
         let database = ServerFile::database(&config.db);
+        let commands_file =
+            (config.commands.as_ref()).map(|path| ServerFile::new("the commands file", path));
         let server_files: Vec<ServerFile> = database
             .into_iter()
             .chain(config.server_files.iter().cloned())
+            .chain(commands_file)
             .collect();
         layout::check(&config.workspace, &server_files)?;
+        let commands = commands::open(config.commands.as_deref())?;
         let store = match config.db.as_str() {
             ":memory:" => Store::open_in_memory(),
             db => Store::open_at_with(db, config.durability, config.postgres),
@@ -133,7 +142,11 @@ impl App {
         let engine = Engine::new(tools, &config.workspace)
             .with_durability(config.durability)
             .with_limits(config.limits)
+            .with_commands(commands)
             .with_journal(registry.clone());
+        if config.commands.is_some() {
+            commands::log_unknown(&workflows, engine.commands());
+        }
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
         Ok(app)

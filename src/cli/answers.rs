@@ -25,10 +25,11 @@ pub(crate) struct AnswerFile {
     answers: Map<String, Value>,
 }
 
-/// What kind of question a node asks, if it asks one.
+/// What kind of question a node asks, if it asks one. A `command` node asks, with a form,
+/// whether its command completed when its run resumes in the middle of it.
 fn question_kind(node: &PlannedNode) -> Option<&'static str> {
     match &node.action {
-        NodeAction::Defined(ActionDef::Input { .. }) => Some("input"),
+        NodeAction::Defined(ActionDef::Input { .. } | ActionDef::Command { .. }) => Some("input"),
         NodeAction::Defined(ActionDef::Sample { .. }) => Some("sample"),
         _ => None,
     }
@@ -115,7 +116,7 @@ fn key_problems(plan: &Plan, key: &str, value: &Value) -> Vec<String> {
     };
     let Some(kind) = question_kind(node) else {
         return vec![format!(
-            "`{key}` is a {} node; only input and sample nodes take answers",
+            "`{key}` is a {} node; only input, sample and command nodes take answers",
             action_kind(node)
         )];
     };
@@ -229,6 +230,19 @@ render = "hello"
     }
 
     #[test]
+    fn a_command_node_takes_the_answer_to_its_resume_question() {
+        let flow = format!("{FLOW}[nodes.deploy]\ncommand = {{ name = \"deploy\" }}\n");
+        let def = crate::engine::installed::load_text("flow.toml", &flow).unwrap();
+        let plan = Plan::new(std::sync::Arc::new(def));
+        let text = r#"{"deploy": {"outcome": "rerun"}}"#;
+        let file = AnswerFile::parse("a.json", text, &plan).expect("a good file");
+        assert_eq!(
+            file.answer("deploy", None, "input"),
+            Some(json!({ "outcome": "rerun" }))
+        );
+    }
+
+    #[test]
     fn a_bad_answers_file_names_every_problem_at_once() {
         let text = r#"{"nme": {}, "greet": "x", "name": [{}], "draft": 3, "check": [{}, [1]]}"#;
         let problems = AnswerFile::parse("a.json", text, &plan()).expect_err("a bad file");
@@ -237,7 +251,7 @@ render = "hello"
             [
                 "a.json: `nme` names no node of workflow `flow` (the nodes that ask are `name`, \
                  `draft`, `check`)",
-                "a.json: `greet` is a render node; only input and sample nodes take answers",
+                "a.json: `greet` is a render node; only input, sample and command nodes take answers",
                 "a.json: `name` does not fan out (it has no `for_each`), so its answer is one \
                  value, not a list",
                 "a.json: `draft`: a sample's answer is its text, or an object \

@@ -15,8 +15,10 @@ mod summary;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::engine::command::Commands;
 use crate::engine::definition::WorkflowDef;
 use crate::engine::installed::{self, Entry, Installed};
+use crate::engine::validate::command_problems;
 
 pub use db::{migrate, verify};
 pub use run::{DriveArgs, RunArgs, run_workflow};
@@ -73,12 +75,28 @@ pub fn list(installed: &Installed) -> ExitCode {
 }
 
 /// Validates the given files, or every file of `dir` and the built-ins; problems on stderr.
-pub fn validate(paths: &[PathBuf], dir: Option<&Path>) -> ExitCode {
+/// With a commands file, the commands their `command` nodes name must be in it, and the
+/// arguments written out for them must fit their parameters.
+pub fn validate(paths: &[PathBuf], dir: Option<&Path>, commands: Option<&Path>) -> ExitCode {
+    let commands = match commands.map(Commands::load).transpose() {
+        Ok(commands) => commands,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut failed = 0;
     let mut checked = 0;
     let mut report =
         |origin: &str, result: Result<WorkflowDef, crate::engine::definition::Problems>| {
             checked += 1;
+            let result = result.and_then(|def| match &commands {
+                Some(commands) => match command_problems(&def, commands) {
+                    problems if problems.is_empty() => Ok(def),
+                    problems => Err(crate::engine::definition::Problems(problems)),
+                },
+                None => Ok(def),
+            });
             match result {
                 Ok(def) => say(&format!(
                     "ok    {origin} ({}, {} nodes)",

@@ -1,7 +1,8 @@
 //! Node actions: resolving their templates, then performing them.
 //!
-//! There is deliberately no shell or command action: a server that runs commands on a
-//! model's say-so is a confused deputy.
+//! There is no shell: a server that runs what a model says is a confused deputy. A
+//! `command` node runs only a program the operator named in the commands file, its argv
+//! fixed there but for whole elements its parameters fill (`engine/command`).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -85,6 +86,8 @@ pub struct ActionEnv {
     pub templates: Arc<Templates>,
     /// The budgets of a run and of each evaluation in it.
     pub limits: Limits,
+    /// The operator's commands in force, and what runs them.
+    pub commands: super::command::CommandSet,
 }
 
 /// An action with its templates expanded, ready to perform (and to retry as it is).
@@ -123,6 +126,18 @@ pub enum Resolved {
     Workflow {
         name: String,
         inputs: Map<String, Value>,
+    },
+    /// A `command` node's command and its arguments, expanded; checked against the
+    /// command's parameters when its attempt starts, against the commands then in force.
+    Command {
+        name: String,
+        args: Map<String, Value>,
+    },
+    /// A `command` node resumed after its command was cut off, whose `on_resume` asks the
+    /// person: the question put, and the command to run again if the answer says so.
+    CommandResumed {
+        question: Question,
+        command: Box<Resolved>,
     },
 }
 
@@ -241,6 +256,21 @@ pub fn resolve(
                 inputs,
             }
         }
+        ActionDef::Command { name, args } => {
+            let args = templates
+                .expand(args, ctx)
+                .map_err(|e| template_error("command.args", e))?;
+            let Value::Object(args) = args else {
+                return Err(NodeError::new(
+                    NodeErrorKind::Template,
+                    "command.args must expand to an object",
+                ));
+            };
+            Resolved::Command {
+                name: name.clone(),
+                args,
+            }
+        }
     })
 }
 
@@ -333,7 +363,7 @@ pub async fn ask(env: &ActionEnv, question: &Resolved, asking: Asking) -> Asked 
 }
 
 /// A question nobody is there to answer: an `input` takes its declared default, or fails;
-/// a `sample` fails.
+/// a `sample` fails, and so does a resumed `command` that asks.
 pub fn unanswered(question: &Resolved) -> Result<Value, NodeError> {
     match question {
         Resolved::Input { default, .. } => default.clone().ok_or_else(|| {
@@ -342,6 +372,12 @@ pub fn unanswered(question: &Resolved) -> Result<Value, NodeError> {
                 "this node asks the user a question, and no MCP client that can answer is connected",
             )
         }),
+        Resolved::CommandResumed { .. } => Err(NodeError::new(
+            NodeErrorKind::CommandInterrupted,
+            "this node's command was cut off by the end of the process that ran it, and \
+             nobody who could say whether it completed is there to ask (its `on_resume` is \
+             \"ask\"); the node fails rather than run it again unasked",
+        )),
         _ => Err(NodeError::new(
             NodeErrorKind::Unsupported,
             "this node asks the client's model, and no MCP client that can answer is connected",

@@ -280,6 +280,9 @@ pub enum ActionDef {
     /// Run installed workflow `name` as a run of its own, a child of this one; string
     /// values in `inputs` are templates. Its output is the node's.
     Workflow { name: String, inputs: Value },
+    /// Run the operator's command `name` (of the commands file) with `args` for its
+    /// parameters; string values in `args` are templates. Installed workflows only.
+    Command { name: String, args: Value },
 }
 
 impl ActionDef {
@@ -294,6 +297,7 @@ impl ActionDef {
         "list_dir",
         "read_file",
         "workflow",
+        "command",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -308,6 +312,7 @@ impl ActionDef {
             ActionDef::ListDir { .. } => "list_dir",
             ActionDef::ReadFile { .. } => "read_file",
             ActionDef::Workflow { .. } => "workflow",
+            ActionDef::Command { .. } => "command",
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod attempt;
 pub mod budget;
+pub mod command;
 pub mod definition;
 pub mod duration;
 pub mod fields;
@@ -209,6 +210,7 @@ impl Engine {
                 principal: None,
                 templates: Arc::default(),
                 limits: Limits::default(),
+                commands: command::CommandSet::none(),
             }),
             single: Arc::new(single),
             journal: None,
@@ -243,9 +245,25 @@ impl Engine {
     /// Runs and evaluates templates under `limits` instead of the defaults.
     pub fn with_limits(mut self, limits: Limits) -> Engine {
         let env = Arc::make_mut(&mut self.env);
-        env.templates = Arc::new(template::Templates::new(limits.template));
+        env.templates =
+            Arc::new(template::Templates::new(limits.template).with_commands(env.commands.clone()));
         env.limits = limits;
         self
+    }
+
+    /// Runs `command` nodes with `commands`, the operator's (`--commands`); without it no
+    /// command runs.
+    pub fn with_commands(mut self, commands: command::CommandSet) -> Engine {
+        let env = Arc::make_mut(&mut self.env);
+        env.templates =
+            Arc::new(template::Templates::new(env.limits.template).with_commands(commands.clone()));
+        env.commands = commands;
+        self
+    }
+
+    /// The operator's commands in force.
+    pub fn commands(&self) -> &command::CommandSet {
+        &self.env.commands
     }
 
     pub fn limits(&self) -> Limits {

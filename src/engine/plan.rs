@@ -116,7 +116,9 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
         }
     };
     match &node.action {
-        ActionDef::Tool { args, .. } | ActionDef::Workflow { inputs: args, .. } => {
+        ActionDef::Tool { args, .. }
+        | ActionDef::Workflow { inputs: args, .. }
+        | ActionDef::Command { args, .. } => {
             refs.extend(template::value_references(args).unwrap_or_default())
         }
         ActionDef::Render { template } => add_template(template),
@@ -309,9 +311,9 @@ fn needs_context(node: &NodeDef) -> bool {
     }
     match &node.action {
         ActionDef::Render { template } => template::is_template(template),
-        ActionDef::Tool { args, .. } | ActionDef::Workflow { inputs: args, .. } => {
-            template::has_template(args)
-        }
+        ActionDef::Tool { args, .. }
+        | ActionDef::Workflow { inputs: args, .. }
+        | ActionDef::Command { args, .. } => template::has_template(args),
         ActionDef::Wait { .. } => false,
         ActionDef::WaitFor { .. } => true,
         ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => {

@@ -156,7 +156,8 @@ pub enum Reply<'a> {
 }
 
 impl Question {
-    /// The question of an `input` or `sample` action; none for any other action.
+    /// The question of an `input` or `sample` action, or the one a resumed `command` node
+    /// puts; none for any other action.
     pub fn of(action: &Resolved) -> Option<Question> {
         match action {
             Resolved::Input {
@@ -174,6 +175,7 @@ impl Question {
                 system: system.clone(),
                 max_tokens: *max_tokens,
             }),
+            Resolved::CommandResumed { question, .. } => Some(question.clone()),
             _ => None,
         }
     }

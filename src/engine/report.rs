@@ -105,6 +105,15 @@ pub enum NodeErrorKind {
     /// A `workflow` node's child run ended failed or cancelled. Retried as the node's
     /// `retry` says: each attempt is a new child run.
     WorkflowFailed,
+    /// A `command` node's command is not one the operator allows here and now: it would
+    /// be refused again, so it is not retried.
+    CommandNotAllowed,
+    /// A `command` node's program failed (an exit not listed as fine, a signal, a start
+    /// that failed): retried as the node's `retry` says, each retry a new run of it.
+    CommandFailed,
+    /// A `command` node's program was cut off by the end of the process driving its run,
+    /// and is not to run again.
+    CommandInterrupted,
 }
 
 /// A node's failure: a code a program can test and a message a person can read. Reports
@@ -132,6 +141,9 @@ impl NodeError {
             NodeErrorKind::Panicked => ErrorCode::InternalError,
             NodeErrorKind::RepeatExhausted => ErrorCode::RepeatExhausted,
             NodeErrorKind::WorkflowFailed => ErrorCode::WorkflowFailed,
+            NodeErrorKind::CommandNotAllowed => ErrorCode::CommandNotAllowed,
+            NodeErrorKind::CommandFailed => ErrorCode::CommandFailed,
+            NodeErrorKind::CommandInterrupted => ErrorCode::CommandInterrupted,
         };
         NodeError {
             code,
@@ -145,7 +157,9 @@ impl NodeError {
     pub(crate) fn is_retryable(&self) -> bool {
         match self.kind {
             NodeErrorKind::Tool(code) => code == ErrorCode::InternalError,
-            NodeErrorKind::Timeout | NodeErrorKind::WorkflowFailed => true,
+            NodeErrorKind::Timeout
+            | NodeErrorKind::WorkflowFailed
+            | NodeErrorKind::CommandFailed => true,
             NodeErrorKind::File => false,
             NodeErrorKind::Template
             | NodeErrorKind::Unsupported
@@ -153,7 +167,9 @@ impl NodeError {
             | NodeErrorKind::Invalid
             | NodeErrorKind::BudgetExceeded
             | NodeErrorKind::Panicked
-            | NodeErrorKind::RepeatExhausted => false,
+            | NodeErrorKind::RepeatExhausted
+            | NodeErrorKind::CommandNotAllowed
+            | NodeErrorKind::CommandInterrupted => false,
         }
     }
 
@@ -205,6 +221,9 @@ impl NodeError {
             "panicked" => NodeErrorKind::Panicked,
             "repeat_exhausted" => NodeErrorKind::RepeatExhausted,
             "workflow_failed" => NodeErrorKind::WorkflowFailed,
+            "command_not_allowed" => NodeErrorKind::CommandNotAllowed,
+            "command_failed" => NodeErrorKind::CommandFailed,
+            "command_interrupted" => NodeErrorKind::CommandInterrupted,
             other => NodeErrorKind::Tool(ErrorCode::parse_tool(other.strip_prefix("tool:")?)?),
         };
         Some(NodeError::new(kind, stored.message))
@@ -274,6 +293,9 @@ mod tests {
             NodeError::new(NodeErrorKind::BudgetExceeded, "the template-fuel budget"),
             NodeError::new(NodeErrorKind::Panicked, "the node's work panicked"),
             NodeError::new(NodeErrorKind::RepeatExhausted, "until did not hold"),
+            NodeError::new(NodeErrorKind::CommandNotAllowed, "no such command"),
+            NodeError::new(NodeErrorKind::CommandFailed, "exited with 2"),
+            NodeError::new(NodeErrorKind::CommandInterrupted, "cut off"),
         ];
         for error in errors {
             let back = NodeError::from_stored(&error.to_stored()).expect("reads back");

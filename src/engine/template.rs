@@ -27,6 +27,9 @@ fn environment() -> Environment<'static> {
         minijinja::escape_formatter(out, state, value)
     });
     super::filters::register(&mut env);
+    // No commands file, no command: what `command_allowed` answers until the engine is
+    // given the commands in force (`Templates::with_commands`).
+    env.add_function("command_allowed", |_: &str| false);
     // A filter with a bug, to show that a panic stays in its evaluation.
     #[cfg(test)]
     env.add_filter("panics", |_: minijinja::Value| -> String {
@@ -113,6 +116,14 @@ impl Templates {
 
     pub fn limits(&self) -> TemplateLimits {
         self.limits
+    }
+
+    /// These templates with `command_allowed("name")` answering whether `commands` lets a
+    /// node run that command now (reloads included).
+    pub fn with_commands(mut self, commands: super::command::CommandSet) -> Templates {
+        self.env
+            .add_function("command_allowed", move |name: &str| commands.allowed(name));
+        self
     }
 
     /// The error of a failed evaluation: an exhausted budget is told from the rest.

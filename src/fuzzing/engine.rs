@@ -17,8 +17,9 @@ use crate::todos::Tools;
 /// `inline_definition`: a definition passed inline is decoded and validated as
 /// `run_workflow` does it, without a panic. The inline limits find what the file limits
 /// find, and besides exactly this: every node that would touch the host's files
-/// (`read_file`, `list_dir`, `write_file`), each named, and a count of nodes over the
-/// inline cap; so what the inline limits accept, the file limits accept too. One that
+/// (`read_file`, `list_dir`, `write_file`) or run a command (`command`), each named, a
+/// count of nodes over the inline cap, and each use of `command_allowed`; so what the
+/// inline limits accept, the file limits accept too. One that
 /// validates (as a file, and so inline too) always plans, its plan is acyclic with every
 /// index in range, and its snapshot reads back as the same plan.
 ///
@@ -57,9 +58,10 @@ pub fn inline_definition(data: &[u8]) {
     assert_eq!(again, snapshot.text, "a snapshot read back is another plan");
 }
 
-/// The problems `inline` finds are those `file` finds, one for each node with a file
-/// action (at `nodes.<id>.<action>`, saying it is not allowed inline), and one for a count
-/// of nodes over the inline cap: compared as lists of paths, sorted.
+/// The problems `inline` finds are those `file` finds, one for each node with a file or
+/// command action (at `nodes.<id>.<action>`, saying it is not allowed inline), one for a
+/// count of nodes over the inline cap, and those refusing `command_allowed` (the operator's
+/// alone): compared as lists of paths, sorted.
 fn inline_refusals_are_the_files_and_the_host_files(
     def: &WorkflowDef,
     inline: &Result<(), Problems>,
@@ -67,7 +69,13 @@ fn inline_refusals_are_the_files_and_the_host_files(
 ) {
     let paths = |result: &Result<(), Problems>| -> Vec<String> {
         let problems = result.as_ref().err().map_or(&[][..], |p| &p.0[..]);
-        problems.iter().map(|p| p.location.path.clone()).collect()
+        (problems.iter())
+            .filter(|p| {
+                !p.message
+                    .contains("`command_allowed` is not available in inline")
+            })
+            .map(|p| p.location.path.clone())
+            .collect()
     };
     let touching: Vec<String> = def
         .nodes
@@ -78,6 +86,7 @@ fn inline_refusals_are_the_files_and_the_host_files(
                 ActionDef::ReadFile { .. }
                     | ActionDef::ListDir { .. }
                     | ActionDef::WriteFile { .. }
+                    | ActionDef::Command { .. }
             )
         })
         .map(|node| format!("nodes.{}.{}", node.id, node.action.kind()))

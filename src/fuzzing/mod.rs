@@ -8,12 +8,14 @@
 //!
 //! Each target states its oracle: what must hold for every input, beyond not panicking.
 
+mod commands;
 mod engine;
 mod markdown;
 mod resources;
 mod tools;
 mod wire;
 
+pub use commands::commands_file;
 pub use engine::{form_answers, inline_definition, template};
 pub use markdown::markdown;
 pub use resources::{resource_uri, subscription_filter};
@@ -35,6 +37,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("resource_uri", resource_uri),
     ("subscription_filter", subscription_filter),
     ("markdown", markdown),
+    ("commands_file", commands_file),
 ];
 
 /// The parts of an input made of several texts: split at each NUL byte, which no JSON

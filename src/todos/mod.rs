@@ -53,6 +53,15 @@ pub enum ErrorCode {
     RepeatExhausted,
     /// A `workflow` node's child run failed or was cancelled.
     WorkflowFailed,
+    /// A `command` node names a command the operator's commands file does not (or there
+    /// is no commands file), or one this kernel cannot confine as it asks.
+    CommandNotAllowed,
+    /// A `command` node's program exited with a code the operator does not list as fine,
+    /// was killed by a signal, or could not be started.
+    CommandFailed,
+    /// A `command` node's program was running when the process driving its run stopped,
+    /// and it is not run again: its `on_resume` says fail, or the person asked said so.
+    CommandInterrupted,
     /// A unit ended failed without an error of its own.
     Failed,
     /// A unit was cancelled.
@@ -78,6 +87,9 @@ impl ErrorCode {
             ErrorCode::BudgetExceeded => "budget_exceeded",
             ErrorCode::RepeatExhausted => "repeat_exhausted",
             ErrorCode::WorkflowFailed => "workflow_failed",
+            ErrorCode::CommandNotAllowed => "command_not_allowed",
+            ErrorCode::CommandFailed => "command_failed",
+            ErrorCode::CommandInterrupted => "command_interrupted",
             ErrorCode::Failed => "failed",
             ErrorCode::Cancelled => "cancelled",
         }
@@ -98,7 +110,8 @@ impl ErrorCode {
             | ErrorCode::TooManyRuns
             | ErrorCode::TooManyResultWaits
             | ErrorCode::Refused
-            | ErrorCode::InvalidValue => AuditOutcome::Rejected,
+            | ErrorCode::InvalidValue
+            | ErrorCode::CommandNotAllowed => AuditOutcome::Rejected,
             ErrorCode::NotFound => AuditOutcome::NotFound,
             _ => AuditOutcome::Error,
         }

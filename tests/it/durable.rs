@@ -78,6 +78,23 @@ impl World {
         process_with(&self.db(), self.dir.path(), lease, limits)
     }
 
+    /// A "process" that runs the operator's commands of the file at `commands`.
+    pub(crate) fn process_running(&self, lease: Duration, commands: &Path) -> Proc {
+        process_of(&Config {
+            registry: RegistryConfig {
+                lease,
+                ..RegistryConfig::default()
+            },
+            commands: Some(commands.to_owned()),
+            ..Config::new(self.db(), self.dir.path())
+        })
+    }
+
+    /// The folder the "processes" run their file actions and commands in.
+    pub(crate) fn workspace(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub(crate) fn store(&self) -> Store {
         self.place.store()
     }

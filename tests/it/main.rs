@@ -13,6 +13,7 @@ mod audit;
 mod browser;
 mod builtin_workflows;
 mod cli;
+mod commands;
 mod crash;
 mod crash_tasks;
 mod disk_full;

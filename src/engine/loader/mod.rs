@@ -56,6 +56,7 @@ const NODE_KEYS: &[&str] = &[
     "list_dir",
     "read_file",
     "workflow",
+    "command",
     "phase",
     "needs",
     "when",
@@ -83,6 +84,7 @@ const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens"];
 const VALUE_KEYS: &[&str] = &["expr", "schema"];
 const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
 const WORKFLOW_KEYS: &[&str] = &["name", "inputs"];
+const COMMAND_KEYS: &[&str] = &["name", "args"];
 /// What a `read_file` node reads unless it says otherwise, and the most it may ask for.
 pub(crate) const DEFAULT_READ_BYTES: u64 = 64 * 1024;
 pub(crate) const MAX_READ_BYTES: u64 = 1024 * 1024;

@@ -320,6 +320,7 @@ impl Decoder {
                 .string(&at, value)
                 .map(|path| ActionDef::ListDir { path }),
             "workflow" => self.workflow_action(&at, value),
+            "command" => self.command(&at, value),
             _ => self.read_file(&at, value),
         };
         action.unwrap_or(ActionDef::Render {
@@ -438,6 +439,26 @@ impl Decoder {
         Some(ActionDef::Workflow {
             name,
             inputs: Value::Object(inputs),
+        })
+    }
+
+    /// `command = { name = "build", args = { target = "{{ inputs.target }}" } }`: a
+    /// command of the operator's commands file, by name; whether the file names it is
+    /// known when the node runs (the file is reloaded while the server runs).
+    pub(super) fn command(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let map = self.fields(path, value, COMMAND_KEYS)?;
+        let name = self.req(map, path, "name", Self::string);
+        if map.get("name").is_some_and(Value::is_string) && !is_id(&name) {
+            let message = format!("invalid command name `{name}`: must match {ID_RULE}");
+            self.report(&join(path, "name"), message);
+        }
+        let args = match map.get("args") {
+            Some(args) => self.table(&join(path, "args"), args)?.clone(),
+            None => Map::new(),
+        };
+        Some(ActionDef::Command {
+            name,
+            args: Value::Object(args),
         })
     }
 

@@ -662,8 +662,8 @@ fn inline_json_problems_carry_the_dotted_path() {
             "inline: nodes.a.timeout: invalid duration `soon`: expected a number followed by a \
              unit (ms, s, m or h), like `200ms`, `30s`, `1.5s` or `1m30s`",
             "inline: nodes.b.extra: unknown key `extra`; allowed keys: description, tool, args, \
-             render, write_file, wait, input, sample, value, list_dir, read_file, workflow, phase, \
-             needs, when, trigger, on_failure, timeout, for_each, retry, repeat",
+             render, write_file, wait, input, sample, value, list_dir, read_file, workflow, \
+             command, phase, needs, when, trigger, on_failure, timeout, for_each, retry, repeat",
             "inline: nodes.b.needs[0]: expected a string, found null",
         ]
     );
@@ -768,4 +768,43 @@ fn a_workflows_prompt_is_its_own_text_and_nothing_else() {
     );
     let problems = refused.unwrap_err().to_string();
     assert!(problems.contains("prompt"), "{problems}");
+}
+
+#[test]
+fn a_command_node_decodes_its_name_and_args_and_refuses_anything_else() {
+    let def = decoded(
+        r#"
+[nodes.build]
+command = { name = "build", args = { target = "{{ inputs.t }}", n = 3 } }
+[nodes.bare]
+command = { name = "lint" }
+"#,
+    );
+    assert_eq!(
+        def.nodes["build"].action,
+        ActionDef::Command {
+            name: "build".into(),
+            args: json!({ "target": "{{ inputs.t }}", "n": 3 }),
+        }
+    );
+    assert_eq!(def.nodes["bare"].action.kind(), "command");
+    let found = problems(
+        r#"
+[nodes.a]
+command = { args = { x = 1 } }
+[nodes.b]
+command = { name = "Build Now", argv = ["/bin/sh", "-c", "id"] }
+[nodes.c]
+command = "build"
+"#,
+    );
+    assert_reported(
+        &found,
+        &[
+            "nodes.a.command: missing required key `name`",
+            "nodes.b.command.name: invalid command name `Build Now`",
+            "nodes.b.command.argv: unknown key `argv`; allowed keys: name, args",
+            "nodes.c.command: expected a table",
+        ],
+    );
 }

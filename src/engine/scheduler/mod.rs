@@ -1,7 +1,7 @@
 //! The scheduler: one task per run that starts each node as soon as its upstream states
 //! allow (no layer barriers), never more than `max_parallel` at once.
 //!
-//! Node attempts that wait (`wait`, `input`, `sample`, a retry's backoff) are futures polled
+//! Node attempts that wait (`wait`, `input`, `sample`, `command`, a retry's backoff) are futures polled
 //! by the scheduler's own task (`FuturesUnordered`), not spawned tasks: a hand-off between
 //! nodes then costs no cross-thread wake-up, which on a small VM is the dominant cost (tens
 //! of microseconds against well under one). Attempts that need no waiting (a tool call,
@@ -13,6 +13,7 @@
 
 mod cancel;
 mod child;
+mod commands;
 mod complete;
 mod decide;
 mod files;
@@ -182,6 +183,9 @@ pub(super) struct Run {
     /// The audit rows of the replies a caller gave to a unit's question during the call
     /// (each asking, taken or not), until the unit settles and writes them.
     replies: std::collections::HashMap<(usize, Option<usize>), Replies>,
+    /// The audit row of each unit's command run under way, until the unit settles and
+    /// writes it.
+    commands_ran: std::collections::HashMap<(usize, Option<usize>), commands::RanRow>,
     poisoned: Option<String>,
     picked_up: bool,
     /// The journal refused a write for a reason other than the lease ([`Driven::unsaved`]).
@@ -280,6 +284,7 @@ impl Run {
             unit_tokens: Default::default(),
             audits: Vec::new(),
             replies: Default::default(),
+            commands_ran: Default::default(),
             units: n,
             tree: setup.tree,
             engine,

@@ -275,7 +275,13 @@ impl Run {
                 instance,
                 action,
             } => {
-                if let Some(waiting) = self.attempt_now(node, instance, action) {
+                let waiting = match action {
+                    Resolved::Command { .. } | Resolved::CommandResumed { .. } => {
+                        Some(self.command_attempt(node, instance, action, Duration::ZERO))
+                    }
+                    action => self.attempt_now(node, instance, action),
+                };
+                if let Some(waiting) = waiting {
                     self.running.push(waiting);
                 }
             }
@@ -440,8 +446,8 @@ impl Run {
         self.after_settle(node, instance)
     }
 
-    /// A wait, then a `Due` wake for the unit's next synchronous attempt.
-    fn due_after(
+    /// A wait, then a `Due` wake for the unit's next synchronous attempt (or command).
+    pub(super) fn due_after(
         &mut self,
         node: usize,
         instance: Option<usize>,
@@ -476,6 +482,7 @@ impl Run {
         if self.state.unit(node, instance).asking.is_some() {
             self.state.asking -= 1;
         }
+        self.audit_command_run(node, instance);
         let result = match outcome {
             Outcome::Cancelled if self.cancelled_alone(node, instance) => {
                 let reason = Some(super::cancel::CANCELLED_ALONE.to_owned());
@@ -512,6 +519,15 @@ impl Run {
                 self.state.answered(node, instance, key, answer.clone());
             }
         }
+        let result = match &action {
+            Some(Resolved::CommandResumed { command, .. }) if attempted => {
+                match self.command_answered(node, instance, command, result) {
+                    Some(result) => result,
+                    None => return,
+                }
+            }
+            _ => result,
+        };
         let attempts = self.state.unit(node, instance).attempts;
         let result = match (attempted, result) {
             // An action that could not be resolved is never retried.

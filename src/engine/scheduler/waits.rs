@@ -1,6 +1,6 @@
 //! Attempts that wait: a `wait`, and the questions of `input` and `sample` nodes, put to
 //! whoever answers the run (parked in the journal, its caller, or nobody), each answer
-//! audited.
+//! audited. A `command` node's attempt waits too (`commands.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,9 @@ impl Run {
         action: Resolved,
         first_wait: Duration,
     ) -> BoxFuture<Woken> {
+        if let Resolved::Command { .. } | Resolved::CommandResumed { .. } = action {
+            return self.command_attempt(node, instance, action, first_wait);
+        }
         let number = self.state.unit(node, instance).attempts + 1;
         let timeout = self.plan.nodes[node].timeout;
         let stop = self.unit_token(node, instance);
@@ -85,9 +88,10 @@ impl Run {
         })
     }
 
-    /// Puts an `input` or `sample` question to whoever answers this run's questions,
-    /// recording it under a key that attempt `number` of this unit always gets.
-    fn ask(
+    /// Puts an `input` or `sample` question (or a resumed command's) to whoever answers
+    /// this run's questions, recording it under a key that attempt `number` of this unit
+    /// always gets.
+    pub(super) fn ask(
         &mut self,
         node: usize,
         instance: Option<usize>,

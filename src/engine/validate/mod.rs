@@ -15,16 +15,20 @@ use super::definition::{ActionDef, InputDef, NodeDef, Problem, Problems, Workflo
 use super::template::{self, ROOTS};
 use inputs::show;
 
+mod commands;
 mod inputs;
+pub use commands::command_problems;
 pub use inputs::{check_inputs, inputs_schema};
 
 /// Limits that depend on where a definition comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_nodes: usize,
-    /// Whether nodes may touch the host's files (`write_file`, `read_file`, `list_dir`).
-    /// Only workflows the operator installed may: an inline definition comes from a
-    /// client, and the workspace may hold what no client should read (`.env`, tokens).
+    /// Whether nodes may touch the host's files (`write_file`, `read_file`, `list_dir`)
+    /// and run the operator's commands (`command`, `command_allowed`). Only workflows the
+    /// operator installed may: an inline definition comes from a client, the workspace
+    /// may hold what no client should read (`.env`, tokens), and a command is a program
+    /// run as the server's user, named by the operator for the operator's workflows.
     pub host_files: bool,
 }
 
@@ -42,8 +46,19 @@ impl Limits {
 }
 
 /// The functions templates have as globals; they may appear as variables.
-/// (`today` is ours: see `filters.rs`.)
-const GLOBALS: &[&str] = &["range", "dict", "debug", "namespace", "today"];
+/// (`today` is ours: see `filters.rs`; `command_allowed`, see `command/set.rs`.)
+const GLOBALS: &[&str] = &[
+    "range",
+    "dict",
+    "debug",
+    "namespace",
+    "today",
+    COMMAND_ALLOWED,
+];
+
+/// The function that tells a workflow whether a command may run: the operator's own, so
+/// that an inline definition cannot read the names of the commands file through it.
+const COMMAND_ALLOWED: &str = "command_allowed";
 
 /// Checks `def`; `tool_exists` says whether a `tool` node's tool is registered.
 pub fn validate(
@@ -51,7 +66,7 @@ pub fn validate(
     tool_exists: &dyn Fn(&str) -> bool,
     limits: Limits,
 ) -> Result<(), Problems> {
-    let mut check = Checker::new(def);
+    let mut check = Checker::new(def, limits);
     check.size(limits);
     check.phases();
     for node in def.nodes.values() {
@@ -100,10 +115,12 @@ struct Checker<'d> {
     /// Each node's transitive upstream nodes as a bit set, computed on first use;
     /// `Some(None)` when `needs` has a cycle.
     upstream: Option<Option<Vec<Vec<u64>>>>,
+    /// Whether the definition may touch the host ([`Limits::host_files`]).
+    host_files: bool,
 }
 
 impl<'d> Checker<'d> {
-    fn new(def: &'d WorkflowDef) -> Checker<'d> {
+    fn new(def: &'d WorkflowDef, limits: Limits) -> Checker<'d> {
         let mut graph = DiGraph::new();
         for index in 0..def.nodes.len() {
             graph.add_node(index);
@@ -126,6 +143,7 @@ impl<'d> Checker<'d> {
             graph,
             space,
             upstream: None,
+            host_files: limits.host_files,
         }
     }
 
@@ -165,6 +183,14 @@ impl<'d> Checker<'d> {
                      host's files (run an installed workflow instead)"
                 );
                 self.report(&path, message);
+            }
+            ActionDef::Command { name, .. } if !limits.host_files => {
+                let message = format!(
+                    "command (`{name}`) is not allowed in inline definitions: a client never \
+                     runs a program; only the operator's installed workflows run the \
+                     operator's commands"
+                );
+                self.report(&format!("nodes.{}.command", node.id), message);
             }
             _ => {}
         }
@@ -278,6 +304,9 @@ impl<'d> Checker<'d> {
             ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
             ActionDef::Workflow { inputs, .. } => {
                 self.value(&format!("nodes.{id}.workflow.inputs"), inputs, scope)
+            }
+            ActionDef::Command { args, .. } => {
+                self.value(&format!("nodes.{id}.command.args"), args, scope)
             }
             ActionDef::Input { schema, .. } => {
                 self.value(&format!("nodes.{id}.input.schema"), schema, scope)
@@ -431,6 +460,11 @@ impl<'d> Checker<'d> {
                     .to_owned(),
             ),
             "output" => None,
+            COMMAND_ALLOWED if !self.host_files => Some(
+                "`command_allowed` is not available in inline definitions, which run no \
+                 command"
+                    .to_owned(),
+            ),
             _ if ROOTS.contains(&root) || GLOBALS.contains(&root) => None,
             _ => Some(format!(
                 "unknown variable `{root}`; templates can use {}",
@@ -555,6 +589,7 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
         ActionDef::ReadFile { path, .. } => vec![("read_file.path", path)],
         ActionDef::WaitFor { duration } => vec![("wait", duration)],
         ActionDef::Tool { .. }
+        | ActionDef::Command { .. }
         | ActionDef::Wait { .. }
         | ActionDef::Value { .. }
         | ActionDef::Workflow { .. } => vec![],

@@ -167,6 +167,105 @@ fn inline_reads_of_the_hosts_files_are_refused_every_node_named() {
 }
 
 #[test]
+fn inline_command_nodes_are_refused_every_one_named_with_command_allowed() {
+    let value = json!({ "nodes": {
+        "build": { "command": { "name": "build", "args": { "target": "x; rm -rf ~" } } },
+        "fine": { "render": "x" },
+        "fan": { "for_each": "[1, 2]", "command": { "name": "lint", "args": { "n": "{{ item }}" } } },
+        "probe": { "value": "command_allowed('deploy')" },
+    } });
+    let inline = parse_json(&value).unwrap();
+    let error = validate(&inline, &known, Limits::INLINE).unwrap_err();
+    let mut paths: Vec<&str> = error.0.iter().map(|p| p.location.path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        [
+            "nodes.build.command",
+            "nodes.fan.command",
+            "nodes.probe.value"
+        ],
+        "{error}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(
+            "nodes.build.command: command (`build`) is not allowed in inline definitions: \
+             a client never runs a program"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("`command_allowed` is not available in inline definitions"),
+        "{text}"
+    );
+    // The operator's own workflows run commands, and may ask which are allowed.
+    validate(&inline, &known, Limits::FILE).unwrap();
+}
+
+#[test]
+fn a_command_nodes_args_are_templates_checked_like_a_tools() {
+    let found = problems(
+        r#"
+[nodes.build]
+command = { name = "build", args = { target = "{{ inputs.nope }}", n = "{{ nodes.later.output }}" } }
+[nodes.later]
+render = "x"
+needs = ["build"]
+"#,
+    );
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].contains("nodes.build.command.args.target: unknown input"),
+        "{found:?}"
+    );
+    assert!(
+        found[1].contains("nodes.build.command.args.n:"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn command_problems_name_unknown_commands_and_refused_written_out_args() {
+    let commands = crate::engine::command::Commands::parse(
+        r#"
+[commands.build]
+argv = ["/bin/echo", "{target}"]
+[commands.build.params.target]
+type = "string"
+"#,
+    )
+    .unwrap();
+    let def = def(r#"
+[inputs.t]
+type = "string"
+[nodes.ok]
+command = { name = "build", args = { target = "a b" } }
+[nodes.templated]
+command = { name = "build", args = { target = "{{ inputs.t }}" } }
+[nodes.dash]
+command = { name = "build", args = { target = "-rf" } }
+[nodes.other]
+command = { name = "deploy" }
+"#);
+    let found: Vec<String> = (command_problems(&def, &commands).iter())
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].contains("nodes.dash.command.args: `target`: must not start with `-`"),
+        "{found:?}"
+    );
+    assert!(
+        found[1].contains(
+            "nodes.other.command.name: unknown command `deploy`: the commands \
+                           file does not name it (it names build)"
+        ),
+        "{found:?}"
+    );
+}
+
+#[test]
 fn needs_must_name_other_existing_nodes_once() {
     let text =
         "[nodes.a]\nrender = 'a'\n[nodes.b]\nrender = 'b'\nneeds = ['a', 'b', 'ghost', 'a']\n";

@@ -144,7 +144,7 @@ fn a_bad_answers_file_is_refused_before_the_run_naming_every_problem() {
     for problem in [
         "`relase` names no node of workflow `answers` (the nodes that ask are `release`, \
          `notes`, `check`)",
-        "`save` is a write_file node; only input and sample nodes take answers",
+        "`save` is a write_file node; only input, sample and command nodes take answers",
         "`release` does not fan out (it has no `for_each`), so its answer is one value",
         "`notes`: a sample's answer is its text",
     ] {
