@@ -187,6 +187,10 @@ impl Run {
 
     /// Writes the audit row of the unit's command run, if its attempt left one.
     pub(super) fn audit_command_run(&mut self, node: usize, instance: Option<usize>) {
+        // Every unit's settling passes here: a run without commands hashes nothing.
+        if self.commands_ran.is_empty() {
+            return;
+        }
         let Some(row) = self.commands_ran.remove(&(node, instance)) else {
             return;
         };
