@@ -308,6 +308,11 @@ struct Common {
     /// run at the top fails with `budget_exceeded` instead of starting a child.
     #[arg(long, env = "TASKS_MAX_WORKFLOW_DEPTH", value_name = "N", default_value_t = engine::DEFAULT_MAX_WORKFLOW_DEPTH, value_parser = clap::value_parser!(u32).range(1..=1_000), global = true)]
     max_workflow_depth: u32,
+
+    /// How long the history of a finished run (what `history` nodes read) is kept, counted
+    /// from its end; it outlives the run itself (--task-ttl).
+    #[arg(long, env = "TASKS_HISTORY_TTL", default_value = "2160h", value_parser = duration, global = true)]
+    history_ttl: Duration,
 }
 
 impl Common {
@@ -591,6 +596,7 @@ fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
             lease: common.lease,
             task_ttl: common.task_ttl,
             answer_timeout: common.answer_timeout,
+            history_ttl: common.history_ttl,
             ..RegistryConfig::default()
         },
         inline: match common.inline_workflows {

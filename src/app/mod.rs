@@ -35,7 +35,7 @@ pub(crate) use envelope::Envelope;
 pub use layout::ServerFile;
 pub(crate) use published::{PublishedTools, Route, ToolDef};
 pub(crate) use questions::PageError;
-pub use runs::{Cancelled, Restart, RunError, RunFilter};
+pub use runs::{Cancelled, Purged, Restart, RunError, RunFilter};
 pub(crate) use starts::{CallerChannels, NotStarted};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;

@@ -21,7 +21,7 @@ mod view;
 
 pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
 pub use admin::{AnswerError, OpenQuestion};
-pub use registry::{Registry, RegistryConfig};
+pub use registry::{DEFAULT_HISTORY_TTL, Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{
     ChildRunView, ErrorView, IterationView, NodeView, ParentView, QuestionView, RetriedView,
