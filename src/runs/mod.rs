@@ -6,6 +6,7 @@
 //! the server speaks the protocol.
 
 mod admin;
+mod history;
 pub mod housekeeping;
 mod ids;
 mod lease_owner;

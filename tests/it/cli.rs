@@ -899,3 +899,24 @@ fn show_mermaid_groups_a_phased_workflow_by_phase_in_phase_order() {
         ran.stdout
     );
 }
+
+#[test]
+fn a_written_history_limit_over_the_operators_cap_is_refused_when_the_file_loads() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.workflow(
+        "reader.toml",
+        "[nodes.past]\nhistory = { workflow = \"deploy\", limit = 50 }\n",
+    );
+    let file = file.to_str().unwrap();
+    sandbox.run(&["workflows", "validate", file]).assert_code(0);
+    let refused = sandbox.run(&["workflows", "validate", file, "--max-history-rows", "10"]);
+    refused.assert_code(1);
+    assert!(
+        refused.stderr.contains(
+            "nodes.past.history.limit: limit 50 is over the most runs a history node may read \
+             (10, --max-history-rows)"
+        ),
+        "{}",
+        refused.stderr
+    );
+}
