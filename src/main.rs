@@ -308,6 +308,27 @@ struct Common {
     /// run at the top fails with `budget_exceeded` instead of starting a child.
     #[arg(long, env = "TASKS_MAX_WORKFLOW_DEPTH", value_name = "N", default_value_t = engine::DEFAULT_MAX_WORKFLOW_DEPTH, value_parser = clap::value_parser!(u32).range(1..=1_000), global = true)]
     max_workflow_depth: u32,
+
+    /// The most earlier runs one `history` node may read: a greater `limit` in a workflow
+    /// file is a problem when it loads; one given by a template fails its node with
+    /// `budget_exceeded`.
+    #[arg(long, env = "TASKS_MAX_HISTORY_ROWS", value_name = "N", default_value_t = engine::DEFAULT_MAX_HISTORY_ROWS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000), global = true)]
+    max_history_rows: u64,
+
+    /// The most bytes of one `history` node's output (as JSON): runs that would not fit
+    /// are left out, and the output says it is truncated.
+    #[arg(long, env = "TASKS_MAX_HISTORY_BYTES", value_name = "BYTES", default_value_t = engine::DEFAULT_MAX_HISTORY_BYTES as u64, value_parser = clap::value_parser!(u64).range(1024..=(1 << 32)), global = true)]
+    max_history_bytes: u64,
+
+    /// The most earlier runs one `history` node's `where` looks at; past them the output
+    /// says it is truncated.
+    #[arg(long, env = "TASKS_MAX_HISTORY_SCAN", value_name = "N", default_value_t = engine::DEFAULT_MAX_HISTORY_SCAN as u64, value_parser = clap::value_parser!(u64).range(1..=100_000_000), global = true)]
+    max_history_scan: u64,
+
+    /// How long the history of a finished run (what `history` nodes read) is kept, counted
+    /// from its end; it outlives the run itself (--task-ttl).
+    #[arg(long, env = "TASKS_HISTORY_TTL", default_value = "2160h", value_parser = duration, global = true)]
+    history_ttl: Duration,
 }
 
 impl Common {
@@ -332,6 +353,9 @@ impl Common {
             max_repeat: self.max_repeat,
             max_takeovers: self.max_takeovers,
             max_workflow_depth: self.max_workflow_depth,
+            max_history_rows: self.max_history_rows as usize,
+            max_history_bytes: self.max_history_bytes as usize,
+            max_history_scan: self.max_history_scan as usize,
         }
     }
 }
@@ -591,6 +615,7 @@ fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
             lease: common.lease,
             task_ttl: common.task_ttl,
             answer_timeout: common.answer_timeout,
+            history_ttl: common.history_ttl,
             ..RegistryConfig::default()
         },
         inline: match common.inline_workflows {
@@ -683,6 +708,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let common = &cli.common;
     let dir = workflows_dir(common);
+    // How a workflow file is validated, with the operator's cap on `history` nodes.
+    let file = engine::validate::Limits::FILE.with_history_rows(common.max_history_rows as usize);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             let http = match cli.http.http {
@@ -742,19 +769,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Workflows(WorkflowsCommand::List) => {
-            Ok(cli::list(&cli::load_installed(dir.as_deref())))
+            Ok(cli::list(&cli::load_installed(dir.as_deref(), file)))
         }
         Command::Workflows(WorkflowsCommand::Validate { paths }) => Ok(cli::validate(
             &paths,
             dir.as_deref(),
             common.commands.as_deref(),
+            file,
         )),
         Command::Workflows(WorkflowsCommand::Show {
             workflow,
             mermaid: _,
         }) => {
-            let installed = cli::load_installed(dir.as_deref());
-            match cli::resolve(&installed, &workflow) {
+            let installed = cli::load_installed(dir.as_deref(), file);
+            match cli::resolve(&installed, &workflow, file) {
                 Ok(entry) => Ok(cli::show_mermaid(&entry)),
                 Err(message) => anyhow::bail!(message),
             }
@@ -766,7 +794,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             drive,
         }) => {
             let app = open(common, &cli.http)?;
-            let entry = cli::resolve(app.workflows(), &workflow).map_err(anyhow::Error::msg)?;
+            let entry =
+                cli::resolve(app.workflows(), &workflow, file).map_err(anyhow::Error::msg)?;
             let args = RunArgs {
                 inputs,
                 inputs_json,

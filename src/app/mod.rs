@@ -35,12 +35,13 @@ pub(crate) use envelope::Envelope;
 pub use layout::ServerFile;
 pub(crate) use published::{PublishedTools, Route, ToolDef};
 pub(crate) use questions::PageError;
-pub use runs::{Cancelled, Restart, RunError, RunFilter};
+pub use runs::{Cancelled, Purged, Restart, RunError, RunFilter};
 pub(crate) use starts::{CallerChannels, NotStarted};
 pub(crate) use tasks::CancelError;
 pub use workflows::InlineWorkflows;
 
 use crate::engine::installed::{Installed, Rejected};
+use crate::engine::validate::Limits;
 use crate::engine::{self, Engine};
 use crate::runs::housekeeping::{self, Chores};
 use crate::runs::{Registry, RegistryConfig};
@@ -137,13 +138,15 @@ impl App {
         }
         let tools = Tools::new(store.clone());
         let registry = Arc::new(Registry::new(store, tools.clone(), config.registry));
-        let (workflows, rejected) = Installed::load(config.workflows.as_deref());
+        let file = Limits::FILE.with_history_rows(config.limits.max_history_rows);
+        let (workflows, rejected) = Installed::load_within(config.workflows.as_deref(), file);
         crate::engine::installed::log_rejected(&rejected);
         let engine = Engine::new(tools, &config.workspace)
             .with_durability(config.durability)
             .with_limits(config.limits)
             .with_commands(commands)
-            .with_journal(registry.clone());
+            .with_journal(registry.clone())
+            .with_history(registry.clone());
         if config.commands.is_some() {
             commands::log_unknown(&workflows, engine.commands());
         }

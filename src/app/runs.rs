@@ -35,6 +35,17 @@ pub struct RunFilter<'a> {
     pub limit: usize,
 }
 
+/// What a purge deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Purged {
+    /// Finished runs, with their tasks.
+    pub runs: usize,
+    /// Rows of the history of runs past its TTL.
+    pub history: usize,
+    /// How long the history of a run is kept from its end, the purged runs' included.
+    pub history_ttl: Duration,
+}
+
 /// Why an operation on a run did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -235,9 +246,14 @@ impl App {
     }
 
     /// Deletes runs that finished longer ago than `older_than`, and their tasks (never the
-    /// audit log). Returns how many.
-    pub(crate) fn purge_runs(&self, older_than: Duration) -> Result<usize, RunError> {
-        Ok(self.registry.purge(older_than)?)
+    /// audit log), and the history of runs past its own TTL (`history_ttl`): the history
+    /// of the runs purged here stays until then. Returns how many of each went.
+    pub(crate) fn purge_runs(&self, older_than: Duration) -> Result<Purged, RunError> {
+        Ok(Purged {
+            runs: self.registry.purge(older_than)?,
+            history: self.registry.purge_expired_history()?,
+            history_ttl: self.registry.config().history_ttl,
+        })
     }
 
     /// The audit row of an operation on run `run_id` by `caller`: `done` is the run it is

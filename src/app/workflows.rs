@@ -79,7 +79,8 @@ impl App {
                 .get(RUN_WORKFLOW)
                 .expect("a fixed tool")
                 .input_schema;
-            parse_run_request(&self.workflows, self.inline, schema, args)
+            let limits = Limits::INLINE.with_history_rows(self.engine.limits().max_history_rows);
+            parse_run_request(&self.workflows, self.inline, limits, schema, args)
         } else {
             let entry = (self.workflows.get(tool)).expect("exposed workflows are installed");
             inputs_for(&entry.def, Arc::clone(&entry.plan), args)
@@ -98,6 +99,7 @@ pub(crate) struct Request {
 fn parse_run_request(
     installed: &Installed,
     inline: InlineWorkflows,
+    limits: Limits,
     schema: &Value,
     args: &Map<String, Value>,
 ) -> Result<Request, ToolError> {
@@ -131,7 +133,7 @@ fn parse_run_request(
             }
         },
         (None, Some(value)) => loader::parse_json_checked(value, &|def| {
-            let checked = validate::validate(def, &Tools::exists, Limits::INLINE);
+            let checked = validate::validate(def, &Tools::exists, limits);
             let mut problems = checked.err().map(|p| p.0).unwrap_or_default();
             problems.extend(installed.unknown_calls(def));
             match problems.is_empty() {

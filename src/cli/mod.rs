@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use crate::engine::command::Commands;
 use crate::engine::definition::WorkflowDef;
 use crate::engine::installed::{self, Entry, Installed};
-use crate::engine::validate::command_problems;
+use crate::engine::validate::{Limits, command_problems};
 
 pub use db::{migrate, verify};
 pub use run::{DriveArgs, RunArgs, run_workflow};
@@ -30,15 +30,16 @@ pub(crate) fn say(text: &str) {
     println!("{text}");
 }
 
-/// Loads the installed workflows, reporting rejected files on stderr.
-pub fn load_installed(dir: Option<&Path>) -> Installed {
-    let (installed, rejected) = Installed::load(dir);
+/// Loads the installed workflows, each file validated under `limits` (a file's, with the
+/// operator's caps), reporting rejected files on stderr.
+pub fn load_installed(dir: Option<&Path>, limits: Limits) -> Installed {
+    let (installed, rejected) = Installed::load_within(dir, limits);
     installed::log_rejected(&rejected);
     installed
 }
 
-/// An installed workflow by its name, or a path to a file.
-pub fn resolve(installed: &Installed, name_or_path: &str) -> Result<Entry, String> {
+/// An installed workflow by its name, or a path to a file (validated under `limits`).
+pub fn resolve(installed: &Installed, name_or_path: &str, limits: Limits) -> Result<Entry, String> {
     if let Some(entry) = installed.get(name_or_path) {
         return Ok(entry.clone());
     }
@@ -50,7 +51,8 @@ pub fn resolve(installed: &Installed, name_or_path: &str) -> Result<Entry, Strin
             known.join(", ")
         ));
     }
-    let def = installed::load_file(&path).map_err(|problems| problems.to_string())?;
+    let def =
+        installed::load_file_within(&path, limits).map_err(|problems| problems.to_string())?;
     let def = std::sync::Arc::new(def);
     let plan = std::sync::Arc::new(crate::engine::plan::Plan::new(std::sync::Arc::clone(&def)));
     Ok(Entry {
@@ -74,10 +76,16 @@ pub fn list(installed: &Installed) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Validates the given files, or every file of `dir` and the built-ins; problems on stderr.
+/// Validates the given files, or every file of `dir` and the built-ins, under `limits`;
+/// problems on stderr.
 /// With a commands file, the commands their `command` nodes name must be in it, and the
 /// arguments written out for them must fit their parameters.
-pub fn validate(paths: &[PathBuf], dir: Option<&Path>, commands: Option<&Path>) -> ExitCode {
+pub fn validate(
+    paths: &[PathBuf],
+    dir: Option<&Path>,
+    commands: Option<&Path>,
+    limits: Limits,
+) -> ExitCode {
     let commands = match commands.map(Commands::load).transpose() {
         Ok(commands) => commands,
         Err(error) => {
@@ -113,7 +121,7 @@ pub fn validate(paths: &[PathBuf], dir: Option<&Path>, commands: Option<&Path>) 
             }
         };
     if paths.is_empty() {
-        let (installed, rejected) = Installed::load(dir);
+        let (installed, rejected) = Installed::load_within(dir, limits);
         for entry in installed.entries() {
             report(&entry.origin, Ok((*entry.def).clone()));
         }
@@ -122,7 +130,8 @@ pub fn validate(paths: &[PathBuf], dir: Option<&Path>, commands: Option<&Path>) 
         }
     } else {
         for path in paths {
-            report(&path.display().to_string(), installed::load_file(path));
+            let loaded = installed::load_file_within(path, limits);
+            report(&path.display().to_string(), loaded);
         }
     }
     if failed > 0 {

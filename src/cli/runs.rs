@@ -113,11 +113,18 @@ pub async fn cancel(app: &App, run_id: &str) -> ExitCode {
     }
 }
 
-/// `workflows purge`: deletes finished runs and their tasks (never the audit log).
+/// `workflows purge`: deletes finished runs and their tasks (never the audit log). The
+/// history of runs, which `history` nodes read, outlives them: only its rows past
+/// `--history-ttl` go, as `serve` purges them.
 pub fn purge(app: &App, older_than: Duration) -> ExitCode {
     match app.purge_runs(older_than) {
-        Ok(count) => {
-            super::say(&format!("purged {count} finished runs"));
+        Ok(purged) => {
+            let ttl = crate::engine::duration::format_duration(purged.history_ttl);
+            super::say(&format!(
+                "purged {} finished runs (their history stays for --history-ttl, {ttl}); \
+                 purged {} rows of history older than that",
+                purged.runs, purged.history
+            ));
             ExitCode::SUCCESS
         }
         Err(error) => fail(&format!("cannot purge: {error}")),

@@ -13,7 +13,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::Limits;
-use super::definition::ActionDef;
+use super::definition::{ActionDef, HistoryLimit};
+use super::history::{History, HistoryRequest};
 use super::question::Question;
 use super::report::{NodeError, NodeErrorKind};
 use super::template::{self, Templates};
@@ -88,6 +89,8 @@ pub struct ActionEnv {
     pub limits: Limits,
     /// The operator's commands in force, and what runs them.
     pub commands: super::command::CommandSet,
+    /// The finished runs `history` nodes read, when the engine keeps a record of runs.
+    pub history: Option<Arc<dyn History>>,
 }
 
 /// An action with its templates expanded, ready to perform (and to retry as it is).
@@ -139,6 +142,7 @@ pub enum Resolved {
         question: Question,
         command: Box<Resolved>,
     },
+    History(HistoryRequest),
 }
 
 const DEFAULT_SAMPLE_TOKENS: u32 = 1000;
@@ -271,7 +275,41 @@ pub fn resolve(
                 args,
             }
         }
+        ActionDef::History {
+            workflow,
+            limit,
+            status,
+            filter,
+        } => Resolved::History(HistoryRequest {
+            workflow: render("history.workflow", workflow)?,
+            limit: match limit {
+                HistoryLimit::Default => None,
+                HistoryLimit::Fixed(n) => Some(*n as usize),
+                HistoryLimit::Template(text) => {
+                    Some(history_limit(&render("history.limit", text)?)?)
+                }
+            },
+            status: status.clone(),
+            // The `where` is evaluated for each earlier run, in the node's context.
+            filter: filter.clone().map(|filter| (filter, ctx.clone())),
+        }),
     })
+}
+
+/// The number a `history` node's templated `limit` rendered to.
+/// A number too large for the machine is more than any cap: it fails the node as over its
+/// budget, as any limit over the cap does.
+fn history_limit(text: &str) -> Result<usize, NodeError> {
+    let digits = text.trim();
+    let whole = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    match digits.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Err(_) if whole => Ok(usize::MAX),
+        _ => Err(NodeError::new(
+            NodeErrorKind::Template,
+            format!("history.limit: `{text}` is not a whole number of at least 1"),
+        )),
+    }
 }
 
 /// A `value` node's expression evaluated, and checked against its schema: every misfit is

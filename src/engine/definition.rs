@@ -11,6 +11,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::report::RunStatus;
+
 /// Where a piece of a definition came from, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
@@ -283,6 +285,53 @@ pub enum ActionDef {
     /// Run the operator's command `name` (of the commands file) with `args` for its
     /// parameters; string values in `args` are templates. Installed workflows only.
     Command { name: String, args: Value },
+    /// Read earlier finished runs of a workflow, newest first: those the run's principal
+    /// may see, at most `limit`, of the given statuses (any, when empty), and only those
+    /// for which the `filter` expression (`where` in the file) holds, with the candidate
+    /// run bound as `past`.
+    History {
+        /// The workflow whose runs are read: a name, or a template read when the node runs.
+        workflow: String,
+        limit: HistoryLimit,
+        status: Vec<RunStatus>,
+        filter: Option<String>,
+    },
+}
+
+/// How many runs a `history` node reads at most: a number, or a template that gives one
+/// when the node runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HistoryLimit {
+    /// Unsaid: [`DEFAULT_HISTORY_LIMIT`], or the operator's cap where it is lower, so that
+    /// lowering the cap refuses no definition that never named a limit.
+    Default,
+    Fixed(u32),
+    Template(String),
+}
+
+/// The runs a `history` node reads unless it says otherwise.
+pub const DEFAULT_HISTORY_LIMIT: usize = 20;
+
+/// The fields of a past run, as a `history` node's output lists it and as its `where`
+/// expression sees it (`past`).
+pub(crate) const PAST_RUN_FIELDS: &[&str] = &[
+    "run_id",
+    "workflow",
+    "status",
+    "created_at",
+    "finished_at",
+    "inputs",
+    "output",
+    "error",
+];
+
+impl Named for RunStatus {
+    const ALL: &'static [RunStatus] = &[
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+    const NAMES: &'static [&'static str] = &["succeeded", "failed", "cancelled"];
 }
 
 impl ActionDef {
@@ -298,6 +347,7 @@ impl ActionDef {
         "read_file",
         "workflow",
         "command",
+        "history",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -313,6 +363,7 @@ impl ActionDef {
             ActionDef::ReadFile { .. } => "read_file",
             ActionDef::Workflow { .. } => "workflow",
             ActionDef::Command { .. } => "command",
+            ActionDef::History { .. } => "history",
         }
     }
 }
@@ -430,6 +481,7 @@ mod tests {
         reads_back_its_names(|value: Trigger| Trigger::NAMES[value as usize]);
         reads_back_its_names(|value: ResultForm| ResultForm::NAMES[value as usize]);
         reads_back_its_names(|value: OnFailure| OnFailure::NAMES[value as usize]);
+        reads_back_its_names(RunStatus::as_str);
         assert_eq!(OnFailure::parse("ignore"), None);
     }
 }

@@ -58,18 +58,25 @@ pub struct Installed {
 }
 
 /// Decodes and validates one workflow file's text.
+#[cfg(test)]
 pub(crate) fn load_text(source: &str, text: &str) -> Result<WorkflowDef, Problems> {
+    load_text_within(source, text, Limits::FILE)
+}
+
+/// Decodes and validates one workflow file's text under `limits`.
+fn load_text_within(source: &str, text: &str, limits: Limits) -> Result<WorkflowDef, Problems> {
     let stem = Path::new(source)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("workflow");
     loader::parse_toml_checked(source, stem, text, &|def| {
-        validate::validate(def, &Tools::exists, Limits::FILE)
+        validate::validate(def, &Tools::exists, limits)
     })
 }
 
-/// Reads, decodes and validates one workflow file.
-pub(crate) fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
+/// Reads, decodes and validates one workflow file under `limits` (a file's, with the
+/// operator's caps).
+pub(crate) fn load_file_within(path: &Path, limits: Limits) -> Result<WorkflowDef, Problems> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
         let locations = super::definition::Locations::new(source.as_str());
@@ -77,7 +84,7 @@ pub(crate) fn load_file(path: &Path) -> Result<WorkflowDef, Problems> {
             locations.problem("", format!("cannot read the file: {e}")),
         ])
     })?;
-    load_text(&source, &text)
+    load_text_within(&source, &text, limits)
 }
 
 /// The `.toml` files of `dir`, sorted by name.
@@ -94,11 +101,17 @@ impl Installed {
     /// The built-in workflows, then those of `dir` (a file overrides a built-in of the
     /// same name). Returns the workflows and every file that was left out.
     pub fn load(dir: Option<&Path>) -> (Installed, Vec<Rejected>) {
+        Installed::load_within(dir, Limits::FILE)
+    }
+
+    /// [`Installed::load`], each file validated under `limits` (a file's, with the
+    /// operator's caps).
+    pub fn load_within(dir: Option<&Path>, limits: Limits) -> (Installed, Vec<Rejected>) {
         let mut installed = Installed::default();
         let mut rejected = Vec::new();
         for (file, text) in BUILT_IN {
             let origin = format!("built-in:{file}");
-            match load_text(&origin, text) {
+            match load_text_within(&origin, text, limits) {
                 Ok(def) => installed.insert(def, origin),
                 Err(problems) => rejected.push(Rejected { origin, problems }),
             }
@@ -122,7 +135,7 @@ impl Installed {
         let mut from_dir = std::collections::HashSet::new();
         for path in files {
             let origin = path.display().to_string();
-            match load_file(&path) {
+            match load_file_within(&path, limits) {
                 Ok(def) if !from_dir.insert(def.name.clone()) => {
                     let problem = def.locations.problem(
                         "name",

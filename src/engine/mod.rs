@@ -14,6 +14,7 @@ pub mod fields;
 pub mod files;
 pub(crate) mod filters;
 pub mod form;
+pub mod history;
 pub mod installed;
 pub mod journal;
 pub mod loader;
@@ -96,10 +97,27 @@ pub struct Limits {
     /// How deep runs may nest: a `workflow` node of a run this deep below the run at the
     /// top of its tree fails instead of starting a child.
     pub max_workflow_depth: u32,
+    /// The most runs one `history` node may read (its `limit` may not be more).
+    pub max_history_rows: usize,
+    /// The most bytes of one `history` node's output, as JSON: the runs that would not
+    /// fit are left out, and the output says it is `truncated`.
+    pub max_history_bytes: usize,
+    /// The most earlier runs one `history` node's `where` looks at; past it the output
+    /// says it is `truncated`.
+    pub max_history_scan: usize,
 }
 
 /// How deep runs may nest by default.
 pub const DEFAULT_MAX_WORKFLOW_DEPTH: u32 = 8;
+
+/// Runs one `history` node may read by default.
+pub const DEFAULT_MAX_HISTORY_ROWS: usize = 100;
+
+/// Bytes of one `history` node's output by default.
+pub const DEFAULT_MAX_HISTORY_BYTES: usize = 1024 * 1024;
+
+/// Earlier runs one `history` node's `where` looks at by default.
+pub const DEFAULT_MAX_HISTORY_SCAN: usize = 10_000;
 
 /// Instances one `for_each` node may have by default.
 pub const DEFAULT_MAX_FOR_EACH: usize = 10_000;
@@ -119,6 +137,9 @@ impl Default for Limits {
             max_repeat: DEFAULT_MAX_REPEAT,
             max_takeovers: DEFAULT_MAX_TAKEOVERS,
             max_workflow_depth: DEFAULT_MAX_WORKFLOW_DEPTH,
+            max_history_rows: DEFAULT_MAX_HISTORY_ROWS,
+            max_history_bytes: DEFAULT_MAX_HISTORY_BYTES,
+            max_history_scan: DEFAULT_MAX_HISTORY_SCAN,
         }
     }
 }
@@ -211,6 +232,7 @@ impl Engine {
                 templates: Arc::default(),
                 limits: Limits::default(),
                 commands: command::CommandSet::none(),
+                history: None,
             }),
             single: Arc::new(single),
             journal: None,
@@ -273,6 +295,13 @@ impl Engine {
     /// Records every workflow run in `journal`, so that runs outlive the process.
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Engine {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Lets `history` nodes read the finished runs `history` keeps; without it, such a
+    /// node fails as `unsupported`.
+    pub fn with_history(mut self, history: Arc<dyn history::History>) -> Engine {
+        Arc::make_mut(&mut self.env).history = Some(history);
         self
     }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::definition::{ActionDef, NodeDef, OnFailure, Repeat, RetryPolicy, Trigger, WorkflowDef};
+use super::definition::{
+    ActionDef, HistoryLimit, NodeDef, OnFailure, Repeat, RetryPolicy, Trigger, WorkflowDef,
+};
 use super::template;
 
 /// What a planned node does. A one-node tool call takes its arguments verbatim from the
@@ -143,6 +145,20 @@ fn node_references(node: &NodeDef) -> BTreeSet<String> {
         }
         ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => add_template(path),
         ActionDef::WaitFor { duration } => add_template(duration),
+        ActionDef::History {
+            workflow,
+            limit,
+            filter,
+            ..
+        } => {
+            add_template(workflow);
+            if let HistoryLimit::Template(limit) = limit {
+                add_template(limit);
+            }
+            if let Some(filter) = filter {
+                refs.extend(template::expression_references(filter).unwrap_or_default());
+            }
+        }
         ActionDef::Wait { .. } => {}
     }
     let until = node.repeat.as_ref().map(|repeat| &repeat.until);
@@ -318,6 +334,17 @@ fn needs_context(node: &NodeDef) -> bool {
         ActionDef::WaitFor { .. } => true,
         ActionDef::ListDir { path } | ActionDef::ReadFile { path, .. } => {
             template::is_template(path)
+        }
+        // A `where` is evaluated in the node's context, for each earlier run.
+        ActionDef::History {
+            workflow,
+            limit,
+            filter,
+            ..
+        } => {
+            template::is_template(workflow)
+                || matches!(limit, HistoryLimit::Template(_))
+                || filter.is_some()
         }
         ActionDef::WriteFile { .. }
         | ActionDef::Input { .. }

@@ -43,6 +43,14 @@ impl Registry {
         self.store().purge_runs(now, now, false)
     }
 
+    /// Deletes the history of finished runs (what `history` nodes read) whose own TTL,
+    /// `history_ttl`, has run out. The history outlives the runs it tells of.
+    pub fn purge_expired_history(&self) -> Result<usize, StoreError> {
+        let ttl = super::registry::ms(self.config().history_ttl);
+        self.store()
+            .purge_history(clock::now_ms().saturating_sub(ttl))
+    }
+
     /// Deletes runs that finished more than `older_than` ago, whatever their TTL.
     pub fn purge(&self, older_than: Duration) -> Result<usize, StoreError> {
         let now = clock::now_ms();

@@ -1,6 +1,6 @@
 //! The background work of a process that drives durable runs: renewing its leases,
 //! honouring cancels asked for by other processes, taking over orphaned runs (`serve`
-//! only), and purging runs whose TTL ran out.
+//! only), and purging runs whose TTL ran out, and the history of runs whose own did.
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use crate::engine::{Engine, ResumeError, RunOptions};
 pub struct Chores {
     /// Take over unfinished `mcp` runs whose lease expired or whose owner is gone.
     pub take_over: bool,
-    /// Delete finished runs whose TTL ran out.
+    /// Delete finished runs whose TTL ran out, and the history of runs whose own TTL did.
     pub purge: bool,
 }
 
@@ -28,7 +28,7 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
     tokio::spawn(async move {
         // Dropped with this task, which stops the renewing thread.
         let _renewing = renewing;
-        let mut warned = Warned::default();
+        let mut rounds = Rounds::default();
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let store = registry.store().clone();
@@ -39,7 +39,7 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
                 _ = wakes.cancelled.notified() => {}
                 _ = wakes.released.notified(), if chores.take_over => {}
             }
-            round_warning_once(&engine, &registry, chores, &mut warned);
+            round_warning_once(&engine, &registry, chores, &mut rounds);
         }
     })
 }
@@ -47,13 +47,25 @@ pub fn spawn(engine: Engine, registry: Arc<Registry>, chores: Chores) -> JoinHan
 /// The runs whose takeover failed and was said so at `warn`: it is said once per run.
 pub(crate) type Warned = std::collections::HashSet<String>;
 
-/// One round of housekeeping.
-pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
-    round_warning_once(engine, registry, chores, &mut Warned::default());
+/// How often the history of finished runs is purged, at most: its TTL counts in days, and
+/// finding its expired rows reads the table.
+const HISTORY_PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// What the rounds of one loop remember.
+#[derive(Default)]
+struct Rounds {
+    warned: Warned,
+    /// When the history was last purged.
+    history_purged: Option<std::time::Instant>,
 }
 
-/// One round of housekeeping, a failing takeover said at `warn` unless `warned` has it.
-fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, warned: &mut Warned) {
+/// One round of housekeeping.
+pub fn round(engine: &Engine, registry: &Registry, chores: Chores) {
+    round_warning_once(engine, registry, chores, &mut Rounds::default());
+}
+
+/// One round of housekeeping, a failing takeover said at `warn` unless it was said before.
+fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, rounds: &mut Rounds) {
     super::leases::renew(engine, registry);
     if chores.take_over {
         match registry.expire_rounds() {
@@ -65,13 +77,22 @@ fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, warn
             }
             Err(error) => tracing::warn!(%error, "could not expire unanswered questions"),
         }
-        take_over(engine, registry, warned);
+        take_over(engine, registry, &mut rounds.warned);
     }
     if chores.purge {
         match registry.purge_expired() {
             Ok(0) => {}
             Ok(count) => tracing::info!(count, "purged finished runs past their TTL"),
             Err(error) => tracing::warn!(%error, "could not purge finished runs"),
+        }
+        let due = (rounds.history_purged).is_none_or(|at| at.elapsed() >= HISTORY_PURGE_EVERY);
+        if due {
+            rounds.history_purged = Some(std::time::Instant::now());
+            match registry.purge_expired_history() {
+                Ok(0) => {}
+                Ok(count) => tracing::info!(count, "purged the history of runs past its TTL"),
+                Err(error) => tracing::warn!(%error, "could not purge the history of runs"),
+            }
         }
     }
 }

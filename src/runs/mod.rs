@@ -6,6 +6,7 @@
 //! the server speaks the protocol.
 
 mod admin;
+mod history;
 pub mod housekeeping;
 mod ids;
 mod lease_owner;
@@ -21,7 +22,7 @@ mod view;
 
 pub use crate::engine::question::{ASKED_AT_MOST, Refusal};
 pub use admin::{AnswerError, OpenQuestion};
-pub use registry::{Registry, RegistryConfig};
+pub use registry::{DEFAULT_HISTORY_TTL, Registry, RegistryConfig};
 pub use status::TaskStatus;
 pub use view::{
     ChildRunView, ErrorView, IterationView, NodeView, ParentView, QuestionView, RetriedView,

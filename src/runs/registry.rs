@@ -39,7 +39,13 @@ pub struct RegistryConfig {
     /// How long a round of questions put to a client that answers by retrying its call
     /// waits for that retry before its run is cancelled.
     pub answer_timeout: Duration,
+    /// How long the history of a finished run (what `history` nodes read) is kept, from
+    /// the run's end: it outlives the run, whose TTL is `task_ttl`.
+    pub history_ttl: Duration,
 }
+
+/// How long a finished run's history is kept by default: 90 days.
+pub const DEFAULT_HISTORY_TTL: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 
 impl Default for RegistryConfig {
     fn default() -> RegistryConfig {
@@ -48,6 +54,7 @@ impl Default for RegistryConfig {
             task_ttl: Duration::from_secs(24 * 60 * 60),
             poll_interval: Duration::from_secs(1),
             answer_timeout: Duration::from_secs(60 * 60),
+            history_ttl: DEFAULT_HISTORY_TTL,
         }
     }
 }

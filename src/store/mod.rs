@@ -10,6 +10,7 @@ pub mod chain;
 mod changes;
 mod commit;
 mod grouped;
+mod history;
 mod listings;
 mod migrations;
 mod nodes;
@@ -40,6 +41,7 @@ use write_tx::WriteTx;
 
 pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
 pub use commit::{AuditRecord, Batch, Write};
+pub use history::{HistoryQuery, HistoryRow};
 pub use listings::{AuditQuery, ListedRun, RunQuery};
 pub use nodes::NodeRow;
 pub use postgres::{

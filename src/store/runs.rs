@@ -372,10 +372,11 @@ impl Tx<'_> {
         Ok(key)
     }
 
-    /// Records how a run ended and gives up its lease.
+    /// Records how a run ended and gives up its lease, and records its history
+    /// (`history.rs`) in the same transaction; a run already finished is left as it is.
     pub(crate) fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
         let now = clock::now_iso();
-        self.db.execute(
+        let finished = self.db.execute(
             "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
                  finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL,
                  revision = revision + 1
@@ -389,6 +390,9 @@ impl Tx<'_> {
                 &clock::now_ms(),
             ],
         )?;
+        if finished == 1 {
+            self.record_history(run_key)?;
+        }
         Ok(())
     }
 }

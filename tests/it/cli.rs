@@ -709,13 +709,29 @@ fn resume_and_cancel_refuse_a_finished_run_and_purge_deletes_finished_runs() {
     );
 
     let kept = sandbox.run(&["workflows", "purge", "--older-than", "1h"]);
-    assert_eq!(kept.assert_code(0).stdout.trim(), "purged 0 finished runs");
-    let purged = sandbox.run(&["workflows", "purge"]);
     assert_eq!(
-        purged.assert_code(0).stdout.trim(),
-        "purged 1 finished runs"
+        kept.assert_code(0).stdout.trim(),
+        "purged 0 finished runs (their history stays for --history-ttl, 2160h); purged 0 \
+         rows of history older than that"
     );
+    let purged = sandbox.run(&["workflows", "purge"]);
+    let said = &purged.assert_code(0).stdout;
+    assert!(said.starts_with("purged 1 finished runs ("), "{said}");
     sandbox.run(&["workflows", "status", &id]).assert_code(1);
+    // The run's history outlives it, until its own TTL.
+    let history = |sandbox: &Sandbox| -> i64 {
+        rusqlite::Connection::open(&sandbox.db)
+            .and_then(|c| c.query_row("SELECT COUNT(*) FROM run_history", [], |r| r.get(0)))
+            .unwrap()
+    };
+    assert_eq!(history(&sandbox), 1);
+    let expired = sandbox.run(&["workflows", "purge", "--history-ttl", "1ms"]);
+    let said = &expired.assert_code(0).stdout;
+    assert!(
+        said.ends_with("purged 1 rows of history older than that\n"),
+        "{said}"
+    );
+    assert_eq!(history(&sandbox), 0);
     let store = mcp_task_server::store::Store::open(&sandbox.db).unwrap();
     // Hello calls no tool: its start, and the refused resume and cancel, are audited
     // under the run they name, as from any face.
@@ -881,5 +897,26 @@ fn show_mermaid_groups_a_phased_workflow_by_phase_in_phase_order() {
         lines.contains(&"research_draft --> research_review"),
         "{}",
         ran.stdout
+    );
+}
+
+#[test]
+fn a_written_history_limit_over_the_operators_cap_is_refused_when_the_file_loads() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.workflow(
+        "reader.toml",
+        "[nodes.past]\nhistory = { workflow = \"deploy\", limit = 50 }\n",
+    );
+    let file = file.to_str().unwrap();
+    sandbox.run(&["workflows", "validate", file]).assert_code(0);
+    let refused = sandbox.run(&["workflows", "validate", file, "--max-history-rows", "10"]);
+    refused.assert_code(1);
+    assert!(
+        refused.stderr.contains(
+            "nodes.past.history.limit: limit 50 is over the most runs a history node may read \
+             (10, --max-history-rows)"
+        ),
+        "{}",
+        refused.stderr
     );
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_task_server::store::{NodeRow, Store};
+use mcp_task_server::store::{HistoryQuery, NodeRow, Store};
 use serde_json::json;
 
 use crate::support::backends::{Place, on_both_backends};
@@ -240,6 +240,25 @@ fn assert_exactly_once(site: &Site, kills: &[Point], starts: usize) {
     let id = run_id(&store).unwrap();
     let run = store.run(&id).unwrap().unwrap();
     assert_eq!(run.status, "succeeded", "after kills at {kills:?}: {run:?}");
+    // Its history is one row, written with its end, whichever commit a kill landed in.
+    let history = store
+        .history(&HistoryQuery {
+            workflow: "crashy",
+            principal: None,
+            statuses: &[],
+            after: None,
+            limit: 10,
+        })
+        .unwrap();
+    let ended: Vec<(&str, &str)> = (history.iter())
+        .map(|row| (row.run_id.as_str(), row.status.as_str()))
+        .collect();
+    assert_eq!(
+        ended,
+        [(id.as_str(), "succeeded")],
+        "after kills at {kills:?}"
+    );
+    assert_eq!(history[0].finished_at, run.finished_at.unwrap());
 
     let titles = sorted_titles(&store);
     let mut expected = vec!["first".to_owned(), "last".to_owned()];

@@ -3,13 +3,15 @@
 //! client gets: the gate (tokens, hosts, limits, shutdown) in `gate.rs`, tokens and
 //! their reload in `tokens.rs`, connections that misbehave before any token in
 //! `connections.rs`, tasks and who owns them in `tasks.rs`, what principals cannot do to
-//! each other (sessions, caps, idempotency keys) in `principals.rs`, and a load test in
+//! each other (sessions, caps, idempotency keys) in `principals.rs`, what a `history` node
+//! of one principal's run reads of another's and costs in `history.rs`, and a load test in
 //! `load.rs`.
 
 mod cancel;
 mod connections;
 mod dashboard;
 mod gate;
+mod history;
 mod load;
 mod principals;
 mod resources;

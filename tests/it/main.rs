@@ -24,6 +24,7 @@ mod e2e_workflows;
 mod engine;
 mod engine_phases;
 mod fuzz_corpus;
+mod history;
 mod hostile;
 mod http;
 mod in_process;

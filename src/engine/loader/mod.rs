@@ -23,10 +23,11 @@ use toml::Spanned;
 use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::definition::{
-    ActionDef, DEFAULT_MAX_PARALLEL, InputDef, Location, Locations, Named, NodeDef, Problem,
-    Problems, Repeat, RetryPolicy, ValueType, WorkflowDef,
+    ActionDef, DEFAULT_MAX_PARALLEL, HistoryLimit, InputDef, Location, Locations, Named, NodeDef,
+    Problem, Problems, Repeat, RetryPolicy, ValueType, WorkflowDef,
 };
 use super::duration::{format_duration, parse_duration};
+use super::report::RunStatus;
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -57,6 +58,7 @@ const NODE_KEYS: &[&str] = &[
     "read_file",
     "workflow",
     "command",
+    "history",
     "phase",
     "needs",
     "when",
@@ -85,6 +87,7 @@ const VALUE_KEYS: &[&str] = &["expr", "schema"];
 const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
 const WORKFLOW_KEYS: &[&str] = &["name", "inputs"];
 const COMMAND_KEYS: &[&str] = &["name", "args"];
+const HISTORY_KEYS: &[&str] = &["workflow", "limit", "status", "where"];
 /// What a `read_file` node reads unless it says otherwise, and the most it may ask for.
 pub(crate) const DEFAULT_READ_BYTES: u64 = 64 * 1024;
 pub(crate) const MAX_READ_BYTES: u64 = 1024 * 1024;

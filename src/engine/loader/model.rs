@@ -321,6 +321,7 @@ impl Decoder {
                 .map(|path| ActionDef::ListDir { path }),
             "workflow" => self.workflow_action(&at, value),
             "command" => self.command(&at, value),
+            "history" => self.history(&at, value),
             _ => self.read_file(&at, value),
         };
         action.unwrap_or(ActionDef::Render {
@@ -472,5 +473,77 @@ impl Decoder {
             system: self.opt(map, path, "system", Self::string),
             max_tokens: max_tokens.map(|n| n as u32),
         })
+    }
+}
+
+/// The `history` action.
+impl Decoder {
+    /// `history = { workflow, limit = 20, status?, where? }`.
+    pub(super) fn history(&mut self, path: &str, value: &Value) -> Option<ActionDef> {
+        let map = self.fields(path, value, HISTORY_KEYS)?;
+        let workflow = self.req(map, path, "workflow", Self::history_workflow);
+        let limit = self.opt(map, path, "limit", Self::history_limit);
+        Some(ActionDef::History {
+            workflow,
+            limit: limit.unwrap_or(HistoryLimit::Default),
+            status: self.or_default(map, path, "status", Self::run_statuses),
+            filter: self.opt(map, path, "where", Self::string),
+        })
+    }
+
+    /// A workflow's name, or a template that gives one when the node runs.
+    pub(super) fn history_workflow(&mut self, path: &str, value: &Value) -> Option<String> {
+        let name = self.string(path, value)?;
+        if !crate::engine::template::is_template(&name) && !is_id(&name) {
+            let message = format!("invalid workflow name `{name}`: must match {ID_RULE}");
+            self.report(path, message);
+        }
+        Some(name)
+    }
+
+    /// At least one run: a number (the operator's cap is checked by validation), or a
+    /// template read when the node runs.
+    pub(super) fn history_limit(&mut self, path: &str, value: &Value) -> Option<HistoryLimit> {
+        match value {
+            Value::String(text) if crate::engine::template::is_template(text) => {
+                Some(HistoryLimit::Template(text.clone()))
+            }
+            Value::String(_) => self.wrong_type(path, "an integer, or a template", value),
+            _ => {
+                let n = self.integer(path, value, 1, i64::from(u32::MAX))?;
+                Some(HistoryLimit::Fixed(n as u32))
+            }
+        }
+    }
+
+    /// One run status, or a list of them, each named once.
+    pub(super) fn run_statuses(&mut self, path: &str, value: &Value) -> Option<Vec<RunStatus>> {
+        let items = match value {
+            Value::String(_) => return Some(vec![self.choice(path, value)?]),
+            Value::Array(items) if items.is_empty() => {
+                let message = format!(
+                    "`status` needs at least one of {}; leave it out for runs of any status",
+                    list(RunStatus::NAMES)
+                );
+                self.report(path, message);
+                return None;
+            }
+            Value::Array(items) => items,
+            other => return self.wrong_type(path, "a string or an array of strings", other),
+        };
+        let mut statuses = Vec::with_capacity(items.len());
+        let mut complete = true;
+        for (i, item) in items.iter().enumerate() {
+            let at = indexed(path, i);
+            match self.choice::<RunStatus>(&at, item) {
+                Some(status) if statuses.contains(&status) => {
+                    self.report(&at, format!("`{}` is listed twice", status.as_str()));
+                    complete = false;
+                }
+                Some(status) => statuses.push(status),
+                None => complete = false,
+            }
+        }
+        complete.then_some(statuses)
     }
 }

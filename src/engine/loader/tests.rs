@@ -663,7 +663,8 @@ fn inline_json_problems_carry_the_dotted_path() {
              unit (ms, s, m or h), like `200ms`, `30s`, `1.5s` or `1m30s`",
             "inline: nodes.b.extra: unknown key `extra`; allowed keys: description, tool, args, \
              render, write_file, wait, input, sample, value, list_dir, read_file, workflow, \
-             command, phase, needs, when, trigger, on_failure, timeout, for_each, retry, repeat",
+             command, history, phase, needs, when, trigger, on_failure, timeout, for_each, retry, \
+             repeat",
             "inline: nodes.b.needs[0]: expected a string, found null",
         ]
     );
@@ -807,4 +808,93 @@ command = "build"
             "nodes.c.command: expected a table",
         ],
     );
+}
+
+#[test]
+fn a_history_node_reads_a_workflow_with_a_limit_statuses_and_a_where() {
+    let text = r#"
+        [nodes.past]
+        history = { workflow = "deployment_readiness", limit = 5, status = ["failed", "cancelled"], where = "past.inputs.env == 'prod'" }
+        [nodes.short]
+        history = { workflow = "{{ inputs.flow }}", limit = "{{ inputs.n }}", status = "succeeded" }
+        [nodes.plain]
+        history.workflow = "release_checklist"
+    "#;
+    let def = decoded(text);
+    assert_eq!(
+        def.nodes["past"].action,
+        ActionDef::History {
+            workflow: "deployment_readiness".into(),
+            limit: HistoryLimit::Fixed(5),
+            status: vec![RunStatus::Failed, RunStatus::Cancelled],
+            filter: Some("past.inputs.env == 'prod'".into()),
+        }
+    );
+    assert_eq!(
+        def.nodes["short"].action,
+        ActionDef::History {
+            workflow: "{{ inputs.flow }}".into(),
+            limit: HistoryLimit::Template("{{ inputs.n }}".into()),
+            status: vec![RunStatus::Succeeded],
+            filter: None,
+        }
+    );
+    assert_eq!(
+        def.nodes["plain"].action,
+        ActionDef::History {
+            workflow: "release_checklist".into(),
+            limit: HistoryLimit::Default,
+            status: Vec::new(),
+            filter: None,
+        }
+    );
+    assert_eq!(def.nodes["plain"].action.kind(), "history");
+    // The same in inline JSON.
+    let inline = parse_json(&json!({
+        "nodes": { "past": { "history": { "workflow": "w", "limit": 2, "where": "true" } } }
+    }))
+    .unwrap();
+    assert!(matches!(
+        inline.nodes["past"].action,
+        ActionDef::History {
+            limit: HistoryLimit::Fixed(2),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn every_fault_of_a_history_node_is_reported_at_its_field() {
+    let text = r#"
+[nodes.a]
+history = { limit = 0, status = ["failed", "done", "failed"], where = 3, since = "1d" }
+[nodes.b]
+history = { workflow = "Not A Name", limit = "ten", status = [] }
+[nodes.c]
+history = { workflow = "w", limit = 1.5, status = 7 }
+[nodes.d]
+history = "w"
+"#;
+    let found = problems(text);
+    assert_reported(
+        &found,
+        &[
+            "wf/x.toml:3:1: nodes.a.history: missing required key `workflow`",
+            "wf/x.toml:3:21: nodes.a.history.limit: must be between 1 and 4294967295, got 0",
+            "nodes.a.history.status[1]: unknown value `done`; expected one of succeeded, \
+             failed, cancelled",
+            "nodes.a.history.status[2]: `failed` is listed twice",
+            "nodes.a.history.where: expected a string, found an integer",
+            "nodes.a.history.since: unknown key `since`; allowed keys: workflow, limit, status, \
+             where",
+            "nodes.b.history.workflow: invalid workflow name `Not A Name`: must match",
+            "nodes.b.history.limit: expected an integer, or a template, found a string",
+            "nodes.b.history.status: `status` needs at least one of succeeded, failed, \
+             cancelled; leave it out for runs of any status",
+            "nodes.c.history.limit: expected an integer, found a float",
+            "nodes.c.history.status: expected a string or an array of strings, found an integer",
+            "nodes.d.history: expected a table, found a string",
+        ],
+    );
+    assert_eq!(found.len(), 12, "{found:#?}");
 }

@@ -18,6 +18,7 @@ mod complete;
 mod decide;
 mod files;
 mod finish;
+mod history;
 mod persist;
 mod repeat;
 mod state;

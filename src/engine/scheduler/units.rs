@@ -189,6 +189,7 @@ fn is_synchronous(action: &Resolved) -> bool {
             | Resolved::WriteFile { .. }
             | Resolved::ListDir(_)
             | Resolved::ReadFile { .. }
+            | Resolved::History(_)
     )
 }
 
@@ -324,6 +325,10 @@ impl Run {
             Resolved::ListDir(_) | Resolved::ReadFile { .. } => {
                 let result =
                     contained(|| self.read(node, instance, &action)).and_then(|result| result);
+                self.settle_here(node, instance, number, result)
+            }
+            Resolved::History(request) => {
+                let result = contained(|| self.read_history(request)).and_then(|result| result);
                 self.settle_here(node, instance, number, result)
             }
             _ => unreachable!("only synchronous actions are attempted now"),

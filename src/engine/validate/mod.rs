@@ -11,7 +11,9 @@ use petgraph::algo::{DfsSpace, has_path_connecting, tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
-use super::definition::{ActionDef, InputDef, NodeDef, Problem, Problems, WorkflowDef};
+use super::definition::{
+    ActionDef, HistoryLimit, InputDef, NodeDef, PAST_RUN_FIELDS, Problem, Problems, WorkflowDef,
+};
 use super::template::{self, ROOTS};
 use inputs::show;
 
@@ -30,6 +32,9 @@ pub struct Limits {
     /// may hold what no client should read (`.env`, tokens), and a command is a program
     /// run as the server's user, named by the operator for the operator's workflows.
     pub host_files: bool,
+    /// The most runs a `history` node may read (`--max-history-rows`): a greater `limit`
+    /// written in the definition is a problem here; one a template gives fails its node.
+    pub max_history_rows: usize,
 }
 
 impl Limits {
@@ -37,12 +42,22 @@ impl Limits {
     pub const FILE: Limits = Limits {
         max_nodes: 10_000,
         host_files: true,
+        max_history_rows: crate::engine::DEFAULT_MAX_HISTORY_ROWS,
     };
     /// A definition passed inline in a tool call.
     pub(crate) const INLINE: Limits = Limits {
         max_nodes: 1_000,
         host_files: false,
+        max_history_rows: crate::engine::DEFAULT_MAX_HISTORY_ROWS,
     };
+
+    /// These limits, with the operator's cap on the runs a `history` node reads.
+    pub fn with_history_rows(self, max_history_rows: usize) -> Limits {
+        Limits {
+            max_history_rows,
+            ..self
+        }
+    }
 }
 
 /// The functions templates have as globals; they may appear as variables.
@@ -98,6 +113,8 @@ struct Scope<'d> {
     repeat: bool,
     /// Whether `output` exists there: in `until` alone, as the iteration's output.
     output: bool,
+    /// Whether `past` exists there: in a `history` node's `where` only.
+    past: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -191,6 +208,17 @@ impl<'d> Checker<'d> {
                      operator's commands"
                 );
                 self.report(&format!("nodes.{}.command", node.id), message);
+            }
+            ActionDef::History {
+                limit: HistoryLimit::Fixed(limit),
+                ..
+            } if *limit as usize > limits.max_history_rows => {
+                let message = format!(
+                    "limit {limit} is over the most runs a history node may read \
+                     ({}, --max-history-rows)",
+                    limits.max_history_rows
+                );
+                self.report(&format!("nodes.{}.history.limit", node.id), message);
             }
             _ => {}
         }
@@ -299,6 +327,7 @@ impl<'d> Checker<'d> {
             item: node.for_each.is_some(),
             repeat: node.repeat.is_some(),
             output: false,
+            past: false,
         };
         match &node.action {
             ActionDef::Tool { args, .. } => self.value(&format!("nodes.{id}.args"), args, scope),
@@ -314,6 +343,17 @@ impl<'d> Checker<'d> {
             ActionDef::Value { expr, .. } => {
                 let path = format!("nodes.{id}.value");
                 self.text(&path, expr, Syntax::Expression, scope);
+            }
+            ActionDef::History {
+                filter: Some(filter),
+                ..
+            } => {
+                let path = format!("nodes.{id}.history.where");
+                let scope = Scope {
+                    past: true,
+                    ..scope
+                };
+                self.text(&path, filter, Syntax::Expression, scope);
             }
             _ => {}
         }
@@ -355,6 +395,7 @@ impl<'d> Checker<'d> {
             item: false,
             repeat: false,
             output: false,
+            past: false,
         };
         for (name, expr) in &self.def.output {
             self.text(&format!("output.{name}"), expr, Syntax::Expression, scope);
@@ -429,6 +470,20 @@ impl<'d> Checker<'d> {
                 (!self.def.inputs.contains_key(name)).then(|| self.unknown_input(name))
             }
             "nodes" => self.node_reference(parts.next()?, parts.next(), scope),
+            "past" if !scope.past => Some(
+                "`past` is only available in a history node's `where`, where it is the \
+                 earlier run being considered"
+                    .to_owned(),
+            ),
+            "past" => {
+                let field = parts.next()?;
+                (!PAST_RUN_FIELDS.contains(&field)).then(|| {
+                    format!(
+                        "unknown field `past.{field}`; a past run has {}",
+                        PAST_RUN_FIELDS.join(", ")
+                    )
+                })
+            }
             "item" | "index" if !scope.item => Some(match scope.node {
                 Some(node) if node.for_each.is_some() => {
                     format!(
@@ -588,6 +643,15 @@ fn action_templates(action: &ActionDef) -> Vec<(&'static str, &str)> {
         ActionDef::ListDir { path } => vec![("list_dir", path)],
         ActionDef::ReadFile { path, .. } => vec![("read_file.path", path)],
         ActionDef::WaitFor { duration } => vec![("wait", duration)],
+        ActionDef::History {
+            workflow, limit, ..
+        } => {
+            let mut fields = vec![("history.workflow", workflow.as_str())];
+            if let HistoryLimit::Template(limit) = limit {
+                fields.push(("history.limit", limit));
+            }
+            fields
+        }
         ActionDef::Tool { .. }
         | ActionDef::Command { .. }
         | ActionDef::Wait { .. }

@@ -501,3 +501,81 @@ fn a_wait_template_is_checked_like_any_other() {
     let found = problems("[nodes.a]\nwait = \"{{ nodes.zz.output }}s\"\n");
     assert_reported(&found, &["nodes.a.wait"]);
 }
+
+const HISTORY: &str = r#"
+[inputs.env]
+type = "string"
+[inputs.n]
+type = "integer"
+[nodes.first]
+render = "x"
+[nodes.past]
+needs = ["first"]
+history = { workflow = "{{ inputs.env }}_deploy", limit = "{{ inputs.n }}", where = "past.inputs.env == inputs.env and past.status != nodes.first.output and run.id != past.run_id" }
+"#;
+
+#[test]
+fn a_history_nodes_where_sees_the_earlier_run_as_past_beside_the_usual_context() {
+    validate(&def(HISTORY), &known, Limits::FILE).unwrap();
+    // Inline definitions may read history: it is no file of the host's.
+    let inline = parse_json(&json!({
+        "nodes": { "past": { "history": { "workflow": "w", "where": "past.output.ok" } } }
+    }))
+    .unwrap();
+    validate(&inline, &known, Limits::INLINE).unwrap();
+}
+
+#[test]
+fn past_is_only_in_a_where_and_has_only_a_runs_fields() {
+    let text = r#"
+[nodes.a]
+render = "{{ past.run_id }}"
+[nodes.b]
+history = { workflow = "w", where = "past.inputz.env == 1 and nodes.a.output and nodes.zz.output and inputs.x" }
+[nodes.c]
+history = { workflow = "{{ past.workflow }}", where = "past.run_id ==" }
+[output]
+last = "past.output"
+"#;
+    let found = problems(text);
+    assert_reported(
+        &found,
+        &[
+            "nodes.a.render: `past` is only available in a history node's `where`",
+            "nodes.b.history.where: unknown field `past.inputz`; a past run has run_id, \
+             workflow, status, created_at, finished_at, inputs, output, error",
+            "nodes.b.history.where: `nodes.a` is not upstream of `b`: add it to needs",
+            "nodes.b.history.where: unknown node `nodes.zz`",
+            "nodes.b.history.where: unknown input `inputs.x`",
+            "nodes.c.history.workflow: `past` is only available in a history node's `where`",
+            "nodes.c.history.where: expression syntax error",
+            "output.last: `past` is only available in a history node's `where`",
+        ],
+    );
+    assert_eq!(found.len(), 8, "{found:#?}");
+}
+
+#[test]
+fn a_written_history_limit_over_the_operators_cap_is_a_problem_and_a_templated_one_is_not() {
+    let text = "[nodes.a]\nhistory = { workflow = \"w\", limit = 101 }\n";
+    let error = validate(&def(text), &known, Limits::FILE).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "wf/x.toml:2:37: nodes.a.history.limit: limit 101 is over the most runs a history node \
+         may read (100, --max-history-rows)"
+    );
+    let raised = Limits::FILE.with_history_rows(500);
+    validate(&def(text), &known, raised).unwrap();
+    let lowered = Limits::INLINE.with_history_rows(10);
+    let inline = parse_json(&json!({
+        "nodes": { "a": { "history": { "workflow": "w", "limit": 11 } } }
+    }))
+    .unwrap();
+    let error = validate(&inline, &known, lowered).unwrap_err();
+    assert!(error.to_string().contains("limit 11 is over"), "{error}");
+    // A limit a template gives is known only when the node runs; an unsaid one is the
+    // default, or the cap when it is lower.
+    validate(&def(HISTORY), &known, lowered).unwrap();
+    let unsaid = "[nodes.a]\nhistory = { workflow = \"w\" }\n";
+    validate(&def(unsaid), &known, Limits::FILE.with_history_rows(1)).unwrap();
+}

@@ -527,6 +527,10 @@ fn wait<F: Future>(future: F) -> F::Output {
     if multi_threaded {
         tokio::task::block_in_place(|| futures::executor::block_on(future))
     } else {
-        futures::executor::block_on(future)
+        // Inside a current-thread runtime, a `JoinHandle` polled here spends the budget of
+        // the task this thread is running; once spent, it waits for a wake that runtime
+        // defers until the task yields, which it cannot while blocked here. Unconstrained,
+        // it is never out of budget (`block_in_place` lifts the budget likewise).
+        futures::executor::block_on(tokio::task::unconstrained(future))
     }
 }
