@@ -23,76 +23,58 @@ struct Forward(mpsc::UnboundedSender<Update>);
 
 impl Observer for Forward {
     fn event(&self, event: &Event<'_>) {
-        if let Event::Iterated {
-            node,
-            instance,
-            iteration,
-            max,
-            progress,
-            ..
-        } = event
-        {
-            let unit = match instance {
-                Some(k) => format!("`{node}` item {k}"),
-                None => format!("`{node}`"),
-            };
-            let message = format!(
-                "node {unit} iteration {iteration} of at most {max} done; it runs again ({}/{})",
-                progress.done, progress.total
-            );
-            let _ = self.0.send(Update {
-                done: progress.done,
-                total: progress.total,
+        let (message, progress) = match event {
+            Event::Iterated {
+                node,
+                instance,
+                iteration,
+                max,
+                progress,
+                ..
+            } => {
+                let unit = unit(node, *instance);
+                let said = format!(
+                    "node {unit} iteration {iteration} of at most {max} done; it runs again"
+                );
+                (said, progress)
+            }
+            Event::ChildProgressed {
+                node,
+                instance,
+                child,
+                percent,
                 message,
-            });
-            return;
-        }
-        if let Event::ChildProgressed {
-            node,
-            instance,
-            child,
-            percent,
-            message,
-            progress,
-            ..
-        } = event
-        {
-            let unit = match instance {
-                Some(k) => format!("`{node}` item {k}"),
-                None => format!("`{node}`"),
-            };
-            let said = message.map(|m| format!(": {m}")).unwrap_or_default();
-            let message = format!(
-                "node {unit}, child run {child}, {percent}% done{said} ({}/{})",
-                progress.done, progress.total
-            );
-            let _ = self.0.send(Update {
-                done: progress.done,
-                total: progress.total,
-                message,
-            });
-            return;
-        }
-        if let Event::NodeChanged {
-            node,
-            status,
-            progress,
-            ..
-        } = event
-            && status.is_terminal()
-        {
-            let message = format!(
-                "node `{node}` {} ({}/{})",
-                status.as_str(),
-                progress.done,
-                progress.total
-            );
-            let _ = self.0.send(Update {
-                done: progress.done,
-                total: progress.total,
-                message,
-            });
-        }
+                progress,
+                ..
+            } => {
+                let unit = unit(node, *instance);
+                let said = message.map(|m| format!(": {m}")).unwrap_or_default();
+                (
+                    format!("node {unit}, child run {child}, {percent}% done{said}"),
+                    progress,
+                )
+            }
+            Event::NodeChanged {
+                node,
+                status,
+                progress,
+                ..
+            } if status.is_terminal() => (format!("node `{node}` {}", status.as_str()), progress),
+            _ => return,
+        };
+        let _ = self.0.send(Update {
+            done: progress.done,
+            total: progress.total,
+            message: format!("{message} ({}/{})", progress.done, progress.total),
+        });
+    }
+}
+
+/// A unit as a progress message names it: its node, and its item of a `for_each`.
+fn unit(node: &str, instance: Option<usize>) -> String {
+    match instance {
+        Some(k) => format!("`{node}` item {k}"),
+        None => format!("`{node}`"),
     }
 }
 

@@ -164,6 +164,22 @@ pub struct ChildRow {
     pub status: String,
 }
 
+/// A child run from the columns `c.id, p.id, c.workflow, c.parent_node, c.parent_instance,
+/// c.status` (the child, its parent).
+fn child_from_row(r: &Row<'_>) -> Result<ChildRow, StoreError> {
+    Ok(from_columns!(
+        r,
+        ChildRow {
+            id,
+            parent_id,
+            workflow,
+            parent_node,
+            parent_instance,
+            status,
+        }
+    ))
+}
+
 /// What `runs` lists: a run with its parent task's progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
@@ -511,19 +527,7 @@ impl Store {
                  FROM runs c JOIN runs p ON c.parent_key = p.key
                  WHERE p.id = ?1 ORDER BY c.key",
                 &[&run_id],
-                |r| {
-                    Ok(from_columns!(
-                        r,
-                        ChildRow {
-                            id,
-                            parent_id,
-                            workflow,
-                            parent_node,
-                            parent_instance,
-                            status,
-                        }
-                    ))
-                },
+                child_from_row,
             )
         })
     }
@@ -548,19 +552,7 @@ impl Store {
                  FROM below b JOIN runs c ON c.key = b.key JOIN runs p ON p.key = c.parent_key
                  ORDER BY b.depth, c.key",
                 &[&run_id, &unfinished],
-                |r| {
-                    Ok(from_columns!(
-                        r,
-                        ChildRow {
-                            id,
-                            parent_id,
-                            workflow,
-                            parent_node,
-                            parent_instance,
-                            status,
-                        }
-                    ))
-                },
+                child_from_row,
             )
         })
     }
