@@ -96,8 +96,6 @@ pub struct App {
     workflows: Arc<Installed>,
     tools: Arc<PublishedTools>,
     inline: InlineWorkflows,
-    /// At most this many unfinished runs per principal (served over HTTP with tokens).
-    max_runs: Option<u64>,
     /// Held from the lookup of an idempotency key to the start of the run it names, so
     /// that two calls with one key start one run.
     starting: Arc<parking_lot::Mutex<()>>,
@@ -168,7 +166,6 @@ impl App {
             tools: Arc::new(PublishedTools::new(&workflows)),
             workflows,
             inline,
-            max_runs: None,
             starting: Arc::default(),
             finished: Arc::default(),
             rejected: Arc::default(),
@@ -185,7 +182,6 @@ impl App {
 
     /// Refuses a principal a new run while it has `cap` unfinished ones.
     pub fn with_max_runs(mut self, cap: u64) -> App {
-        self.max_runs = Some(cap);
         self.engine = self.engine.with_max_runs(cap);
         self
     }

@@ -299,7 +299,7 @@ impl App {
 
     /// The caller's principal and its runs in progress, when it may start no more.
     pub(super) fn at_run_cap(&self, caller: &Caller) -> Option<(String, u64)> {
-        let (limit, principal) = (self.max_runs?, caller.principal()?);
+        let (limit, principal) = (self.engine.max_runs()?, caller.principal()?);
         let running = self.registry.running_runs_of(principal).unwrap_or(0);
         (running >= limit).then(|| (principal.to_owned(), running))
     }

@@ -86,6 +86,7 @@ impl TreeUnits {
 
 /// What a child run is started with beside its plan: its id, the node that starts it,
 /// its depth, and the units budget of its tree.
+#[derive(Clone)]
 pub(crate) struct ChildOf {
     pub run_id: Arc<str>,
     pub parent: Arc<str>,
@@ -289,7 +290,7 @@ impl Child {
         let tree = Arc::clone(&self.link.tree);
         let Some(journal) = &self.journal else {
             self.admit(plan.nodes.len())?;
-            let link = self.link_copy();
+            let link = self.link.clone();
             return Ok(Started::Here(
                 self.engine.start_child(plan, inputs, options, link),
             ));
@@ -315,24 +316,12 @@ impl Child {
             Err(JournalError::NotFound(_)) => {
                 self.admit_run(journal.as_ref())?;
                 self.admit(plan.nodes.len())?;
-                let link = self.link_copy();
+                let link = self.link.clone();
                 Ok(Started::Here(
                     self.engine.start_child(plan, inputs, options, link),
                 ))
             }
             Err(error) => Err(storage(&error.to_string())),
-        }
-    }
-
-    fn link_copy(&self) -> ChildOf {
-        ChildOf {
-            run_id: Arc::clone(&self.link.run_id),
-            parent: Arc::clone(&self.link.parent),
-            node: Arc::clone(&self.link.node),
-            index: self.link.index,
-            instance: self.link.instance,
-            depth: self.link.depth,
-            tree: Arc::clone(&self.link.tree),
         }
     }
 
@@ -379,15 +368,16 @@ impl Child {
             Started::Here(handle) => Some(handle.join),
             Started::Elsewhere => None,
         };
-        let mut last = None;
+        let (mut last, mut joined) = (None, None);
         loop {
             if let Some(handle) = join.as_mut() {
                 tokio::select! {
-                    joined = handle => {
+                    report = handle => {
                         join = None;
                         if self.journal.is_none() {
-                            return self.reported(joined);
+                            return self.reported(report);
                         }
+                        joined = Some(report);
                     }
                     _ = tokio::time::sleep(POLL) => {}
                 }
@@ -401,7 +391,11 @@ impl Child {
             // (its lease lost), and one elsewhere tells nothing else.
             let polled = match journal.poll(&self.link.run_id) {
                 Ok(Some(polled)) => polled,
-                Ok(None) => return Err(storage("the child run is gone")),
+                // A child whose record failed ran unrecorded here: its report tells.
+                Ok(None) => match joined.take() {
+                    Some(report) => return self.reported(report),
+                    None => return Err(storage("the child run is gone")),
+                },
                 Err(error) => {
                     tracing::warn!(child = %self.link.run_id, %error, "the child run cannot be read; reading it again");
                     continue;
