@@ -146,12 +146,12 @@ real_client_cases! {
             assert_readiness_checked(&seen.sandbox, &result(&seen.ran), &questions(&seen.ran));
         },
     }
-    fn py_sdk_auto_mode_troubleshoots_in_five_input_required_rounds {
+    fn py_sdk_auto_mode_troubleshoots_in_six_input_required_rounds {
         client: PySdk,
         over: Stdio,
         scenario: Named("auto:troubleshoot"),
         expect: |seen| {
-            assert_rounds(&seen.ran, &[1, 2, 3, 4, 5], 5);
+            assert_rounds(&seen.ran, &[1, 2, 3, 4, 5, 6], 6);
             let asked = questions(&seen.ran);
             assert_troubleshooting_planned(&seen.sandbox, &result(&seen.ran), &asked);
         },

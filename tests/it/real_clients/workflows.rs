@@ -305,8 +305,9 @@ pub(super) const FAILURE_TITLE: &str = "The billing service crashes on start aft
 
 pub(super) const FAILURE_TAG: &str = "troubleshoot-the-billing-service-crashes";
 
-/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed;
-/// the report with the failure, its context, the causes and the plan; one todo per step.
+/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed,
+/// then whether the fix worked (left for later); the report with the failure, its
+/// component and context, the causes and the plan; one todo per step.
 pub(super) fn assert_troubleshooting_planned(
     sandbox: &Sandbox,
     result: &Value,
@@ -320,10 +321,18 @@ pub(super) fn assert_troubleshooting_planned(
             ("elicitation/create", "review hypotheses"),
             ("sampling/createMessage", "draft plan"),
             ("elicitation/create", "review plan"),
+            ("elicitation/create", "rating"),
         ])
     );
     let output = succeeded_output(result);
     assert_eq!(output["title"], FAILURE_TITLE);
+    assert_eq!(output["component"], "billing service");
+    assert_eq!(output["outcome"], json!({ "rating": "later", "note": "" }));
+    assert_eq!(
+        output["similar"],
+        json!([]),
+        "a first session has nothing alike"
+    );
     assert_eq!(output["tag"], FAILURE_TAG);
     let text = report_file(
         sandbox,
@@ -342,7 +351,9 @@ pub(super) fn assert_troubleshooting_planned(
         &text,
         &[
             &format!("# Troubleshooting: {FAILURE_TITLE}\n"),
+            "- Component: billing service\n",
             &format!("- Todos: tagged `{FAILURE_TAG}`\n"),
+            "## Earlier sessions alike\n\nNone found.\n",
             "It exits with code 137.\n",
             "### Context\n\nKubernetes, 512 MiB limit\n",
             "- **Out of memory** (high likelihood): exit code 137\n",
