@@ -496,6 +496,56 @@ async fn troubleshoot_outcome_refuses_a_run_that_is_no_finished_troubleshoot_ses
 }
 
 #[tokio::test]
+async fn a_rating_leaves_a_file_that_is_not_the_sessions_report_as_it_is_and_still_counts() {
+    let mut wire = start();
+    wire.initialize(json!({})).await;
+    let earlier = call(
+        &mut wire,
+        1,
+        "troubleshoot",
+        session("Billing crashes on start", "", &["Out of memory"]),
+    )
+    .await;
+    let path = wire
+        .dir
+        .path()
+        .join(output(&earlier)["report"].as_str().unwrap());
+    // The report was deleted, and another file now stands at its path.
+    std::fs::write(&path, "# Someone else's notes\n").unwrap();
+    let run_id = report(&earlier)["run_id"].clone();
+    let rated = call(
+        &mut wire,
+        2,
+        "troubleshoot_outcome",
+        json!({ "run_id": run_id, "rating": "fixed" }),
+    )
+    .await;
+    assert_eq!(output(&rated)["report"], Value::Null, "{rated}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "# Someone else's notes\n"
+    );
+    std::fs::remove_file(&path).unwrap();
+    let rated = call(
+        &mut wire,
+        3,
+        "troubleshoot_outcome",
+        json!({ "run_id": run_id, "rating": "partly" }),
+    )
+    .await;
+    assert_eq!(output(&rated)["report"], Value::Null, "{rated}");
+    assert!(!path.exists(), "no report is made anew");
+    let next = call(
+        &mut wire,
+        4,
+        "troubleshoot",
+        session("Billing crashes on start today", "", &["Out of memory"]),
+    )
+    .await;
+    assert_eq!(output(&next)["similar"][0]["rating"], "partly");
+}
+
+#[tokio::test]
 async fn the_person_rates_the_fix_at_the_end_of_a_session_or_leaves_it_for_later() {
     let mut wire = start();
     wire.initialize(json!({ "elicitation": {} })).await;
