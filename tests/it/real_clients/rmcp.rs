@@ -368,7 +368,6 @@ async fn rmcp_client_plans_an_adr_as_a_task_answering_sampling_and_elicitation_b
             "impacts_review:attempt-1",
             "plan_draft:attempt-1",
             "plan_review:attempt-1",
-            "outcome_ask:attempt-1",
         ]
     );
     assert!(
