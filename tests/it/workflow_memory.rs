@@ -588,3 +588,82 @@ async fn the_person_rates_the_fix_at_the_end_of_a_session_or_leaves_it_for_later
     assert_eq!(similar[0]["rating_note"], "better, not gone");
     assert_eq!(similar[1]["rating"], Value::Null);
 }
+
+#[tokio::test]
+async fn the_model_drafts_the_causes_with_the_sessions_alike_in_view_and_the_person_sees_them() {
+    let mut wire = start();
+    wire.initialize(json!({ "elicitation": {}, "sampling": {} }))
+        .await;
+    let mut earlier = session(
+        "The billing service crashes on start",
+        "billing",
+        &["Out of memory"],
+    );
+    earlier["rating"] = json!("fixed");
+    earlier["rating_note"] = json!("a 1 GiB limit");
+    call(&mut wire, 1, "troubleshoot", earlier).await;
+
+    let client = |request: &Value| match request["method"].as_str() {
+        Some("sampling/createMessage") => {
+            let draft = json!([{ "cause": "Out of memory", "likelihood": "high", "evidence": "" }]);
+            let plan = json!([{ "step": "Read the logs", "expected": "" }]);
+            let prompt = request["params"]["messages"][0]["content"]["text"]
+                .as_str()
+                .unwrap();
+            let text = if prompt.contains("List the likely causes") {
+                draft
+            } else {
+                plan
+            };
+            json!({ "role": "assistant", "model": "m", "content": { "type": "text", "text": text.to_string() } })
+        }
+        _ => {
+            let mut content = serde_json::Map::new();
+            for (name, field) in request["params"]["requestedSchema"]["properties"]
+                .as_object()
+                .unwrap()
+            {
+                if let Some(default) = field.get("default") {
+                    content.insert(name.clone(), default.clone());
+                }
+            }
+            json!({ "action": "accept", "content": content })
+        }
+    };
+    let arguments =
+        json!({ "failure": "The billing service crashes on start again", "component": "billing" });
+    let params = json!({ "name": "troubleshoot", "arguments": arguments });
+    let reply = wire
+        .request_answering(2, "tools/call", params, &client)
+        .await;
+    assert_eq!(output(&reply)["similar"][0]["rating"], "fixed", "{reply}");
+    let sample = wire
+        .seen
+        .iter()
+        .find(|m| m["method"] == "sampling/createMessage")
+        .unwrap();
+    let prompt = sample["params"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert_contains_all(
+        prompt,
+        &[
+            "Component: billing\n",
+            "Earlier failures alike, most alike first, with the causes confirmed then and whether the fix worked:\n\
+             - The billing service crashes on start (words in common: billing, service, crashes, start); \
+             causes: Out of memory; fix: fixed\n",
+        ],
+    );
+    let review = wire
+        .seen
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap();
+    let message = review["params"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "Earlier failures alike: The billing service crashes on start (causes: Out of memory; fix: fixed)."
+        ),
+        "{message}"
+    );
+}
