@@ -34,6 +34,7 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     env.add_filter("markdown_body", |text: Value| markdown_body(&text));
     env.add_function("today", today);
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
+    super::filters_text::register(env);
 }
 
 /// Registers each of minijinja's filters again behind a check: every argument is charged

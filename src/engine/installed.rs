@@ -34,6 +34,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         "troubleshoot.toml",
         include_str!("../../workflows/troubleshoot.toml"),
     ),
+    (
+        "troubleshoot_outcome.toml",
+        include_str!("../../workflows/troubleshoot_outcome.toml"),
+    ),
 ];
 
 /// A loaded, validated workflow and its compiled plan.

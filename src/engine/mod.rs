@@ -13,6 +13,7 @@ pub mod duration;
 pub mod fields;
 pub mod files;
 pub(crate) mod filters;
+mod filters_text;
 pub mod form;
 pub mod history;
 pub mod installed;

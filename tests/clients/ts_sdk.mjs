@@ -24,6 +24,12 @@
 //                  with every result up front, then readResource of the report it links;
 //                  a task of `ask` whose summary resource is subscribed to as soon as the
 //                  task exists, counting the notifications/resources/updated it brings
+//   memory         the workflows' memory, every answer up front (scenarios.json `memory`):
+//                  deployment_readiness twice to one environment (the trend, a recurring
+//                  check); troubleshoot, rated with troubleshoot_outcome (its report read
+//                  through the result's link), then a session alike that shows the rating;
+//                  troubleshoot_outcome of a run that is no session, refused; the prompt of
+//                  troubleshoot_outcome
 //
 // Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any
 // failure after printing {"event": "fatal", "message": ...}.
@@ -347,8 +353,46 @@ async function surface() {
   emit("followed", { uri, updates: updates.filter((u) => u === uri).length, summary: summary.contents[0].text });
 }
 
+async function memory() {
+  const data = SCENARIOS.memory;
+  const prompts = await client.listPrompts();
+  emit("prompts", { names: prompts.prompts.map((p) => p.name) });
+  const prompt = await client.getPrompt({
+    name: "troubleshoot_outcome",
+    arguments: { run_id: "r-1" },
+  });
+  emit("prompt", { text: prompt.messages[0].content.text });
+
+  const checked = [];
+  for (const args of data.readiness) {
+    const ran = await client.callTool({ name: "deployment_readiness", arguments: args });
+    checked.push(ran.structuredContent);
+  }
+  emit("readiness", { results: checked });
+
+  const first = await client.callTool({ name: "troubleshoot", arguments: data.sessions[0] });
+  const runId = first.structuredContent.data.run_id;
+  const rated = await client.callTool({
+    name: "troubleshoot_outcome",
+    arguments: { run_id: runId, ...data.outcome },
+  });
+  const link = rated.content.find((c) => c.type === "resource_link");
+  const report = await client.readResource({ uri: link.uri });
+  emit("rated", { runId, result: rated.structuredContent, report: report.contents[0].text });
+
+  const next = await client.callTool({ name: "troubleshoot", arguments: data.sessions[1] });
+  emit("session", { result: next.structuredContent });
+
+  const refused = await client.callTool({
+    name: "troubleshoot_outcome",
+    arguments: { run_id: "no-such-run", rating: "fixed" },
+  });
+  emit("refused", { isError: refused.isError ?? false, result: refused.structuredContent });
+}
+
 const scenarios = {
   surface,
+  memory,
   "task-stream": taskStream,
   "task-cancel": taskCancel,
   "direct-elicit": directElicit,

@@ -88,11 +88,13 @@ fn prompt_of(request: &Value) -> &str {
         .unwrap()
 }
 
-/// A user who accepts every field as it is pre-filled.
+/// A user who accepts every field as it is pre-filled, and leaves the others empty.
 fn accept_defaults(form: &Value) -> Value {
     let mut content = serde_json::Map::new();
     for (name, field) in form["requestedSchema"]["properties"].as_object().unwrap() {
-        content.insert(name.clone(), field["default"].clone());
+        if let Some(default) = field.get("default") {
+            content.insert(name.clone(), default.clone());
+        }
     }
     json!({ "action": "accept", "content": content })
 }
@@ -174,9 +176,9 @@ async fn readiness_with_every_result_up_front_asks_nothing_and_files_a_blocker_p
         ]
     );
 
-    // Progress counts the four phases.
+    // Progress counts the five phases.
     wire.await_seen(|m| {
-        m["method"] == "notifications/progress" && m["params"]["progress"].as_f64() == Some(4.0)
+        m["method"] == "notifications/progress" && m["params"]["progress"].as_f64() == Some(5.0)
     })
     .await;
     let totals = wire
@@ -184,7 +186,7 @@ async fn readiness_with_every_result_up_front_asks_nothing_and_files_a_blocker_p
         .iter()
         .filter(|m| m["method"] == "notifications/progress")
         .map(|m| m["params"]["total"].as_f64());
-    assert!(totals.into_iter().all(|t| t == Some(4.0)));
+    assert!(totals.into_iter().all(|t| t == Some(5.0)));
 }
 
 #[tokio::test]
@@ -479,6 +481,7 @@ async fn troubleshooting_drafts_causes_and_a_test_plan_that_the_person_confirms(
             "elicitation/create",
             "sampling/createMessage", // the test plan
             "elicitation/create",
+            "elicitation/create", // whether the fix worked
         ]
     );
     let samples: Vec<&str> = wire
@@ -501,6 +504,8 @@ async fn troubleshooting_drafts_causes_and_a_test_plan_that_the_person_confirms(
 
     assert_eq!(out["hypotheses"], hypotheses());
     assert_eq!(out["plan"], test_plan());
+    // The person left the rating at its default, for later.
+    assert_eq!(out["outcome"], json!({ "rating": "later", "note": "" }));
     assert_eq!(out["tag"], "troubleshoot-login-fails-with-a-502");
     let (_, text) = report(&wire, &reply);
     assert_contains_all(

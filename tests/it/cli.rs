@@ -291,6 +291,7 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
             "release_checklist",
             "research",
             "troubleshoot",
+            "troubleshoot_outcome",
             "hello"
         ],
         "{}",
@@ -577,7 +578,7 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
         assert!(
             line.contains(
                 "known workflows: deployment_readiness, interactive_adr_planning, \
-                 release_checklist, research, troubleshoot, hello"
+                 release_checklist, research, troubleshoot, troubleshoot_outcome, hello"
             ),
             "{line}"
         );

@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 13] = [
+const TOOLS: [(&str, bool, bool); 14] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -33,11 +33,12 @@ const TOOLS: [(&str, bool, bool); 13] = [
     ("list_runs", true, false),
     ("get_run", true, false),
     // The built-in workflows exposed as tools: each writes a file, and all but `research`
-    // make todos.
+    // and `troubleshoot_outcome` make todos.
     ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
     ("research", false, true),
     ("troubleshoot", false, true),
+    ("troubleshoot_outcome", false, true),
 ];
 
 /// Input properties that are free-form objects by design: an inline workflow definition

@@ -570,6 +570,7 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "interactive_adr_planning",
             "research",
             "troubleshoot",
+            "troubleshoot_outcome",
             "greet"
         ]
     );
@@ -623,6 +624,7 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             ("release_checklist", false),
             ("research", true),
             ("troubleshoot", true),
+            ("troubleshoot_outcome", true),
             ("greet", true),
             ("add_task", true)
         ]

@@ -4,7 +4,8 @@
 //! their reload in `tokens.rs`, connections that misbehave before any token in
 //! `connections.rs`, tasks and who owns them in `tasks.rs`, what principals cannot do to
 //! each other (sessions, caps, idempotency keys) in `principals.rs`, what a `history` node
-//! of one principal's run reads of another's and costs in `history.rs`, and a load test in
+//! of one principal's run reads of another's and costs in `history.rs`, what the built-in
+//! workflows remember of another's runs in `workflow_memory.rs`, and a load test in
 //! `load.rs`.
 
 mod cancel;
@@ -17,6 +18,7 @@ mod principals;
 mod resources;
 mod tasks;
 mod tokens;
+mod workflow_memory;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

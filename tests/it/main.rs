@@ -42,4 +42,5 @@ mod tasks;
 mod template_budgets;
 mod two_hosts;
 mod wire_corpus;
+mod workflow_memory;
 mod workspace_files;

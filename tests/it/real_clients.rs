@@ -33,7 +33,8 @@ use checks::{
     result,
 };
 use workflows::{
-    assert_readiness_checked, assert_research_reported, assert_troubleshooting_planned, questions,
+    assert_readiness_checked, assert_remembered, assert_research_reported,
+    assert_troubleshooting_planned, questions,
 };
 
 real_client_cases! {
@@ -95,6 +96,12 @@ real_client_cases! {
             assert_troubleshooting_planned(&seen.sandbox, &result(&seen.ran), &asked);
         },
     }
+    fn ts_sdk_remembers_the_readiness_trend_and_rates_a_troubleshooting_session_for_the_next {
+        client: TsSdk,
+        over: Stdio,
+        scenario: Named("memory"),
+        expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
+    }
     fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question {
         client: TsSdk,
         over: Stdio,
@@ -146,12 +153,12 @@ real_client_cases! {
             assert_readiness_checked(&seen.sandbox, &result(&seen.ran), &questions(&seen.ran));
         },
     }
-    fn py_sdk_auto_mode_troubleshoots_in_five_input_required_rounds {
+    fn py_sdk_auto_mode_troubleshoots_in_six_input_required_rounds {
         client: PySdk,
         over: Stdio,
         scenario: Named("auto:troubleshoot"),
         expect: |seen| {
-            assert_rounds(&seen.ran, &[1, 2, 3, 4, 5], 5);
+            assert_rounds(&seen.ran, &[1, 2, 3, 4, 5, 6], 6);
             let asked = questions(&seen.ran);
             assert_troubleshooting_planned(&seen.sandbox, &result(&seen.ran), &asked);
         },
@@ -172,5 +179,11 @@ real_client_cases! {
         over: Stdio,
         scenario: AdrAnswersUpFront,
         expect: |seen| assert_fastmcp_read_the_adr(&seen.ran),
+    }
+    fn fastmcp_client_remembers_the_readiness_trend_and_rates_a_troubleshooting_session {
+        client: FastMcp,
+        over: Stdio,
+        scenario: Named("memory"),
+        expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
     }
 }

@@ -1,8 +1,8 @@
 //! The same real clients over Streamable HTTP: the TypeScript SDK's
 //! `StreamableHTTPClientTransport` in a 2025-11-25 session (plain calls, a task whose
 //! question rides an SSE stream, a cancelled task, two servers on one database), the
-//! Python SDK and FastMCP's client, the Inspector's CLI, and rmcp's HTTP client in
-//! 2026-07-28 discover mode with a SEP-2663 task.
+//! Python SDK and FastMCP's client (the workflows' memory too), the Inspector's CLI, and
+//! rmcp's HTTP client in 2026-07-28 discover mode with a SEP-2663 task.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -20,6 +20,7 @@ use super::checks::{
 use super::clients::{DEADLINE, installed, run, std_command};
 use super::inspector::inspector;
 use super::rmcp::{call_ask, discover, poll_until, update_until_completed};
+use super::workflows::assert_remembered;
 use crate::support::{self, Sandbox};
 
 /// The bearer token of the one principal of [`HttpServer::with_token`].
@@ -130,6 +131,18 @@ real_client_cases! {
         over: Http,
         scenario: AdrAnswersUpFront,
         expect: |seen| assert_fastmcp_read_the_adr(&seen.ran),
+    }
+    fn ts_sdk_over_http_remembers_the_readiness_trend_and_rates_a_troubleshooting_session {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("memory"),
+        expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
+    }
+    fn fastmcp_client_over_http_remembers_the_readiness_trend_and_rates_a_troubleshooting_session {
+        client: FastMcp,
+        over: Http,
+        scenario: Named("memory"),
+        expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
     }
 }
 

@@ -425,6 +425,7 @@ async fn rmcp_client_troubleshoots_as_a_task_answering_sampling_and_elicitation_
             "hypotheses_review:attempt-1",
             "plan_draft:attempt-1",
             "plan_review:attempt-1",
+            "outcome_ask:attempt-1",
         ]
     );
     assert_troubleshooting_planned(&sandbox, &answered.result, &answered.asked);

@@ -1,7 +1,8 @@
 //! The built-in workflows as the clients run them: what the model drafts and the person
 //! answers (`tests/clients/scenarios.json`), and what a run of each must leave behind:
 //! the ADR planner's file and todos, the readiness report, the troubleshooting plan and
-//! the research report.
+//! the research report; and what the readiness and troubleshooting workflows remember of
+//! the runs before.
 
 use serde_json::{Value, json};
 
@@ -305,8 +306,9 @@ pub(super) const FAILURE_TITLE: &str = "The billing service crashes on start aft
 
 pub(super) const FAILURE_TAG: &str = "troubleshoot-the-billing-service-crashes";
 
-/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed;
-/// the report with the failure, its context, the causes and the plan; one todo per step.
+/// Checks a troubleshooting run: the failure asked, then each draft made and confirmed,
+/// then whether the fix worked (left for later); the report with the failure, its
+/// component and context, the causes and the plan; one todo per step.
 pub(super) fn assert_troubleshooting_planned(
     sandbox: &Sandbox,
     result: &Value,
@@ -320,10 +322,18 @@ pub(super) fn assert_troubleshooting_planned(
             ("elicitation/create", "review hypotheses"),
             ("sampling/createMessage", "draft plan"),
             ("elicitation/create", "review plan"),
+            ("elicitation/create", "rating"),
         ])
     );
     let output = succeeded_output(result);
     assert_eq!(output["title"], FAILURE_TITLE);
+    assert_eq!(output["component"], "billing service");
+    assert_eq!(output["outcome"], json!({ "rating": "later", "note": "" }));
+    assert_eq!(
+        output["similar"],
+        json!([]),
+        "a first session has nothing alike"
+    );
     assert_eq!(output["tag"], FAILURE_TAG);
     let text = report_file(
         sandbox,
@@ -342,7 +352,9 @@ pub(super) fn assert_troubleshooting_planned(
         &text,
         &[
             &format!("# Troubleshooting: {FAILURE_TITLE}\n"),
+            "- Component: billing service\n",
             &format!("- Todos: tagged `{FAILURE_TAG}`\n"),
+            "## Earlier sessions alike\n\nNone found.\n",
             "It exits with code 137.\n",
             "### Context\n\nKubernetes, 512 MiB limit\n",
             "- **Out of memory** (high likelihood): exit code 137\n",
@@ -436,4 +448,82 @@ pub(super) fn assert_research_reported(
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     assert_contains_all(&text, &parts);
     assert_eq!(stored_todos(sandbox), []);
+}
+
+/// Checks what a client's `memory` scenario saw: the prompt of `troubleshoot_outcome`; the
+/// second readiness check to one environment with its trend and the migrations check
+/// recurring, its blocker tagged so; a session rated with `troubleshoot_outcome`, the
+/// rating appended to its report; the next session alike showing it, with the cause
+/// that proved true; a run that is no session refused.
+pub(super) fn assert_remembered(sandbox: &Sandbox, ran: &Ran) {
+    let names = ran.event("prompts")["names"].clone();
+    assert!(
+        names
+            .as_array()
+            .unwrap()
+            .contains(&json!("troubleshoot_outcome")),
+        "{names}"
+    );
+    let prompt = ran.event("prompt")["text"].as_str().unwrap().to_owned();
+    assert!(prompt.contains("Pass the run id"), "{prompt}");
+
+    let checked = ran.event("readiness")["results"].clone();
+    let second = &checked[1]["data"]["output"];
+    assert_eq!(
+        second["recurring"],
+        json!(["Migrations reviewed"]),
+        "{second}"
+    );
+    assert_eq!(second["trend"]["runs"], 2);
+    assert_eq!(
+        second["trend"]["checks"][1],
+        json!({ "check": "Migrations reviewed", "runs": 2, "failed": 2, "pass_rate": 0, "recurring": true })
+    );
+    let blockers: Vec<(String, Vec<String>)> = stored_todos(sandbox)
+        .into_iter()
+        .filter(|(title, _)| title.contains(" blocker: "))
+        .collect();
+    let tags = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        blockers,
+        [
+            (
+                "1.3.0 blocker: Migrations reviewed".to_owned(),
+                tags(&["release-1.3.0", "blocker"])
+            ),
+            (
+                "1.4.0 blocker: Migrations reviewed".to_owned(),
+                tags(&["release-1.4.0", "blocker", "recurring"])
+            ),
+        ]
+    );
+
+    let rated = ran.event("rated");
+    assert_eq!(
+        rated["result"]["data"]["output"]["rating"], "fixed",
+        "{rated}"
+    );
+    let report = rated["report"].as_str().unwrap();
+    assert_contains_all(
+        report,
+        &[
+            "## Outcome, rated ",
+            "- Fix: fixed\n- Cause that proved true: Out of memory\n- Note: a 1 GiB limit\n",
+        ],
+    );
+
+    let session = ran.event("session");
+    let similar = &session["result"]["data"]["output"]["similar"];
+    assert_eq!(similar.as_array().map(Vec::len), Some(1), "{session}");
+    assert_eq!(similar[0]["run_id"], rated["runId"]);
+    assert_eq!(similar[0]["rating"], "fixed");
+    assert_eq!(similar[0]["cause"], "Out of memory");
+    assert_eq!(similar[0]["causes"], json!(["Out of memory"]));
+
+    let refused = ran.event("refused");
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["result"]["error"]["message"],
+        "run failed at node `session_check`"
+    );
 }
