@@ -87,7 +87,17 @@ impl Judge {
 impl Run {
     /// The judge of unit (`node`, `instance`)'s iterations; `None` if its node does not
     /// repeat.
+    #[inline]
     pub(super) fn judge(&mut self, node: usize, instance: Option<usize>) -> Option<Judge> {
+        // Asked at the end of every attempt: the common answer, no, is the quick one.
+        match self.plan.nodes[node].repeat {
+            None => None,
+            Some(_) => self.judge_repeating(node, instance),
+        }
+    }
+
+    #[inline(never)]
+    fn judge_repeating(&mut self, node: usize, instance: Option<usize>) -> Option<Judge> {
         let repeat = self.plan.nodes[node].repeat.clone()?;
         let item = self.item_of(node, instance);
         let ctx = self.context(node, item.as_ref().zip(instance));

@@ -71,19 +71,63 @@ pub(super) fn settle_into(
     stamp: bool,
     judge: Option<&Judge>,
 ) {
-    let iterated = unit.iterated_attempts();
+    // Every node's attempt ends here: the plain case stays the short one, and the judge
+    // of a repeating unit is kept out of its way.
+    match judge {
+        None => settle_attempt(unit, number, number, result, policy, seed, stamp),
+        Some(judge) => settle_iteration(unit, number, result, policy, seed, stamp, judge),
+    }
+}
+
+/// [`settle_into`] for a repeating unit: an attempt that succeeded ends an iteration,
+/// which `judge` records and judges; the retry policy counts the attempts of the current
+/// iteration alone.
+#[inline(never)]
+fn settle_iteration(
+    unit: &mut UnitState,
+    number: u32,
+    result: Result<Value, NodeError>,
+    policy: &RetryPolicy,
+    seed: impl FnOnce() -> u64,
+    stamp: bool,
+    judge: &Judge,
+) {
+    let tried = number - unit.iterated_attempts();
+    let result = match result {
+        Ok(output) => {
+            end_attempt(unit, number);
+            match judge.iterate(unit, tried, output, stamp) {
+                Some(result) => result,
+                None => return,
+            }
+        }
+        Err(error) => Err(error),
+    };
+    settle_attempt(unit, number, tried, result, policy, seed, stamp);
+}
+
+/// Clears what attempt `number` held while it ran.
+fn end_attempt(unit: &mut UnitState, number: u32) {
     unit.attempts = number;
     unit.next_attempt_ms = None;
     unit.deadline_ms = None;
     unit.asking = None;
     unit.intent = None;
-    let result = match (judge, result) {
-        (Some(judge), Ok(output)) => match judge.iterate(unit, number - iterated, output, stamp) {
-            Some(result) => result,
-            None => return,
-        },
-        (_, result) => result,
-    };
+}
+
+/// Settles attempt `number`, the `tried`-th of its iteration (of the unit, when it does
+/// not repeat), that ended with `result`.
+#[inline]
+fn settle_attempt(
+    unit: &mut UnitState,
+    number: u32,
+    tried: u32,
+    result: Result<Value, NodeError>,
+    policy: &RetryPolicy,
+    seed: impl FnOnce() -> u64,
+    stamp: bool,
+) {
+    end_attempt(unit, number);
     let error = match result {
         Ok(value) => {
             unit.status = NodeStatus::Succeeded;
@@ -96,7 +140,7 @@ pub(super) fn settle_into(
     };
     // The seed is only worth its hash when a retry may follow.
     let retry = match error.is_retryable() {
-        true => retry_delay(policy, seed(), number - iterated),
+        true => retry_delay(policy, seed(), tried),
         false => None,
     };
     match retry {
@@ -430,24 +474,23 @@ impl Run {
         number: u32,
         result: Result<Value, NodeError>,
     ) -> Option<Duration> {
-        let judge = match result {
-            Ok(_) => self.judge(node, instance),
-            Err(_) => None,
+        // Every synchronous attempt ends here: a repeating unit's judge is made apart, so
+        // that the plain case costs what it did before nodes could repeat.
+        let judge = match (&result, &self.plan.nodes[node].repeat) {
+            (Ok(_), Some(_)) => self.judge(node, instance),
+            _ => None,
         };
         let stamp = self.journal.is_some();
         let (plan, run_id) = (&self.plan, &self.run_id);
         let planned = &plan.nodes[node];
         let seed = || jitter_seed(run_id, &planned.id, instance);
         let unit = self.state.unit_mut(node, instance);
-        settle_into(
-            unit,
-            number,
-            result,
-            &planned.retry,
-            seed,
-            stamp,
-            judge.as_ref(),
-        );
+        match &judge {
+            None => settle_attempt(unit, number, number, result, &planned.retry, seed, stamp),
+            Some(judge) => {
+                settle_iteration(unit, number, result, &planned.retry, seed, stamp, judge)
+            }
+        }
         self.after_settle(node, instance)
     }
 
