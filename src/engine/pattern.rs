@@ -89,7 +89,11 @@ mod tests {
 
     use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
 
-    fn eval(templates: &Templates, expr: &str, text: &str) -> Result<serde_json::Value, TemplateError> {
+    fn eval(
+        templates: &Templates,
+        expr: &str,
+        text: &str,
+    ) -> Result<serde_json::Value, TemplateError> {
         let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
         templates.eval(expr, &ctx)
     }
@@ -99,20 +103,32 @@ mod tests {
         let templates = Templates::default();
         let read = |expr: &str, text: &str| eval(&templates, expr, text).unwrap();
         assert_eq!(
-            read(r"inputs.text | regex('^# (\\d+)\\. (.+)$')", "# 12. Use a queue"),
+            read(
+                r"inputs.text | regex('^# (\\d+)\\. (.+)$')",
+                "# 12. Use a queue"
+            ),
             json!(["# 12. Use a queue", "12", "Use a queue"])
         );
         assert_eq!(
-            read(r"inputs.text | regex('^\\d{4}-\\d{2}-\\d{2}$')", "2026-1-05"),
+            read(
+                r"inputs.text | regex('^\\d{4}-\\d{2}-\\d{2}$')",
+                "2026-1-05"
+            ),
             json!(null)
         );
         // A group that takes no part is none; flags go inline.
         assert_eq!(
-            read(r"inputs.text | regex('(?i)^superseded by (adr-)?(\\d+)')", "Superseded by 7"),
+            read(
+                r"inputs.text | regex('(?i)^superseded by (adr-)?(\\d+)')",
+                "Superseded by 7"
+            ),
             json!(["Superseded by 7", null, "7"])
         );
         assert_eq!(
-            read(r"inputs.text | regex('(?m)^Date: (.*)$')", "# T\nDate: 2026-01-05\n"),
+            read(
+                r"inputs.text | regex('(?m)^Date: (.*)$')",
+                "# T\nDate: 2026-01-05\n"
+            ),
             json!(["Date: 2026-01-05", "2026-01-05"])
         );
         assert_eq!(read("inputs.text | regex('x') is none", "abc"), json!(true));
@@ -123,11 +139,16 @@ mod tests {
         let templates = Templates::default();
         let error = eval(&templates, "inputs.text | regex('(unclosed')", "x").unwrap_err();
         assert!(
-            error.to_string().contains("regex: the pattern does not compile"),
+            error
+                .to_string()
+                .contains("regex: the pattern does not compile"),
             "{error}"
         );
         let error = eval(&templates, "3 | regex('x')", "").unwrap_err();
-        assert!(error.to_string().contains("expected a text, got a number"), "{error}");
+        assert!(
+            error.to_string().contains("expected a text, got a number"),
+            "{error}"
+        );
         // A pattern that would compile to more than the size limit is refused.
         let error = eval(&templates, "inputs.text | regex('(\\\\w{100}){100}')", "x").unwrap_err();
         assert!(error.to_string().contains("does not compile"), "{error}");
@@ -144,9 +165,18 @@ mod tests {
         let text = "a".repeat(200_000);
         let result = eval(&small, "inputs.text | regex('b')", &text);
         assert!(
-            matches!(result, Err(TemplateError::Budget { budget: Budget::Fuel, .. })),
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Fuel,
+                    ..
+                })
+            ),
             "{result:?}"
         );
-        assert_eq!(eval(&small, "inputs.text | regex('b')", "abc").unwrap(), json!(["b"]));
+        assert_eq!(
+            eval(&small, "inputs.text | regex('b')", "abc").unwrap(),
+            json!(["b"])
+        );
     }
 }
