@@ -2,10 +2,12 @@
 
     python fastmcp_client.py '<ADR planner arguments as JSON>' -- <server command...>
     python fastmcp_client.py '<ADR planner arguments as JSON>' --url <http://.../mcp>
+    python fastmcp_client.py '{"workflow": NAME, "arguments": {...}}' (-- ... | --url ...)
 
 Lists the prompts and gets the ADR planner's, runs the planner with the arguments given
 (every answer up front, so nothing is asked), and reads the ADR it wrote through the
-`resource_link` of its result.
+`resource_link` of its result. Given a workflow's name, gets its prompt, calls its tool
+with the arguments, prints the result and reads the report it links.
 
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
@@ -25,7 +27,20 @@ def emit(event, **fields):
     sys.stdout.flush()
 
 
+async def call_workflow(name, arguments, transport):
+    async with Client(transport) as client:
+        prompt = await client.get_prompt(name, {})
+        emit("prompt", text=prompt.messages[0].content.text)
+        result = await client.call_tool(name, arguments)
+        emit("result", result={"isError": result.is_error, "structuredContent": result.structured_content})
+        links = [block for block in result.content if block.type == "resource_link"]
+        contents = await client.read_resource(str(links[0].uri))
+        emit("read", uri=str(links[0].uri), text=contents[0].text, mimeType=contents[0].mimeType)
+
+
 async def main(arguments, transport):
+    if "workflow" in arguments:
+        return await call_workflow(arguments["workflow"], arguments["arguments"], transport)
     async with Client(transport) as client:
         prompts = await client.list_prompts()
         emit("prompts", names=[prompt.name for prompt in prompts])
