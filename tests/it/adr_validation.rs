@@ -515,3 +515,52 @@ async fn a_folder_of_more_entries_than_one_listing_holds_is_refused_before_any_a
     assert!(error.contains("holds more than 1 000 entries"), "{error}");
     assert_eq!(report.nodes["check"].status, NodeStatus::Skipped);
 }
+
+#[tokio::test]
+async fn an_adr_too_large_for_the_template_budgets_is_a_finding_and_the_others_are_checked() {
+    let world = World::new(Limits::default());
+    copy_fixture("clean", &world.adrs());
+    let lines = "a line\n".repeat(30_000);
+    let text = format!(
+        "# 4. Many lines\n\nDate: 2024-01-01\n\n## Status\n\nAccepted\n\n## Context\n\n{lines}"
+    );
+    std::fs::write(world.adrs().join("0004-many-lines.md"), text).unwrap();
+    let report = world.validate("alice").await;
+    assert_eq!(
+        report.status,
+        RunStatus::Succeeded,
+        "{}",
+        failed_node(&report)
+    );
+    let findings = report.output["findings"].as_array().unwrap();
+    let rules: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["file"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rules, [("check-failed", "docs/adrs/0004-many-lines.md")]);
+    assert_eq!(report.output["adrs"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_baseline_too_large_to_read_back_fails_the_next_run_rather_than_pass_it_unchecked() {
+    let limits = Limits {
+        max_history_bytes: 2048,
+        ..Limits::default()
+    };
+    let world = World::new(limits);
+    copy_fixture("defects", &world.adrs());
+    let first = world.validate("alice").await;
+    assert_eq!(
+        first.status,
+        RunStatus::Succeeded,
+        "{}",
+        failed_node(&first)
+    );
+    let second = world.validate("alice").await;
+    assert_eq!(second.status, RunStatus::Failed);
+    let error = failed_node(&second);
+    assert!(
+        error.contains("is too large to read back as the baseline (--max-history-bytes)"),
+        "{error}"
+    );
+}
