@@ -497,7 +497,7 @@ pub(super) fn assert_adrs_validated_and_reviewed(
             "# ADR validation: docs/adrs\n",
             "- Errors: 0, warnings: 0\n",
             "## Analysis\n",
-            &format!("### 20240105-adopt-log4brains.md ("),
+            "### 20240105-adopt-log4brains.md (",
             review,
         ],
     );
