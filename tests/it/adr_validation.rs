@@ -564,3 +564,79 @@ async fn a_baseline_too_large_to_read_back_fails_the_next_run_rather_than_pass_i
         "{error}"
     );
 }
+
+/// A reply of the client's model.
+fn model_says(text: &str) -> Value {
+    json!({ "role": "assistant", "model": "test-model", "stopReason": "endTurn",
+        "content": { "type": "text", "text": text } })
+}
+
+#[tokio::test]
+async fn with_analysis_the_model_reviews_each_adr_not_reviewed_up_front_and_without_one_it_is_left_out()
+ {
+    let mut wire = start();
+    copy_fixture("clean", &wire.dir.path().join("docs/adrs"));
+    wire.initialize(json!({ "sampling": {} })).await;
+    let model = |request: &Value| {
+        let prompt = request["params"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap();
+        assert!(prompt.contains("Is the decision clear?"), "{prompt}");
+        let file = prompt
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(':');
+        model_says(&format!("{file} is clear."))
+    };
+    let given =
+        json!([{ "file": "0001-record-architecture-decisions.md", "text": "Reviewed by hand." }]);
+    let arguments = json!({ "analysis": true, "analyses": given });
+    let reply = wire
+        .request_answering(1, "tools/call", call(arguments), &model)
+        .await;
+    let out = output(&reply);
+    let asked: Vec<&str> = wire
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "sampling/createMessage")
+        .filter_map(|m| m["params"]["messages"][0]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        asked.len(),
+        3,
+        "the ADR reviewed up front is not put to the model"
+    );
+    // The ADR after the first one asked about is shown to the model with it.
+    let about_0002 = asked
+        .iter()
+        .find(|p| p.contains("ADR 0002-store-data-in-postgresql.md:"))
+        .unwrap();
+    assert!(
+        about_0002.contains("- 0003-store-data-in-sqlite-or-postgresql.md (accepted)"),
+        "{about_0002}"
+    );
+    assert_eq!(
+        out["analysis"],
+        json!([
+            { "file": "0001-record-architecture-decisions.md", "text": "Reviewed by hand.", "by": "given" },
+            { "file": "0002-store-data-in-postgresql.md", "text": "0002-store-data-in-postgresql.md is clear.", "by": "test-model" },
+            { "file": "0003-store-data-in-sqlite-or-postgresql.md", "text": "0003-store-data-in-sqlite-or-postgresql.md is clear.", "by": "test-model" },
+            { "file": "20240105-adopt-log4brains.md", "text": "20240105-adopt-log4brains.md is clear.", "by": "test-model" }
+        ])
+    );
+
+    // A client without a model: the rules still run, and the analysis is left out.
+    let mut plain = start();
+    copy_fixture("clean", &plain.dir.path().join("docs/adrs"));
+    plain.initialize(json!({})).await;
+    let reply = plain
+        .request(1, "tools/call", call(json!({ "analysis": true })))
+        .await;
+    let out = output(&reply);
+    assert_eq!(out["analysis"], json!([]));
+    assert_eq!(out["findings"], json!([]));
+    let text =
+        std::fs::read_to_string(plain.dir.path().join(out["report"].as_str().unwrap())).unwrap();
+    assert!(text.contains("The client's model did not answer"), "{text}");
+}
