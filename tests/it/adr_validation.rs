@@ -15,7 +15,7 @@ use mcp_task_server::runs::RegistryConfig;
 use mcp_task_server::store::Owner;
 use serde_json::{Value, json};
 
-use crate::support::backends::Place;
+use crate::support::backends::{Place, on_both_backends};
 use crate::support::engine::checked_inputs;
 use crate::support::wire::Wire;
 
@@ -398,7 +398,10 @@ struct World {
 
 impl World {
     fn new(limits: Limits) -> World {
-        let place = Place::sqlite();
+        World::on(Place::sqlite(), limits)
+    }
+
+    fn on(place: Place, limits: Limits) -> World {
         let workspace = tempfile::tempdir().unwrap();
         let app = App::open(&Config {
             limits,
@@ -434,36 +437,37 @@ impl World {
     }
 }
 
-#[tokio::test]
-async fn another_principal_never_takes_a_run_of_someone_else_as_its_baseline() {
-    let world = World::new(Limits::default());
-    copy_fixture("clean", &world.adrs());
-    let first = world.adrs().join("0001-record-architecture-decisions.md");
-    let clean = std::fs::read_to_string(&first).unwrap();
-    std::fs::write(&first, clean.replace("## Context", "## Background")).unwrap();
-    let alice = world.validate("alice").await;
-    assert_eq!(alice.status, RunStatus::Succeeded, "{:?}", alice.error);
-    assert_eq!(alice.output["ratchet"]["baseline"], Value::Null);
+on_both_backends! {
+    async fn another_principal_never_takes_a_run_of_someone_else_as_its_baseline(place) {
+        let world = World::on(place, Limits::default());
+        copy_fixture("clean", &world.adrs());
+        let first = world.adrs().join("0001-record-architecture-decisions.md");
+        let clean = std::fs::read_to_string(&first).unwrap();
+        std::fs::write(&first, clean.replace("## Context", "## Background")).unwrap();
+        let alice = world.validate("alice").await;
+        assert_eq!(alice.status, RunStatus::Succeeded, "{:?}", alice.error);
+        assert_eq!(alice.output["ratchet"]["baseline"], Value::Null);
 
-    let madr = world
-        .adrs()
-        .join("0003-store-data-in-sqlite-or-postgresql.md");
-    let text = std::fs::read_to_string(&madr).unwrap();
-    std::fs::write(&madr, text.replace("date: 2024-03-01", "date: March 2024")).unwrap();
-    let alice_again = world.validate("alice").await;
-    assert_eq!(alice_again.status, RunStatus::Failed);
-    assert_eq!(
-        alice_again.output["ratchet"]["baseline"],
-        json!(alice.run_id)
-    );
+        let madr = world
+            .adrs()
+            .join("0003-store-data-in-sqlite-or-postgresql.md");
+        let text = std::fs::read_to_string(&madr).unwrap();
+        std::fs::write(&madr, text.replace("date: 2024-03-01", "date: March 2024")).unwrap();
+        let alice_again = world.validate("alice").await;
+        assert_eq!(alice_again.status, RunStatus::Failed);
+        assert_eq!(
+            alice_again.output["ratchet"]["baseline"],
+            json!(alice.run_id)
+        );
 
-    // Bob's ratchet starts fresh: alice's runs over the same folder are not his.
-    let bob = world.validate("bob").await;
-    assert_eq!(bob.status, RunStatus::Succeeded, "{:?}", bob.error);
-    assert_eq!(bob.output["ratchet"]["baseline"], Value::Null);
-    assert_eq!(bob.output["ratchet"]["after"], 2);
-    let bob_again = world.validate("bob").await;
-    assert_eq!(bob_again.output["ratchet"]["baseline"], json!(bob.run_id));
+        // Bob's ratchet starts fresh: alice's runs over the same folder are not his.
+        let bob = world.validate("bob").await;
+        assert_eq!(bob.status, RunStatus::Succeeded, "{:?}", bob.error);
+        assert_eq!(bob.output["ratchet"]["baseline"], Value::Null);
+        assert_eq!(bob.output["ratchet"]["after"], 2);
+        let bob_again = world.validate("bob").await;
+        assert_eq!(bob_again.output["ratchet"]["baseline"], json!(bob.run_id));
+    }
 }
 
 #[tokio::test]
