@@ -2,10 +2,12 @@
 //! groups, for the shapes templates cannot check by hand (an ISO date, `# 7. Title`, a
 //! dated file name).
 //!
-//! The `regex` crate matches in time linear in the text, whatever the pattern. A pattern is
-//! compiled under a size limit (a pattern such as `a{1000}{1000}` is refused, not built),
-//! and both the pattern and the text are charged against the evaluation's fuel like any
-//! filter's input. A pattern that does not compile is a template error naming why.
+//! The `regex` crate matches in time linear in the text for a given pattern (no
+//! backtracking), and proportional to the pattern's size besides. A pattern is compiled
+//! under a size limit (a pattern such as `a{1000}{1000}` is refused, not built); each
+//! compile costs [`COMPILE_FUEL`], so that one evaluation cannot spend its time compiling
+//! patterns, and a match costs the text's bytes times a factor that grows with the
+//! pattern's length. A pattern that does not compile is a template error naming why.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,6 +23,14 @@ const MAX_COMPILED: usize = 256 * 1024;
 
 /// How deeply groups and repetitions may nest in a pattern.
 const MAX_NESTING: u32 = 32;
+
+/// The fuel a pattern's compiling costs, when it is not in the thread's cache: a hundredth
+/// of the default fuel, so that an evaluation compiles at most about a hundred patterns.
+const COMPILE_FUEL: u64 = 10_000;
+
+/// A match reads the text once per this many bytes of pattern, at most: the factor its
+/// bytes are charged by.
+const PATTERN_BYTES_PER_PASS: usize = 32;
 
 /// Patterns compiled on this thread, kept while there are few: a workflow applies the
 /// same handful of patterns to every line of every file.
@@ -41,6 +51,9 @@ pub(super) fn first_match(text: &Value, pattern: &str) -> Result<Value, Error> {
         let kind = text.kind();
         return Err(invalid(format!("regex: expected a text, got a {kind}")));
     };
+    let passes = 1 + pattern.len() / PATTERN_BYTES_PER_PASS;
+    let work = text.len().saturating_mul(passes) as u64 / 64;
+    budget::charge_fuel(work, "regex's match")?;
     let regex = compiled(pattern)?;
     let Some(captures) = regex.captures(text) else {
         return Ok(Value::from(()));
@@ -57,6 +70,7 @@ fn compiled(pattern: &str) -> Result<Regex, Error> {
     if let Some(regex) = COMPILED.with(|cache| cache.borrow().get(pattern).cloned()) {
         return Ok(regex);
     }
+    budget::charge_fuel(COMPILE_FUEL, "compiling a regex")?;
     let regex = RegexBuilder::new(pattern)
         .size_limit(MAX_COMPILED)
         .dfa_size_limit(MAX_COMPILED)
@@ -157,12 +171,36 @@ mod tests {
     }
 
     #[test]
+    fn compiling_patterns_is_charged_so_that_one_evaluation_cannot_spend_its_time_on_it() {
+        let templates = Templates::default();
+        // Distinct patterns, each compiled: the fuel runs out after about a hundred.
+        let many =
+            "{% for i in range(1000) %}{{ 'x' | regex('(a{' ~ (100 + i) ~ '}){10}') }}{% endfor %}";
+        let ctx = minijinja::Value::from_serialize(json!({}));
+        let result = templates.render(many, &ctx);
+        assert!(
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Fuel,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+        // The same pattern again and again is compiled once.
+        let same = "{% for i in range(1000) %}{{ 'x' | regex('(a{100}){10}') }}{% endfor %}";
+        assert!(templates.render(same, &ctx).is_ok());
+    }
+
+    #[test]
     fn the_text_a_regex_reads_is_charged_against_the_fuel() {
         let small = Templates::new(TemplateLimits {
-            fuel: 1_000,
-            max_output: 1 << 20,
+            fuel: 20_000,
+            max_output: 4 << 20,
         });
-        let text = "a".repeat(200_000);
+        // Read once as the filter's input and once more by the match: past the fuel.
+        let text = "a".repeat(1_000_000);
         let result = eval(&small, "inputs.text | regex('b')", &text);
         assert!(
             matches!(
