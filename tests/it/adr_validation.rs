@@ -371,6 +371,17 @@ async fn the_folder_is_docs_adrs_else_docs_decisions_and_a_missing_or_empty_one_
         .await;
     let (message, _) = failure(&reply);
     assert!(message.contains("no ADR in docs/none"), "{message}");
+    // A folder outside the workspace is refused, as every file action's path is.
+    for (id, outside, why) in [
+        (6, "../etc", "contains `..`; refused"),
+        (7, "/etc", "is absolute"),
+    ] {
+        let reply = wire
+            .request(id, "tools/call", call(json!({ "folder": outside })))
+            .await;
+        let (message, _) = failure(&reply);
+        assert!(message.contains(why), "{outside}: {message}");
+    }
 
     copy_fixture("clean", &wire.dir.path().join("docs/decisions"));
     let reply = wire.request(3, "tools/call", call(json!({}))).await;
