@@ -173,6 +173,13 @@ fn check_operation(operand: Operand<'_>) -> Result<(), Error> {
     }
 }
 
+/// Charges `units` of fuel for work a filter does besides walking its input (compiling a
+/// regular expression, matching one that reads each byte many times).
+pub(crate) fn charge_fuel(units: u64, what: &str) -> Result<(), Error> {
+    let bytes = units.saturating_mul(BYTES_PER_FUEL as u64);
+    charge_bytes(usize::try_from(bytes).unwrap_or(usize::MAX), what)
+}
+
 /// Charges `bytes` of work against the fuel, the remainder of a unit kept for the next.
 fn charge_bytes(bytes: usize, what: &str) -> Result<(), Error> {
     let starved = SCOPE.with(|cell| {

@@ -1,6 +1,7 @@
 //! The filters that workflows add to minijinja's own: reading a model's JSON reply,
 //! making a file name out of a title, numbering files, fitting text into a limit, reading
-//! Markdown (its front matter, headings and links), and the `today()` function and the
+//! Markdown (its front matter, headings and links), matching a regular expression
+//! (`regex`, in `pattern.rs`), and the `today()` and `fail(message)` functions and the
 //! `numbered` test (a name with a 4-digit number prefix).
 //!
 //! Each one is total on what it is documented to take, and fails with a message that says
@@ -32,7 +33,11 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     env.add_filter("headings", |text: Value| headings(&text));
     env.add_filter("links", |text: Value| links(&text));
     env.add_filter("markdown_body", |text: Value| markdown_body(&text));
+    env.add_filter("regex", |text: Value, pattern: &str| {
+        super::pattern::first_match(&text, pattern)
+    });
     env.add_function("today", today);
+    env.add_function("fail", |message: &str| super::pattern::fail(message));
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
     super::filters_text::register(env);
 }

@@ -15,6 +15,14 @@ use crate::todos::Tools;
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
 const BUILT_IN: &[(&str, &str)] = &[
     (
+        "adr_check.toml",
+        include_str!("../../workflows/adr_check.toml"),
+    ),
+    (
+        "adr_validation.toml",
+        include_str!("../../workflows/adr_validation.toml"),
+    ),
+    (
         "deployment_readiness.toml",
         include_str!("../../workflows/deployment_readiness.toml"),
     ),

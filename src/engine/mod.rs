@@ -22,6 +22,7 @@ pub mod loader;
 pub(crate) mod markdown;
 pub mod mermaid;
 pub mod observer;
+mod pattern;
 mod pick_up;
 pub mod plan;
 pub mod question;

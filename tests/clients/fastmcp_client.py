@@ -3,6 +3,7 @@
     python fastmcp_client.py '<ADR planner arguments as JSON>' -- <server command...>
     python fastmcp_client.py '<ADR planner arguments as JSON>' --url <http://.../mcp>
     python fastmcp_client.py memory (-- <server command...> | --url <http://.../mcp>)
+    python fastmcp_client.py '{"workflow": NAME, "arguments": {...}}' (-- ... | --url ...)
 
 With the planner's arguments: lists the prompts and gets the ADR planner's, runs the
 planner with the arguments given (every answer up front, so nothing is asked), and reads
@@ -13,6 +14,9 @@ deployment_readiness twice to one environment (the trend, a recurring check);
 troubleshoot, rated with troubleshoot_outcome (its report read through the result's
 link), then a session alike that shows the rating; troubleshoot_outcome of a run that is
 no session, refused; the prompt of troubleshoot_outcome.
+
+Given a workflow's name: gets its prompt, calls its tool with the arguments, prints the
+result and reads the report it links.
 
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
@@ -33,7 +37,20 @@ def emit(event, **fields):
     sys.stdout.flush()
 
 
+async def call_workflow(name, arguments, transport):
+    async with Client(transport) as client:
+        prompt = await client.get_prompt(name, {})
+        emit("prompt", text=prompt.messages[0].content.text)
+        result = await client.call_tool(name, arguments)
+        emit("result", result={"isError": result.is_error, "structuredContent": result.structured_content})
+        links = [block for block in result.content if block.type == "resource_link"]
+        contents = await client.read_resource(str(links[0].uri))
+        emit("read", uri=str(links[0].uri), text=contents[0].text, mimeType=contents[0].mimeType)
+
+
 async def main(arguments, transport):
+    if "workflow" in arguments:
+        return await call_workflow(arguments["workflow"], arguments["arguments"], transport)
     async with Client(transport) as client:
         prompts = await client.list_prompts()
         emit("prompts", names=[prompt.name for prompt in prompts])

@@ -33,7 +33,8 @@ const TOOLS: [(&str, bool, bool); 14] = [
     ("list_runs", true, false),
     ("get_run", true, false),
     // The built-in workflows exposed as tools: each writes a file, and all but `research`
-    // and `troubleshoot_outcome` make todos.
+    // make todos, but `research` and `troubleshoot_outcome`.
+    ("adr_validation", false, true),
     ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
     ("research", false, true),

@@ -8,6 +8,7 @@
 //! workflows remember of another's runs in `workflow_memory.rs`, and a load test in
 //! `load.rs`.
 
+mod adr_validation;
 mod cancel;
 mod connections;
 mod dashboard;

@@ -9,6 +9,7 @@
 mod support;
 
 mod adr_planning;
+mod adr_validation;
 mod audit;
 mod browser;
 mod builtin_workflows;

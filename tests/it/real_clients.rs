@@ -33,8 +33,9 @@ use checks::{
     result,
 };
 use workflows::{
+    assert_adrs_validated_and_reviewed, assert_fastmcp_validated_the_adrs,
     assert_readiness_checked, assert_remembered, assert_research_reported,
-    assert_troubleshooting_planned, questions,
+    assert_troubleshooting_planned, questions, with_clean_adrs, with_faulty_adrs,
 };
 
 real_client_cases! {
@@ -101,6 +102,17 @@ real_client_cases! {
         over: Stdio,
         scenario: Named("memory"),
         expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
+    }
+    fn ts_sdk_call_tool_stream_validates_adrs_as_a_task_its_model_reviewing_each {
+        client: TsSdk,
+        over: Stdio,
+        scenario: Named("stream:adr_validation"),
+        setup: with_clean_adrs,
+        expect: |seen| {
+            assert_streamed_as_a_task(&seen.ran);
+            let asked = questions(&seen.ran);
+            assert_adrs_validated_and_reviewed(&seen.sandbox, &result(&seen.ran), &asked);
+        },
     }
     fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question {
         client: TsSdk,
@@ -174,6 +186,13 @@ real_client_cases! {
     }
 
     // FastMCP's client (`fastmcp`, pinned with the Python SDK in `requirements.txt`).
+    fn fastmcp_client_validates_faulty_adrs_and_reads_the_report_the_run_wrote {
+        client: FastMcp,
+        over: Stdio,
+        scenario: AdrValidation,
+        setup: with_faulty_adrs,
+        expect: assert_fastmcp_validated_the_adrs,
+    }
     fn fastmcp_client_gets_the_adr_planners_prompt_and_reads_the_adr_the_run_wrote {
         client: FastMcp,
         over: Stdio,

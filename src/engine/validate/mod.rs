@@ -61,13 +61,14 @@ impl Limits {
 }
 
 /// The functions templates have as globals; they may appear as variables.
-/// (`today` is ours: see `filters.rs`; `command_allowed`, see `command/set.rs`.)
+/// (`today` and `fail` are ours: see `filters.rs`; `command_allowed`, see `command/set.rs`.)
 const GLOBALS: &[&str] = &[
     "range",
     "dict",
     "debug",
     "namespace",
     "today",
+    "fail",
     COMMAND_ALLOWED,
 ];
 

@@ -18,6 +18,8 @@ pub(super) struct Case {
     pub(super) client: Client,
     pub(super) over: Over,
     pub(super) scenario: Scenario,
+    /// What the sandbox holds before the client runs (ADRs to validate, say).
+    pub(super) setup: fn(&Sandbox),
     pub(super) expect: fn(&Seen),
 }
 
@@ -54,6 +56,8 @@ pub(super) enum Scenario {
     /// Every answer of the ADR planner, so that it asks nothing: what FastMCP's script
     /// takes.
     AdrAnswersUpFront,
+    /// FastMCP's script calling `adr_validation` on `docs/adrs`.
+    AdrValidation,
 }
 
 /// What a case's client left: the sandbox its server ran in, and what it printed.
@@ -88,6 +92,9 @@ impl Scenario {
         match self {
             Scenario::Named(name) => (*name).to_owned(),
             Scenario::AdrAnswersUpFront => adr_answers_up_front().to_string(),
+            Scenario::AdrValidation => {
+                r#"{"workflow": "adr_validation", "arguments": {"folder": "docs/adrs"}}"#.to_owned()
+            }
         }
     }
 }
@@ -100,6 +107,7 @@ pub(super) async fn run_case(case: Case) {
         return;
     };
     let sandbox = Sandbox::for_clients();
+    (case.setup)(&sandbox);
     let servers: Vec<HttpServer> = match case.over {
         Over::Stdio => Vec::new(),
         Over::Http => vec![HttpServer::start(&sandbox, &[])],
@@ -159,15 +167,19 @@ impl Case {
 }
 
 /// `real_client_cases! { fn name { client: TsSdk, over: Stdio, scenario: Named("…"),
-/// expect: |seen| … } … }`: a `#[tokio::test]` named `name` for each case of the table,
-/// which runs it with [`run_case`].
+/// setup: |sandbox| …, expect: |seen| … } … }` (`setup` may be left out): a
+/// `#[tokio::test]` named `name` for each case of the table, which runs it with
+/// [`run_case`].
 macro_rules! real_client_cases {
+    (@setup) => { |_| {} };
+    (@setup $setup:expr) => { $setup };
     ($(
         $(#[$attr:meta])*
         fn $name:ident {
             client: $client:ident,
             over: $over:ident,
             scenario: $scenario:expr,
+            $(setup: $setup:expr,)?
             expect: $expect:expr $(,)?
         }
     )*) => {
@@ -181,6 +193,7 @@ macro_rules! real_client_cases {
                     client: Client::$client,
                     over: Over::$over,
                     scenario: $scenario,
+                    setup: real_client_cases!(@setup $($setup)?),
                     expect: $expect,
                 })
                 .await;

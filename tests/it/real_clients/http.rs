@@ -126,6 +126,24 @@ real_client_cases! {
         scenario: Named("auto-surface"),
         expect: |seen| assert_py_used_the_surface(&seen.ran),
     }
+    fn ts_sdk_over_http_validates_adrs_in_a_plain_call_its_model_reviewing_each {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("direct:adr_validation"),
+        setup: super::workflows::with_clean_adrs,
+        expect: |seen| {
+            let asked = super::workflows::questions(&seen.ran);
+            let result = super::checks::result(&seen.ran);
+            super::workflows::assert_adrs_validated_and_reviewed(&seen.sandbox, &result, &asked);
+        },
+    }
+    fn fastmcp_client_over_http_validates_faulty_adrs_and_reads_the_report {
+        client: FastMcp,
+        over: Http,
+        scenario: AdrValidation,
+        setup: super::workflows::with_faulty_adrs,
+        expect: super::workflows::assert_fastmcp_validated_the_adrs,
+    }
     fn fastmcp_client_over_http_reads_the_adr_the_run_wrote {
         client: FastMcp,
         over: Http,

@@ -527,3 +527,116 @@ pub(super) fn assert_remembered(sandbox: &Sandbox, ran: &Ran) {
         "run failed at node `session_check`"
     );
 }
+
+/// The fixture ADRs of `tests/fixtures/adrs/<corpus>`, copied to the sandbox's
+/// `docs/adrs` before its client runs.
+fn with_adrs(sandbox: &Sandbox, corpus: &str) {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/adrs")
+        .join(corpus);
+    let to = sandbox.workspace.join("docs/adrs");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// Clean ADRs in the three formats.
+pub(super) fn with_clean_adrs(sandbox: &Sandbox) {
+    with_adrs(sandbox, "clean");
+}
+
+/// ADRs with one planted defect each.
+pub(super) fn with_faulty_adrs(sandbox: &Sandbox) {
+    with_adrs(sandbox, "defects");
+}
+
+/// Checks a validation of the clean ADRs with the model's analysis: each of the four ADRs
+/// put to the model once, no finding, the model's reviews in the output and the report.
+pub(super) fn assert_adrs_validated_and_reviewed(
+    sandbox: &Sandbox,
+    result: &Value,
+    asked: &[(String, String)],
+) {
+    assert_eq!(
+        asked,
+        vec![
+            (
+                "sampling/createMessage".to_owned(),
+                "review an ADR".to_owned()
+            );
+            4
+        ]
+    );
+    let output = succeeded_output(result);
+    assert_eq!(output["findings"], json!([]), "{output}");
+    assert_eq!(
+        output["formats"],
+        json!(["nygard", "nygard", "madr", "log4brains"])
+    );
+    let review =
+        "The decision is clear and its consequences are stated; no later ADR contradicts it.";
+    let reviews = output["analysis"].as_array().unwrap();
+    assert_eq!(reviews.len(), 4, "{output}");
+    assert!(reviews.iter().all(|r| r["text"] == review), "{reviews:?}");
+    let text = report_file(sandbox, output, "docs/adr-reports", "");
+    assert_contains_all(
+        &text,
+        &[
+            "# ADR validation: docs/adrs\n",
+            "- Errors: 0, warnings: 0\n",
+            "## Analysis\n",
+            "### 20240105-adopt-log4brains.md (",
+            review,
+        ],
+    );
+    assert_eq!(stored_todos(sandbox), []);
+}
+
+/// Checks what FastMCP's client saw of a validation of the faulty ADRs: the prompt, the
+/// findings as structured output, one todo per error, and the report read through its
+/// link.
+pub(super) fn assert_fastmcp_validated_the_adrs(seen: &super::cases::Seen) {
+    let prompt = seen.ran.event("prompt")["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.contains("validate the architecture decision records"),
+        "{prompt}"
+    );
+    let result = seen.ran.event("result")["result"].clone();
+    let output = succeeded_output(&result);
+    assert_eq!(output["counts"], json!({ "errors": 16, "warnings": 1 }));
+    let rules: Vec<&str> = output["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    for rule in [
+        "title-number",
+        "options-too-few",
+        "supersede-backlink",
+        "index-status",
+        "file-name",
+    ] {
+        assert!(rules.contains(&rule), "{rule} in {rules:?}");
+    }
+    let todos = stored_todos(&seen.sandbox);
+    assert_eq!(todos.len(), 16);
+    assert!(
+        todos
+            .iter()
+            .all(|(_, tags)| tags == &["adr-lint".to_owned()]),
+        "{todos:?}"
+    );
+    let read = seen.ran.event("read");
+    assert_eq!(read["mimeType"], "text/markdown");
+    let text = read["text"].as_str().unwrap();
+    assert!(
+        text.contains("| `options-too-few` | error | 13 |"),
+        "{text}"
+    );
+}
