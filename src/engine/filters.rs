@@ -33,6 +33,7 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     env.add_filter("links", |text: Value| links(&text));
     env.add_filter("markdown_body", |text: Value| markdown_body(&text));
     env.add_function("today", today);
+    super::filters_lines::register(env);
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
 }
 
