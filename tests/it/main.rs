@@ -10,6 +10,7 @@ mod support;
 
 mod adr_planning;
 mod audit;
+mod bootstrap;
 mod browser;
 mod builtin_workflows;
 mod cli;
