@@ -37,7 +37,10 @@ fn numbered_lines(text: Value, options: Kwargs) -> Result<Value, Error> {
     options.assert_all_used()?;
     if let Some(words) = &words {
         budget::charge(&Value::from_serialize(words), "numbered_lines' words")?;
-        if words.iter().any(|w| !w.chars().all(is_word_char) || w.is_empty()) {
+        if words
+            .iter()
+            .any(|w| !w.chars().all(is_word_char) || w.is_empty())
+        {
             let message = "numbered_lines: each of `words` must be letters, digits or `_`";
             return Err(invalid(message.to_owned()));
         }
@@ -120,7 +123,10 @@ pub(crate) fn comment_lines(text: &str) -> String {
 /// `ch`, or its escape where a terminal or a shell could take it for more than a letter.
 fn push_visible(out: &mut String, ch: char) {
     let hidden = ch.is_control()
-        || matches!(ch, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{feff}')
+        || matches!(
+            ch,
+            '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{feff}'
+        )
         || ('\u{202a}'..='\u{202e}').contains(&ch)
         || ('\u{2066}'..='\u{2069}').contains(&ch);
     match (hidden, u32::from(ch)) {
@@ -141,7 +147,11 @@ mod tests {
     use super::*;
     use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
 
-    fn eval(templates: &Templates, expr: &str, text: &str) -> Result<serde_json::Value, TemplateError> {
+    fn eval(
+        templates: &Templates,
+        expr: &str,
+        text: &str,
+    ) -> Result<serde_json::Value, TemplateError> {
         let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
         templates.eval(expr, &ctx)
     }
@@ -172,19 +182,42 @@ mod tests {
     #[test]
     fn numbered_lines_is_a_filter_held_to_the_budgets() {
         let templates = Templates::default();
-        let got = eval(&templates, "inputs.text | numbered_lines(words=['must'], prose=true)", ADR);
-        assert_eq!(got.unwrap(), json!([{ "line": 7, "text": "The service MUST use PostgreSQL." }]));
-        assert_eq!(eval(&templates, "inputs.text | numbered_lines | length", ADR).unwrap(), json!(16));
-        let bad = eval(&templates, "inputs.text | numbered_lines(words=['a b'])", ADR);
+        let got = eval(
+            &templates,
+            "inputs.text | numbered_lines(words=['must'], prose=true)",
+            ADR,
+        );
+        assert_eq!(
+            got.unwrap(),
+            json!([{ "line": 7, "text": "The service MUST use PostgreSQL." }])
+        );
+        assert_eq!(
+            eval(&templates, "inputs.text | numbered_lines | length", ADR).unwrap(),
+            json!(16)
+        );
+        let bad = eval(
+            &templates,
+            "inputs.text | numbered_lines(words=['a b'])",
+            ADR,
+        );
         assert!(bad.unwrap_err().to_string().contains("letters, digits"));
         let bad = eval(&templates, "inputs.text | numbered_lines(colour=1)", ADR);
         assert!(bad.is_err());
-        let small = Templates::new(TemplateLimits { fuel: 1_000_000, max_output: 2_000 });
+        let small = Templates::new(TemplateLimits {
+            fuel: 1_000_000,
+            max_output: 2_000,
+        });
         // Each line costs its number and its keys besides its text.
         let text = "x\n".repeat(400);
         let result = eval(&small, "inputs.text | numbered_lines | length", &text);
         assert!(
-            matches!(result, Err(TemplateError::Budget { budget: Budget::Output, .. })),
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Output,
+                    ..
+                })
+            ),
             "{result:?}"
         );
     }
@@ -204,10 +237,19 @@ mod tests {
         let templates = Templates::default();
         let got = eval(&templates, "inputs.text | shell_comment", "a\nb").unwrap();
         assert_eq!(got, json!("# a\n# b"));
-        let small = Templates::new(TemplateLimits { fuel: 1_000_000, max_output: 1_000 });
+        let small = Templates::new(TemplateLimits {
+            fuel: 1_000_000,
+            max_output: 1_000,
+        });
         let result = eval(&small, "inputs.text | shell_comment", &"\x01".repeat(600));
         assert!(
-            matches!(result, Err(TemplateError::Budget { budget: Budget::Output, .. })),
+            matches!(
+                result,
+                Err(TemplateError::Budget {
+                    budget: Budget::Output,
+                    ..
+                })
+            ),
             "{result:?}"
         );
     }
