@@ -7,6 +7,7 @@
 //! of one principal's run reads of another's and costs in `history.rs`, and a load test in
 //! `load.rs`.
 
+mod bootstrap;
 mod cancel;
 mod connections;
 mod dashboard;
