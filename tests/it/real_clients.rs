@@ -33,6 +33,7 @@ use checks::{
     result,
 };
 use workflows::{
+    assert_bootstrap_looped_asking, assert_fastmcp_ran_the_bootstrap_loop,
     assert_readiness_checked, assert_research_reported, assert_troubleshooting_planned, questions,
 };
 
@@ -93,6 +94,16 @@ real_client_cases! {
             assert_streamed_as_a_task(&seen.ran);
             let asked = questions(&seen.ran);
             assert_troubleshooting_planned(&seen.sandbox, &result(&seen.ran), &asked);
+        },
+    }
+    fn ts_sdk_call_tool_stream_runs_the_bootstrap_loop_as_a_task_pasting_each_run_of_the_script {
+        client: TsSdk,
+        over: Stdio,
+        scenario: Named("stream:bootstrap_validation_loop"),
+        expect: |seen| {
+            assert_streamed_as_a_task(&seen.ran);
+            let asked = questions(&seen.ran);
+            assert_bootstrap_looped_asking(&seen.sandbox, &result(&seen.ran), &asked);
         },
     }
     fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question {
@@ -172,5 +183,11 @@ real_client_cases! {
         over: Stdio,
         scenario: AdrAnswersUpFront,
         expect: |seen| assert_fastmcp_read_the_adr(&seen.ran),
+    }
+    fn fastmcp_client_runs_the_bootstrap_loop_with_every_answer_up_front_and_reads_its_report {
+        client: FastMcp,
+        over: Stdio,
+        scenario: BootstrapAnswersUpFront,
+        expect: assert_fastmcp_ran_the_bootstrap_loop,
     }
 }
