@@ -164,6 +164,7 @@ async fn the_scripts_hold_adr_text_only_in_comments_parse_and_print_one_line_per
     list[2]["setup"] = json!("touch out/config-fixed");
     list.push(json!({ "id": ODD, "check": "true" }));
     list.push(json!({ "id": "no_such_requirement", "check": "true" }));
+    list.push(json!({ "id": "$(touch PWNED6)", "check": "touch PWNED7" }));
     let reply = wire
         .request(
             1,
@@ -178,7 +179,7 @@ async fn the_scripts_hold_adr_text_only_in_comments_parse_and_print_one_line_per
         .collect();
     assert_eq!(found, [(DB, 9), (OPS, 10), (CONF, 9), (ODD, 4)]);
     assert_eq!(out["requirements"][2]["adr"], CONFIG_PATH);
-    assert_eq!(out["ignored"], json!(["no_such_requirement"]));
+    assert_eq!(out["ignored"], json!(["no_such_requirement", "$(touch PWNED6)"]));
 
     let validate = workspace.join("scripts/bootstrap/validate_bootstrap.sh");
     let bootstrap = workspace.join("scripts/bootstrap/bootstrap.sh");
@@ -684,4 +685,26 @@ async fn without_the_operators_command_the_server_never_runs_the_script_and_asks
         );
         assert_eq!(command_runs(&app), Vec::<Value>::new());
     }
+}
+
+#[tokio::test]
+async fn a_command_ending_outside_the_operators_exit_codes_fails_every_check_saying_why() {
+    let site = Site::new();
+    // The operator left out exit code 1: the failed run of the script fails its node.
+    let strict = VALIDATE.replace("ok_exit_codes = [0, 1]\n", "");
+    let app = site.app(Some(&strict));
+    let learnings: Vec<Value> = [DB, OPS, CONF].iter().map(|id| learning(1, id)).collect();
+    let inputs = json!({ "checks": checks(), "max_iterations": 1, "learnings": learnings,
+        "approved_adrs": [] });
+    let report = start_loop(&app, inputs).join.await.unwrap();
+    assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
+    let iteration = &report.output["history"][0];
+    assert_eq!(iteration["by"], "server (the command failed)");
+    let reasons: Vec<(&str, &str)> = (iteration["failures"].as_array().unwrap().iter())
+        .map(|f| (f["id"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+        .collect();
+    let none = "no PASS or FAIL line for this check";
+    assert_eq!(reasons, [(DB, none), (OPS, none), (CONF, none)]);
+    assert_eq!(report.output["still_failing"], json!([DB, OPS, CONF]));
+    assert_eq!(command_runs(&app).len(), 1);
 }
