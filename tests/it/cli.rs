@@ -286,6 +286,9 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
     assert_eq!(
         names,
         [
+            "adr_bootstrap_validation",
+            "bootstrap_iteration",
+            "bootstrap_validation_loop",
             "deployment_readiness",
             "interactive_adr_planning",
             "release_checklist",
@@ -576,7 +579,8 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
             .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
         assert!(
             line.contains(
-                "known workflows: deployment_readiness, interactive_adr_planning, \
+                "known workflows: adr_bootstrap_validation, bootstrap_iteration, \
+                 bootstrap_validation_loop, deployment_readiness, interactive_adr_planning, \
                  release_checklist, research, troubleshoot, hello"
             ),
             "{line}"
