@@ -179,7 +179,10 @@ async fn the_scripts_hold_adr_text_only_in_comments_parse_and_print_one_line_per
         .collect();
     assert_eq!(found, [(DB, 9), (OPS, 10), (CONF, 9), (ODD, 4)]);
     assert_eq!(out["requirements"][2]["adr"], CONFIG_PATH);
-    assert_eq!(out["ignored"], json!(["no_such_requirement", "$(touch PWNED6)"]));
+    assert_eq!(
+        out["ignored"],
+        json!(["no_such_requirement", "$(touch PWNED6)"])
+    );
 
     let validate = workspace.join("scripts/bootstrap/validate_bootstrap.sh");
     let bootstrap = workspace.join("scripts/bootstrap/bootstrap.sh");

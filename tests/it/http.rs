@@ -4,8 +4,9 @@
 //! their reload in `tokens.rs`, connections that misbehave before any token in
 //! `connections.rs`, tasks and who owns them in `tasks.rs`, what principals cannot do to
 //! each other (sessions, caps, idempotency keys) in `principals.rs`, what a `history` node
-//! of one principal's run reads of another's and costs in `history.rs`, and a load test in
-//! `load.rs`.
+//! of one principal's run reads of another's and costs in `history.rs`, what one principal
+//! can read or answer of another's bootstrap validation loop in `bootstrap.rs`, and a load
+//! test in `load.rs`.
 
 mod bootstrap;
 mod cancel;
