@@ -493,6 +493,32 @@ async fn at_max_iterations_each_check_still_failing_is_one_todo_and_nothing_unap
     );
 }
 
+#[tokio::test]
+async fn a_loop_asked_for_more_than_twenty_iterations_is_refused_before_anything_runs() {
+    let mut wire = Wire::start_in(RegistryConfig::default(), &[]);
+    write_adrs(wire.dir.path(), false);
+    wire.initialize(json!({})).await;
+    let arguments = json!({ "checks": checks(), "max_iterations": 1000,
+        "outputs": [printed(&[])], "approved_adrs": [] });
+    let reply = wire
+        .request(
+            1,
+            "tools/call",
+            call("bootstrap_validation_loop", arguments),
+        )
+        .await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"].to_string();
+    assert!(
+        text.contains("max_iterations") && text.contains("20"),
+        "{text}"
+    );
+    assert!(
+        !wire.dir.path().join("scripts").exists(),
+        "nothing was generated"
+    );
+}
+
 // ── the operator's command, or the person ──────────────────────────────────────────────
 
 /// A workspace with the ADRs, and beside it the commands file when one is given.
