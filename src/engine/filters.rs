@@ -38,6 +38,7 @@ pub(super) fn register(env: &mut minijinja::Environment<'static>) {
     });
     env.add_function("today", today);
     env.add_function("fail", |message: &str| super::pattern::fail(message));
+    super::filters_lines::register(env);
     env.add_test("numbered", |name: &str| number_prefix(name, None).is_some());
     super::filters_text::register(env);
 }

@@ -15,12 +15,24 @@ use crate::todos::Tools;
 /// The workflow files shipped in `workflows/`, compiled in: (file name, text).
 const BUILT_IN: &[(&str, &str)] = &[
     (
+        "adr_bootstrap_validation.toml",
+        include_str!("../../workflows/adr_bootstrap_validation.toml"),
+    ),
+    (
         "adr_check.toml",
         include_str!("../../workflows/adr_check.toml"),
     ),
     (
         "adr_validation.toml",
         include_str!("../../workflows/adr_validation.toml"),
+    ),
+    (
+        "bootstrap_iteration.toml",
+        include_str!("../../workflows/bootstrap_iteration.toml"),
+    ),
+    (
+        "bootstrap_validation_loop.toml",
+        include_str!("../../workflows/bootstrap_validation_loop.toml"),
     ),
     (
         "deployment_readiness.toml",

@@ -221,3 +221,18 @@ fn section_ends(headings: &[blocks::RawHeading], end: usize) -> Vec<usize> {
     }
     ends
 }
+
+/// The lines of `text` that hold prose (a paragraph, a list item, a heading), outside the
+/// front matter, code (fenced or indented) and HTML comments: (number from 1, text).
+pub(crate) fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines = lines(text);
+    let found = blocks::blocks(text, &lines, fence(text, &lines).body_start());
+    let mut at: Vec<usize> = (found.units.iter())
+        .flat_map(|unit| unit.first..=unit.last)
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at.into_iter()
+        .map(|i| (i + 1, lines[i].text(text)))
+        .collect()
+}

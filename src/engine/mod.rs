@@ -13,6 +13,7 @@ pub mod duration;
 pub mod fields;
 pub mod files;
 pub(crate) mod filters;
+pub(crate) mod filters_lines;
 mod filters_text;
 pub mod form;
 pub mod history;

@@ -2,21 +2,18 @@
 
     python fastmcp_client.py '<ADR planner arguments as JSON>' -- <server command...>
     python fastmcp_client.py '<ADR planner arguments as JSON>' --url <http://.../mcp>
+    python fastmcp_client.py '{"workflow": "<name>", "arguments": {...}}' (-- ... | --url ...)
     python fastmcp_client.py memory (-- <server command...> | --url <http://.../mcp>)
-    python fastmcp_client.py '{"workflow": NAME, "arguments": {...}}' (-- ... | --url ...)
 
-With the planner's arguments: lists the prompts and gets the ADR planner's, runs the
-planner with the arguments given (every answer up front, so nothing is asked), and reads
-the ADR it wrote through the `resource_link` of its result.
+Lists the prompts and gets the workflow's (the ADR planner's by default), runs it with the
+arguments given (every answer up front, so nothing is asked), prints its result, and reads
+the file its result links last (`resource_link`): the ADR, or the report.
 
 With `memory`: the workflows' memory, every answer up front (scenarios.json `memory`):
 deployment_readiness twice to one environment (the trend, a recurring check);
 troubleshoot, rated with troubleshoot_outcome (its report read through the result's
 link), then a session alike that shows the rating; troubleshoot_outcome of a run that is
 no session, refused; the prompt of troubleshoot_outcome.
-
-Given a workflow's name: gets its prompt, calls its tool with the arguments, prints the
-result and reads the report it links.
 
 Prints one JSON object per line on stdout: {"event": ..., ...}. Exits 1 on any failure
 after printing {"event": "fatal", "message": ...}.
@@ -37,30 +34,22 @@ def emit(event, **fields):
     sys.stdout.flush()
 
 
-async def call_workflow(name, arguments, transport):
-    async with Client(transport) as client:
-        prompt = await client.get_prompt(name, {})
-        emit("prompt", text=prompt.messages[0].content.text)
-        result = await client.call_tool(name, arguments)
-        emit("result", result={"isError": result.is_error, "structuredContent": result.structured_content})
-        links = [block for block in result.content if block.type == "resource_link"]
-        contents = await client.read_resource(str(links[0].uri))
-        emit("read", uri=str(links[0].uri), text=contents[0].text, mimeType=contents[0].mimeType)
-
-
 async def main(arguments, transport):
-    if "workflow" in arguments:
-        return await call_workflow(arguments["workflow"], arguments["arguments"], transport)
+    workflow = arguments.get("workflow", "interactive_adr_planning")
+    arguments = arguments.get("arguments", arguments)
+    prompt_arguments = {"title": arguments["title"]} if "title" in arguments else {}
     async with Client(transport) as client:
         prompts = await client.list_prompts()
         emit("prompts", names=[prompt.name for prompt in prompts])
-        prompt = await client.get_prompt("interactive_adr_planning", {"title": arguments["title"]})
+        prompt = await client.get_prompt(workflow, prompt_arguments)
         emit("prompt", text=prompt.messages[0].content.text)
-        result = await client.call_tool("interactive_adr_planning", arguments)
+        result = await client.call_tool(workflow, arguments)
+        emit("result", result={"isError": result.is_error, "structuredContent": result.structured_content})
+        emit("output", output=result.structured_content["data"]["output"])
         links = [block for block in result.content if block.type == "resource_link"]
         emit("links", uris=[str(link.uri) for link in links])
-        contents = await client.read_resource(str(links[0].uri))
-        emit("read", uri=str(links[0].uri), text=contents[0].text, mimeType=contents[0].mimeType)
+        contents = await client.read_resource(str(links[-1].uri))
+        emit("read", uri=str(links[-1].uri), text=contents[0].text, mimeType=contents[0].mimeType)
 
 
 async def memory(transport):

@@ -286,8 +286,11 @@ fn list_shows_the_built_in_and_folder_workflows_and_leaves_out_a_broken_file() {
     assert_eq!(
         names,
         [
+            "adr_bootstrap_validation",
             "adr_check",
             "adr_validation",
+            "bootstrap_iteration",
+            "bootstrap_validation_loop",
             "deployment_readiness",
             "interactive_adr_planning",
             "release_checklist",
@@ -579,7 +582,8 @@ fn an_unknown_workflow_name_fails_listing_the_known_ones() {
             .unwrap_or_else(|| panic!("{args:?}: no message naming it:\n{}", ran.stderr));
         assert!(
             line.contains(
-                "known workflows: adr_check, adr_validation, deployment_readiness, \
+                "known workflows: adr_bootstrap_validation, adr_check, adr_validation, \
+                 bootstrap_iteration, bootstrap_validation_loop, deployment_readiness, \
                  interactive_adr_planning, release_checklist, research, troubleshoot, \
                  troubleshoot_outcome, hello"
             ),

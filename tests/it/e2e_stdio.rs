@@ -21,7 +21,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 /// Every published tool, in order, with its `readOnlyHint` and `destructiveHint`.
-const TOOLS: [(&str, bool, bool); 14] = [
+const TOOLS: [(&str, bool, bool); 17] = [
     ("add_task", false, false),
     ("list_tasks", true, false),
     ("complete_task", false, false),
@@ -34,7 +34,9 @@ const TOOLS: [(&str, bool, bool); 14] = [
     ("get_run", true, false),
     // The built-in workflows exposed as tools: each writes a file, and all but `research`
     // make todos, but `research` and `troubleshoot_outcome`.
+    ("adr_bootstrap_validation", false, true),
     ("adr_validation", false, true),
+    ("bootstrap_validation_loop", false, true),
     ("deployment_readiness", false, true),
     ("interactive_adr_planning", false, true),
     ("research", false, true),

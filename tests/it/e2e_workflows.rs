@@ -566,7 +566,9 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
             "run_workflow",
             "list_runs",
             "get_run",
+            "adr_bootstrap_validation",
             "adr_validation",
+            "bootstrap_validation_loop",
             "deployment_readiness",
             "interactive_adr_planning",
             "research",
@@ -620,8 +622,11 @@ async fn an_exposed_workflow_is_a_tool_of_its_own_and_a_broken_file_is_left_out(
     assert_eq!(
         listed,
         [
+            ("adr_bootstrap_validation", true),
             ("adr_check", false),
             ("adr_validation", true),
+            ("bootstrap_iteration", false),
+            ("bootstrap_validation_loop", true),
             ("deployment_readiness", true),
             ("interactive_adr_planning", true),
             ("release_checklist", false),

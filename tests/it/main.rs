@@ -11,6 +11,7 @@ mod support;
 mod adr_planning;
 mod adr_validation;
 mod audit;
+mod bootstrap;
 mod browser;
 mod builtin_workflows;
 mod cli;

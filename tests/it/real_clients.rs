@@ -33,7 +33,8 @@ use checks::{
     result,
 };
 use workflows::{
-    assert_adrs_validated_and_reviewed, assert_fastmcp_validated_the_adrs,
+    assert_adrs_validated_and_reviewed, assert_bootstrap_looped_asking,
+    assert_fastmcp_ran_the_bootstrap_loop, assert_fastmcp_validated_the_adrs,
     assert_readiness_checked, assert_remembered, assert_research_reported,
     assert_troubleshooting_planned, questions, with_clean_adrs, with_faulty_adrs,
 };
@@ -112,6 +113,16 @@ real_client_cases! {
             assert_streamed_as_a_task(&seen.ran);
             let asked = questions(&seen.ran);
             assert_adrs_validated_and_reviewed(&seen.sandbox, &result(&seen.ran), &asked);
+        },
+    }
+    fn ts_sdk_call_tool_stream_runs_the_bootstrap_loop_as_a_task_pasting_each_run_of_the_script {
+        client: TsSdk,
+        over: Stdio,
+        scenario: Named("stream:bootstrap_validation_loop"),
+        expect: |seen| {
+            assert_streamed_as_a_task(&seen.ran);
+            let asked = questions(&seen.ran);
+            assert_bootstrap_looped_asking(&seen.sandbox, &result(&seen.ran), &asked);
         },
     }
     fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question {
@@ -204,5 +215,11 @@ real_client_cases! {
         over: Stdio,
         scenario: Named("memory"),
         expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
+    }
+    fn fastmcp_client_runs_the_bootstrap_loop_with_every_answer_up_front_and_reads_its_report {
+        client: FastMcp,
+        over: Stdio,
+        scenario: BootstrapAnswersUpFront,
+        expect: assert_fastmcp_ran_the_bootstrap_loop,
     }
 }

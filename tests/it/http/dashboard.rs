@@ -15,7 +15,7 @@ impl HttpServer {
     }
 
     /// A page, with the login `cookie` if any.
-    fn page(&self, path: &str, cookie: Option<&str>) -> Reply {
+    pub(super) fn page(&self, path: &str, cookie: Option<&str>) -> Reply {
         let mut head = format!("GET {path} HTTP/1.1\r\nHost: {}", self.host());
         if let Some(cookie) = cookie {
             head.push_str(&format!("\r\nCookie: {cookie}"));

@@ -10,6 +10,7 @@ use tokio::process::Command;
 use super::checks::adr_answers_up_front;
 use super::clients::{Ran, clients_dir, command, fastmcp, installed, py_sdk, run, ts_sdk};
 use super::http::{HttpServer, TOKEN};
+use super::workflows::bootstrap_answers_up_front;
 use crate::support::Sandbox;
 
 /// One test: which client runs which scenario, how it reaches the server, and what it
@@ -58,6 +59,9 @@ pub(super) enum Scenario {
     AdrAnswersUpFront,
     /// FastMCP's script calling `adr_validation` on `docs/adrs`.
     AdrValidation,
+    /// Every answer of the bootstrap validation loop, so that it asks nothing, for
+    /// FastMCP's script.
+    BootstrapAnswersUpFront,
 }
 
 /// What a case's client left: the sandbox its server ran in, and what it printed.
@@ -95,6 +99,20 @@ impl Scenario {
             Scenario::AdrValidation => {
                 r#"{"workflow": "adr_validation", "arguments": {"folder": "docs/adrs"}}"#.to_owned()
             }
+            Scenario::BootstrapAnswersUpFront => bootstrap_answers_up_front().to_string(),
+        }
+    }
+
+    /// Lays out what the scenario's workflow reads in the workspace: the accepted ADRs
+    /// of the bootstrap validation loop.
+    fn prepare(&self, sandbox: &Sandbox) {
+        let bootstrap = match self {
+            Scenario::Named(name) => name.ends_with(":bootstrap_validation_loop"),
+            Scenario::BootstrapAnswersUpFront => true,
+            Scenario::AdrAnswersUpFront | Scenario::AdrValidation => false,
+        };
+        if bootstrap {
+            crate::bootstrap::write_adrs(&sandbox.workspace, false);
         }
     }
 }
@@ -108,6 +126,7 @@ pub(super) async fn run_case(case: Case) {
     };
     let sandbox = Sandbox::for_clients();
     (case.setup)(&sandbox);
+    case.scenario.prepare(&sandbox);
     let servers: Vec<HttpServer> = match case.over {
         Over::Stdio => Vec::new(),
         Over::Http => vec![HttpServer::start(&sandbox, &[])],

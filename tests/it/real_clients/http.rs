@@ -162,6 +162,22 @@ real_client_cases! {
         scenario: Named("memory"),
         expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
     }
+    fn fastmcp_client_over_http_runs_the_bootstrap_loop_with_every_answer_up_front {
+        client: FastMcp,
+        over: Http,
+        scenario: BootstrapAnswersUpFront,
+        expect: super::workflows::assert_fastmcp_ran_the_bootstrap_loop,
+    }
+    fn ts_sdk_over_http_streams_the_bootstrap_loop_as_a_task_pasting_each_run_of_the_script {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("stream:bootstrap_validation_loop"),
+        expect: |seen| {
+            let asked = super::workflows::questions(&seen.ran);
+            let result = super::checks::result(&seen.ran);
+            super::workflows::assert_bootstrap_looped_asking(&seen.sandbox, &result, &asked);
+        },
+    }
 }
 
 /// What the TypeScript SDK's `todos` scenario must have seen with its bearer token (a

@@ -640,3 +640,107 @@ pub(super) fn assert_fastmcp_validated_the_adrs(seen: &super::cases::Seen) {
         "{text}"
     );
 }
+
+/// Every answer of the bootstrap validation loop: its checks, two runs of the script (one
+/// check failing, then none), the learning and the approval, so that nothing is asked.
+pub(super) fn bootstrap_answers_up_front() -> Value {
+    let scenario = scenario("bootstrap_validation_loop");
+    let runs: Vec<Value> = (scenario["forms"].as_array().unwrap().iter())
+        .filter(|form| form["asks"].as_str().unwrap().starts_with("paste run"))
+        .map(|form| form["content"].clone())
+        .collect();
+    let learning = &scenario["drafts"][0]["json"];
+    let mut arguments = scenario["arguments"].clone();
+    arguments["outputs"] = json!(runs);
+    arguments["learnings"] = json!([{ "iteration": 1, "check": "0001_use_postgres_l9",
+        "cause": learning["cause"], "fix": learning["fix"] }]);
+    arguments["approved_adrs"] = json!(["docs/adrs/0001-use-postgres.md"]);
+    json!({ "workflow": "bootstrap_validation_loop", "arguments": arguments })
+}
+
+/// Checks a bootstrap loop's output and what it wrote: two iterations, the first failing
+/// one check, the second passing; the learning in the ADR's appended section and in the
+/// report; no todo.
+pub(super) fn assert_bootstrap_looped(sandbox: &Sandbox, output: &Value) {
+    assert_eq!(output["passed"], true, "{output}");
+    assert_eq!(output["iterations"], 2, "{output}");
+    assert_eq!(output["written"], json!(["docs/adrs/0001-use-postgres.md"]));
+    let adr =
+        std::fs::read_to_string(sandbox.workspace.join("docs/adrs/0001-use-postgres.md")).unwrap();
+    assert!(adr.starts_with(crate::bootstrap::POSTGRES), "{adr}");
+    assert_contains_all(
+        &adr,
+        &[
+            "\n## Deployment experience\n",
+            "  - Failed: no database yet. Cause: no database was provisioned. Fix: provision PostgreSQL 16\n",
+        ],
+    );
+    let report = output["report"].as_str().unwrap();
+    let text = std::fs::read_to_string(sandbox.workspace.join(report)).unwrap();
+    assert_contains_all(
+        &text,
+        &[
+            "- Verdict: **Every check passes**\n",
+            "- Iterations: 2 of at most 2\n",
+            "- [ ] `0001_use_postgres_l9`: no database yet\n",
+            "- `0001_use_postgres_l9`: cause: no database was provisioned; fix: provision PostgreSQL 16\n",
+        ],
+    );
+    assert_eq!(stored_todos(sandbox), []);
+}
+
+/// Checks a bootstrap loop a client answered as it ran: each run of the script pasted,
+/// the learning drafted by the model and confirmed, the fixes said to be in, the section
+/// approved; then what [`assert_bootstrap_looped`] checks.
+pub(super) fn assert_bootstrap_looped_asking(
+    sandbox: &Sandbox,
+    result: &Value,
+    asked: &[(String, String)],
+) {
+    assert_eq!(
+        asked,
+        owned(&[
+            ("elicitation/create", "paste run 1"),
+            ("sampling/createMessage", "draft learning"),
+            ("elicitation/create", "review learning"),
+            ("elicitation/create", "fixes in"),
+            ("elicitation/create", "paste run 2"),
+            ("elicitation/create", "approve section"),
+        ])
+    );
+    assert_bootstrap_looped(sandbox, succeeded_output(result));
+}
+
+/// What FastMCP's client saw of the bootstrap loop with every answer up front: its prompt,
+/// its output, and its report read through the last link of its result.
+pub(super) fn assert_fastmcp_ran_the_bootstrap_loop(seen: &super::cases::Seen) {
+    let ran = &seen.ran;
+    let names = ran.event("prompts")["names"].clone();
+    let listed = |name: &str| names.as_array().unwrap().iter().any(|n| n == name);
+    assert!(
+        listed("bootstrap_validation_loop") && listed("adr_bootstrap_validation"),
+        "{names}"
+    );
+    let prompt = ran.event("prompt")["text"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("bring this project up to its accepted ADRs"),
+        "{prompt}"
+    );
+    assert_bootstrap_looped(&seen.sandbox, &ran.event("output")["output"]);
+    let read = ran.event("read");
+    assert!(
+        read["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("-bootstrap-validation.md"),
+        "{read}"
+    );
+    assert_eq!(read["mimeType"], "text/markdown");
+    assert!(
+        read["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Bootstrap validation: docs/adrs\n"),
+        "{read}"
+    );
+}
