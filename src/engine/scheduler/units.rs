@@ -116,8 +116,9 @@ fn end_attempt(unit: &mut UnitState, number: u32) {
 }
 
 /// Settles attempt `number`, the `tried`-th of its iteration (of the unit, when it does
-/// not repeat), that ended with `result`.
-#[inline]
+/// not repeat), that ended with `result`. Inlined: it is the end of every attempt, and
+/// a call would cost as much as its work.
+#[inline(always)]
 fn settle_attempt(
     unit: &mut UnitState,
     number: u32,
@@ -474,23 +475,38 @@ impl Run {
         number: u32,
         result: Result<Value, NodeError>,
     ) -> Option<Duration> {
-        // Every synchronous attempt ends here: a repeating unit's judge is made apart, so
-        // that the plain case costs what it did before nodes could repeat.
-        let judge = match (&result, &self.plan.nodes[node].repeat) {
-            (Ok(_), Some(_)) => self.judge(node, instance),
-            _ => None,
-        };
+        // Every synchronous attempt ends here: an iteration of a repeating unit is settled
+        // apart, so that the plain case costs what it did before nodes could repeat.
+        if result.is_ok() && self.plan.nodes[node].repeat.is_some() {
+            return self.settle_iteration_here(node, instance, number, result);
+        }
         let stamp = self.journal.is_some();
         let (plan, run_id) = (&self.plan, &self.run_id);
         let planned = &plan.nodes[node];
         let seed = || jitter_seed(run_id, &planned.id, instance);
         let unit = self.state.unit_mut(node, instance);
-        match &judge {
-            None => settle_attempt(unit, number, number, result, &planned.retry, seed, stamp),
-            Some(judge) => {
-                settle_iteration(unit, number, result, &planned.retry, seed, stamp, judge)
-            }
-        }
+        settle_attempt(unit, number, number, result, &planned.retry, seed, stamp);
+        self.after_settle(node, instance)
+    }
+
+    /// [`Self::settle_here`] for an attempt of a repeating unit that succeeded: the end of
+    /// an iteration, which the unit's judge records and judges.
+    #[inline(never)]
+    fn settle_iteration_here(
+        &mut self,
+        node: usize,
+        instance: Option<usize>,
+        number: u32,
+        result: Result<Value, NodeError>,
+    ) -> Option<Duration> {
+        let judge = self.judge(node, instance);
+        let stamp = self.journal.is_some();
+        let (plan, run_id) = (&self.plan, &self.run_id);
+        let planned = &plan.nodes[node];
+        let seed = || jitter_seed(run_id, &planned.id, instance);
+        let unit = self.state.unit_mut(node, instance);
+        let policy = &planned.retry;
+        settle_into(unit, number, result, policy, seed, stamp, judge.as_ref());
         self.after_settle(node, instance)
     }
 
