@@ -112,7 +112,7 @@ fn run_script(workspace: &Path, script: &str) -> (i32, String) {
 }
 
 /// `bash -n` on the script, and `shellcheck` where it is installed.
-fn assert_parses(path: &Path) {
+pub(crate) fn assert_parses(path: &Path) {
     let checked = std::process::Command::new("/bin/bash")
         .arg("-n")
         .arg(path)

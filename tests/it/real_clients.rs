@@ -34,10 +34,18 @@ use checks::{
 };
 use workflows::{
     assert_adrs_validated_and_reviewed, assert_bootstrap_looped_asking,
-    assert_fastmcp_ran_the_bootstrap_loop, assert_fastmcp_validated_the_adrs,
-    assert_readiness_checked, assert_remembered, assert_research_reported,
-    assert_troubleshooting_planned, questions, with_clean_adrs, with_faulty_adrs,
+    assert_bootstrap_scripts_written, assert_fastmcp_ran_the_bootstrap_loop,
+    assert_fastmcp_validated_the_adrs, assert_readiness_checked, assert_remembered,
+    assert_research_reported, assert_troubleshooting_planned, questions, succeeded_output,
+    with_accepted_adrs, with_clean_adrs, with_faulty_adrs,
 };
+
+/// Every check of `adr_bootstrap_validation` up front, for FastMCP's script: nothing is
+/// asked.
+pub(crate) const BOOTSTRAP_CHECKS_UP_FRONT: &str = r#"{"workflow": "adr_bootstrap_validation", "arguments": {"checks": [
+    {"id": "0001_use_postgres_l9", "check": "test -d docs/adrs || { echo 'no ADR folder'; exit 1; }"},
+    {"id": "0001_use_postgres_l10", "check": "echo 'operators ready'"},
+    {"id": "0002_config_l9", "check": "test -f config/app.toml || { echo 'no config'; exit 1; }"}]}}"#;
 
 real_client_cases! {
     // The TypeScript SDK (1.x, 2025-11-25 tasks).
@@ -125,6 +133,21 @@ real_client_cases! {
             assert_bootstrap_looped_asking(&seen.sandbox, &result(&seen.ran), &asked);
         },
     }
+    fn ts_sdk_call_tool_stream_drafts_a_check_per_requirement_and_writes_the_bootstrap_scripts {
+        client: TsSdk,
+        over: Stdio,
+        scenario: Named("stream:adr_bootstrap_validation"),
+        setup: with_accepted_adrs,
+        expect: |seen| {
+            assert_streamed_as_a_task(&seen.ran);
+            let asked = questions(&seen.ran);
+            let drafted = asked.iter().filter(|(_, a)| a == "draft check").count();
+            let reviewed = asked.iter().filter(|(_, a)| a == "review check").count();
+            assert_eq!((drafted, reviewed), (3, 3), "{asked:?}");
+            let result = result(&seen.ran);
+            assert_bootstrap_scripts_written(&seen.sandbox, succeeded_output(&result));
+        },
+    }
     fn ts_sdk_call_tool_stream_researches_as_a_task_sampling_every_fanned_out_sub_question {
         client: TsSdk,
         over: Stdio,
@@ -203,6 +226,22 @@ real_client_cases! {
         scenario: AdrValidation,
         setup: with_faulty_adrs,
         expect: assert_fastmcp_validated_the_adrs,
+    }
+    fn fastmcp_client_writes_the_bootstrap_scripts_with_every_check_up_front_and_reads_the_setup {
+        client: FastMcp,
+        over: Stdio,
+        scenario: Named(BOOTSTRAP_CHECKS_UP_FRONT),
+        setup: with_accepted_adrs,
+        expect: |seen| {
+            let output = &seen.ran.event("output")["output"];
+            assert_bootstrap_scripts_written(&seen.sandbox, output);
+            let read = seen.ran.event("read");
+            // The setup script, linked last: no check passed up front has a setup step.
+            let uri = read["uri"].as_str().unwrap();
+            assert!(uri.ends_with("scripts/bootstrap/bootstrap.sh"), "{read}");
+            let text = read["text"].as_str().unwrap();
+            assert!(text.contains("# No requirement has a setup step.\n"), "{text}");
+        },
     }
     fn fastmcp_client_gets_the_adr_planners_prompt_and_reads_the_adr_the_run_wrote {
         client: FastMcp,

@@ -162,6 +162,30 @@ real_client_cases! {
         scenario: Named("memory"),
         expect: |seen| assert_remembered(&seen.sandbox, &seen.ran),
     }
+    fn ts_sdk_over_http_drafts_a_check_per_requirement_in_a_plain_call_and_writes_the_scripts {
+        client: TsSdk,
+        over: Http,
+        scenario: Named("direct:adr_bootstrap_validation"),
+        setup: super::workflows::with_accepted_adrs,
+        expect: |seen| {
+            let asked = super::workflows::questions(&seen.ran);
+            let drafted = asked.iter().filter(|(_, a)| a == "draft check").count();
+            assert_eq!(drafted, 3, "{asked:?}");
+            let result = super::checks::result(&seen.ran);
+            let output = super::workflows::succeeded_output(&result);
+            super::workflows::assert_bootstrap_scripts_written(&seen.sandbox, output);
+        },
+    }
+    fn fastmcp_client_over_http_writes_the_bootstrap_scripts_with_every_check_up_front {
+        client: FastMcp,
+        over: Http,
+        scenario: Named(super::BOOTSTRAP_CHECKS_UP_FRONT),
+        setup: super::workflows::with_accepted_adrs,
+        expect: |seen| {
+            let output = &seen.ran.event("output")["output"];
+            super::workflows::assert_bootstrap_scripts_written(&seen.sandbox, output);
+        },
+    }
     fn fastmcp_client_over_http_runs_the_bootstrap_loop_with_every_answer_up_front {
         client: FastMcp,
         over: Http,

@@ -744,3 +744,39 @@ pub(super) fn assert_fastmcp_ran_the_bootstrap_loop(seen: &super::cases::Seen) {
         "{read}"
     );
 }
+
+/// The accepted ADRs the bootstrap workflows read.
+pub(super) fn with_accepted_adrs(sandbox: &Sandbox) {
+    crate::bootstrap::write_adrs(&sandbox.workspace, false);
+}
+
+/// Checks the scripts `adr_bootstrap_validation` wrote from the three requirements of the
+/// accepted ADRs, each check as `checks` says it was made: the validation script holds a
+/// function per check and parses, and the ADRs' text never left its comments.
+pub(super) fn assert_bootstrap_scripts_written(sandbox: &Sandbox, output: &Value) {
+    let checks = output["checks"].as_array().unwrap();
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            crate::bootstrap::DB,
+            crate::bootstrap::OPS,
+            crate::bootstrap::CONF
+        ],
+        "{output}"
+    );
+    let script = sandbox
+        .workspace
+        .join(output["validate_script"].as_str().unwrap());
+    crate::bootstrap::assert_parses(&script);
+    let text = std::fs::read_to_string(&script).unwrap();
+    for id in ids {
+        assert!(text.contains(&format!("check_{id}()")), "{text}");
+    }
+    for line in text.lines().filter(|line| line.contains("PWNED")) {
+        assert!(
+            line.trim_start().starts_with('#'),
+            "ADR text outside a comment: {line}"
+        );
+    }
+}
