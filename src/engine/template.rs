@@ -414,6 +414,15 @@ mod tests {
     }
 
     #[test]
+    fn a_slice_references_the_value_it_is_taken_of() {
+        let refs = template_references("{{ nodes.plan.output[1:n] | join(',') }}").unwrap();
+        assert!(refs.contains("nodes.plan.output"), "{refs:?}");
+        assert!(refs.contains("n"), "{refs:?}");
+        let refs = expression_references("(nodes.plan.output | from_json)[:2]").unwrap();
+        assert!(refs.contains("nodes.plan.output"), "{refs:?}");
+    }
+
+    #[test]
     fn references_are_reported_as_dotted_paths() {
         let refs = template_references("{{ inputs.title }} {{ nodes.plan.output.n }}").unwrap();
         assert!(refs.contains("inputs.title"), "{refs:?}");
