@@ -120,6 +120,9 @@ fn key_problems(plan: &Plan, key: &str, value: &Value) -> Vec<String> {
             action_kind(node)
         )];
     };
+    if let Some(problem) = model_only_problem(node, value) {
+        return vec![format!("`{key}`: {problem}")];
+    }
     match value {
         Value::Array(_) if node.for_each.is_none() => vec![format!(
             "`{key}` does not fan out (it has no `for_each`), so its answer is one value, \
@@ -135,6 +138,27 @@ fn key_problems(plan: &Plan, key: &str, value: &Value) -> Vec<String> {
             .into_iter()
             .collect(),
     }
+}
+
+/// Why `value` cannot answer a model-only sample (`person = false`): its answers are the
+/// model's replies, `{text, model}`, never a person's text.
+fn model_only_problem(node: &PlannedNode, value: &Value) -> Option<&'static str> {
+    let NodeAction::Defined(ActionDef::Sample { person: false, .. }) = &node.action else {
+        return None;
+    };
+    let a_reply = |value: &Value| match value {
+        Value::Null => true,
+        Value::Object(reply) => reply.get("model").is_some_and(Value::is_string),
+        _ => false,
+    };
+    let fits = match value {
+        Value::Array(items) => items.iter().all(a_reply),
+        value => a_reply(value),
+    };
+    (!fits).then_some(
+        "only the client's model answers it (`person = false`): its answer is the model's \
+         reply, `{\"text\": ..., \"model\": ...}`, not a person's text",
+    )
 }
 
 /// Why `value` cannot be an answer to a question of `kind` at all, whatever it asks.
@@ -227,6 +251,31 @@ render = "hello"
             file.answer("draft", None, "sample"),
             Some(json!({ "text": "T", "model": "m" }))
         );
+    }
+
+    #[test]
+    fn a_model_only_sample_takes_a_models_reply_from_the_file_and_never_a_persons_text() {
+        let flow =
+            format!("{FLOW}[nodes.review]\nsample = {{ prompt = \"Review\", person = false }}\n");
+        let def = crate::engine::installed::load_text("flow.toml", &flow).unwrap();
+        let plan = Plan::new(std::sync::Arc::new(def));
+        let given = r#"{"review": {"text": "Clear.", "model": "claude"}}"#;
+        let file = AnswerFile::parse("a.json", given, &plan).expect("a model's reply");
+        assert_eq!(
+            file.answer("review", None, "sample"),
+            Some(json!({ "text": "Clear.", "model": "claude" }))
+        );
+        for persons in [
+            r#"{"review": "Clear."}"#,
+            r#"{"review": {"text": "Clear."}}"#,
+        ] {
+            let problems = AnswerFile::parse("a.json", persons, &plan).unwrap_err();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(
+                problems[0].starts_with("a.json: `review`: only the client's model answers it"),
+                "{problems:?}"
+            );
+        }
     }
 
     #[test]

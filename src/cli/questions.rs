@@ -121,7 +121,8 @@ impl Watch {
         if self.sources.wait {
             return Next::Watch;
         }
-        if self.sources.terminal {
+        // No person at the terminal writes a model-only sample's reply.
+        if self.sources.terminal && !question.request.model_only() {
             return self.at_terminal(question).await;
         }
         self.unanswerable(&question);
@@ -202,6 +203,14 @@ impl Watch {
                     "{unit}: {path} has no answer; it takes its default"
                 ));
                 self.app.reply(&self.run_id, question, Ok(&default))
+            }
+            None if question.request.model_only() => {
+                self.note(&format!(
+                    "{unit} asks the client's model only, and there is no model here: it is \
+                     left unanswered"
+                ));
+                let refusal = Err(Refusal::NoModel);
+                self.app.reply(&self.run_id, question, refusal)
             }
             None => {
                 self.note(&format!(

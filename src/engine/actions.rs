@@ -47,6 +47,7 @@ pub trait Interaction: Send + Sync {
                 prompt,
                 system,
                 max_tokens,
+                ..
             } => self.sample(prompt, system, max_tokens),
         };
         Box::pin(async move {
@@ -116,6 +117,8 @@ pub enum Resolved {
         prompt: String,
         system: Option<String>,
         max_tokens: u32,
+        /// Whether a person may answer in the model's place.
+        person: bool,
     },
     /// A `value` node's value, checked: it becomes the output as it is.
     Value(Value),
@@ -229,6 +232,7 @@ pub fn resolve(
             prompt,
             system,
             max_tokens,
+            person,
         } => Resolved::Sample {
             prompt: render("sample.prompt", prompt)?,
             system: system
@@ -236,6 +240,7 @@ pub fn resolve(
                 .map(|s| render("sample.system", s))
                 .transpose()?,
             max_tokens: max_tokens.unwrap_or(DEFAULT_SAMPLE_TOKENS),
+            person: *person,
         },
         ActionDef::Value { expr, schema } => {
             Resolved::Value(value_of(templates, expr, schema, ctx)?)
@@ -418,7 +423,7 @@ pub fn unanswered(question: &Resolved) -> Result<Value, NodeError> {
         )),
         _ => Err(NodeError::new(
             NodeErrorKind::Unsupported,
-            "this node asks the client's model, and no MCP client that can answer is connected",
+            "this node asks the client's model, and no MCP client with a model is connected",
         )),
     }
 }

@@ -272,6 +272,9 @@ pub enum ActionDef {
         prompt: String,
         system: Option<String>,
         max_tokens: Option<u32>,
+        /// Whether a person may write the reply when the client has no model
+        /// (`person = false`: only a model answers).
+        person: bool,
     },
     /// Evaluate an expression to a JSON value, checked against `schema` when it has one.
     Value { expr: String, schema: Option<Value> },

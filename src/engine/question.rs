@@ -15,9 +15,18 @@ use super::form;
 /// How many times a question is asked when its answers do not fit its form.
 pub const ASKED_AT_MOST: u32 = 3;
 
+/// Why a person's reply to a model-only sample is not taken.
+pub const MODEL_ONLY: &str =
+    "only the client's model answers this question (`person = false`); no person writes it";
+
+/// Why an answer to a model-only sample given in its node's shape is not taken.
+pub const MODEL_SHAPE: &str =
+    "a model-only sample's answer is the model's reply, `{\"text\": ..., \"model\": ...}`";
+
 /// A question as a run records it, tagged by `kind`: `{kind: "input", message, schema}` or
-/// `{kind: "sample", prompt, system, maxTokens}`. The stored text of questions written
-/// before this type reads back as it was, and is written out the same.
+/// `{kind: "sample", prompt, system, maxTokens}`, with `person: false` when only a model
+/// may answer the sample. The stored text of questions written before this type (and
+/// before `person`) reads back as it was, and is written out the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Question {
@@ -29,7 +38,20 @@ pub enum Question {
         system: Option<String>,
         #[serde(rename = "maxTokens")]
         max_tokens: u32,
+        /// Whether a person may write the reply for a client without a model; `false`
+        /// (`sample = { person = false }`) is written only when set.
+        #[serde(default = "person_may_answer", skip_serializing_if = "person_may")]
+        person: bool,
     },
+}
+
+/// A sample written before `person`, or without it, lets a person answer.
+fn person_may_answer() -> bool {
+    true
+}
+
+fn person_may(person: &bool) -> bool {
+    *person
 }
 
 /// Who is asked a question, and so what a reply looks like.
@@ -84,6 +106,8 @@ pub enum Refusal {
     /// Nobody was there to answer: the run's answers had none for it, and nobody could be
     /// asked.
     Unanswered,
+    /// A model-only sample put to a client without a model: nobody may answer it.
+    NoModel,
 }
 
 impl Refusal {
@@ -93,6 +117,7 @@ impl Refusal {
             Refusal::Cancel => "cancel",
             Refusal::Invalid => "invalid",
             Refusal::Unanswered => "unanswered",
+            Refusal::NoModel => "no_model",
         }
     }
 }
@@ -170,10 +195,12 @@ impl Question {
                 prompt,
                 system,
                 max_tokens,
+                person,
             } => Some(Question::Sample {
                 prompt: prompt.clone(),
                 system: system.clone(),
                 max_tokens: *max_tokens,
+                person: *person,
             }),
             Resolved::CommandResumed { question, .. } => Some(question.clone()),
             _ => None,
@@ -189,14 +216,25 @@ impl Question {
     }
 
     /// Who a client with `can` puts the question to: an `input` to its person; a `sample`
-    /// to its model, or to its person when it can show forms but has no model to ask.
-    /// Whether it can ask them at all is [`Capabilities::asks`].
+    /// to its model, or to its person when it can show forms but has no model to ask,
+    /// unless the sample is for a model only ([`Question::model_only`]). Whether it can
+    /// ask them at all is [`Capabilities::asks`].
     pub(crate) fn answerer(&self, can: Capabilities) -> Answerer {
         match self {
             Question::Input { .. } => Answerer::Person,
-            Question::Sample { .. } if can.elicitation && !can.sampling => Answerer::Person,
+            Question::Sample { person: true, .. } if can.elicitation && !can.sampling => {
+                Answerer::Person
+            }
             Question::Sample { .. } => Answerer::Model,
         }
+    }
+
+    /// A `sample` with `person = false`: only the client's model answers it, never a
+    /// person shown a form in its place. (An answer in the model's shape given through
+    /// `workflows answer` or an answers file is still taken: an operator passing a model's
+    /// reply.)
+    pub fn model_only(&self) -> bool {
+        matches!(self, Question::Sample { person: false, .. })
     }
 
     /// Who the question is written for: an `input`'s person, a `sample`'s model. An answer
@@ -218,11 +256,12 @@ impl Question {
     }
 
     /// The form `answerer` fills in: an `input`'s own; for a `sample` put to a person, one
-    /// text field for the reply they write themselves. A model fills in none.
+    /// text field for the reply they write themselves. A model fills in none, and a
+    /// model-only sample has none.
     pub fn form(&self, answerer: Answerer) -> Option<Value> {
         match (self, answerer) {
             (Question::Input { schema, .. }, _) => Some(schema.clone()),
-            (Question::Sample { .. }, Answerer::Person) => Some(json!({
+            (Question::Sample { person: true, .. }, Answerer::Person) => Some(json!({
                 "type": "object",
                 "properties": { "text": {
                     "type": "string",
@@ -231,13 +270,21 @@ impl Question {
                 } },
                 "required": ["text"]
             })),
-            (Question::Sample { .. }, Answerer::Model) => None,
+            (Question::Sample { .. }, _) => None,
         }
     }
 
     /// The problems of `answer` as `answerer`'s answer: those of the form it was shown
-    /// ([`form::answer_problems`]); a model's reply has no form to fit.
+    /// ([`form::answer_problems`]); a model's reply has no form to fit. A person may not
+    /// answer a model-only sample at all.
     pub fn problems(&self, answerer: Answerer, answer: &Value) -> Vec<String> {
+        if self.model_only() {
+            return match (answerer, answer["text"].is_string()) {
+                (Answerer::Person, _) => vec![MODEL_ONLY.to_owned()],
+                (Answerer::Model, true) => Vec::new(),
+                (Answerer::Model, false) => vec![MODEL_SHAPE.to_owned()],
+            };
+        }
         match self.form(answerer) {
             Some(form) => form::answer_problems(&form, answer),
             None => Vec::new(),

@@ -6,6 +6,8 @@ const INPUT: &str = r#"{"kind":"input","message":"Approve?","schema":{"type":"ob
 const SAMPLE: &str = r#"{"kind":"sample","prompt":"Write a line.","system":null,"maxTokens":200}"#;
 const SAMPLE_WITH_SYSTEM: &str =
     r#"{"kind":"sample","prompt":"Write a line.","system":"Be brief.","maxTokens":64}"#;
+const MODEL_ONLY_SAMPLE: &str =
+    r#"{"kind":"sample","prompt":"Write a line.","system":null,"maxTokens":200,"person":false}"#;
 
 fn approve() -> Question {
     serde_json::from_str(INPUT).unwrap()
@@ -17,7 +19,7 @@ fn sample() -> Question {
 
 #[test]
 fn a_question_stored_as_runs_wrote_it_reads_back_and_is_written_out_the_same() {
-    for stored in [INPUT, SAMPLE, SAMPLE_WITH_SYSTEM] {
+    for stored in [INPUT, SAMPLE, SAMPLE_WITH_SYSTEM, MODEL_ONLY_SAMPLE] {
         let question: Question = serde_json::from_str(stored).unwrap();
         assert_eq!(serde_json::to_string(&question).unwrap(), stored);
     }
@@ -29,12 +31,22 @@ fn a_question_stored_as_runs_wrote_it_reads_back_and_is_written_out_the_same() {
         }
     );
     let Question::Sample {
-        system, max_tokens, ..
+        system,
+        max_tokens,
+        person,
+        ..
     } = sample()
     else {
         panic!("a sample reads as a sample");
     };
-    assert_eq!((system, max_tokens), (None, 200));
+    // A sample stored before `person` lets a person answer, as it did.
+    assert_eq!((system, max_tokens, person), (None, 200, true));
+    assert!(!sample().model_only());
+    assert!(model_only().model_only());
+}
+
+fn model_only() -> Question {
+    serde_json::from_str(MODEL_ONLY_SAMPLE).unwrap()
 }
 
 #[test]
@@ -43,9 +55,18 @@ fn a_question_is_built_from_its_resolved_action_as_the_run_records_it() {
         prompt: "Write a line.".into(),
         system: None,
         max_tokens: 200,
+        person: true,
     };
     let question = Question::of(&action).unwrap();
     assert_eq!(serde_json::to_string(&question).unwrap(), SAMPLE);
+    let action = Resolved::Sample {
+        prompt: "Write a line.".into(),
+        system: None,
+        max_tokens: 200,
+        person: false,
+    };
+    let question = Question::of(&action).unwrap();
+    assert_eq!(serde_json::to_string(&question).unwrap(), MODEL_ONLY_SAMPLE);
     assert_eq!(Question::of(&Resolved::Text("t".into())), None);
 }
 
@@ -176,4 +197,43 @@ fn one_policy_decides_each_reply_its_next_key_and_its_audit_row() {
     assert_eq!(asking("attempt-3.r2"), ("attempt-3", 2));
     assert_eq!(next_asking("attempt-3"), "attempt-3.r2");
     assert_eq!(first_asking(4), "attempt-4");
+}
+
+#[test]
+fn a_model_only_sample_goes_to_the_model_whatever_the_client_can_do_and_never_to_a_person() {
+    let can = |elicitation, sampling| Capabilities {
+        elicitation,
+        sampling,
+    };
+    for (elicitation, sampling) in [(true, true), (true, false), (false, true), (false, false)] {
+        let client = can(elicitation, sampling);
+        assert_eq!(model_only().answerer(client), Answerer::Model);
+        // Only a client with a model can be asked it: one that shows forms cannot.
+        let asked = sampling.then_some(Answerer::Model);
+        assert_eq!(client.asks(&model_only()), asked, "{client:?}");
+    }
+    assert_eq!(model_only().form(Answerer::Person), None);
+    assert_eq!(model_only().form(Answerer::Model), None);
+}
+
+#[test]
+fn a_model_only_sample_takes_a_models_reply_and_refuses_a_persons() {
+    let reply = json!({ "text": "A line.", "model": "m" });
+    assert_eq!(
+        model_only().judge(Answerer::Model, &reply, 1),
+        Verdict::Take(reply.clone())
+    );
+    assert_eq!(
+        model_only().judge(Answerer::Person, &json!({ "text": "Mine." }), ASKED_AT_MOST),
+        Verdict::GiveUp(vec![MODEL_ONLY.to_owned()])
+    );
+    assert_eq!(
+        model_only().judge(Answerer::Model, &json!("bare text"), 1),
+        Verdict::AskAgain(vec![MODEL_SHAPE.to_owned()])
+    );
+    // A sample a person may answer still takes their text as a model's reply.
+    assert_eq!(
+        sample().judge(Answerer::Person, &json!({ "text": "Mine." }), 1),
+        Verdict::Take(json!({ "text": "Mine.", "model": "person" }))
+    );
 }

@@ -443,6 +443,14 @@ fn find_answer(
         key = crate::engine::question::next_asking(&key);
     };
     if let Some(refusal) = found.refusal {
+        if refusal == crate::engine::question::Refusal::NoModel.as_str() {
+            let message = "only the client's model answers this question (`person = false`), \
+                           and the client has no model (it did not declare sampling)";
+            return Ok(Some(Err(NodeError::new(
+                NodeErrorKind::Unsupported,
+                message,
+            ))));
+        }
         let message = match refusal.as_str() {
             "decline" => "the user declined to answer".to_owned(),
             "cancel" => "the user cancelled the question".to_owned(),

@@ -41,14 +41,19 @@ impl PeerInteraction {
     /// fails the node if the client cannot reach them.
     fn put_question(&self, asking: Asking, question: Question) -> BoxFuture<Asked> {
         let Some(answerer) = self.can.asks(&question) else {
-            let what = match question {
-                Question::Input { .. } => "elicitation",
-                Question::Sample { .. } => "sampling",
+            let message = match question {
+                Question::Input { .. } => {
+                    "this node needs the client's elicitation, which it did not declare"
+                }
+                Question::Sample { person: false, .. } => {
+                    "this node asks the client's model only, and the client has no model \
+                     (it did not declare sampling)"
+                }
+                Question::Sample { .. } => {
+                    "this node needs the client's sampling, which it did not declare"
+                }
             };
-            let error = NodeError::new(
-                NodeErrorKind::Unsupported,
-                format!("this node needs the client's {what}, which it did not declare"),
-            );
+            let error = NodeError::new(NodeErrorKind::Unsupported, message);
             let asked = Asked {
                 result: Err(error),
                 replies: Vec::new(),
@@ -145,6 +150,7 @@ impl Interaction for PeerInteraction {
             prompt,
             system,
             max_tokens,
+            person: true,
         };
         let asked = self.put_question(asking, question);
         Box::pin(async move { asked.await.result })

@@ -15,11 +15,26 @@ use crate::runs::QuestionView;
 const FIELD: &str = "f.";
 
 /// The form that answers open question `question` (as `run_view` shows it) of run
-/// `run_id`, with the problems of the last answer posted to it.
+/// `run_id`, with the problems of the last answer posted to it. A model-only sample gets
+/// no form: no person may answer it.
 pub(super) fn question_form(run_id: &str, question: &QuestionView, problems: &[String]) -> Markup {
     let node = question.node.as_deref().unwrap_or_default();
     let instance = question.instance();
     let key = question.key.as_str();
+    if let Some(Question::Sample {
+        prompt,
+        person: false,
+        ..
+    }) = question.question()
+    {
+        return html! {
+            div.question {
+                p.message { (prompt) }
+                p { "Only the client's model answers this question: it waits for a client \
+                     with a model, or for a model's reply passed with `workflows answer`." }
+            }
+        };
+    }
     html! {
         form.question method="post" action=(format!("/runs/{run_id}/answer")) {
             input type="hidden" name="node" value=(node);
@@ -130,6 +145,9 @@ pub(super) fn posted_answer(
     };
     let schema = match question {
         Question::Input { schema, .. } => schema,
+        Question::Sample { .. } if question.model_only() => {
+            return Err(vec![crate::engine::question::MODEL_ONLY.to_owned()]);
+        }
         Question::Sample { .. } => {
             let text = values("text").concat();
             if text.trim().is_empty() {
@@ -256,6 +274,28 @@ mod tests {
         let answer = posted_answer(&question, &posted(&[("f.text", "A summary")])).unwrap();
         assert_eq!(answer, json!({ "text": "A summary", "model": "person" }));
         assert!(posted_answer(&question, &posted(&[("f.text", " ")])).is_err());
+    }
+
+    #[test]
+    fn a_question_for_the_model_only_gets_no_form_and_a_posted_reply_is_refused() {
+        let request = json!({ "kind": "sample", "prompt": "Review <this>", "system": null,
+            "maxTokens": 100, "person": false });
+        let question: Question = serde_json::from_value(request.clone()).unwrap();
+        let problems = posted_answer(&question, &posted(&[("f.text", "A review")])).unwrap_err();
+        assert_eq!(problems, [crate::engine::question::MODEL_ONLY]);
+        let view = QuestionView {
+            node: Some("analyse".to_owned()),
+            instance: None,
+            key: "k1".to_owned(),
+            request,
+            answer: Value::Null,
+            answered: false,
+        };
+        let html = question_form("run-1", &view, &[]).into_string();
+        assert!(html.contains("Review &lt;this&gt;"), "{html}");
+        assert!(html.contains("Only the client's model answers"), "{html}");
+        assert!(!html.contains("<form"), "{html}");
+        assert!(!html.contains("<textarea"), "{html}");
     }
 
     #[test]

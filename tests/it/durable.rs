@@ -577,6 +577,7 @@ on_both_backends! {
                 prompt: "Name a colour.".into(),
                 system: Some("One word.".into()),
                 max_tokens: 16,
+                person: true,
             }
         );
         crash(handle).await;

@@ -406,6 +406,30 @@ async fn a_continue_failure_lets_the_run_succeed_and_skips_all_success_downstrea
     assert_eq!(run.status("independent"), Succeeded);
 }
 
+#[tokio::test]
+async fn a_node_downstream_of_a_failure_it_goes_on_past_reads_why_it_failed() {
+    let plan = plan(
+        r#"
+        [nodes.bad]
+        tool = "complete_task"
+        args = { id = 999999 }
+        on_failure = "continue"
+        [nodes.ok]
+        render = "ok"
+        [nodes.why]
+        needs = ["bad", "ok"]
+        trigger = "all_done"
+        value = "{'code': nodes.bad.error.code, 'said': nodes.bad.error.message | length > 0, 'ok_has_none': nodes.ok.error is not defined}"
+        "#,
+    );
+    let run = Harness::new().run(&plan, json!({})).await;
+    assert_eq!(run.report.status, RunStatus::Succeeded, "{:?}", run.report);
+    assert_eq!(
+        run.output("why"),
+        &json!({ "code": "not_found", "said": true, "ok_has_none": true })
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Retries
 // ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ mod history;
 mod hostile;
 mod http;
 mod in_process;
+mod model_only;
 mod postgres;
 mod postgres_tls;
 mod protocol_eras;

@@ -82,7 +82,7 @@ const RETRY_KEYS: &[&str] = &[
 ];
 const WRITE_FILE_KEYS: &[&str] = &["path", "content", "overwrite"];
 const INPUT_ACTION_KEYS: &[&str] = &["message", "schema", "default"];
-const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens"];
+const SAMPLE_KEYS: &[&str] = &["prompt", "system", "max_tokens", "person"];
 const VALUE_KEYS: &[&str] = &["expr", "schema"];
 const READ_FILE_KEYS: &[&str] = &["path", "max_bytes"];
 const WORKFLOW_KEYS: &[&str] = &["name", "inputs"];

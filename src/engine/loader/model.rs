@@ -472,6 +472,7 @@ impl Decoder {
             prompt: self.req(map, path, "prompt", Self::string),
             system: self.opt(map, path, "system", Self::string),
             max_tokens: max_tokens.map(|n| n as u32),
+            person: self.opt(map, path, "person", Self::boolean).unwrap_or(true),
         })
     }
 }

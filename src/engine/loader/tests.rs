@@ -165,6 +165,7 @@ fn expected_interactive_nodes() -> [NodeDef; 3] {
             prompt: "Summarize".into(),
             system: Some("Be brief".into()),
             max_tokens: Some(500),
+            person: true,
         },
     );
     [pause, ask, summarize]
@@ -306,7 +307,7 @@ sample = { prompt = "p", temperature = 0.5 }
             "nodes.a.retry.attempts: unknown key `attempts`; allowed keys: max_attempts,",
             "nodes.b.write_file.mode: unknown key `mode`; allowed keys: path, content, overwrite",
             "nodes.c.input.title: unknown key `title`; allowed keys: message, schema, default",
-            "nodes.d.sample.temperature: unknown key `temperature`; allowed keys: prompt, system, max_tokens",
+            "nodes.d.sample.temperature: unknown key `temperature`; allowed keys: prompt, system, max_tokens, person",
         ],
     );
     assert_eq!(found.len(), 7, "{found:#?}");
@@ -897,4 +898,22 @@ history = "w"
         ],
     );
     assert_eq!(found.len(), 12, "{found:#?}");
+}
+
+#[test]
+fn a_sample_lets_a_person_answer_unless_it_says_person_false() {
+    let text = "name = \"t\"\n[nodes.a]\nsample = { prompt = \"p\" }\n\
+                [nodes.b]\nsample = { prompt = \"p\", person = false }\n";
+    let def = decoded(text);
+    let person = |id: &str| match &def.nodes[id].action {
+        ActionDef::Sample { person, .. } => *person,
+        other => panic!("a sample, not {other:?}"),
+    };
+    assert!(person("a"), "a person may answer by default");
+    assert!(!person("b"));
+    let found = problems("name = \"t\"\n[nodes.a]\nsample = { prompt = \"p\", person = \"no\" }\n");
+    assert_reported(
+        &found,
+        &["nodes.a.sample.person: expected a boolean (true or false), found a string"],
+    );
 }

@@ -265,6 +265,12 @@ impl Run {
             if let Some(output) = &unit.output {
                 entry.insert("output".into(), output.clone());
             }
+            // Why a failed node failed, `{code, message}` as reports show it, for a node
+            // downstream that goes on without it.
+            if let Some(error) = &unit.error {
+                let error = serde_json::to_value(error).unwrap_or_default();
+                entry.insert("error".into(), error);
+            }
             nodes.insert(self.plan.nodes[r].id.to_string(), Value::Object(entry));
         }
         minijinja::Value::from_serialize(&nodes)

@@ -544,9 +544,10 @@ impl<'d> Checker<'d> {
         let Some(target) = self.def.nodes.get_index_of(id) else {
             return Some(format!("unknown node `nodes.{id}`"));
         };
-        if let Some(field) = field.filter(|field| !matches!(*field, "output" | "status")) {
+        if let Some(field) = field.filter(|field| !matches!(*field, "output" | "status" | "error"))
+        {
             return Some(format!(
-                "unknown field `nodes.{id}.{field}`; a node has `output` and `status`"
+                "unknown field `nodes.{id}.{field}`; a node has `output`, `status` and `error`"
             ));
         }
         let node = scope.node?;

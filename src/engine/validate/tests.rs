@@ -400,7 +400,7 @@ fn unknown_roots_and_node_fields_are_refused() {
     assert_eq!(
         found,
         [
-            "wf/x.toml:5:10: nodes.b.render: unknown field `nodes.a.result`; a node has `output` and `status`",
+            "wf/x.toml:5:10: nodes.b.render: unknown field `nodes.a.result`; a node has `output`, `status` and `error`",
             "wf/x.toml:5:10: nodes.b.render: unknown variable `input`; templates can use inputs, nodes, run, item, index",
         ]
     );

@@ -33,6 +33,7 @@ pub(in crate::server) fn as_request(
             prompt,
             system,
             max_tokens,
+            ..
         },
         Answerer::Model,
     ) = (question, answerer)
@@ -120,6 +121,30 @@ pub(super) fn answer(
         Reply::Answer(answer) => app.reply_to(run_id, question, answerer, Ok(&answer)),
         Reply::Refused(refusal) => app.reply_to(run_id, question, answerer, Err(refusal)),
     }
+}
+
+/// Refuses each model-only sample of `open` when the client (which can do what `can`
+/// says) has no model: nobody may answer it in the model's place, so its node fails as
+/// unsupported now rather than wait. Returns the other questions.
+pub(super) fn refuse_without_model(
+    app: &App,
+    run_id: &str,
+    open: Vec<OpenQuestion>,
+    can: Capabilities,
+) -> Vec<OpenQuestion> {
+    if can.sampling {
+        return open;
+    }
+    let (refused, rest) = open
+        .into_iter()
+        .partition::<Vec<_>, _>(|q| q.request.model_only());
+    for question in &refused {
+        let refusal = Err(Refusal::NoModel);
+        if let Err(error) = app.reply_to(run_id, question, Answerer::Model, refusal) {
+            tracing::info!(%error, "a model-only question was not refused");
+        }
+    }
+    rest
 }
 
 /// Open questions as the `inputRequests` of a task or of an `input_required` round, by

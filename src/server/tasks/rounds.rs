@@ -88,6 +88,27 @@ impl Server {
         answered
     }
 
+    /// [`Server::settle`], a model-only sample the client cannot answer refused on the
+    /// way ([`questions::refuse_without_model`]): a round asks only what it can answer.
+    async fn settle_for(
+        &self,
+        run_id: &str,
+        how: How,
+        caller: &Caller,
+    ) -> Result<Settled, McpError> {
+        loop {
+            match self.settle(run_id, how.era, caller).await? {
+                Settled::Asking(view, open) => {
+                    let rest = questions::refuse_without_model(&self.app, run_id, open, how.can);
+                    if !rest.is_empty() {
+                        return Ok(Settled::Asking(view, rest));
+                    }
+                }
+                finished => return Ok(finished),
+            }
+        }
+    }
+
     /// One round of [`Server::call_in_rounds`].
     async fn round(
         &self,
@@ -124,7 +145,7 @@ impl Server {
                 opened.run
             }
         };
-        match self.settle(&run_id, how.era, caller).await? {
+        match self.settle_for(&run_id, how, caller).await? {
             Settled::Finished(_) if escalates => {
                 let view = self.task_of(&run_id, how.era, caller)?;
                 Ok(v2026_07_28::created(&view))

@@ -200,7 +200,8 @@ impl Server {
 
     /// Puts one of the task's open questions to the client and records its reply. A
     /// question the client cannot answer (it declared no such capability) waits for an
-    /// answer given another way.
+    /// answer given another way, but a model-only sample is refused when the client has
+    /// no model ([`questions::refuse_without_model`]).
     async fn ask_client(
         &self,
         view: &TaskView,
@@ -210,6 +211,7 @@ impl Server {
         let can = peer.peer_info().map_or_else(Default::default, |info| {
             questions::declared(&info.capabilities)
         });
+        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can);
         let asked = open
             .into_iter()
             .find_map(|q| can.asks(&q.request).map(|answerer| (q, answerer)));

@@ -119,13 +119,15 @@ impl Server {
         Ok(reply)
     }
 
-    /// The run's open questions (or the unit's) as `inputRequests`.
+    /// The run's open questions (or the unit's) as `inputRequests`; a model-only sample is
+    /// refused instead when the client has no model ([`questions::refuse_without_model`]).
     fn input_requests(
         &self,
         view: &TaskView,
         can: Capabilities,
     ) -> Result<InputRequests, McpError> {
         let open = self.app.open_questions_of(view).map_err(internal)?;
+        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can);
         questions::input_requests(&open, can).map_err(internal)
     }
 

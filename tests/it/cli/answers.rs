@@ -219,6 +219,51 @@ fn a_question_the_answers_file_leaves_out_takes_its_default_or_fails_naming_the_
     );
 }
 
+/// A workflow with a sample only the client's model may answer.
+const MODEL_ONLY: &str = r#"
+name = "review"
+[nodes.analyse]
+sample = { prompt = "Review ADR 7.", person = false }
+"#;
+
+#[test]
+fn a_model_only_sample_is_never_asked_at_the_terminal_and_takes_only_a_models_reply_from_a_file() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow("review.toml", MODEL_ONLY);
+    // Nobody here has a model: the node fails as unsupported, saying so.
+    let ran = run_answered(&sandbox, "review", "{}", &[]);
+    let report = ran.assert_code(1).json();
+    let analyse = &report["nodes"]["analyse"];
+    assert_eq!(analyse["error"]["code"], "unsupported", "{report}");
+    let message = analyse["error"]["message"].as_str().unwrap();
+    assert!(message.contains("the client has no model"), "{message}");
+    assert!(
+        ran.stderr.contains("there is no model here"),
+        "{}",
+        ran.stderr
+    );
+
+    // A person's text in the file is refused before the run; a model's reply is taken.
+    let ran = run_answered(&sandbox, "review", r#"{"analyse": "Fine."}"#, &[]);
+    ran.assert_code(1);
+    assert_eq!(ran.stdout, "", "no report without a run");
+    assert!(
+        ran.stderr
+            .contains("`analyse`: only the client's model answers it"),
+        "{}",
+        ran.stderr
+    );
+    let reply = json!({ "text": "Clear.", "model": "claude" });
+    let ran = run_answered(
+        &sandbox,
+        "review",
+        &json!({ "analyse": reply }).to_string(),
+        &[],
+    );
+    let report = ran.assert_code(0).json();
+    assert_eq!(report["nodes"]["analyse"]["output"], reply);
+}
+
 #[test]
 fn resume_answers_from_the_file_only_the_questions_still_open() {
     let sandbox = Sandbox::new();

@@ -595,8 +595,8 @@ pub(super) fn assert_adrs_validated_and_reviewed(
 }
 
 /// Checks what FastMCP's client saw of a validation of the faulty ADRs: the prompt, the
-/// findings as structured output, one todo per error, and the report read through its
-/// link.
+/// findings as structured output, one todo per error, the report read through its link,
+/// and the analysis left out for want of a model.
 pub(super) fn assert_fastmcp_validated_the_adrs(seen: &super::cases::Seen) {
     let prompt = seen.ran.event("prompt")["text"]
         .as_str()
@@ -637,6 +637,14 @@ pub(super) fn assert_fastmcp_validated_the_adrs(seen: &super::cases::Seen) {
     let text = read["text"].as_str().unwrap();
     assert!(
         text.contains("| `options-too-few` | error | 13 |"),
+        "{text}"
+    );
+    // FastMCP's client declares no sampling: the analysis, on by default, is left out.
+    assert_eq!(output["analysis"], json!([]));
+    let why = output["analysis_left_out"].as_str().unwrap_or_default();
+    assert!(why.contains("model"), "{output}");
+    assert!(
+        text.contains("The analysis is left out: the client has no model to ask"),
         "{text}"
     );
 }
