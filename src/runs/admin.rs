@@ -84,10 +84,14 @@ impl Registry {
 
     /// The questions of a run that wait for an answer, in the order they were asked, then
     /// those of the unfinished runs below it (its `workflow` nodes' children, theirs, and
-    /// so on), each named with the path of nodes that leads to it.
+    /// so on), each named with the path of nodes that leads to it. A run that ended waits
+    /// for nothing: a question it left unanswered (cancelled, or timed out) takes no answer.
     pub fn open_questions(&self, run_id: &str) -> Result<Vec<OpenQuestion>, AnswerError> {
-        if self.store().lease_owner(run_id)?.is_none() {
+        let Some(run) = self.store().run_poll(run_id)? else {
             return Err(AnswerError::NoRun(run_id.to_owned()));
+        };
+        if run.status != "running" {
+            return Ok(Vec::new());
         }
         let mut open = self.open_questions_of(run_id, String::new())?;
         let mut paths = std::collections::HashMap::from([(run_id.to_owned(), String::new())]);

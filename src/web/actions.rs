@@ -29,6 +29,19 @@ pub(super) fn answer(
         Ok(run) => run,
         Err(error) => return failed(&error),
     };
+    if run.status != "running" {
+        let ended = RunError::Finished {
+            run_id: run_id.to_owned(),
+            status: run.status.clone(),
+        };
+        return run_page(
+            app,
+            caller,
+            run_id,
+            None,
+            Some((node, &[ended.to_string()])),
+        );
+    }
     let question = run
         .open_questions()
         .filter(|q| q.node.as_deref() == Some(node) && q.instance() == instance)

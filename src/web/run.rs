@@ -10,7 +10,7 @@ use super::live::{Live, Region};
 use super::page::{frame, html as page, live_frame};
 use super::{Asked, Body, dag, form, gantt};
 use crate::app::{App, Caller, RunError};
-use crate::runs::QuestionView;
+use crate::runs::{AnswerError, QuestionView};
 use crate::slots::Slot;
 
 /// `GET /runs/{id}`: a run's page.
@@ -75,7 +75,14 @@ fn run_regions(
     let title = run.workflow.clone();
     let status = run.status.as_str();
     let node_status = |id: &str| run.nodes.get(id).map(|node| node.status.clone());
-    let open: Vec<&QuestionView> = run.open_questions().collect();
+    // A run that ended waits for nothing, whatever it left unanswered.
+    let (open, below): (Vec<&QuestionView>, _) = match status {
+        "running" => (
+            run.open_questions().collect(),
+            questions_below(app, caller, run_id)?,
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
     let summary = html! {
         h1 { (title) " " (badge(status)) }
         dl.facts {
@@ -104,8 +111,16 @@ fn run_regions(
             }
         }
     };
+    // The problems of an answer to a question no form shows any more (answered meanwhile,
+    // or the run ended) are shown on their own.
+    let unshown = problems.filter(|(at, _)| !open.iter().any(|q| q.node.as_deref() == Some(*at)));
     let questions = html! {
-        @if !open.is_empty() {
+        @if let Some((node, found)) = unshown {
+            ul.problem role="alert" {
+                @for problem in found { li { "The answer to " code { (node) } " was not taken: " (problem) } }
+            }
+        }
+        @if !open.is_empty() || !below.is_empty() {
             section.questions aria-labelledby="questions" {
                 h2 #questions { "Waiting for an answer" }
                 @for question in &open {
@@ -114,10 +129,21 @@ fn run_regions(
                     @let shown: &[String] = match problems { Some((at, found)) if at == node => found, _ => &[] };
                     (form::question_form(run_id, question, shown))
                 }
+                @for asked in &below {
+                    h3 { (asked.path) (asked.question.node.as_deref().unwrap_or_default()) }
+                    p { "Asked by child run " a href=(format!("/runs/{}", asked.run_id)) { (asked.run_id) } "." }
+                    (form::question_form(&asked.run_id, &asked.question, &[]))
+                }
             }
         }
     };
-    let asked: Vec<&str> = open.iter().map(|q| q.key.as_str()).collect();
+    let asked: Vec<String> = (open.iter().map(|q| q.key.clone()))
+        .chain(
+            below
+                .iter()
+                .map(|b| format!("{}{}", b.path, b.question.key)),
+        )
+        .collect();
     // The picture is a region of its own: it changes only with the nodes' states, while
     // the timeline and the running nodes' times change with the clock.
     let picture = html! {
@@ -172,6 +198,49 @@ fn run_regions(
         Region::of("live-io", io),
     ];
     Ok((title, regions))
+}
+
+/// An open question of a run below the one shown: the run that asks it, the path of
+/// `workflow` nodes that leads there (`iterate>`), and the question.
+struct AskedBelow {
+    run_id: String,
+    path: String,
+    question: QuestionView,
+}
+
+/// The open questions of the unfinished runs below `run_id` (its `workflow` nodes'
+/// children, theirs, and so on): a run waits on them as on its own (its task is
+/// `input_required`, the list marks it), so its page shows them, each answered where it
+/// is asked.
+fn questions_below(app: &App, caller: &Caller, run_id: &str) -> Result<Vec<AskedBelow>, RunError> {
+    let open = match app.open_questions(run_id) {
+        Ok(open) => open,
+        // The run was removed since it was read: nothing below it waits.
+        Err(AnswerError::NoRun(_)) => return Ok(Vec::new()),
+        Err(error) => return Err(error.into()),
+    };
+    let mut runs: Vec<(String, String)> = Vec::new();
+    for question in open.into_iter().filter(|q| q.run_id != run_id) {
+        if !runs.iter().any(|(id, _)| *id == question.run_id) {
+            runs.push((question.run_id, question.path));
+        }
+    }
+    let mut below = Vec::new();
+    for (child, path) in runs {
+        let view = match app.get_run(&child, caller) {
+            // Ended since: whatever it left unanswered takes no answer.
+            Ok(view) if view.status != "running" => continue,
+            Ok(view) => view,
+            Err(RunError::NotFound(_)) => continue,
+            Err(error) => return Err(error),
+        };
+        below.extend(view.open_questions().map(|question| AskedBelow {
+            run_id: child.clone(),
+            path: path.clone(),
+            question: question.clone(),
+        }));
+    }
+    Ok(below)
 }
 
 /// `GET /runs/{id}/files/{node}`: the file a node wrote, as text.

@@ -6,14 +6,16 @@
 //! each other (sessions, caps, idempotency keys) in `principals.rs`, what a `history` node
 //! of one principal's run reads of another's and costs in `history.rs`, what the built-in
 //! workflows remember of another's runs in `workflow_memory.rs`, what one principal can
-//! read or answer of another's bootstrap validation loop in `bootstrap.rs`, and a load
-//! test in `load.rs`.
+//! read or answer of another's bootstrap validation loop in `bootstrap.rs`, the ADR and
+//! troubleshooting workflows followed, answered and cancelled from the dashboard in
+//! `dashboard_workflows.rs`, and a load test in `load.rs`.
 
 mod adr_validation;
 mod bootstrap;
 mod cancel;
 mod connections;
 mod dashboard;
+mod dashboard_workflows;
 mod gate;
 mod history;
 mod load;
