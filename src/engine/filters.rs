@@ -219,7 +219,8 @@ pub fn today() -> String {
     crate::clock::now_iso()[..10].to_owned()
 }
 
-fn invalid(message: String) -> Error {
+/// A filter's refusal of what it was given, as a template error that names the node.
+pub(super) fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
 }
 
@@ -453,14 +454,7 @@ mod markdown_tests {
 
     use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
 
-    fn eval(
-        templates: &Templates,
-        expr: &str,
-        text: &str,
-    ) -> Result<serde_json::Value, TemplateError> {
-        let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
-        templates.eval(expr, &ctx)
-    }
+    use super::eval_text as eval;
 
     #[test]
     fn the_markdown_filters_read_an_adr() {
@@ -557,4 +551,15 @@ mod markdown_tests {
         let result = eval(&small, "inputs.text | headings | length", &nested);
         assert_eq!(result.unwrap(), json!(6));
     }
+}
+
+/// Evaluates `expr` with `inputs.text` bound to `text`: how the filters' tests read a text.
+#[cfg(test)]
+pub(super) fn eval_text(
+    templates: &super::template::Templates,
+    expr: &str,
+    text: &str,
+) -> Result<serde_json::Value, super::template::TemplateError> {
+    let ctx = Value::from_serialize(serde_json::json!({ "inputs": { "text": text } }));
+    templates.eval(expr, &ctx)
 }

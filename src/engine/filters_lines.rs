@@ -5,10 +5,11 @@
 //! shown in a generated script without ever being run.
 
 use minijinja::value::Kwargs;
-use minijinja::{Error, ErrorKind, Value};
+use minijinja::{Error, Value};
 use serde::Serialize;
 
 use super::budget;
+use super::filters::invalid;
 use super::markdown;
 
 pub(super) fn register(env: &mut minijinja::Environment<'static>) {
@@ -136,10 +137,6 @@ fn push_visible(out: &mut String, ch: char) {
     }
 }
 
-fn invalid(message: String) -> Error {
-    Error::new(ErrorKind::InvalidOperation, message)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -147,14 +144,7 @@ mod tests {
     use super::*;
     use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
 
-    fn eval(
-        templates: &Templates,
-        expr: &str,
-        text: &str,
-    ) -> Result<serde_json::Value, TemplateError> {
-        let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
-        templates.eval(expr, &ctx)
-    }
+    use crate::engine::filters::eval_text as eval;
 
     const ADR: &str = "---\nstatus: accepted\nnote: must not count\n---\n# 1. Use PostgreSQL\n\nThe service MUST use PostgreSQL.\nMustard is no requirement.\n\n```sh\n# you must not read this\n```\n\n- Backups should run nightly;\n<!-- shall be hidden -->\nIt shall-not be cut.\n";
 

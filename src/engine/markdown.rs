@@ -61,7 +61,7 @@ pub(crate) fn front_matter(
 ) -> Result<Map<String, Value>, FrontMatterError> {
     let lines = lines(text);
     match fence(text, &lines) {
-        Fence::Absent => Ok(Map::new()),
+        Fence::Absent => yaml::empty(max_size),
         Fence::Unclosed => Err(FrontMatterError::unclosed()),
         Fence::Closed { close } => {
             let yaml = &text[lines[1].start..lines[close].start];

@@ -12,10 +12,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use minijinja::{Error, ErrorKind, Value};
+use minijinja::{Error, Value};
 use regex::{Regex, RegexBuilder};
 
 use super::budget;
+use super::filters::invalid;
 
 /// The most memory one compiled pattern may take (its program, and each of its lazy
 /// DFA's caches): a pattern over it is refused.
@@ -93,24 +94,13 @@ pub(super) fn fail(message: &str) -> Result<Value, Error> {
     Err(invalid(message.to_owned()))
 }
 
-fn invalid(message: String) -> Error {
-    Error::new(ErrorKind::InvalidOperation, message)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use crate::engine::template::{Budget, TemplateError, TemplateLimits, Templates};
 
-    fn eval(
-        templates: &Templates,
-        expr: &str,
-        text: &str,
-    ) -> Result<serde_json::Value, TemplateError> {
-        let ctx = minijinja::Value::from_serialize(json!({ "inputs": { "text": text } }));
-        templates.eval(expr, &ctx)
-    }
+    use crate::engine::filters::eval_text as eval;
 
     #[test]
     fn a_match_gives_the_whole_match_then_each_group() {

@@ -620,3 +620,17 @@ fn lines_end_at_newlines_only() {
     assert_eq!(spans("a\n"), ["a"]);
     assert_eq!(spans("a\r\nb\rc\n\n"), ["a", "b\rc", ""]);
 }
+
+#[test]
+fn an_empty_front_matter_within_no_room_at_all_is_too_large_as_its_map_would_not_fit() {
+    // An empty map takes one unit of the measure `budget::fits` applies.
+    assert_eq!(
+        front_matter("---\n---\n", 0),
+        Err(FrontMatterError::TooLarge)
+    );
+    assert_eq!(
+        front_matter("# No front matter\n", 0),
+        Err(FrontMatterError::TooLarge)
+    );
+    assert_eq!(front_matter("---\n---\n", 1), Ok(Map::new()));
+}

@@ -82,15 +82,24 @@ pub(crate) fn mapping(
         builder.event(event, mark)?;
     }
     match builder.root {
-        None => Ok(Map::new()),
+        None => empty(max_size),
         Some((Node { value, .. }, line)) => match value {
             Value::Object(map) => Ok(map),
-            Value::Null => Ok(Map::new()),
+            Value::Null => empty(max_size),
             other => Err(FrontMatterError::at(
                 line,
                 format!("it is {}, not a mapping of keys to values", kind(&other)),
             )),
         },
+    }
+}
+
+/// The mapping of a front matter that holds nothing: even empty, a map takes one unit of
+/// the evaluation's measure, as every value does.
+pub(crate) fn empty(max_size: usize) -> Result<Map<String, Value>, FrontMatterError> {
+    match max_size {
+        0 => Err(FrontMatterError::TooLarge),
+        _ => Ok(Map::new()),
     }
 }
 
