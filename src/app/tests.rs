@@ -158,3 +158,34 @@ async fn get_run_and_list_runs_answer_a_runs_report_as_its_snapshot() {
     let expected = std::fs::read_to_string(SNAPSHOT).expect("the snapshot is committed");
     assert_eq!(actual, expected, "get_run's answer changed");
 }
+
+/// A run is recorded before its task first runs: a cancel that comes in between (a person
+/// clicks Cancel as soon as the run's page shows it running) finds it, and the run ends
+/// cancelled when its task runs, not after its work or the next renewal of the leases.
+#[tokio::test(start_paused = true)]
+async fn a_run_cancelled_before_its_task_first_runs_ends_cancelled() {
+    use std::sync::Arc;
+
+    use crate::engine::plan::Plan;
+    use crate::engine::report::RunStatus;
+    use crate::engine::{RunOptions, loader};
+
+    let app = App::in_memory();
+    let definition = loader::parse_toml("slow.toml", "slow", "[nodes.sleep]\nwait = \"60s\"\n")
+        .expect("the definition decodes");
+    let plan = Arc::new(Plan::new(Arc::new(definition)));
+    let options = RunOptions {
+        record: true,
+        ..RunOptions::default()
+    };
+    // On this test's one thread, the run's task has not run yet when the cancel comes.
+    let handle = app.engine().start(plan, Map::new(), options);
+    let cancelled = app.cancel_run(&handle.run_id, &Caller::default()).await;
+    assert!(cancelled.is_ok(), "{cancelled:?}");
+    let report = handle.join.await.expect("the run's task ends");
+    assert_eq!(report.status, RunStatus::Cancelled, "{report:?}");
+    assert_eq!(
+        app.registry.run_status(&handle.run_id).unwrap().as_deref(),
+        Some("cancelled")
+    );
+}

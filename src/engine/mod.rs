@@ -369,12 +369,16 @@ impl Engine {
         self.spawn(self.fresh_setup(plan, inputs, options, Vec::new(), None, Some(child)))
     }
 
-    fn spawn(&self, setup: RunSetup) -> RunHandle {
+    fn spawn(&self, mut setup: RunSetup) -> RunHandle {
         let run_id = setup.run_id.to_string();
         let cancel = setup.cancel.clone();
         let recorded_ms = setup.recorded_ms;
         let engine = self.clone();
-        let join = tokio::spawn(async move { engine.drive(setup).await });
+        // Active from now on, not from the task's first poll: the run is recorded, so a
+        // cancel may come for it at once, and must find it here rather than wait for the
+        // next renewal of the leases to learn of it.
+        let active = self.register_active(&mut setup);
+        let join = tokio::spawn(async move { engine.drive_registered(setup, active).await });
         RunHandle {
             run_id,
             cancel,
@@ -482,6 +486,36 @@ impl Engine {
     }
 
     async fn drive(&self, mut setup: RunSetup) -> RunReport {
+        let active = self.register_active(&mut setup);
+        self.drive_registered(setup, active).await
+    }
+
+    /// Makes a recorded run (one not refused) active in this process: found by
+    /// `cancel_local` and `cancel_unit`, and never driven here a second time. The guard
+    /// takes it out again however its drive ends: returned, panicked, or dropped with its
+    /// task, polled or not. It stays there while the run is picked up again, so that no
+    /// takeover or resume here drives it a second time meanwhile.
+    fn register_active(&self, setup: &mut RunSetup) -> Option<ActiveGuard> {
+        if setup.journal.is_none() || setup.refused.is_some() {
+            return None;
+        }
+        let run_id = setup.run_id.to_string();
+        let active = Active {
+            cancel: setup.cancel.clone(),
+            units: unit_cancels_for(setup),
+        };
+        self.lock_active().insert(run_id.clone(), active);
+        Some(ActiveGuard {
+            active: Arc::clone(&self.active),
+            run_id,
+        })
+    }
+
+    async fn drive_registered(
+        &self,
+        mut setup: RunSetup,
+        _active: Option<ActiveGuard>,
+    ) -> RunReport {
         if let Some(why) = setup.refused.take() {
             let nodes = unreached(&setup.plan);
             return RunReport {
@@ -495,20 +529,6 @@ impl Engine {
         }
         let durable = setup.journal.is_some();
         let run_id = setup.run_id.to_string();
-        // Removes the run from `active` however the drive ends: returned, panicked, or
-        // dropped with its task. It stays there while the run is picked up again, so that
-        // no takeover or resume here drives it a second time meanwhile.
-        let _active = durable.then(|| {
-            let active = Active {
-                cancel: setup.cancel.clone(),
-                units: unit_cancels_for(&mut setup),
-            };
-            self.lock_active().insert(run_id.clone(), active);
-            ActiveGuard {
-                active: Arc::clone(&self.active),
-                run_id: run_id.clone(),
-            }
-        });
         let plan = Arc::clone(&setup.plan);
         let mut pause = pick_up::FIRST_PAUSE;
         let mut finished = pick_up::finished_units(&setup);
