@@ -94,6 +94,14 @@ pub struct ActionEnv {
     pub history: Option<Arc<dyn History>>,
 }
 
+impl ActionEnv {
+    /// Makes the templates again from the limits and the commands in force: both shape them.
+    pub(crate) fn rebuild_templates(&mut self) {
+        let templates = Templates::new(self.limits.template).with_commands(self.commands.clone());
+        self.templates = Arc::new(templates);
+    }
+}
+
 /// An action with its templates expanded, ready to perform (and to retry as it is).
 #[derive(Debug, Clone)]
 pub enum Resolved {

@@ -270,9 +270,8 @@ impl Engine {
     /// Runs and evaluates templates under `limits` instead of the defaults.
     pub fn with_limits(mut self, limits: Limits) -> Engine {
         let env = Arc::make_mut(&mut self.env);
-        env.templates =
-            Arc::new(template::Templates::new(limits.template).with_commands(env.commands.clone()));
         env.limits = limits;
+        env.rebuild_templates();
         self
     }
 
@@ -280,9 +279,8 @@ impl Engine {
     /// command runs.
     pub fn with_commands(mut self, commands: command::CommandSet) -> Engine {
         let env = Arc::make_mut(&mut self.env);
-        env.templates =
-            Arc::new(template::Templates::new(env.limits.template).with_commands(commands.clone()));
         env.commands = commands;
+        env.rebuild_templates();
         self
     }
 

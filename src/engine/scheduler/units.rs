@@ -321,11 +321,9 @@ impl Run {
                 instance,
                 action,
             } => {
-                let waiting = match action {
-                    Resolved::Command { .. } | Resolved::CommandResumed { .. } => {
-                        Some(self.command_attempt(node, instance, action, Duration::ZERO))
-                    }
-                    action => self.attempt_now(node, instance, action),
+                let waiting = match is_synchronous(&action) {
+                    true => self.attempt_now(node, instance, action),
+                    false => Some(self.waiting_attempt(node, instance, action, Duration::ZERO)),
                 };
                 if let Some(waiting) = waiting {
                     self.running.push(waiting);
