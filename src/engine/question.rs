@@ -19,6 +19,11 @@ pub const ASKED_AT_MOST: u32 = 3;
 pub const MODEL_ONLY: &str =
     "only the client's model answers this question (`person = false`); no person writes it";
 
+/// Why a model-only sample fails its node for a client without sampling, whichever way it
+/// was put (during the call, or as a task's question).
+pub const NO_MODEL: &str = "only the client's model answers this question (`person = false`), \
+     and the client has no model (it did not declare sampling)";
+
 /// Why an answer to a model-only sample given in its node's shape is not taken.
 pub const MODEL_SHAPE: &str =
     "a model-only sample's answer is the model's reply, `{\"text\": ..., \"model\": ...}`";

@@ -444,8 +444,7 @@ fn find_answer(
     };
     if let Some(refusal) = found.refusal {
         if refusal == crate::engine::question::Refusal::NoModel.as_str() {
-            let message = "only the client's model answers this question (`person = false`), \
-                           and the client has no model (it did not declare sampling)";
+            let message = crate::engine::question::NO_MODEL;
             return Ok(Some(Err(NodeError::new(
                 NodeErrorKind::Unsupported,
                 message,

@@ -45,10 +45,7 @@ impl PeerInteraction {
                 Question::Input { .. } => {
                     "this node needs the client's elicitation, which it did not declare"
                 }
-                Question::Sample { person: false, .. } => {
-                    "this node asks the client's model only, and the client has no model \
-                     (it did not declare sampling)"
-                }
+                Question::Sample { person: false, .. } => crate::engine::question::NO_MODEL,
                 Question::Sample { .. } => {
                     "this node needs the client's sampling, which it did not declare"
                 }
