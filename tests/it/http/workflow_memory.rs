@@ -58,6 +58,14 @@ on_both_backends! {
         let trend = &succeeded(&his)["trend"];
         assert_eq!((trend["runs"].clone(), trend["earlier"].clone()), (json!(1), json!([])));
         assert_eq!(succeeded(&his)["recurring"], json!([]));
+        // And alice's next check takes in her two, not his.
+        let again = run_tool(&server, &alice, 13, "deployment_readiness", readiness("1.2"));
+        assert_eq!(succeeded(&again)["trend"]["runs"], 3, "{again}");
+        let earlier = succeeded(&again)["trend"]["earlier"].clone();
+        let versions: Vec<&str> = (earlier.as_array().unwrap().iter())
+            .map(|run| run["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(versions, ["1.1", "1.0"], "{earlier}");
 
         // Alice's session, rated fixed, is no session alike for bob.
         let mut first = session("The billing service crashes on start");
