@@ -24,6 +24,9 @@ use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+#[path = "main/oauth.rs"]
+mod oauth;
+
 // mimalloc rather than the system allocator: workflow loading and scheduling allocate many
 // small objects, and every figure in BENCHMARKS.md was measured on it.
 #[global_allocator]
@@ -42,6 +45,9 @@ struct Cli {
 
     #[command(flatten)]
     http: HttpArgs,
+
+    #[command(flatten)]
+    oauth: oauth::OAuthArgs,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -588,10 +594,13 @@ fn workspace(common: &Common) -> anyhow::Result<PathBuf> {
 const DEFAULT_WORKSPACE: &str = "workspace";
 
 /// The server's own files besides the database, which the workspace must not hold.
-fn server_files(common: &Common, http: &HttpArgs) -> Vec<ServerFile> {
+fn server_files(common: &Common, http: &HttpArgs, oauth: &oauth::OAuthArgs) -> Vec<ServerFile> {
     let mut files = Vec::new();
     if let Some(tokens) = &http.http_tokens {
         files.push(ServerFile::new("the tokens file", tokens));
+    }
+    if let Some(secret) = &oauth.oauth_client_secret_file {
+        files.push(ServerFile::new("the OAuth client secret file", secret));
     }
     if store::is_url(&common.db)
         && let Some(password) = store::password_file().filter(|file| file.exists())
@@ -602,7 +611,7 @@ fn server_files(common: &Common, http: &HttpArgs) -> Vec<ServerFile> {
 }
 
 /// The application over the database and the workflows the options name.
-fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
+fn open(common: &Common, http: &HttpArgs, oauth: &oauth::OAuthArgs) -> anyhow::Result<App> {
     let config = Config {
         durability: match common.durability {
             DurabilityArg::Normal => Durability::Normal,
@@ -622,7 +631,7 @@ fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
             Switch::On => InlineWorkflows::On,
             Switch::Off => InlineWorkflows::Off,
         },
-        server_files: server_files(common, http),
+        server_files: server_files(common, http, oauth),
         commands: common.commands.clone(),
         ..Config::new(common.db.clone(), workspace(common)?)
     };
@@ -630,11 +639,16 @@ fn open(common: &Common, http: &HttpArgs) -> anyhow::Result<App> {
 }
 
 /// How to serve HTTP on `addr`, as the `--http-*` options say.
-fn http_options(http: &HttpArgs, addr: SocketAddr) -> anyhow::Result<HttpOptions> {
-    let auth = match &http.http_tokens {
-        Some(path) => Auth::from_file(path.clone())?,
-        None if http.http_no_auth => Auth::Off,
-        None => Auth::Generated,
+fn http_options(
+    http: &HttpArgs,
+    oauth: &oauth::OAuthArgs,
+    addr: SocketAddr,
+) -> anyhow::Result<HttpOptions> {
+    let auth = match (&http.http_tokens, oauth.options()?) {
+        (_, Some(oauth)) => Auth::OAuth(Box::new(oauth)),
+        (Some(path), None) => Auth::from_file(path.clone())?,
+        (None, None) if http.http_no_auth => Auth::Off,
+        (None, None) => Auth::Generated,
     };
     Ok(HttpOptions {
         addr,
@@ -714,14 +728,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve => {
             let http = match cli.http.http {
                 Some(addr) => {
-                    let options = http_options(&cli.http, addr)?;
+                    let options = http_options(&cli.http, &cli.oauth, addr)?;
                     // `transport::http::serve` checks too; here, before the database is opened.
                     options.check()?;
                     Some(options)
                 }
+                None if cli.oauth.oauth_issuer.is_some() => anyhow::bail!(
+                    "--oauth-issuer authorises HTTP requests; serve HTTP with --http (stdio \
+                     takes no tokens: its client is the local user who started it)"
+                ),
                 None => None,
             };
-            let app = open(common, &cli.http)?;
+            let app = open(common, &cli.http, &cli.oauth)?;
             let server = Server::new(app.clone()).with_max_subscriptions(
                 common.max_subscriptions as usize,
                 common.max_subscriptions_total as usize,
@@ -754,9 +772,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ui { addr } => {
-            let options = http_options(&cli.http, addr)?;
+            let options = http_options(&cli.http, &cli.oauth, addr)?;
             options.check()?;
-            let app = open(common, &cli.http)?;
+            let app = open(common, &cli.http, &cli.oauth)?;
             runtime.block_on(async {
                 tracing::info!(db = %store::redacted(&common.db), "serving the dashboard");
                 let shutdown = CancellationToken::new();
@@ -793,7 +811,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             inputs_json,
             drive,
         }) => {
-            let app = open(common, &cli.http)?;
+            let app = open(common, &cli.http, &cli.oauth)?;
             let entry =
                 cli::resolve(app.workflows(), &workflow, file).map_err(anyhow::Error::msg)?;
             let args = RunArgs {
@@ -804,7 +822,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let work = cli::run_workflow(&app, &entry, &args);
             Ok(runtime.block_on(app.with_housekeeping(TERMINAL, work)))
         }
-        Command::Workflows(command) => stored_runs(&runtime, common, &cli.http, command),
+        Command::Workflows(command) => {
+            stored_runs(&runtime, common, (&cli.http, &cli.oauth), command)
+        }
         Command::Db(DbCommand::Migrate) => cli::migrate(&common.db, common.postgres())
             .with_context(|| {
                 format!(
@@ -827,10 +847,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn stored_runs(
     runtime: &tokio::runtime::Runtime,
     common: &Common,
-    http: &HttpArgs,
+    (http, oauth): (&HttpArgs, &oauth::OAuthArgs),
     command: WorkflowsCommand,
 ) -> anyhow::Result<ExitCode> {
-    let app = open(common, http)?;
+    let app = open(common, http, oauth)?;
     Ok(match command {
         WorkflowsCommand::Runs { status, limit } => cli::list_runs(&app, status.as_deref(), limit),
         WorkflowsCommand::Status { run_id } => cli::status(&app, &run_id),

@@ -5,6 +5,7 @@
 //! and the dashboard all stand on it.
 
 mod keys;
+pub(crate) mod oauth;
 mod secret;
 mod throttle;
 mod tokens;

@@ -9,6 +9,7 @@ mod calls;
 mod handler;
 mod interaction;
 pub(crate) mod listen_tasks;
+pub(crate) mod operations;
 mod progress;
 mod prompts;
 mod resources;

@@ -8,7 +8,8 @@
 //! workflows remember of another's runs in `workflow_memory.rs`, what one principal can
 //! read or answer of another's bootstrap validation loop in `bootstrap.rs`, the ADR and
 //! troubleshooting workflows followed, answered and cancelled from the dashboard in
-//! `dashboard_workflows.rs`, and a load test in `load.rs`.
+//! `dashboard_workflows.rs`, the server as an OAuth resource server in `oauth.rs`, and a
+//! load test in `load.rs`.
 
 mod adr_validation;
 mod bootstrap;
@@ -19,6 +20,7 @@ mod dashboard_workflows;
 mod gate;
 mod history;
 mod load;
+mod oauth;
 mod principals;
 mod resources;
 mod tasks;
@@ -68,7 +70,7 @@ impl HttpServer {
 
     fn start_at(location: Option<String>, extra: &[&str]) -> HttpServer {
         let mut extra = extra.to_vec();
-        if !extra.contains(&"--http-tokens") {
+        if !extra.contains(&"--http-tokens") && !extra.contains(&"--oauth-issuer") {
             extra.push("--http-no-auth");
         }
         let mut db = support::TempDb::new();

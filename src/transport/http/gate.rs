@@ -1,6 +1,7 @@
-//! What every request passes before rmcp sees it: its token, the session it names (its
-//! principal's own, or 404), and the caps on sessions and streams, in all and per
-//! principal.
+//! What every request passes before rmcp sees it: its token (one of the tokens file, or
+//! with OAuth an access token, `oauth.rs`, whose scopes must cover the request), the
+//! session it names (its principal's own, or 404), and the caps on sessions and streams,
+//! in all and per principal.
 //!
 //! Invariant: with tokens, a request naming a session (`Mcp-Session-Id`) is served only
 //! if its principal opened that session: POST, GET streams, `Last-Event-ID` resumption,
@@ -15,9 +16,11 @@ use hyper::body::Incoming;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::SessionManager;
 
+use super::oauth::{self, Resource};
 use super::owners::Opening;
 use super::sessions::Sessions;
 use super::{Body, plain, rewrite};
+use crate::auth::oauth::{Kind, Needs};
 use crate::auth::{self, ClientAddr, Keys, Principal, Throttle, TokenDigest};
 use crate::server::Server;
 use crate::slots::{Full, Slot, Slots};
@@ -27,8 +30,10 @@ use crate::web::Handler as Pages;
 pub(super) struct Gate {
     /// The `Host` names served.
     pub(super) hosts: Vec<String>,
-    /// The tokens requests need; `None` with `--http-no-auth`.
+    /// The tokens requests need; `None` with `--http-no-auth` or OAuth.
     pub(super) keys: Option<Arc<Keys>>,
+    /// The OAuth resource server whose access tokens requests need (`--oauth-issuer`).
+    pub(super) oauth: Option<Arc<Resource>>,
     pub(super) sessions: Arc<Sessions>,
     /// A slot for each SSE stream open, and for each request until its response shows
     /// whether it is one.
@@ -46,6 +51,10 @@ pub(super) struct Gate {
 
 /// The principal of a request's token, and the token's digest.
 type Caller = (Principal, TokenDigest);
+
+/// The scopes of a request's OAuth access token, in its extensions.
+#[derive(Debug, Clone)]
+struct Granted(Vec<String>);
 
 impl Gate {
     pub(super) async fn handle(
@@ -66,6 +75,11 @@ impl Gate {
                 "this host name is not served\n",
             ));
         };
+        if oauth::is_well_known(request.uri().path()) {
+            let metadata = (self.oauth.as_ref())
+                .and_then(|resource| resource.metadata(request.method(), request.uri().path()));
+            return Ok(metadata.unwrap_or_else(oauth::not_served));
+        }
         if request.uri().path() == super::card::PATH && request.method() == Method::GET {
             return Ok(super::card::card(host, self.keys.is_some()));
         }
@@ -75,10 +89,16 @@ impl Gate {
             // Browsers sign in by a cookie of their own, not a bearer token.
             return Ok(pages(request).await);
         }
-        let caller = match self.authenticate(&mut request) {
+        let caller = match self.authenticate(&mut request).await {
             Ok(caller) => caller,
             Err(refused) => return Ok(*refused),
         };
+        // A stream or a close reads; what a POST does is known once its body is read.
+        if request.method() != Method::POST
+            && let Err(refused) = self.permits(request.extensions(), |_| Needs::of(Kind::Read))
+        {
+            return Ok(*refused);
+        }
         let Some(mcp) = &self.mcp else {
             return Ok(plain(
                 StatusCode::NOT_FOUND,
@@ -118,9 +138,17 @@ impl Gate {
         let response = if request.method() != Method::POST {
             tower_service::Service::call(&mut mcp, request).await?
         } else {
-            let (request, outbound) = match rewrite::inbound(request, self.max_listened).await {
-                Ok(rewritten) => rewritten,
+            let (parts, body) = match rewrite::read(request).await {
+                Ok(read) => read,
                 Err(reply) => return Ok(reply),
+            };
+            if let Err(refused) = self.permits(&parts.extensions, |resource| resource.needs(&body))
+            {
+                return Ok(*refused);
+            }
+            let (request, outbound) = match rewrite::inbound(parts, body, self.max_listened) {
+                Ok(rewritten) => rewritten,
+                Err(reply) => return Ok(*reply),
             };
             let response = tower_service::Service::call(&mut mcp, request).await?;
             if let Some(opening) = opening {
@@ -136,11 +164,14 @@ impl Gate {
 
     /// The caller named by the request's token, which the request then carries for the
     /// handler (rmcp hands it the request's parts); `None` without tokens. `Err` is the
-    /// 401 to answer.
-    fn authenticate(
+    /// 401 (or 429, or with OAuth 400 or 503) to answer.
+    async fn authenticate(
         &self,
         request: &mut Request<Incoming>,
     ) -> Result<Option<Caller>, Box<Response<Body>>> {
+        if let Some(resource) = &self.oauth {
+            return self.authenticate_oauth(resource, request).await.map(Some);
+        }
         let Some(keys) = &self.keys else {
             return Ok(None);
         };
@@ -158,6 +189,61 @@ impl Gate {
         tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
         request.extensions_mut().insert(principal.clone());
         Ok(Some((principal, digest)))
+    }
+
+    /// [`Gate::authenticate`] with an OAuth access token: the principal is the token's
+    /// (its configured claim), and its scopes go with the request to [`Gate::permits`].
+    /// A token in the query string is refused unread; a refused token counts against its
+    /// address as a wrong token of the file does.
+    async fn authenticate_oauth(
+        &self,
+        resource: &Resource,
+        request: &mut Request<Incoming>,
+    ) -> Result<Caller, Box<Response<Body>>> {
+        if oauth::has_query_token(request.uri().query()) {
+            return Err(Box::new(resource.token_in_query()));
+        }
+        let address = request.extensions().get::<ClientAddr>().copied();
+        if let Err(wait) = self.throttle.check(address) {
+            return Err(Box::new(too_many_failures(wait)));
+        }
+        let Some(token) = bearer(request).map(<[u8]>::to_vec) else {
+            return Err(Box::new(resource.unauthorized(false)));
+        };
+        let grant = match resource.validator.validate(&token).await {
+            Ok(grant) => grant,
+            Err(refused) if refused.is_unavailable() => {
+                return Err(Box::new(oauth::issuer_unavailable()));
+            }
+            Err(refused) => {
+                self.throttle.failed(address);
+                tracing::debug!(%refused, "a bearer token was refused");
+                return Err(Box::new(resource.unauthorized(true)));
+            }
+        };
+        let principal = grant.principal;
+        tracing::debug!(principal = %principal.0, method = %request.method(), "HTTP request");
+        request.extensions_mut().insert(principal.clone());
+        request.extensions_mut().insert(Granted(grant.scopes));
+        Ok((principal, auth::digest(&token)))
+    }
+
+    /// With OAuth, `Err` is the 403 for a request whose token's scopes (in `extensions`)
+    /// do not cover what `needs` says it needs; without, every request is permitted.
+    fn permits(
+        &self,
+        extensions: &http::Extensions,
+        needs: impl FnOnce(&Resource) -> Needs,
+    ) -> Result<(), Box<Response<Body>>> {
+        let Some(resource) = &self.oauth else {
+            return Ok(());
+        };
+        let needs = needs(resource);
+        let granted = extensions.get::<Granted>().map_or(&[][..], |g| &g.0[..]);
+        match resource.covers(granted, needs) {
+            true => Ok(()),
+            false => Err(Box::new(resource.insufficient(needs))),
+        }
     }
 
     /// For a request that may open a session, a slot of the caller's sessions, held until

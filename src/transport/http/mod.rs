@@ -3,10 +3,13 @@
 //!
 //! Safe by default:
 //! - it binds loopback unless told otherwise, and a non-loopback address is refused
-//!   without a tokens file;
+//!   without a tokens file or OAuth;
 //! - every request but `GET /healthz` needs a bearer token, loopback included: one of the
 //!   tokens file (reloaded on SIGHUP, `keys.rs`), or without a file one made at start and
 //!   printed on stderr; only `--http-no-auth` serves without, on loopback, with a warning;
+//! - or, with `--oauth-issuer`, an OAuth access token of that issuer for this resource,
+//!   whose scopes cover the request (`oauth.rs`), and no static token at all: one mode
+//!   per deployment;
 //! - connections are capped and timed out before any token is checked
 //!   (`connections.rs`);
 //! - `Host` and `Origin` are checked against the loopback names and the names the
@@ -25,6 +28,7 @@
 mod card;
 mod connections;
 mod gate;
+mod oauth;
 mod owners;
 mod reload;
 pub(crate) mod rewrite;
@@ -54,10 +58,16 @@ pub use connections::Limits;
 /// The most dashboard logins kept per principal unless told otherwise.
 pub const DEFAULT_MAX_LOGINS_PER_PRINCIPAL: usize = web::DEFAULT_MAX_LOGINS_PER_PRINCIPAL;
 pub use crate::auth::Tokens;
+pub use crate::auth::oauth::{
+    Client as OAuthClient, DEFAULT_ALGORITHMS as DEFAULT_OAUTH_ALGORITHMS,
+    DEFAULT_SCOPES as DEFAULT_OAUTH_SCOPES, OAuthOptions, Scopes as OAuthScopes,
+    Secret as OAuthSecret, parse_algorithms as parse_oauth_algorithms,
+};
 use crate::auth::{Keys, Throttle};
 
 use crate::app::App;
 use crate::server::Server;
+use crate::server::operations::Operations;
 use crate::slots::Slots;
 use crate::web::{self, Viewer};
 
@@ -76,6 +86,8 @@ pub enum Auth {
     Generated,
     /// Anyone who can reach the address: loopback only, and only when asked for.
     Off,
+    /// The holders of access tokens an OAuth issuer made for this resource.
+    OAuth(Box<OAuthOptions>),
 }
 
 impl Auth {
@@ -119,11 +131,24 @@ pub struct HttpOptions {
 impl HttpOptions {
     /// The options as given, or why they are refused.
     pub fn check(&self) -> anyhow::Result<()> {
+        if let Auth::OAuth(oauth) = &self.auth {
+            oauth.check().map_err(anyhow::Error::msg)?;
+            if !self.addr.ip().is_loopback() && oauth.audience.is_none() {
+                anyhow::bail!(
+                    "serving OAuth on {} needs this resource's URI, the one its tokens must \
+                     name: give --oauth-audience (or TASKS_OAUTH_AUDIENCE), the URL clients \
+                     reach /mcp by, e.g. https://tasks.example.com/mcp",
+                    self.addr
+                );
+            }
+            return Ok(());
+        }
         if !self.addr.ip().is_loopback() && !matches!(self.auth, Auth::File { .. }) {
             anyhow::bail!(
                 "refusing to serve HTTP on {} without tokens: beyond loopback every request \
-                 must carry a bearer token; give --http-tokens FILE (or TASKS_HTTP_TOKENS_FILE), \
-                 or bind a loopback address such as 127.0.0.1:{DEFAULT_PORT}",
+                 must carry a bearer token; give --http-tokens FILE (or TASKS_HTTP_TOKENS_FILE) \
+                 or --oauth-issuer URL, or bind a loopback address such as \
+                 127.0.0.1:{DEFAULT_PORT}",
                 self.addr
             );
         }
@@ -221,7 +246,7 @@ pub async fn serve_pages(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
-        !matches!(options.auth, Auth::Off),
+        !matches!(options.auth, Auth::Off | Auth::OAuth(_)),
         "the dashboard needs sign-in: serve it with a tokens file, or with the token made at start"
     );
     listen(None, app, options, shutdown).await
@@ -245,7 +270,7 @@ async fn listen(
     // The per-principal caps keep the principals of a tokens file from each other; a
     // server with one principal (the token made at start) has the totals alone.
     let per_principal = |cap: usize| match options.auth {
-        Auth::File { .. } => cap,
+        Auth::File { .. } | Auth::OAuth(_) => cap,
         Auth::Generated | Auth::Off => usize::MAX,
     };
     let sessions = Arc::new(Bounded::new(
@@ -276,6 +301,14 @@ async fn listen(
     });
     let pages_only = mcp.is_none();
     let url = format!("http://{local}/mcp");
+    let resource = match &options.auth {
+        Auth::OAuth(oauth) => {
+            let audience = oauth.audience.clone().unwrap_or_else(|| url.clone());
+            let operations = (!pages_only).then(|| Operations::new(app.clone()));
+            Some(Arc::new(oauth::Resource::new(oauth, audience, operations)?))
+        }
+        _ => None,
+    };
     let (keys, hangups, generated) = match &options.auth {
         Auth::File { path, tokens } => {
             // Watched before the address is announced: SIGHUP's default ends the process.
@@ -291,6 +324,7 @@ async fn listen(
             }
             (Some(Arc::new(Keys::new(tokens, None))), None, Some(token))
         }
+        Auth::OAuth(_) => (None, None, None),
         Auth::Off => {
             tracing::warn!(
                 "serving HTTP without tokens (--http-no-auth): every local user, and every \
@@ -333,6 +367,7 @@ async fn listen(
     let gate = Arc::new(Gate {
         hosts: options.allowed_hosts(),
         keys,
+        oauth: resource.clone(),
         sessions,
         streams,
         mcp,
@@ -346,6 +381,7 @@ async fn listen(
             Auth::File { .. } => "tokens file",
             Auth::Generated => "generated token",
             Auth::Off => "none",
+            Auth::OAuth(_) => "oauth",
         },
         max_connections = options.connections.max,
         "{}",
@@ -354,6 +390,10 @@ async fn listen(
             false => format!("serving MCP over Streamable HTTP at {url}"),
         }
     );
+    // Told after the address: a log line of the issuer's URL must not come first.
+    if let Some(resource) = resource {
+        tokio::spawn(discover(resource));
+    }
     let mut connections =
         connections::accept(listener, gate, options.connections, shutdown.clone()).await;
     tracing::info!("HTTP shutdown: no new connections; finishing open ones");
@@ -369,6 +409,23 @@ async fn listen(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Finds the issuer's metadata at start, so that an issuer that cannot be reached, or
+/// is not the one configured, is told in the log before the first client comes.
+async fn discover(resource: Arc<oauth::Resource>) {
+    let validator = &resource.validator;
+    match validator.metadata().await {
+        Ok(_) => tracing::info!(
+            issuer = validator.issuer(),
+            audience = validator.audience(),
+            "OAuth: tokens of this issuer, for this audience, are taken"
+        ),
+        Err(error) => tracing::warn!(
+            "OAuth: {error}; tokens cannot be checked until it is found (tried again as \
+             tokens come, at most once per --oauth-jwks-min-refresh)"
+        ),
+    }
 }
 
 /// Tells where the dashboard is: with the token made at start, a one-time link that signs

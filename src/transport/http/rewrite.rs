@@ -44,25 +44,35 @@ pub(crate) enum Awaited {
     Acknowledgement(Vec<String>),
 }
 
-/// Reads a POST's body and applies the 2025-11-25 layer to it, and marks the tasks a
-/// listen follows, at most `max_listened`. `Err` is the reply to give instead (the body is
-/// too long or cannot be read).
-pub(super) async fn inbound(
+/// A request as rmcp is handed it, and what its answer needs on its way out.
+pub(super) type Rewritten = (Request<Full<Bytes>>, Option<Outbound>);
+
+/// Reads a POST's body whole, up to [`MAX_BODY`]. `Err` is the reply to give instead (the
+/// body is too long or cannot be read).
+pub(super) async fn read(
     request: Request<Incoming>,
-    max_listened: usize,
-) -> Result<(Request<Full<Bytes>>, Option<Outbound>), Response<Body>> {
-    let (mut parts, body) = request.into_parts();
-    let body = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
+) -> Result<(http::request::Parts, Bytes), Response<Body>> {
+    let (parts, body) = request.into_parts();
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok((parts, collected.to_bytes())),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {
             let message = format!("Payload Too Large: request body exceeds {MAX_BODY} bytes");
-            return Err(plain_owned(StatusCode::PAYLOAD_TOO_LARGE, message));
+            Err(plain_owned(StatusCode::PAYLOAD_TOO_LARGE, message))
         }
         Err(error) => {
             let message = format!("the request body could not be read: {error}");
-            return Err(plain_owned(StatusCode::BAD_REQUEST, message));
+            Err(plain_owned(StatusCode::BAD_REQUEST, message))
         }
-    };
+    }
+}
+
+/// Applies the 2025-11-25 layer to a POST's body (read by [`read`]), and marks the tasks
+/// a listen follows, at most `max_listened`. `Err` is the reply to give instead.
+pub(super) fn inbound(
+    mut parts: http::request::Parts,
+    body: Bytes,
+    max_listened: usize,
+) -> Result<Rewritten, Box<Response<Body>>> {
     // Most bodies (any `tools/call` of a todo tool) concern the layer not at all, and a
     // scan for the names it routes on spares them a second parse.
     let parsed = match may_route(&body) {
@@ -79,12 +89,12 @@ pub(super) async fn inbound(
         Asked::Undeclared => {
             let reply = serde_json::to_vec(&listen_tasks::refusal(&raw["id"]))
                 .expect("a JSON value serialises");
-            return Err(json_reply(reply));
+            return Err(Box::new(json_reply(reply)));
         }
         Asked::TooMuch(why) => {
             let reply = serde_json::to_vec(&listen_tasks::too_much(&raw["id"], &why))
                 .expect("a JSON value serialises");
-            return Err(json_reply(reply));
+            return Err(Box::new(json_reply(reply)));
         }
         Asked::Tasks(tasks) => {
             parts
