@@ -19,6 +19,7 @@ mod form;
 mod format;
 mod gantt;
 mod live;
+mod oauth;
 mod page;
 mod run;
 mod run_nodes;
@@ -40,6 +41,7 @@ use hyper::body::Incoming;
 use crate::app::{App, Caller};
 use crate::auth::{self, ClientAddr, Keys, Throttle};
 use crate::slots::{self, Slot, Slots};
+pub(crate) use oauth::IssuerSignIn;
 pub(crate) use sign_in::{DEFAULT_MAX_LOGINS_PER_PRINCIPAL, Viewer};
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -85,12 +87,17 @@ struct Web {
     streams: Arc<Slots>,
     /// Failed sign-ins by address, shared with the bearer tokens of MCP.
     throttle: Arc<Throttle>,
+    /// With OAuth, sign-in through the issuer instead of with a token.
+    issuer: Option<IssuerSignIn>,
 }
 
 /// What the dashboard is given besides the application: who signs in, and the limits it
 /// shares with MCP.
 pub(crate) struct Setup {
-    pub(crate) keys: Arc<Keys>,
+    /// The server's tokens, which a person signs in with; `None` with OAuth.
+    pub(crate) keys: Option<Arc<Keys>>,
+    /// With OAuth, the issuer a person signs in through.
+    pub(crate) issuer: Option<IssuerSignIn>,
     pub(crate) viewer: Viewer,
     pub(crate) max_logins_per_principal: usize,
     pub(crate) streams: Arc<Slots>,
@@ -125,6 +132,7 @@ impl Web {
             sign_in: sign_in::SignIn::new(setup.keys, setup.viewer, setup.max_logins_per_principal),
             streams: setup.streams,
             throttle: setup.throttle,
+            issuer: setup.issuer,
         }
     }
 
@@ -145,6 +153,21 @@ impl Web {
         match (request.method(), path.as_str()) {
             (&Method::GET, "/assets/dashboard.css") => return page::stylesheet(),
             (&Method::GET, "/assets/dashboard.js") => return page::script(),
+            (&Method::GET, "/login") if let Some(issuer) = &self.issuer => {
+                return issuer.page(StatusCode::OK, None);
+            }
+            (&Method::GET, "/login/start") if let Some(issuer) = &self.issuer => {
+                return issuer.start().await;
+            }
+            (&Method::GET, "/login/callback") if let Some(issuer) = &self.issuer => {
+                return issuer
+                    .callback(&request, &self.sign_in, &self.throttle)
+                    .await;
+            }
+            (&Method::POST, "/login") if let Some(issuer) = &self.issuer => {
+                let problem = "This server signs people in through its issuer, not with a token.";
+                return issuer.page(StatusCode::FORBIDDEN, Some(problem));
+            }
             (&Method::GET, "/login") => {
                 let address = request.extensions().get::<ClientAddr>().copied();
                 return match query.iter().find(|(key, _)| key == "code") {

@@ -104,6 +104,69 @@ pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
     }
 }
 
+/// The sign-in page of a server that takes OAuth tokens of `issuer`: a button that
+/// starts the sign-in there, or, without the server's own client at the issuer
+/// (`redirect_uri` is where it would come back), how to enable it.
+pub(super) fn issuer_sign_in_page(
+    issuer: &str,
+    redirect_uri: &str,
+    enabled: bool,
+    problem: Option<&str>,
+) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head("Sign in"))
+            body {
+                main.narrow {
+                    h1 { "Sign in" }
+                    @if let Some(problem) = problem {
+                        p.problem role="alert" { (problem) }
+                    }
+                    @if enabled {
+                        p { "Sign in through " code { (issuer) } "." }
+                        form method="get" action="/login/start" {
+                            button type="submit" { "Sign in" }
+                        }
+                    } @else {
+                        p { "This server takes OAuth access tokens of " code { (issuer) } "." }
+                        p {
+                            "Signing in to the dashboard through it needs the server's own client \
+                             at the issuer: register a confidential client whose redirect URI is "
+                            code { (redirect_uri) }
+                            ", and start the server with "
+                            code { "--oauth-client-id" } " and "
+                            code { "--oauth-client-secret-file" } "."
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The page a browser lands on once signed in through the issuer: it goes on to the
+/// runs at once. A page, not a redirect: the login cookie (`SameSite=Strict`) is not
+/// sent on a redirect that a navigation from the issuer's site started, and is on a
+/// navigation this page starts.
+pub(super) fn signed_in_page() -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content="0;url=/";
+                title { "Signed in" }
+            }
+            body {
+                main.narrow {
+                    p { "Signed in. " a href="/" { "Go on to the runs" } "." }
+                }
+            }
+        }
+    }
+}
+
 /// The page of a path that names nothing.
 pub(super) fn not_found() -> Markup {
     frame(

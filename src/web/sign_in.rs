@@ -1,10 +1,11 @@
 //! Who a browser is. A person signs in once with a token of the server (the tokens file's,
 //! or the one made at start), on the sign-in page or by the one-time link the server
-//! prints; the browser then holds a login cookie (`HttpOnly`, `SameSite=Strict`) that
-//! names the principal of that token, and is asked for nothing else.
+//! prints, or with OAuth through the issuer (`oauth.rs`); the browser then holds a login
+//! cookie (`HttpOnly`, `SameSite=Strict`) that names the principal, and is asked for
+//! nothing else.
 //!
-//! Invariant: a login lasts while its token does: a token taken out of the tokens file
-//! (SIGHUP) ends the logins made with it at their next request.
+//! Invariant: a login made with a token lasts while its token does: a token taken out of
+//! the tokens file (SIGHUP) ends the logins made with it at their next request.
 //!
 //! Invariant: neither a token nor a login's cookie is kept or compared as text: both are
 //! kept as SHA-256 digests, as the tokens file's tokens are (`transport/http/tokens.rs`).
@@ -52,7 +53,8 @@ struct Login {
 
 /// The sign-ins of one server.
 pub(super) struct SignIn {
-    keys: Arc<Keys>,
+    /// The server's tokens; `None` with OAuth, whose logins are made through the issuer.
+    keys: Option<Arc<Keys>>,
     viewer: Viewer,
     /// The most logins one principal keeps.
     per_principal: usize,
@@ -63,7 +65,7 @@ pub(super) struct SignIn {
 }
 
 impl SignIn {
-    pub(super) fn new(keys: Arc<Keys>, viewer: Viewer, per_principal: usize) -> SignIn {
+    pub(super) fn new(keys: Option<Arc<Keys>>, viewer: Viewer, per_principal: usize) -> SignIn {
         SignIn {
             keys,
             viewer,
@@ -76,14 +78,14 @@ impl SignIn {
     /// A new login for the holder of `token`, as the cookie's value; `None` if the token
     /// is not one of the server's.
     pub(super) fn sign_in(&self, token: &[u8]) -> Option<String> {
-        let (principal, token) = self.keys.principal(token)?;
+        let (principal, token) = self.keys.as_ref()?.principal(token)?;
         Some(self.open_login(principal, token))
     }
 
     /// A one-time code for the holder of `token` (which must be in force): opening the
     /// link that carries it signs a browser in, once, within a quarter of an hour.
     pub(crate) fn one_time_code(&self, token: &[u8]) -> Option<String> {
-        let (principal, token) = self.keys.principal(token)?;
+        let (principal, token) = self.keys.as_ref()?.principal(token)?;
         let code = crate::auth::random_hex();
         let expires = Instant::now() + LINK_LIFETIME;
         let mut links = self.links.lock();
@@ -95,11 +97,19 @@ impl SignIn {
     /// Signs in with a one-time code, which is spent.
     pub(super) fn redeem(&self, code: &str) -> Option<String> {
         let (principal, token, expires) = self.links.lock().remove(&digest(code.as_bytes()))?;
-        (expires > Instant::now() && self.keys.holds(&token))
+        (expires > Instant::now() && self.in_force(&token))
             .then(|| self.open_login(principal, token))
     }
 
-    fn open_login(&self, principal: Principal, token: TokenDigest) -> String {
+    /// Whether the token a login was made with is still one of the server's; with OAuth,
+    /// whose logins name no token, always.
+    fn in_force(&self, token: &TokenDigest) -> bool {
+        self.keys.as_ref().is_none_or(|keys| keys.holds(token))
+    }
+
+    /// A new login of `principal`, made with the token of digest `token`, as the cookie's
+    /// value.
+    pub(super) fn open_login(&self, principal: Principal, token: TokenDigest) -> String {
         let cookie = crate::auth::random_hex();
         let mut logins = self.logins.lock();
         let now = Instant::now();
@@ -131,7 +141,7 @@ impl SignIn {
         let mut logins = self.logins.lock();
         let login = logins.get_mut(&key)?;
         let now = Instant::now();
-        if now.duration_since(login.last_seen) >= IDLE || !self.keys.holds(&login.token) {
+        if now.duration_since(login.last_seen) >= IDLE || !self.in_force(&login.token) {
             logins.remove(&key);
             return None;
         }

@@ -18,6 +18,10 @@ use super::fetch::{FetchError, Fetcher};
 #[derive(Debug, Clone)]
 pub(crate) struct Metadata {
     pub(crate) jwks_uri: String,
+    pub(crate) authorization_endpoint: Option<String>,
+    pub(crate) token_endpoint: Option<String>,
+    /// Whether it says it returns `iss` with its authorization responses (RFC 9207).
+    pub(crate) returns_iss: bool,
 }
 
 /// Why the issuer's metadata cannot be had.
@@ -127,7 +131,12 @@ impl Issuer {
             }
         };
         let jwks_uri = endpoint("jwks_uri")?.ok_or_else(|| invalid("no `jwks_uri`".to_owned()))?;
-        Ok(Metadata { jwks_uri })
+        Ok(Metadata {
+            jwks_uri,
+            authorization_endpoint: endpoint("authorization_endpoint")?,
+            token_endpoint: endpoint("token_endpoint")?,
+            returns_iss: document["authorization_response_iss_parameter_supported"] == true,
+        })
     }
 }
 

@@ -3,7 +3,8 @@
 //! metadata, `issuer.rs`; cached and refreshed with a rate limit, `jwks.rs`; checked in
 //! `jwt.rs`); an opaque token, when the operator configured it, at the issuer's
 //! introspection endpoint (`introspect.rs`). The HTTP client all of them share is
-//! `fetch.rs`; the operator's options are `config.rs`.
+//! `fetch.rs`; the operator's options are `config.rs`; the dashboard's sign-in through
+//! the issuer (the authorization code grant with PKCE) is `sign_in.rs`.
 //!
 //! Invariant: a token is never logged, never echoed, never sent anywhere but to the
 //! introspection endpoint the operator named (no passthrough): what is refused is told
@@ -19,6 +20,7 @@ mod introspect;
 mod issuer;
 mod jwks;
 mod jwt;
+mod sign_in;
 
 use std::sync::Arc;
 
@@ -30,6 +32,7 @@ pub use config::{
 };
 pub(crate) use fetch::Fetcher;
 pub(crate) use issuer::{DiscoveryError, Metadata};
+pub use sign_in::{BrowserSignIn, Callback};
 
 use super::Principal;
 
@@ -101,6 +104,7 @@ pub struct Validator {
     algorithms: Vec<jsonwebtoken::Algorithm>,
     keys: jwks::KeySet,
     introspection: Option<introspect::Introspection>,
+    fetcher: Fetcher,
 }
 
 impl Validator {
@@ -125,8 +129,13 @@ impl Validator {
             audience,
             principal_claim: options.principal_claim.clone(),
             algorithms: options.algorithms.clone(),
-            keys: jwks::KeySet::new(fetcher, options.jwks_min_refresh, options.jwks_max_age),
+            keys: jwks::KeySet::new(
+                fetcher.clone(),
+                options.jwks_min_refresh,
+                options.jwks_max_age,
+            ),
             introspection,
+            fetcher,
         })
     }
 
@@ -143,6 +152,11 @@ impl Validator {
     /// The issuer's metadata, discovered at the first need.
     pub(crate) async fn metadata(&self) -> Result<Arc<Metadata>, DiscoveryError> {
         self.issuer.metadata().await
+    }
+
+    /// The client the server talks to its issuer with.
+    pub(crate) fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
     }
 
     /// What `token` grants, or why it grants nothing.

@@ -246,7 +246,7 @@ pub async fn serve_pages(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
-        !matches!(options.auth, Auth::Off | Auth::OAuth(_)),
+        !matches!(options.auth, Auth::Off),
         "the dashboard needs sign-in: serve it with a tokens file, or with the token made at start"
     );
     listen(None, app, options, shutdown).await
@@ -346,13 +346,19 @@ async fn listen(
         per_principal(options.max_streams_per_principal),
     );
     let throttle = Arc::new(Throttle::new(options.free_sign_in_failures));
-    let web = keys.as_ref().map(|keys| {
+    let issuer = match (&options.auth, &resource) {
+        (Auth::OAuth(oauth), Some(resource)) => Some(resource.sign_in(oauth)),
+        _ => None,
+    };
+    let signs_in = keys.is_some() || issuer.is_some();
+    let web = signs_in.then(|| {
         let viewer = match (&options.auth, pages_only) {
             (Auth::Generated, true) => Viewer::Local,
             _ => Viewer::Principal,
         };
         let setup = web::Setup {
             keys: keys.clone(),
+            issuer,
             viewer,
             max_logins_per_principal: options.max_logins_per_principal,
             streams: streams.clone(),
@@ -361,7 +367,14 @@ async fn listen(
         web::mount(app.clone(), setup)
     });
     if let Some(web) = &web {
-        announce_dashboard(local, &*web.one_time_code, generated.as_deref(), pages_only);
+        let oauth = matches!(options.auth, Auth::OAuth(_));
+        announce_dashboard(
+            local,
+            &*web.one_time_code,
+            generated.as_deref(),
+            pages_only,
+            oauth,
+        );
     }
     let pages = web.map(|web| web.handler);
     let gate = Arc::new(Gate {
@@ -429,14 +442,19 @@ async fn discover(resource: Arc<oauth::Resource>) {
 }
 
 /// Tells where the dashboard is: with the token made at start, a one-time link that signs
-/// a browser in. `ui` says it on stdout, its output; `serve` on stderr, beside the token.
+/// a browser in; with OAuth, that a person signs in through the issuer. `ui` says it on stdout, its output; `serve` on stderr, beside the token.
 fn announce_dashboard(
     local: SocketAddr,
     one_time_code: &dyn Fn(&str) -> Option<String>,
     token: Option<&str>,
     pages_only: bool,
+    oauth: bool,
 ) {
     let base = format!("http://{local}");
+    let how = match oauth {
+        true => "sign in through the OAuth issuer",
+        false => "sign in with a token of the tokens file",
+    };
     let text = match token.and_then(|t| Some((t, one_time_code(t)?))) {
         Some((token, code)) => format!(
             "The dashboard: open {base}/login?code={code}\n\
@@ -444,7 +462,7 @@ fn announce_dashboard(
              {base}/login the token {})\n",
             if pages_only { token } else { "above" }
         ),
-        None => format!("The dashboard: {base}/ (sign in with a token of the tokens file)\n"),
+        None => format!("The dashboard: {base}/ ({how})\n"),
     };
     if pages_only {
         let _ = std::io::stdout().lock().write_all(text.as_bytes());

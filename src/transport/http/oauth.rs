@@ -8,12 +8,14 @@
 //! anyone, and only with OAuth on; without it, every `/.well-known/` address is 404, so a
 //! client that finds no OAuth discovery uses the static token it was given.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use serde_json::json;
 
 use super::{Body, plain, reply_of};
-use crate::auth::oauth::{Needs, OAuthOptions, Scopes, Validator};
+use crate::auth::oauth::{BrowserSignIn, Needs, OAuthOptions, Scopes, Validator};
 use crate::server::operations::Operations;
 
 /// The root of the protected-resource metadata's addresses.
@@ -21,7 +23,7 @@ const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// One resource server.
 pub(super) struct Resource {
-    pub(super) validator: Validator,
+    pub(super) validator: Arc<Validator>,
     scopes: Scopes,
     /// The metadata document, made once.
     metadata: Bytes,
@@ -56,13 +58,36 @@ impl Resource {
             "resource_name": "mcp-task-server",
         });
         Ok(Resource {
-            validator: Validator::new(options, audience.clone())?,
+            validator: Arc::new(Validator::new(options, audience.clone())?),
             scopes: options.scopes.clone(),
             metadata: Bytes::from(metadata.to_string()),
             metadata_paths,
             metadata_url: format!("{origin}{path_aware}"),
             operations,
         })
+    }
+
+    /// The dashboard's sign-in through the issuer: back at `<public URL>/login/callback`
+    /// (the public URL given, or the audience's origin), possible with the server's own
+    /// client at the issuer.
+    pub(super) fn sign_in(&self, options: &OAuthOptions) -> crate::web::IssuerSignIn {
+        let audience = url::Url::parse(self.validator.audience()).ok();
+        let origin = audience.map(|url| url.origin().ascii_serialization());
+        let base = options.public_url.clone().or(origin).unwrap_or_default();
+        let redirect_uri = format!("{}/login/callback", base.trim_end_matches('/'));
+        let sign_in = options.client.clone().map(|client| {
+            Arc::new(BrowserSignIn::new(
+                self.validator.clone(),
+                client,
+                self.scopes.clone(),
+                redirect_uri.clone(),
+            ))
+        });
+        crate::web::IssuerSignIn {
+            issuer: options.issuer.clone(),
+            redirect_uri,
+            sign_in,
+        }
     }
 
     /// The metadata, if `path` is one of its addresses; browsers may read it from any

@@ -3,8 +3,10 @@
 //! missing, bad and too narrow tokens, hostile tokens each refused, the JWKS fetched no
 //! more often than its rate limit however many unknown key ids come, keys rotated in
 //! and dropped while a client is connected, opaque tokens through introspection, the
-//! principals of two users apart, and no token in the log.
+//! principals of two users apart, and no token in the log; the dashboard's sign-in
+//! through the issuer in `oauth/dashboard.rs`.
 
+mod dashboard;
 mod issuer;
 
 use std::process::Stdio;

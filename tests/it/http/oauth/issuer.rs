@@ -1,6 +1,7 @@
 //! An authorization server of the test's own, on a loopback port: its RFC 8414 metadata,
-//! a JWKS of the keys it publishes now (counting each fetch), and an RFC 7662
-//! introspection endpoint for the opaque tokens the test registers. Access tokens are signed in the test with
+//! a JWKS of the keys it publishes now (counting each fetch), an RFC 7662 introspection
+//! endpoint for the opaque tokens the test registers, and a token endpoint that
+//! exchanges the codes the test registers. Access tokens are signed in the test with
 //! the keys of this folder (RSA and EC, made with openssl for these tests alone).
 
 use std::collections::HashMap;
@@ -44,6 +45,14 @@ fn key(kid: &str, pem: &[u8], algorithm: Algorithm) -> Key {
     }
 }
 
+/// A code the token endpoint exchanges once.
+pub(crate) struct Code {
+    pub(crate) verifier_challenge: String,
+    pub(crate) redirect_uri: String,
+    pub(crate) resource: String,
+    pub(crate) access_token: String,
+}
+
 #[derive(Default)]
 struct State {
     /// The key ids the JWKS lists now.
@@ -51,6 +60,9 @@ struct State {
     jwks_fetches: usize,
     /// Introspection's answers, by token.
     opaque: HashMap<String, Value>,
+    codes: HashMap<String, Code>,
+    /// The forms the token endpoint was sent, for the test to look at.
+    token_requests: Vec<HashMap<String, String>>,
 }
 
 /// The issuer, serving until dropped.
@@ -137,6 +149,20 @@ impl Issuer {
             .opaque
             .insert(token.to_owned(), answer);
     }
+
+    /// The token endpoint exchanges `code` once.
+    pub(crate) fn register_code(&self, code: &str, registered: Code) {
+        self.state
+            .lock()
+            .unwrap()
+            .codes
+            .insert(code.to_owned(), registered);
+    }
+
+    /// The forms the token endpoint was sent.
+    pub(crate) fn token_requests(&self) -> Vec<HashMap<String, String>> {
+        self.state.lock().unwrap().token_requests.clone()
+    }
 }
 
 pub(crate) fn now() -> u64 {
@@ -144,6 +170,12 @@ pub(crate) fn now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
+}
+
+/// The S256 challenge of a PKCE verifier.
+pub(crate) fn s256(verifier: &str) -> String {
+    use sha2::Digest as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
 }
 
 /// What the serving thread holds.
@@ -231,8 +263,45 @@ impl Serving {
                         .unwrap_or(json!({"active": false})),
                 )
             }
+            "/token" => self.token(authorization.as_deref(), form),
             _ => status(StatusCode::NOT_FOUND),
         }
+    }
+
+    /// The authorization-code grant: the client authenticated, the code known and
+    /// spent, its PKCE verifier, redirect URI and resource those of the authorization.
+    fn token(
+        &self,
+        authorization: Option<&str>,
+        form: HashMap<String, String>,
+    ) -> Response<Full<Bytes>> {
+        let mut state = self.state.lock().unwrap();
+        state.token_requests.push(form.clone());
+        let invalid = |error: &str| {
+            let mut reply = json_reply(json!({"error": error}));
+            *reply.status_mut() = StatusCode::BAD_REQUEST;
+            reply
+        };
+        if authorization != Some(&basic(CLIENT_ID, CLIENT_SECRET)) {
+            return invalid("invalid_client");
+        }
+        if form.get("grant_type").map(String::as_str) != Some("authorization_code") {
+            return invalid("unsupported_grant_type");
+        }
+        let Some(code) = form.get("code").and_then(|code| state.codes.remove(code)) else {
+            return invalid("invalid_grant");
+        };
+        let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+        if s256(&verifier) != code.verifier_challenge
+            || form.get("redirect_uri") != Some(&code.redirect_uri)
+            || form.get("resource") != Some(&code.resource)
+        {
+            return invalid("invalid_grant");
+        }
+        json_reply(
+            json!({"access_token": code.access_token, "token_type": "Bearer",
+                          "expires_in": 600}),
+        )
     }
 }
 
