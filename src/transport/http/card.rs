@@ -1,8 +1,9 @@
 //! The server card (SEP-2127): what a client reads before it connects, at the location
 //! MCP reserves for it, `GET <streamable-http-url>/server-card`: the server's name,
-//! version and description, and its one remote, with the bearer token it needs and the
-//! protocol versions it speaks. Served without a token: it names no tool, run or
-//! principal, only what any client is told on connecting.
+//! version and description, and its one remote, with the bearer token it needs (with
+//! OAuth, no header: a client discovers the issuer from the `401` and the protected-
+//! resource metadata) and the protocol versions it speaks. Served without a token: it
+//! names no tool, run or principal, only what any client is told on connecting.
 
 use http::{Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
