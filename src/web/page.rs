@@ -125,9 +125,9 @@ pub(super) fn issuer_sign_in_page(
                     }
                     @if enabled {
                         p { "Sign in through " code { (issuer) } "." }
-                        form method="get" action="/login/start" {
-                            button type="submit" { "Sign in" }
-                        }
+                        // A link, not a form: `/login/start` redirects to the issuer, and
+                        // browsers hold a form's redirects to the CSP's `form-action 'self'`.
+                        a.button href="/login/start" { "Sign in" }
                     } @else {
                         p { "This server takes OAuth access tokens of " code { (issuer) } "." }
                         p {
