@@ -300,13 +300,14 @@ async function admin(action) {
 
 async function rotation() {
   if (!options.admin) throw new Error("rotation needs --admin");
-  emit("before", { result: await call("add_task", { title: "before the rotation" }) });
+  const step = (event, fields) => emit(event, { ...fields, requests: requests.splice(0) });
+  step("before", { result: await call("add_task", { title: "before the rotation" }) });
   const old = provider.tokens().access_token;
   await admin("rotate");
   // The refresh an SDK does when its token nears its end, done now.
   const refreshed = await auth(provider, { serverUrl, fetchFn: loggedFetch });
-  emit("refreshed", { result: refreshed, kid: decode(provider.tokens().access_token).header.kid });
-  emit("afterRotate", { result: await call("add_task", { title: "signed with the new key" }) });
+  step("refreshed", { result: refreshed, kid: decode(provider.tokens().access_token).header.kid });
+  step("afterRotate", { result: await call("add_task", { title: "signed with the new key" }) });
   emit("oldWhilePublished", await initializeWith(old));
   const dropped = await admin("drop");
   // The server learns of the drop when it next fetches the JWKS: poll, bounded.
@@ -319,7 +320,7 @@ async function rotation() {
     else await new Promise((done) => setTimeout(done, 100));
   }
   emit("oldAfterDrop", { tries: tries.length, refused, statuses: [...new Set(tries)] });
-  emit("newAfterDrop", {
+  step("newAfterDrop", {
     result: await call("add_task", { title: `after ${dropped.current} alone` }),
     session: await initializeWith(provider.tokens().access_token),
   });

@@ -20,6 +20,7 @@ mod clients;
 mod conformance;
 mod http;
 mod inspector;
+mod oauth;
 mod rmcp;
 mod workflows;
 
