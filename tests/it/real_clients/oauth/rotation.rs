@@ -9,12 +9,13 @@ use super::assert_no_token_logged;
 use super::deployment::{ALICE, Deployment};
 
 /// How long the server keeps the issuer's keys before fetching them again, so that a
-/// dropped key stops opening it soon after; and the least time between two fetches.
+/// dropped key stops opening it soon after; and the least time between two fetches, short
+/// so that the first token of the new key fetches them at once, whenever it comes.
 const SERVER_ARGS: [&str; 4] = [
     "--oauth-jwks-max-age",
     "1s",
     "--oauth-jwks-min-refresh",
-    "500ms",
+    "1ms",
 ];
 
 #[tokio::test]
@@ -49,7 +50,11 @@ async fn a_key_rotated_in_at_the_issuer_is_taken_at_once_and_a_dropped_key_no_lo
 
     // The new token opens the same session at once: no 401, no new sign-in.
     let after = assert_ok(&ran, "afterRotate");
-    assert_eq!(paths(&after["requests"]), [("POST", "/mcp", 200)], "{after}");
+    assert_eq!(
+        paths(&after["requests"]),
+        [("POST", "/mcp", 200)],
+        "{after}"
+    );
 
     let published = ran.event("oldWhilePublished");
     assert_eq!(published["status"], 200, "{published}");
@@ -58,14 +63,21 @@ async fn a_key_rotated_in_at_the_issuer_is_taken_at_once_and_a_dropped_key_no_lo
     assert_eq!(dropped["published"], json!([new]));
     let refused = ran.event("oldAfterDrop");
     let challenge = &refused["refused"];
-    assert_eq!(challenge["status"], 401, "the old key stayed trusted: {refused}");
+    assert_eq!(
+        challenge["status"], 401,
+        "the old key stayed trusted: {refused}"
+    );
     let header = challenge["wwwAuthenticate"].as_str().unwrap();
     assert!(header.contains("error=\"invalid_token\""), "{header}");
     assert!(header.contains("resource_metadata=\""), "{header}");
 
     let still = assert_ok(&ran, "newAfterDrop");
     assert_eq!(still["session"]["status"], 200, "{still}");
-    assert_eq!(paths(&still["requests"]), [("POST", "/mcp", 200)], "{still}");
+    assert_eq!(
+        paths(&still["requests"]),
+        [("POST", "/mcp", 200)],
+        "{still}"
+    );
     assert_no_token_logged(&deployment);
 }
 
