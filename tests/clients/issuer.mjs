@@ -3,6 +3,8 @@
 // loopback, with what an MCP deployment's issuer has:
 //   - people who sign in with a password (`--user NAME:PASSWORD`, repeated) on a login page,
 //     then consent on a second page; the subject (`sub`) of a person's tokens is the name;
+//     `--consent NAME=SCOPE,SCOPE` makes that person allow those of the resource's scopes
+//     only, whatever the client asks for (as a person who unticks the others would);
 //   - RFC 8707 resource indicators: for each `--resource URI`, access tokens are JWTs
 //     (RFC 9068, `typ: at+jwt`) whose `aud` is that URI and whose `scope` holds the granted
 //     scopes among `--scopes`; a resource not listed is refused (`invalid_target`);
@@ -18,7 +20,8 @@
 //     removes every key but the current one from the JWKS. Both answer the key ids.
 //
 //   node issuer.mjs [--port N] --resource URI --scopes "a b" --user alice:pw [--user ...]
-//                   [--client ID:SECRET_FILE:REDIRECT_URI] [--access-token-ttl SECONDS]
+//                   [--consent NAME=SCOPE,...] [--client ID:SECRET_FILE:REDIRECT_URI]
+//                   [--access-token-ttl SECONDS]
 //
 // Prints one JSON line on stdout when it listens:
 //   {"issuer": "http://127.0.0.1:PORT", "port": PORT, "admin": "<url>", "kid": "<kid>"}
@@ -45,6 +48,7 @@ const { values: options } = parseArgs({
     scopes: { type: "string", default: "" },
     user: { type: "string", multiple: true, default: [] },
     client: { type: "string", multiple: true, default: [] },
+    consent: { type: "string", multiple: true, default: [] },
     "access-token-ttl": { type: "string", default: "600" },
   },
 });
@@ -57,6 +61,12 @@ const users = new Map(
     const colon = entry.indexOf(":");
     if (colon < 1) throw new Error(`--user NAME:PASSWORD, not ${entry}`);
     return [entry.slice(0, colon), entry.slice(colon + 1)];
+  }),
+);
+const consents = new Map(
+  options.consent.map((entry) => {
+    const [name, scopes] = entry.split("=");
+    return [name, new Set(scopes.split(",").filter(Boolean))];
   }),
 );
 const clients = options.client.map((entry) => {
@@ -205,10 +215,19 @@ async function interactions(ctx, next) {
       ? await provider.Grant.find(details.grantId)
       : new provider.Grant({ accountId: details.session.accountId, clientId: params.client_id });
     const missing = prompt.details;
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    // A person who allows only some of the resource's scopes refuses the rest, so that the
+    // provider does not ask again.
+    const allowed = consents.get(details.session.accountId);
+    const allows = (scope) => !allowed || !resourceScopes.includes(scope) || allowed.has(scope);
+    const split = (scopes) => [scopes.filter(allows).join(" "), scopes.filter((s) => !allows(s)).join(" ")];
+    const [oidcGranted, oidcRefused] = split(missing.missingOIDCScope ?? []);
+    if (oidcGranted) grant.addOIDCScope(oidcGranted);
+    if (oidcRefused) grant.rejectOIDCScope(oidcRefused);
     if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
     for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
-      grant.addResourceScope(indicator, scopes.join(" "));
+      const [granted, refused] = split(scopes);
+      if (granted) grant.addResourceScope(indicator, granted);
+      if (refused) grant.rejectResourceScope(indicator, refused);
     }
     const grantId = await grant.save();
     const consent = details.grantId ? {} : { grantId };

@@ -16,6 +16,8 @@
 //              `list_runs`, `tasks/list`; and asks for another person's task (`--foreign`)
 //              by `tasks/get` and `get_run`
 //   lists      the same lists only, and the foreign task
+//   read-only  for a person who allowed reading only: lists the tools and the todos, then
+//              tries to add a todo (the SDK steps up on the `403`, as it does)
 //   rotation   with `--admin`: a call, then the issuer rotates its signing key; the client
 //              refreshes its token (signed with the new key) and calls again in the same
 //              session; the old token, sent by hand, still passes while its key is
@@ -272,6 +274,19 @@ async function work() {
   await lists();
 }
 
+async function readOnly() {
+  const tools = await client.listTools();
+  emit("tools", { names: tools.tools.map((t) => t.name) });
+  emit("listTasks", { result: await call("list_tasks", {}) });
+  requests.splice(0);
+  try {
+    const added = await call("add_task", { title: `${options.user} may not add this` });
+    emit("addRefused", { ok: true, result: added, requests: requests.splice(0) });
+  } catch (error) {
+    emit("addRefused", { ok: false, ...errorFields(error), requests: requests.splice(0) });
+  }
+}
+
 /** A request of its own with `token`: a new session's `initialize`. */
 async function initializeWith(token) {
   const reply = await fetch(serverUrl, {
@@ -326,7 +341,7 @@ async function rotation() {
   });
 }
 
-const scenarios = { work, lists, rotation };
+const scenarios = { work, lists, rotation, "read-only": readOnly };
 const run = scenarios[scenario];
 if (!run) {
   console.error(`unknown scenario ${scenario}; known: ${Object.keys(scenarios).join(", ")}`);

@@ -1,16 +1,19 @@
 //! OAuth with a real authorization server: oidc-provider (`tests/clients/issuer.mjs`),
 //! started by each test beside the server binary (`serve --http --oauth-issuer`), and the
-//! TypeScript SDK's OAuth client (`tests/clients/ts_oauth.mjs`) signing in as one of two
+//! TypeScript SDK's OAuth client (`tests/clients/ts_oauth.mjs`) signing in as one of three
 //! people. What a person depends on: that an OAuth-only client finds its way from the
 //! first `401` to a token for this server alone (RFC 9728 discovery, dynamic registration,
 //! PKCE, the `resource` parameter, the `iss` of the redirect), then uses the tools and runs
 //! a workflow as a task; that each person sees their own runs and tasks and not the
-//! other's; that a key the issuer rotates in is taken at once and a key it drops stops
-//! opening the server, while a client stays connected; and that no token reaches a log.
+//! other's; that a person who allows a client to read only is refused anything more, with
+//! the scope it would need; that a key the issuer rotates in is taken at once and a key it
+//! drops stops opening the server, while a client stays connected; that the dashboard
+//! signs a person in through the same issuer; and that no token reaches a log.
 //!
 //! Where Node.js, oidc-provider or the TypeScript SDK is missing each test says it skipped;
 //! under `TASKS_REAL_CLIENTS=required` it fails instead.
 
+mod consent;
 mod dashboard;
 mod deployment;
 mod people;

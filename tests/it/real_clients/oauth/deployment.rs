@@ -31,6 +31,11 @@ pub(crate) const BOB: Person = Person {
     name: "bob",
     password: "bob-battery-staple-7c1e",
 };
+/// Allows a client to read only, whatever it asks for.
+pub(crate) const CAROL: Person = Person {
+    name: "carol",
+    password: "carol-tr0ub4dor-5b2d",
+};
 
 /// The scopes the server asks for by default, one per kind of operation; the issuer
 /// grants them on its resource.
@@ -216,10 +221,12 @@ impl Issuer {
 }
 
 fn people_args() -> Vec<String> {
-    [ALICE, BOB]
+    let mut args: Vec<String> = [ALICE, BOB, CAROL]
         .iter()
         .flat_map(|p| ["--user".to_owned(), format!("{}:{}", p.name, p.password)])
-        .collect()
+        .collect();
+    args.extend(["--consent".to_owned(), format!("{}=tasks:read", CAROL.name)]);
+    args
 }
 
 impl Server {
