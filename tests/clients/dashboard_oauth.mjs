@@ -43,6 +43,7 @@ async function toTheIssuer() {
   await page.goto(base + "/");
   if (!page.url().startsWith(issuer)) {
     assert.equal(new URL(page.url()).pathname, "/login");
+    await page.screenshot({ path: join(shots, "sign-in.png"), fullPage: true });
     await page.getByRole("button", { name: /sign in/i })
       .or(page.getByRole("link", { name: /sign in/i }))
       .first()
