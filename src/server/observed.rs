@@ -177,6 +177,11 @@ fn never<T>(_: &T) -> bool {
     false
 }
 
+/// Whether a tool's answer is a result with `isError`.
+fn tool_error(response: &CallToolResponse) -> bool {
+    matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
+}
+
 impl Begun {
     fn end(self, answer: &Answer<'_>) {
         let code = match answer {
@@ -584,11 +589,10 @@ impl ServerHandler for Observed {
             ..What::method("tools/call")
         };
         let begun = self.begin(&context, &what);
-        let is_error = |response: &CallToolResponse| matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true));
         observe(
             begun,
             ServerHandler::call_tool(&self.0, request, context),
-            is_error,
+            tool_error,
         )
     }
 
