@@ -601,3 +601,41 @@ fn oauth_beyond_loopback_needs_an_audience_and_one_mode_only() {
     );
     refused(&["--oauth-issuer", &issuer.url], "--http");
 }
+
+#[test]
+fn the_metrics_need_a_token_that_grants_reading() {
+    let issuer = Issuer::start();
+    let (server, audience) = start(&issuer, &[]);
+    let scrape = |token: Option<&str>| {
+        let authorization =
+            token.map_or(String::new(), |t| format!("\r\nAuthorization: Bearer {t}"));
+        server.send(
+            &format!(
+                "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{}{authorization}",
+                server.addr.port()
+            ),
+            "",
+        )
+    };
+    let missing = scrape(None);
+    assert_eq!(missing.status, 401, "{}", missing.body);
+    assert!(challenge(&missing).contains("resource_metadata="));
+    let writer = issuer.sign("rsa-1", &issuer.claims("bob", &audience, "tasks:todos"));
+    let narrow = scrape(Some(&writer));
+    assert_eq!(narrow.status, 403, "{}", narrow.body);
+    assert!(challenge(&narrow).contains(r#"scope="tasks:read""#));
+    let reader = issuer.sign("rsa-1", &issuer.claims("alice", &audience, "tasks:read"));
+    // A call first, so that the operations' histogram has something to show.
+    let session = open_session(&server, &reader);
+    let listed = server.post(&session, &call(2, "list_tasks", json!({})));
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let scraped = scrape(Some(&reader));
+    assert_eq!(scraped.status, 200, "{}", scraped.body);
+    assert!(
+        scraped
+            .body
+            .contains("mcp_server_operation_duration_seconds"),
+        "{}",
+        scraped.body
+    );
+}
