@@ -56,37 +56,37 @@ pub(super) fn install(meter: &Meter) {
             .with_boundaries(DURATION_BUCKETS.to_vec())
             .build(),
         runs_started: meter
-            .u64_counter("tasks.runs.started")
+            .u64_counter("mcp_task_server.runs.started")
             .with_unit("{run}")
             .with_description("Workflow runs started (a run taken over is not started again).")
             .build(),
         runs_finished: meter
-            .u64_counter("tasks.runs.finished")
+            .u64_counter("mcp_task_server.runs.finished")
             .with_unit("{run}")
             .with_description("Workflow runs finished, by their final status.")
             .build(),
         attempts: meter
-            .u64_counter("tasks.node.attempts")
+            .u64_counter("mcp_task_server.node.attempts")
             .with_unit("{attempt}")
             .with_description("Attempts of workflow nodes: each unit's first, and each retry.")
             .build(),
         retries: meter
-            .u64_counter("tasks.node.retries")
+            .u64_counter("mcp_task_server.node.retries")
             .with_unit("{attempt}")
             .with_description("Failed node attempts that are tried again.")
             .build(),
         questions: meter
-            .i64_up_down_counter("tasks.questions.waiting")
+            .i64_up_down_counter("mcp_task_server.questions.waiting")
             .with_unit("{question}")
             .with_description("Questions of runs driven by this process waiting for an answer.")
             .build(),
         takeovers: meter
-            .u64_counter("tasks.lease.takeovers")
+            .u64_counter("mcp_task_server.lease.takeovers")
             .with_unit("{run}")
             .with_description("Unfinished runs this process took over from a process that stopped.")
             .build(),
         group: meter
-            .u64_histogram("tasks.store.commit_group.size")
+            .u64_histogram("mcp_task_server.store.commit_group.size")
             .with_unit("{call}")
             .with_description("Tool calls committed together in one SQLite transaction.")
             .with_boundaries(GROUP_BUCKETS.to_vec())
@@ -173,7 +173,7 @@ pub(crate) fn session(elapsed: Duration, transport: &'static str) {
 /// A run of `workflow` (an installed workflow's name, or `inline`) started.
 pub(crate) fn run_started(workflow: &str) {
     if let Some(instruments) = instruments() {
-        let attributes = [KeyValue::new("tasks.workflow", name(workflow))];
+        let attributes = [KeyValue::new("mcp_task_server.workflow.name", name(workflow))];
         instruments.runs_started.add(1, &attributes);
     }
 }
@@ -182,8 +182,8 @@ pub(crate) fn run_started(workflow: &str) {
 pub(crate) fn run_finished(workflow: &str, status: &'static str) {
     if let Some(instruments) = instruments() {
         let attributes = [
-            KeyValue::new("tasks.workflow", name(workflow)),
-            KeyValue::new("tasks.run.status", status),
+            KeyValue::new("mcp_task_server.workflow.name", name(workflow)),
+            KeyValue::new("mcp_task_server.run.status", status),
         ];
         instruments.runs_finished.add(1, &attributes);
     }
@@ -193,7 +193,7 @@ pub(crate) fn run_finished(workflow: &str, status: &'static str) {
 /// unit's first, or a retry, which `tasks.node.retries` also counts.
 pub(crate) fn attempt(workflow: &str, retry: bool) {
     if let Some(instruments) = instruments() {
-        let attributes = [KeyValue::new("tasks.workflow", name(workflow))];
+        let attributes = [KeyValue::new("mcp_task_server.workflow.name", name(workflow))];
         instruments.attempts.add(1, &attributes);
         if retry {
             instruments.retries.add(1, &attributes);

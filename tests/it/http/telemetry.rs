@@ -252,25 +252,25 @@ fn metrics_need_a_token_and_hold_the_histogram_and_counters_of_no_principal_in_p
         scrape
             .samples
             .iter()
-            .find(|s| s.metric == name && label(s, "tasks_workflow") == Some("inline"))
+            .find(|s| s.metric == name && label(s, "mcp_task_server_workflow_name") == Some("inline"))
             .map(|s| s.value.clone())
     };
     assert!(
-        matches!(counter("tasks_runs_started_total"), Some(prometheus_parse::Value::Counter(n)) if n >= 1.0),
+        matches!(counter("mcp_task_server_runs_started_total"), Some(prometheus_parse::Value::Counter(n)) if n >= 1.0),
         "{text}"
     );
     let finished = scrape.samples.iter().find(|s| {
-        s.metric == "tasks_runs_finished_total"
-            && label(s, "tasks_workflow") == Some("inline")
-            && label(s, "tasks_run_status") == Some("succeeded")
+        s.metric == "mcp_task_server_runs_finished_total"
+            && label(s, "mcp_task_server_workflow_name") == Some("inline")
+            && label(s, "mcp_task_server_run_status") == Some("succeeded")
     });
     assert!(finished.is_some(), "{text}");
     assert!(
-        text.contains("# TYPE tasks_node_attempts_total counter"),
+        text.contains("# TYPE mcp_task_server_node_attempts_total counter"),
         "{text}"
     );
     assert!(
-        text.contains("# TYPE tasks_store_commit_group_size histogram"),
+        text.contains("# TYPE mcp_task_server_store_commit_group_size histogram"),
         "{text}"
     );
 
