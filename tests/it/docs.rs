@@ -28,6 +28,8 @@ const FOREIGN_OPTIONS: &[(&str, &str)] = &[
     ("--check", "cargo fmt"),
     ("--cli", "the MCP Inspector"),
     ("--spec-version", "the MCP conformance suite"),
+    ("--transport", "claude mcp add"),
+    ("--config", "the OpenTelemetry Collector"),
 ];
 
 /// `TASKS_*` variables that the test suite reads, not the server: the pages tell whoever
