@@ -2,8 +2,8 @@
 //! layer above its own (nor into another module of its own layer): every `crate::…` path
 //! in every source file is read and checked against the table below.
 //!
-//! Invariant: the leaves (`auth`, `clock`, `schema`, `slots`) know no other module;
-//! the store knows only the leaves; the faces (`server`, `web`, `cli`) know the
+//! Invariant: the leaves (`auth`, `clock`, `schema`, `slots`, `telemetry`) know no other
+//! module; the store knows only the leaves; the faces (`server`, `web`, `cli`) know the
 //! application and what lies under it, never each other; only the transports know the
 //! faces. `main.rs` and `lib.rs` wire everything; `fuzzing` is test support.
 
@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("clock", 0),
     ("schema", 0),
     ("slots", 0),
+    ("telemetry", 0),
     ("store", 1),
     ("todos", 2),
     ("engine", 3),

@@ -12,7 +12,8 @@
 //!   MCP tasks;
 //! - [`todos`]: the five todo tools, each validated, run and audited on one path;
 //! - [`store`]: persistence (todos, audit log, runs, nodes, tasks), knowing nothing of MCP;
-//! - [`clock`]: timestamps as the tools report them and stored deadlines.
+//! - [`clock`]: timestamps as the tools report them and stored deadlines;
+//! - [`telemetry`]: runs as traces, for an operator's tracing backend.
 
 pub mod app;
 pub(crate) mod auth;
@@ -24,6 +25,7 @@ pub mod schema;
 pub mod server;
 pub(crate) mod slots;
 pub mod store;
+pub mod telemetry;
 pub mod todos;
 pub mod transport;
 pub(crate) mod web;
