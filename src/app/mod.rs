@@ -180,6 +180,14 @@ impl App {
         App::open(&Config::new(":memory:", std::env::temp_dir())).expect("a store in memory")
     }
 
+    /// Makes each run a trace of its own on `tracer` (telemetry on): its root span, a
+    /// span per node attempt and per question's wait (`telemetry/runs.rs`).
+    #[cfg(test)]
+    pub(crate) fn with_run_tracer(mut self, tracer: crate::telemetry::runs::RunTracer) -> App {
+        self.engine = self.engine.with_run_tracer(tracer);
+        self
+    }
+
     /// Refuses a principal a new run while it has `cap` unfinished ones.
     pub fn with_max_runs(mut self, cap: u64) -> App {
         self.engine = self.engine.with_max_runs(cap);
@@ -233,3 +241,5 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod traces_tests;

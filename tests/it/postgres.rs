@@ -130,6 +130,8 @@ fn held_run(store: &Store, id: &str) -> i64 {
         principal: None,
         session: None,
         parent: None,
+        trace_parent: None,
+        trace_link: None,
     };
     let timing = TaskTiming {
         ttl_ms: 60_000,

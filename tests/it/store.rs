@@ -53,6 +53,8 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         principal: None,
         session: None,
         parent: None,
+        trace_parent: None,
+        trace_link: None,
     }
 }
 
