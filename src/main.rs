@@ -14,6 +14,7 @@ use mcp_task_server::runs::RegistryConfig;
 use mcp_task_server::runs::housekeeping::Chores;
 use mcp_task_server::server::Server;
 use mcp_task_server::store::{self, Durability};
+use mcp_task_server::telemetry;
 use mcp_task_server::transport::{
     self,
     http::{Auth, HttpOptions, Limits},
@@ -329,6 +330,20 @@ struct Common {
     /// from its end; it outlives the run itself (--task-ttl).
     #[arg(long, env = "TASKS_HISTORY_TTL", default_value = "2160h", value_parser = duration, global = true)]
     history_ttl: Duration,
+
+    /// Export traces and metrics over OTLP (HTTP, protobuf bodies) to the collector at
+    /// this URL, e.g. http://localhost:4318 (`/v1/traces` and `/v1/metrics` are added).
+    /// Off when unset. The other standard variables apply as well:
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_METRICS_ENDPOINT (one
+    /// signal alone, the URL as given), OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
+    /// OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_SDK_DISABLED=true
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL",
+        global = true
+    )]
+    otel_endpoint: Option<String>,
 }
 
 impl Common {
@@ -514,6 +529,12 @@ impl Drive {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `/metrics` is served where MCP is served over HTTP; its metrics are recorded there
+    // even when nothing is exported.
+    let scrape = matches!(cli.command, None | Some(Command::Serve)) && cli.http.http.is_some();
+    let settings = telemetry::Settings::from_env(cli.common.otel_endpoint.as_deref(), scrape);
+    let telemetry = telemetry::init(&settings);
+    let spans = telemetry.as_ref().ok().and_then(|guard| guard.layer());
     // Whatever RUST_LOG asks for, no statement's parameters are logged: some are secrets.
     // Whatever RUST_LOG asks for, the steps of the DAG layout behind the dashboard's
     // pictures (info lines from `rust-sugiyama`, a dozen a picture) are not logged.
@@ -523,12 +544,22 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .event_format(telemetry::with_trace_ids(tracing_subscriber::fmt::format()))
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()),
         )
         .finish()
         .with(no_parameters)
+        .with(spans)
         .init();
+    // Flushed when `main` returns, after the runtime has stopped.
+    let _telemetry = match telemetry {
+        Ok(guard) => guard,
+        Err(error) => {
+            tracing::error!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let db = cli.common.db.as_str();
     if store::url_holds_password(db)
         && std::env::args_os().any(|arg| arg.to_string_lossy().contains(db))

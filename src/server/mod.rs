@@ -9,6 +9,7 @@ mod calls;
 mod handler;
 mod interaction;
 pub(crate) mod listen_tasks;
+mod observed;
 mod progress;
 mod prompts;
 mod resources;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
+pub use observed::Observed;
 
 /// The MCP server: cheap to clone, one per connection.
 #[derive(Clone)]

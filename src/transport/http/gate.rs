@@ -19,8 +19,9 @@ use super::owners::Opening;
 use super::sessions::Sessions;
 use super::{Body, plain, rewrite};
 use crate::auth::{self, ClientAddr, Keys, Principal, Throttle, TokenDigest};
-use crate::server::Server;
+use crate::server::Observed;
 use crate::slots::{Full, Slot, Slots};
+use crate::telemetry;
 use crate::web::Handler as Pages;
 
 /// What every request passes before rmcp sees it.
@@ -34,7 +35,7 @@ pub(super) struct Gate {
     /// whether it is one.
     pub(super) streams: Arc<Slots>,
     /// MCP at `/mcp`; `None` where only the dashboard is served (`ui`).
-    pub(super) mcp: Option<StreamableHttpService<Server, Sessions>>,
+    pub(super) mcp: Option<StreamableHttpService<Observed, Sessions>>,
     /// The dashboard at every other path, a service the gate does not look into; `None`
     /// without tokens (`--http-no-auth`).
     pub(super) pages: Option<Pages>,
@@ -47,12 +48,61 @@ pub(super) struct Gate {
 /// The principal of a request's token, and the token's digest.
 type Caller = (Principal, TokenDigest);
 
+/// What a request asks for, by its path: the one place that tells each path's service,
+/// and so what a caller needs for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// `GET /healthz`, without a token.
+    Health,
+    /// The server card, without a token.
+    Card,
+    /// MCP at `/mcp`, with a token.
+    Mcp,
+    /// The Prometheus text of the metrics at `/metrics`, with a token (any principal's:
+    /// nothing in it is a principal's own, `telemetry/metrics.rs`), where MCP is served.
+    Metrics,
+    /// The dashboard, with a login; any other path.
+    Pages,
+}
+
+impl Route {
+    fn of(request: &Request<Incoming>, serves_mcp: bool) -> Route {
+        match request.uri().path() {
+            "/healthz" => Route::Health,
+            "/mcp" => Route::Mcp,
+            "/metrics" if serves_mcp => Route::Metrics,
+            path if path == super::card::PATH && request.method() == Method::GET => Route::Card,
+            _ => Route::Pages,
+        }
+    }
+}
+
 impl Gate {
+    /// Serves `request`, under an HTTP span of its own when spans are exported and it is
+    /// MCP's or the metrics'.
     pub(super) async fn handle(
         self: Arc<Self>,
         mut request: Request<Incoming>,
     ) -> Result<Response<Body>, Infallible> {
-        if request.uri().path() == "/healthz" {
+        let route = Route::of(&request, self.mcp.is_some());
+        let span = match route {
+            Route::Mcp => telemetry::http::start(&mut request, "/mcp"),
+            Route::Metrics => telemetry::http::start(&mut request, "/metrics"),
+            _ => None,
+        };
+        let response = self.serve(request, route).await?;
+        Ok(match span {
+            Some(span) => span.respond(response),
+            None => response,
+        })
+    }
+
+    async fn serve(
+        &self,
+        mut request: Request<Incoming>,
+        route: Route,
+    ) -> Result<Response<Body>, Infallible> {
+        if route == Route::Health {
             return Ok(match *request.method() {
                 Method::GET | Method::HEAD => plain(StatusCode::OK, "ok\n"),
                 _ => plain(StatusCode::METHOD_NOT_ALLOWED, "GET /healthz\n"),
@@ -66,10 +116,10 @@ impl Gate {
                 "this host name is not served\n",
             ));
         };
-        if request.uri().path() == super::card::PATH && request.method() == Method::GET {
+        if route == Route::Card {
             return Ok(super::card::card(host, self.keys.is_some()));
         }
-        if request.uri().path() != "/mcp"
+        if route == Route::Pages
             && let Some(pages) = &self.pages
         {
             // Browsers sign in by a cookie of their own, not a bearer token.
@@ -79,13 +129,16 @@ impl Gate {
             Ok(caller) => caller,
             Err(refused) => return Ok(*refused),
         };
+        if route == Route::Metrics {
+            return Ok(metrics(&request));
+        }
         let Some(mcp) = &self.mcp else {
             return Ok(plain(
                 StatusCode::NOT_FOUND,
                 "this server serves the dashboard only\n",
             ));
         };
-        if request.uri().path() != "/mcp" {
+        if route != Route::Mcp {
             return Ok(plain(StatusCode::NOT_FOUND, "MCP is served at /mcp\n"));
         }
         if let Some((principal, _)) = &caller
@@ -212,6 +265,24 @@ impl Gate {
         if removed || closed {
             super::reload::end(vec![id], &self.sessions).await;
         }
+    }
+}
+
+/// The metrics as Prometheus text, to a GET.
+fn metrics(request: &Request<Incoming>) -> Response<Body> {
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n");
+    }
+    match telemetry::scrape() {
+        Some(text) => super::reply_of(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            text.into(),
+        ),
+        None => plain(
+            StatusCode::NOT_FOUND,
+            "no metrics are recorded in this process\n",
+        ),
     }
 }
 

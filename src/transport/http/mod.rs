@@ -272,7 +272,11 @@ async fn listen(
                 per_principal(options.max_result_waits_per_principal),
             ),
         );
-        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config)
+        StreamableHttpService::new(
+            move || Ok(server.for_session().observed()),
+            sessions.clone(),
+            config,
+        )
     });
     let pages_only = mcp.is_none();
     let url = format!("http://{local}/mcp");

@@ -77,6 +77,7 @@ where
     let mut transport = WireTransport::new(read, write, write_queue.max(1));
     transport.session = Session::new(server.max_subscriptions());
     let running = server
+        .observed()
         .serve_with_ct(transport, shutdown)
         .await
         .context("MCP session failed to start")?;
