@@ -150,6 +150,9 @@ impl App {
         }
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
+        if crate::telemetry::tracing_on() {
+            app = app.with_run_tracer(crate::telemetry::runs::RunTracer::global());
+        }
         Ok(app)
     }
 
@@ -182,7 +185,6 @@ impl App {
 
     /// Makes each run a trace of its own on `tracer` (telemetry on): its root span, a
     /// span per node attempt and per question's wait (`telemetry/runs.rs`).
-    #[cfg(test)]
     pub(crate) fn with_run_tracer(mut self, tracer: crate::telemetry::runs::RunTracer) -> App {
         self.engine = self.engine.with_run_tracer(tracer);
         self

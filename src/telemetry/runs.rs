@@ -77,9 +77,6 @@ pub mod attributes {
 
 use attributes as attr;
 
-/// The instrumentation scope runs' spans are made under.
-const SCOPE: &str = "mcp-task-server/runs";
-
 /// The tracer runs' spans go to: the process's, once telemetry is on, or a test's own.
 #[derive(Clone)]
 pub struct RunTracer(Arc<BoxedTracer>);
@@ -95,7 +92,7 @@ impl RunTracer {
 
     /// The process's tracer, from the provider the telemetry setup installed.
     pub fn global() -> RunTracer {
-        RunTracer(Arc::new(opentelemetry::global::tracer(SCOPE)))
+        RunTracer(Arc::new(super::tracer()))
     }
 
     fn start(&self, builder: SpanBuilder, parent: &Context) -> BoxedSpan {
@@ -119,7 +116,10 @@ pub enum TraceFrom {
 impl TraceFrom {
     /// The span of the request being served where this is called, when one is traced.
     pub fn request() -> TraceFrom {
-        let cx = Context::current();
+        if !super::tracing_on() {
+            return TraceFrom::Nothing;
+        }
+        let cx = super::current_context();
         let sc = cx.span().span_context().clone();
         match sc.is_valid() {
             true => TraceFrom::Request(sc),
