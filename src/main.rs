@@ -541,15 +541,14 @@ fn main() -> ExitCode {
     let no_parameters = filter_fn(|metadata| {
         !store::logs_statement_parameters(metadata) && !logs_layout_steps(metadata)
     });
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .event_format(telemetry::with_trace_ids(tracing_subscriber::fmt::format()))
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()),
-        )
-        .finish()
+        .event_format(telemetry::with_trace_ids(tracing_subscriber::fmt::format()));
+    tracing_subscriber::registry()
+        .with(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
         .with(no_parameters)
+        .with(logs)
         .with(spans)
         .init();
     // Flushed when `main` returns, after the runtime has stopped.

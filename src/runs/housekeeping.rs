@@ -110,6 +110,7 @@ fn take_over(engine: &Engine, registry: &Registry, warned: &mut Warned) {
         match engine.resume(&run_id, options) {
             Ok(handle) => {
                 tracing::info!(%run_id, "took over an unfinished run");
+                crate::telemetry::metrics::takeover();
                 tokio::spawn(async move {
                     match handle.join.await {
                         Ok(report) => {

@@ -130,9 +130,17 @@ async fn observe<T>(
     let Some(begun) = begun else {
         return handle.await;
     };
+    let method = begun.method;
+    // Said in the request's own context, so that the line carries its trace.
+    let handled = async move {
+        let result = handle.await;
+        let code = result.as_ref().err().map(|error| error.code.0);
+        tracing::debug!(method, code, "MCP request answered");
+        result
+    };
     let result = match &begun.span {
-        Some(span) => handle.with_context(span.clone()).await,
-        None => handle.await,
+        Some(span) => handled.with_context(span.clone()).await,
+        None => handled.await,
     };
     let answer = match &result {
         Ok(value) if tool_error(value) => Answer::ToolError,

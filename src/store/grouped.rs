@@ -217,6 +217,7 @@ impl Drop for Drainer {
 /// On a read-only database no write transaction can start: the calls run as they come
 /// (their reads succeed, their writes fail).
 fn commit_calls(conn: &Conn, mut group: Vec<Box<dyn Call>>) {
+    crate::telemetry::metrics::commit_group(group.len());
     let tx = match WriteTx::begin(conn) {
         Ok(tx) => tx,
         Err(_) if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) => {

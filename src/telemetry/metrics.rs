@@ -189,11 +189,11 @@ pub(crate) fn run_finished(workflow: &str, status: &'static str) {
     }
 }
 
-/// A node attempt of `kind` (its action: `tool`, `render`, `command`, ...) started; a
-/// retry also counts in `retries`.
-pub(crate) fn attempt(kind: &'static str, retry: bool) {
+/// A node attempt of a run of `workflow` (as [`run_started`] names it) started: a
+/// unit's first, or a retry, which `tasks.node.retries` also counts.
+pub(crate) fn attempt(workflow: &str, retry: bool) {
     if let Some(instruments) = instruments() {
-        let attributes = [KeyValue::new("tasks.node.kind", kind)];
+        let attributes = [KeyValue::new("tasks.workflow", name(workflow))];
         instruments.attempts.add(1, &attributes);
         if retry {
             instruments.retries.add(1, &attributes);
@@ -201,10 +201,23 @@ pub(crate) fn attempt(kind: &'static str, retry: bool) {
     }
 }
 
-/// `change` more questions wait (negative: fewer).
-pub(crate) fn questions_waiting(change: i64) {
-    if let Some(instruments) = instruments() {
-        instruments.questions.add(change, &[]);
+/// A question of a run counted in `tasks.questions.waiting` while this lives.
+pub(crate) struct QuestionWaiting(());
+
+impl QuestionWaiting {
+    pub(crate) fn start() -> QuestionWaiting {
+        if let Some(instruments) = instruments() {
+            instruments.questions.add(1, &[]);
+        }
+        QuestionWaiting(())
+    }
+}
+
+impl Drop for QuestionWaiting {
+    fn drop(&mut self) {
+        if let Some(instruments) = instruments() {
+            instruments.questions.add(-1, &[]);
+        }
     }
 }
 

@@ -123,6 +123,10 @@ pub(crate) fn meter() -> opentelemetry::metrics::Meter {
 /// The context of the span being served on this task: an MCP request's while its handler
 /// runs (`server/observed.rs`), else whatever is current (the empty context when off).
 /// Read it on the task that handles the request; a spawned task starts without it.
+#[allow(
+    dead_code,
+    reason = "for the spans of runs, which start from the request's"
+)]
 pub(crate) fn current_context() -> Context {
     Context::current()
 }

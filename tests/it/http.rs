@@ -3,7 +3,8 @@
 //! client gets: the gate (tokens, hosts, limits, shutdown) in `gate.rs`, tokens and
 //! their reload in `tokens.rs`, connections that misbehave before any token in
 //! `connections.rs`, tasks and who owns them in `tasks.rs`, what principals cannot do to
-//! each other (sessions, caps, idempotency keys) in `principals.rs`, what a `history` node
+//! each other (sessions, caps, idempotency keys) in `principals.rs`, the spans and metrics
+//! exported and `/metrics` in `telemetry.rs`, what a `history` node
 //! of one principal's run reads of another's and costs in `history.rs`, what the built-in
 //! workflows remember of another's runs in `workflow_memory.rs`, what one principal can
 //! read or answer of another's bootstrap validation loop in `bootstrap.rs`, the ADR and
@@ -22,6 +23,7 @@ mod load;
 mod principals;
 mod resources;
 mod tasks;
+mod telemetry;
 mod tokens;
 mod workflow_memory;
 
@@ -67,6 +69,15 @@ impl HttpServer {
     }
 
     fn start_at(location: Option<String>, extra: &[&str]) -> HttpServer {
+        HttpServer::start_with_env(location, extra, &[])
+    }
+
+    /// [`HttpServer::start_at`] with these variables set.
+    fn start_with_env(
+        location: Option<String>,
+        extra: &[&str],
+        env: &[(&str, String)],
+    ) -> HttpServer {
         let mut extra = extra.to_vec();
         if !extra.contains(&"--http-tokens") {
             extra.push("--http-no-auth");
@@ -76,6 +87,7 @@ impl HttpServer {
             db.path = location.into();
         }
         let mut command = HttpServer::command(&db, &extra);
+        command.envs(env.iter().map(|(name, value)| (name, value)));
         let mut child = command.spawn().expect("start the server");
         let addr = support::listening_address(child.stderr.take().unwrap());
         HttpServer { child, addr, db }
@@ -96,6 +108,7 @@ impl HttpServer {
             .env_remove("TASKS_HTTP_TOKENS_FILE")
             .env_remove("TASKS_HTTP_NO_AUTH")
             .env("RUST_LOG", "info")
+            .envs(support::stdio::OTEL_VARIABLES.map(|name| (name, "")))
             .current_dir(db.dir.path())
             .arg("--db")
             .arg(&db.path)

@@ -42,6 +42,7 @@ mod store;
 mod subworkflows;
 mod task_protocols;
 mod tasks;
+mod telemetry;
 mod template_budgets;
 mod two_hosts;
 mod wire_corpus;

@@ -40,6 +40,7 @@ use super::observer::{Event, Observer};
 use super::plan::Plan;
 use super::report::RunReport;
 use crate::store::Owner;
+use crate::telemetry::metrics;
 pub use cancel::UnitCancel;
 pub(crate) use child::{ChildOf, TreeUnits};
 use state::RunState;
@@ -310,8 +311,27 @@ impl Run {
     }
 
     fn emit(&self, event: Event<'_>) {
+        if metrics::on() {
+            match &event {
+                Event::RunStarted { .. } => metrics::run_started(self.workflow_label()),
+                Event::RunFinished { status, .. } => {
+                    metrics::run_finished(self.workflow_label(), status.as_str());
+                }
+                _ => {}
+            }
+        }
         if let Some(observer) = &self.observer {
             observer.event(&event);
+        }
+    }
+
+    /// The name the metrics give this run's workflow: its own when it is installed, else
+    /// `inline` (a client's definition names itself, and the metrics carry only names the
+    /// operator chose).
+    fn workflow_label(&self) -> &str {
+        match self.engine.workflow(&self.plan.name) {
+            Some(_) => &self.plan.name,
+            None => "inline",
         }
     }
 

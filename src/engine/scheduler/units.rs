@@ -16,6 +16,7 @@ use crate::engine::definition::RetryPolicy;
 use crate::engine::journal::{Answers, Retried, ToolCall, UnitState};
 use crate::engine::question::Question;
 use crate::engine::report::{NodeError, NodeErrorKind, NodeStatus};
+use crate::telemetry::metrics;
 use crate::todos::{Origin, OwnedOrigin};
 
 /// A waiting unit woke: its attempt ended, or its retry is due.
@@ -249,6 +250,9 @@ impl Run {
                 break;
             };
             self.begin(node, instance);
+            if metrics::on() {
+                metrics::attempt(self.workflow_label(), false);
+            }
             match self.start_unit(node, instance, action) {
                 Some(waiting) => self.running.push(waiting),
                 None => finished += 1,
@@ -638,6 +642,9 @@ impl Run {
                 error,
                 retry_in,
             ));
+        }
+        if retry_in.is_some() && metrics::on() {
+            metrics::attempt(self.workflow_label(), true);
         }
         if status.is_terminal() {
             self.unit_finished(node, instance);

@@ -15,6 +15,7 @@ use crate::engine::attempt::{Outcome, timed_out, with_timeout};
 use crate::engine::journal::{ANSWER_AUDIT, Answers};
 use crate::engine::question::{Question, Reply};
 use crate::engine::report::NodeError;
+use crate::telemetry::metrics;
 use crate::todos::AuditOutcome;
 
 impl Run {
@@ -118,7 +119,7 @@ impl Run {
         self.state.unit_mut(node, instance).asking = Some(key.clone());
         self.state.asking += 1;
         self.trace_question(node, instance, &key, &question);
-        match answers {
+        let asked = match answers {
             Answers::Parked => {
                 let journal = self.journal.as_ref().expect("checked above");
                 journal.answer(&self.run_id, &self.plan.nodes[node].id, instance, &key)
@@ -135,7 +136,16 @@ impl Run {
                     asked.result
                 })
             }
+        };
+        if !metrics::on() {
+            return asked;
         }
+        // Counted while it waits: until answered, or until its attempt is dropped.
+        let waiting = metrics::QuestionWaiting::start();
+        Box::pin(async move {
+            let _waiting = waiting;
+            asked.await
+        })
     }
 
     /// Writes the caller's reply to `question` to the audit log, under [`ANSWER_AUDIT`]:

@@ -165,6 +165,17 @@ impl Pg {
             }))
             .build()
             .map_err(|error| StoreError::BadLocation(error.to_string()))?;
+        let weak = Arc::new(pool.weak());
+        crate::telemetry::metrics::connection_pool("postgres", move || {
+            let status = weak.upgrade()?.status();
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            Some(crate::telemetry::metrics::PoolStatus {
+                open: count(status.size),
+                idle: count(status.available),
+                max: count(status.max_size),
+                waiting: count(status.waiting),
+            })
+        });
         let pg = Pg {
             pool,
             target: described,

@@ -7,6 +7,9 @@
 //! when the cap is reached; this wrapper makes the cap exact when several sessions are
 //! opened at once.
 
+use std::collections::HashMap;
+use std::time::Instant;
+
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::ServerSseMessage;
@@ -42,6 +45,8 @@ pub(super) struct Bounded<M> {
     owners: Owners,
     /// Held from the count to the new session's insertion, so that the count is exact.
     creating: tokio::sync::Mutex<()>,
+    /// When each open session opened, for `mcp.server.session.duration`.
+    opened: parking_lot::Mutex<HashMap<SessionId, Instant>>,
 }
 
 impl<M> Bounded<M> {
@@ -51,6 +56,7 @@ impl<M> Bounded<M> {
             max,
             owners,
             creating: tokio::sync::Mutex::new(()),
+            opened: parking_lot::Mutex::default(),
         }
     }
 
@@ -80,10 +86,10 @@ where
         if open >= self.max {
             return Err(BoundedError::Full { open });
         }
-        self.inner
-            .create_session()
-            .await
-            .map_err(BoundedError::Inner)
+        let created = self.inner.create_session().await;
+        let (id, transport) = created.map_err(BoundedError::Inner)?;
+        self.opened.lock().insert(id.clone(), Instant::now());
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -105,6 +111,9 @@ where
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         let closed = self.inner.close_session(id).await;
         self.owners.forget(id);
+        if let Some(opened) = self.opened.lock().remove(id) {
+            crate::telemetry::metrics::session(opened.elapsed(), "tcp");
+        }
         closed.map_err(BoundedError::Inner)
     }
 

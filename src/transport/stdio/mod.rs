@@ -74,6 +74,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let opened = std::time::Instant::now();
     let mut transport = WireTransport::new(read, write, write_queue.max(1));
     transport.session = Session::new(server.max_subscriptions());
     let running = server
@@ -81,10 +82,9 @@ where
         .serve_with_ct(transport, shutdown)
         .await
         .context("MCP session failed to start")?;
-    running
-        .waiting()
-        .await
-        .context("MCP session ended abnormally")?;
+    let ended = running.waiting().await;
+    crate::telemetry::metrics::session(opened.elapsed(), "pipe");
+    ended.context("MCP session ended abnormally")?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod backends;
 pub(crate) mod cluster;
 pub(crate) mod db;
 pub(crate) mod engine;
+pub(crate) mod otlp;
 pub(crate) mod raw;
 pub(crate) mod rng;
 pub(crate) mod sandbox;

@@ -48,7 +48,8 @@ pub(crate) struct Server<H: ClientHandler = ()> {
 }
 
 /// A command for the server binary with a predictable environment: no inherited database
-/// path, HTTP address or log filter, and a working directory where a stray default `tasks.db` is harmless.
+/// path, HTTP address, log filter or telemetry, and a working directory where a stray
+/// default `tasks.db` is harmless.
 pub(crate) fn server_command(cwd: &Path) -> Command {
     let mut command = Command::new(BIN);
     command
@@ -56,8 +57,21 @@ pub(crate) fn server_command(cwd: &Path) -> Command {
         .env_remove("TASKS_HTTP")
         .env_remove("RUST_LOG")
         .current_dir(cwd);
+    for name in OTEL_VARIABLES {
+        command.env_remove(name);
+    }
     command
 }
+
+/// The variables that would turn the server's telemetry on, which a test sets itself when
+/// it means to.
+pub(crate) const OTEL_VARIABLES: [&str; 5] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_SDK_DISABLED",
+    "OTEL_SERVICE_NAME",
+];
 
 impl Server {
     /// Starts the server on a fresh database in its own temporary directory.
