@@ -370,3 +370,26 @@ async fn a_direct_call_of_a_todo_tool_is_no_trace_of_its_own() {
     assert!(result.is_ok(), "{result:?}");
     assert!(t.spans().is_empty(), "{:#?}", names(&t.spans()));
 }
+
+#[tokio::test]
+async fn a_clients_own_definition_names_its_spans_inline_and_its_attribute_by_its_name() {
+    use std::sync::Arc;
+
+    use crate::engine::loader;
+    use crate::engine::plan::Plan;
+
+    let t = Traced::new(&[]);
+    let toml = "[nodes.one]\nvalue = \"1\"\n";
+    let definition = loader::parse_toml("made_up.toml", "made_up_name", toml).unwrap();
+    let plan = Arc::new(Plan::new(Arc::new(definition)));
+    let options = RunOptions {
+        record: true,
+        ..RunOptions::default()
+    };
+    let handle = t.app.engine().start(plan, Map::new(), options);
+    handle.join.await.unwrap();
+    let spans = t.spans();
+    let root = one(&spans, "run inline");
+    assert_eq!(text(root, attr::WORKFLOW).as_deref(), Some("made_up_name"));
+    assert!(named(&spans, "run made_up_name").is_empty());
+}

@@ -49,7 +49,7 @@ use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
 use crate::store::{Durability, Owner};
-use crate::telemetry::runs::{DriveEnd, RunTrace, RunTracer, TraceFrom};
+use crate::telemetry::runs::{DriveEnd, RunNames, RunTrace, RunTracer, TraceFrom};
 use crate::todos::{ToolResult, Tools};
 
 /// Per-run settings.
@@ -259,12 +259,22 @@ impl Engine {
         self
     }
 
+    /// How a run's trace names it: by its workflow's name when it is installed (or a
+    /// todo tool's, for its one-node plan), else as `inline`.
+    fn trace_names<'a>(&self, plan: &'a Plan) -> RunNames<'a> {
+        let named = self.workflow(&plan.name).is_some() || !plan.is_durable();
+        RunNames {
+            label: if named { &plan.name } else { "inline" },
+            workflow: &plan.name,
+        }
+    }
+
     /// The trace of a stored run this process drives on, when the engine traces runs.
     fn resumed_trace(&self, stored: &journal::StoredRun) -> Option<Box<RunTrace>> {
         let tracer = self.tracer.as_ref()?;
         Some(Box::new(RunTrace::resume(
             tracer,
-            &stored.plan.name,
+            self.trace_names(&stored.plan),
             &Arc::from(stored.run_id.as_str()),
             stored.trace_parent.as_deref(),
             stored.trace_link.as_deref(),
@@ -440,9 +450,10 @@ impl Engine {
         let mut refused = None;
         let trace = (self.tracer.as_ref().filter(|_| recorded)).map(|tracer| {
             let task = options.task_label.is_some();
+            let names = self.trace_names(&plan);
             Box::new(RunTrace::start(
                 tracer,
-                &plan.name,
+                names,
                 &run_id,
                 task,
                 &options.trace,

@@ -128,6 +128,15 @@ impl TraceFrom {
     }
 }
 
+/// How a run is named: by its span names (`label`: the workflow's name when the operator
+/// installed it, else `inline`, so that a client's definition cannot make names without
+/// end), and by its attribute (`workflow`: the name it gives itself).
+#[derive(Debug, Clone, Copy)]
+pub struct RunNames<'a> {
+    pub label: &'a str,
+    pub workflow: &'a str,
+}
+
 /// A unit of a run: a node's index in the plan, and its `for_each` instance.
 pub type Unit = (usize, Option<usize>);
 
@@ -217,19 +226,19 @@ impl RunTrace {
     /// The trace of a new run: its root span starts now.
     pub fn start(
         tracer: &RunTracer,
-        workflow: &str,
+        names: RunNames<'_>,
         run_id: &Arc<str>,
         task: bool,
         from: &TraceFrom,
     ) -> RunTrace {
         let mut attributes = vec![
             KeyValue::new(attr::RUN_ID, Arc::clone(run_id)),
-            KeyValue::new(attr::WORKFLOW, workflow.to_owned()),
+            KeyValue::new(attr::WORKFLOW, names.workflow.to_owned()),
         ];
         if task {
             attributes.push(KeyValue::new(attr::TASK_ID, Arc::clone(run_id)));
         }
-        let builder = SpanBuilder::from_name(format!("run {workflow}"))
+        let builder = SpanBuilder::from_name(format!("run {}", names.label))
             .with_kind(SpanKind::Internal)
             .with_attributes(attributes);
         let (builder, parent, link) = match from {
@@ -255,18 +264,18 @@ impl RunTrace {
     /// without a trace (recorded while telemetry was off) starts one here.
     pub fn resume(
         tracer: &RunTracer,
-        workflow: &str,
+        names: RunNames<'_>,
         run_id: &Arc<str>,
         stored: Option<&str>,
         link: Option<&str>,
     ) -> RunTrace {
         let root = stored.and_then(parse_traceparent);
         let link = link.and_then(parse_traceparent);
-        let builder = SpanBuilder::from_name(format!("run {workflow} (resumed)"))
+        let builder = SpanBuilder::from_name(format!("run {} (resumed)", names.label))
             .with_kind(SpanKind::Internal)
             .with_attributes([
                 KeyValue::new(attr::RUN_ID, Arc::clone(run_id)),
-                KeyValue::new(attr::WORKFLOW, workflow.to_owned()),
+                KeyValue::new(attr::WORKFLOW, names.workflow.to_owned()),
             ]);
         let parent = match &root {
             Some(root) => Context::new().with_remote_span_context(root.clone()),
