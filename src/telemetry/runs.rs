@@ -461,3 +461,80 @@ fn close(span: &mut BoxedSpan, key: &'static str, outcome: Outcome, error: Optio
     }
     span.end();
 }
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanId, TracerProvider as _};
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    use super::*;
+
+    fn tracer() -> (RunTracer, InMemorySpanExporter, SdkTracerProvider) {
+        let spans = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(spans.clone())
+            .build();
+        (RunTracer::new(provider.tracer("test")), spans, provider)
+    }
+
+    const NAMES: RunNames<'static> = RunNames {
+        label: "w",
+        workflow: "w",
+    };
+
+    #[test]
+    fn a_stored_trace_that_does_not_read_starts_a_trace_of_the_drive_rather_than_failing_it() {
+        let (tracer, spans, _provider) = tracer();
+        let run_id: Arc<str> = Arc::from("run-1");
+        for stored in ["", "not a traceparent", "00-zz-zz-01", "\u{0}"] {
+            let trace = RunTrace::resume(&tracer, NAMES, &run_id, Some(stored), Some(stored));
+            let (parent, link) = trace.stored();
+            assert!(parse_traceparent(&parent).is_some(), "{parent}");
+            assert_eq!(link, None, "a link that does not read is dropped");
+            trace.finish(DriveEnd::GivenUp);
+        }
+        let finished = spans.get_finished_spans().unwrap();
+        assert_eq!(finished.len(), 4);
+        for span in finished {
+            assert_eq!(span.name, "run w (resumed)");
+            assert_eq!(span.parent_span_id, SpanId::INVALID, "a root of its own");
+        }
+    }
+
+    #[test]
+    fn a_drive_dropped_mid_attempt_ends_its_spans_as_abandoned() {
+        let (tracer, spans, _provider) = tracer();
+        let run_id: Arc<str> = Arc::from("run-2");
+        let node: Arc<str> = Arc::from("ask");
+        let mut trace = RunTrace::start(&tracer, NAMES, &run_id, false, &TraceFrom::Nothing);
+        let attempt = Attempt {
+            node: &node,
+            number: 1,
+            instance: Some(3),
+            iteration: None,
+            at: SystemTime::now(),
+        };
+        trace.attempt((0, Some(3)), attempt);
+        trace.question((0, Some(3)), &node, "attempt-1", "input");
+        drop(trace);
+        let finished = spans.get_finished_spans().unwrap();
+        let outcome = |name: &str, key: &str| {
+            let span = finished.iter().find(|s| s.name == name).expect(name);
+            let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
+            kv.map(|kv| kv.value.as_str().into_owned())
+        };
+        assert_eq!(
+            outcome("question attempt-1", attr::QUESTION_OUTCOME).as_deref(),
+            Some("abandoned")
+        );
+        assert_eq!(
+            outcome("node ask", attr::OUTCOME).as_deref(),
+            Some("abandoned")
+        );
+        assert_eq!(outcome("node ask", attr::INSTANCE).as_deref(), Some("3"));
+        assert_eq!(
+            outcome("run w", attr::RUN_STATUS).as_deref(),
+            Some("given_up")
+        );
+    }
+}
