@@ -17,9 +17,10 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Instant;
 
-use opentelemetry::context::FutureExt as _;
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
@@ -34,7 +35,7 @@ use rmcp::model::{
     ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
     UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::{Server, shim};
@@ -120,39 +121,65 @@ impl Observed {
     }
 }
 
-/// Runs `handle` under `begun`'s span, and ends the span and records the metric with its
-/// answer; `tool_error` tells a tool's result with `isError`.
-async fn observe<T>(
-    begun: Option<Begun>,
-    handle: impl Future<Output = Result<T, McpError>>,
-    tool_error: impl Fn(&T) -> bool,
-) -> Result<T, McpError> {
-    let Some(begun) = begun else {
-        return handle.await;
-    };
-    let method = begun.method;
-    // Said in the request's own context, so that the line carries its trace.
-    let handled = async move {
-        let result = handle.await;
+pin_project_lite::pin_project! {
+    /// `inner`, a request's handling, run under `begun`'s span; when it is done, the span
+    /// ends and the metric is recorded with its answer (`tool_error` tells a tool's
+    /// result with `isError`). A future of its own rather than an `async` block: it holds
+    /// `inner` once, where an `async fn` taking it would hold it twice, and a request's
+    /// future, which rmcp moves several times, would double in size.
+    struct Observing<F, T> {
+        begun: Option<Begun>,
+        #[pin]
+        inner: F,
+        tool_error: fn(&T) -> bool,
+    }
+}
+
+fn observe<F, T>(begun: Option<Begun>, inner: F, tool_error: fn(&T) -> bool) -> Observing<F, T> {
+    Observing {
+        begun,
+        inner,
+        tool_error,
+    }
+}
+
+impl<F, T> Future for Observing<F, T>
+where
+    F: Future<Output = Result<T, McpError>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Some(begun) = this.begun.as_ref() else {
+            return this.inner.poll(cx);
+        };
+        // The request's span is current while it is handled, and for its last log line.
+        let _current = begun.span.as_ref().map(|span| span.clone().attach());
+        let Poll::Ready(result) = this.inner.poll(cx) else {
+            return Poll::Pending;
+        };
         let code = result.as_ref().err().map(|error| error.code.0);
-        tracing::debug!(method, code, "MCP request answered");
-        result
-    };
-    let result = match &begun.span {
-        Some(span) => handled.with_context(span.clone()).await,
-        None => handled.await,
-    };
-    let answer = match &result {
-        Ok(value) if tool_error(value) => Answer::ToolError,
-        Ok(_) => Answer::Ok,
-        Err(error) => Answer::Error(error),
-    };
-    begun.end(&answer);
-    result
+        tracing::debug!(method = begun.method, code, "MCP request answered");
+        let answer = match &result {
+            Ok(value) if (this.tool_error)(value) => Answer::ToolError,
+            Ok(_) => Answer::Ok,
+            Err(error) => Answer::Error(error),
+        };
+        if let Some(begun) = this.begun.take() {
+            begun.end(&answer);
+        }
+        Poll::Ready(result)
+    }
 }
 
 fn never<T>(_: &T) -> bool {
     false
+}
+
+/// Whether a tool's answer is a result with `isError`.
+fn tool_error(response: &CallToolResponse) -> bool {
+    matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true))
 }
 
 impl Begun {
@@ -355,81 +382,80 @@ impl ServerHandler for Observed {
         ServerHandler::supported_protocol_versions(&self.0)
     }
 
-    async fn initialize(
+    fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("initialize"));
         observe(
             begun,
             ServerHandler::initialize(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        let begun = self.begin(&context, &What::method("ping"));
-        observe(begun, ServerHandler::ping(&self.0, context), never).await
-    }
-
-    async fn discover(
+    fn ping(
         &self,
         context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        let begun = self.begin(&context, &What::method("ping"));
+        observe(begun, ServerHandler::ping(&self.0, context), never)
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("server/discover"));
-        observe(begun, ServerHandler::discover(&self.0, context), never).await
+        observe(begun, ServerHandler::discover(&self.0, context), never)
     }
 
     #[allow(deprecated)] // the 2025-11-25 method, which rmcp keeps for that era
-    async fn set_level(
+    fn set_level(
         &self,
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("logging/setLevel"));
         observe(
             begun,
             ServerHandler::set_level(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("tools/list"));
         observe(
             begun,
             ServerHandler::list_tools(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, McpError> {
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("prompts/list"));
         observe(
             begun,
             ServerHandler::list_prompts(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, McpError> {
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
         let what = What {
             prompt: Some(&request.name),
             ..What::method("prompts/get")
@@ -440,57 +466,54 @@ impl ServerHandler for Observed {
             ServerHandler::get_prompt(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, McpError> {
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("completion/complete"));
         observe(
             begun,
             ServerHandler::complete(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, McpError> {
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("resources/list"));
         observe(
             begun,
             ServerHandler::list_resources(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, McpError> {
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + MaybeSendFuture + '_
+    {
         let begun = self.begin(&context, &What::method("resources/templates/list"));
         observe(
             begun,
             ServerHandler::list_resource_templates(&self.0, request, context),
             never,
         )
-        .await
     }
 
     #[allow(deprecated)] // the 2025-11-25 method, which rmcp keeps for that era
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let what = What {
             uri: Some(&request.uri),
             ..What::method("resources/subscribe")
@@ -501,15 +524,14 @@ impl ServerHandler for Observed {
             ServerHandler::subscribe(&self.0, request, context),
             never,
         )
-        .await
     }
 
     #[allow(deprecated)]
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let what = What {
             uri: Some(&request.uri),
             ..What::method("resources/unsubscribe")
@@ -520,7 +542,6 @@ impl ServerHandler for Observed {
             ServerHandler::unsubscribe(&self.0, request, context),
             never,
         )
-        .await
     }
 
     fn accepted_subscription_filter(
@@ -530,19 +551,22 @@ impl ServerHandler for Observed {
         ServerHandler::accepted_subscription_filter(&self.0, requested)
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(
             context.request_context(),
             &What::method("subscriptions/listen"),
         );
-        observe(begun, ServerHandler::listen(&self.0, context), never).await
+        observe(begun, ServerHandler::listen(&self.0, context), never)
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, McpError> {
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
         let what = What {
             uri: Some(&request.uri),
             ..What::method("resources/read")
@@ -553,113 +577,112 @@ impl ServerHandler for Observed {
             ServerHandler::read_resource(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
         let what = What {
             tool: Some(&request.name),
             ..What::method("tools/call")
         };
         let begun = self.begin(&context, &what);
-        let is_error = |response: &CallToolResponse| matches!(response, CallToolResponse::Complete(result) if result.is_error == Some(true));
         observe(
             begun,
             ServerHandler::call_tool(&self.0, request, context),
-            is_error,
+            tool_error,
         )
-        .await
     }
 
-    async fn get_task(
+    fn get_task(
         &self,
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, McpError> {
+    ) -> impl Future<Output = Result<GetTaskResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("tasks/get"));
         observe(
             begun,
             ServerHandler::get_task(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn update_task(
+    fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("tasks/update"));
         observe(
             begun,
             ServerHandler::update_task(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn cancel_task(
+    fn cancel_task(
         &self,
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &What::method("tasks/cancel"));
         observe(
             begun,
             ServerHandler::cancel_task(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn on_custom_request(
+    fn on_custom_request(
         &self,
         request: CustomRequest,
         context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, McpError> {
+    ) -> impl Future<Output = Result<CustomResult, McpError>> + MaybeSendFuture + '_ {
         let begun = self.begin(&context, &custom_what(&request, &context));
         observe(
             begun,
             ServerHandler::on_custom_request(&self.0, request, context),
             never,
         )
-        .await
     }
 
-    async fn on_cancelled(
+    fn on_cancelled(
         &self,
         notification: CancelledNotificationParam,
         context: NotificationContext<RoleServer>,
-    ) {
-        ServerHandler::on_cancelled(&self.0, notification, context).await;
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        ServerHandler::on_cancelled(&self.0, notification, context)
     }
 
-    async fn on_progress(
+    fn on_progress(
         &self,
         notification: ProgressNotificationParam,
         context: NotificationContext<RoleServer>,
-    ) {
-        ServerHandler::on_progress(&self.0, notification, context).await;
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        ServerHandler::on_progress(&self.0, notification, context)
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        ServerHandler::on_initialized(&self.0, context).await;
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        ServerHandler::on_initialized(&self.0, context)
     }
 
-    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        ServerHandler::on_roots_list_changed(&self.0, context).await;
+    fn on_roots_list_changed(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        ServerHandler::on_roots_list_changed(&self.0, context)
     }
 
-    async fn on_custom_notification(
+    fn on_custom_notification(
         &self,
         notification: CustomNotification,
         context: NotificationContext<RoleServer>,
-    ) {
-        ServerHandler::on_custom_notification(&self.0, notification, context).await;
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        ServerHandler::on_custom_notification(&self.0, notification, context)
     }
 }

@@ -213,6 +213,15 @@ async fn a_tool_call_over_stdio_is_a_server_span_under_the_traceparent_of_its_me
         Some("-32602")
     );
 
+    let uri = "tasks://workflows/adr_check/source.toml";
+    let read = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {
+        "uri": uri, "_meta": {"traceparent": format!("00-{TRACE}-00f067aa0ba902ba-01")}}});
+    let contents = server.request(&read).await;
+    assert!(contents["result"]["contents"].is_array(), "{contents}");
+    let read = receiver.span("resources/read").await;
+    assert_eq!(hex(&read.parent_span_id), "00f067aa0ba902ba");
+    assert_eq!(attr(&read, "mcp.resource.uri").as_deref(), Some(uri));
+
     let initialize = receiver.span("initialize").await;
     assert!(
         initialize.parent_span_id.is_empty(),

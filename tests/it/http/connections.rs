@@ -165,6 +165,7 @@ async fn two_thousand_half_open_connections_starve_nobody_and_are_closed_after_t
     let (server, _stderr) = start_limited(&["--http-header-timeout", "2s"]);
     let pid = server.child.id();
     let url = format!("http://{}/mcp", server.addr);
+    crate::support::install_tls_provider();
     let client =
         ().serve(StreamableHttpClientTransport::from_uri(url.as_str()))
             .await

@@ -288,6 +288,7 @@ async fn rmcp_http_client_in_2026_07_28_mode_answers_a_sep_2663_task_by_update()
         .enable_elicitation()
         .enable_tasks()
         .build();
+    crate::support::install_tls_provider();
     let transport = StreamableHttpClientTransport::from_uri(server.url.as_str());
     let client = discover(transport, capabilities, &|| String::new()).await;
 

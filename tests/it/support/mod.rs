@@ -27,5 +27,14 @@ pub(crate) use stdio::{
 pub(crate) use text::assert_contains_all;
 pub(crate) use wait::{wait_until, wait_until_within};
 
+/// Makes ring the process's TLS provider before an HTTP client is built: reqwest is built
+/// with rustls and no provider of its own (the server's OTLP exporter uses it, with ring),
+/// and an rmcp HTTP client built without a provider in place would panic. Every test that
+/// builds one calls this; installing it twice changes nothing.
+pub(crate) fn install_tls_provider() {
+    #[allow(deprecated)] // ring, as the server uses it (`src/telemetry/mod.rs` says why)
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The server binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
