@@ -11,7 +11,8 @@
 //!   the node's attempt span, so that a tree of runs reads as one waterfall.
 //! - `run {workflow} (resumed)` (INTERNAL): each later drive of the run, by the process
 //!   that took it over (after a crash, its lease run out) or resumed it, or by this one
-//!   after a storage failure; a child of the stored root span, in the same trace.
+//!   after a storage failure; a child of the stored root span, in the same trace, linked
+//!   to the request span as the root is.
 //!   Invariant: every span of a run, in whichever process, has the run's trace id.
 //!   A process killed mid-run never ends its drive's span, so after a crash the root (or
 //!   the `(resumed)` span of the drive that died) is missing: the drives after it still
@@ -260,8 +261,9 @@ impl RunTrace {
     }
 
     /// The trace of a stored run this process drives again: a `(resumed)` span under the
-    /// stored root (`stored`, a `traceparent`), linked to nothing more. A run stored
-    /// without a trace (recorded while telemetry was off) starts one here.
+    /// stored root (`stored`, a `traceparent`), linked to the request span the root links
+    /// to (`link`). A run stored without a trace (recorded while telemetry was off) starts
+    /// one here.
     pub fn resume(
         tracer: &RunTracer,
         names: RunNames<'_>,
@@ -277,6 +279,12 @@ impl RunTrace {
                 KeyValue::new(attr::RUN_ID, Arc::clone(run_id)),
                 KeyValue::new(attr::WORKFLOW, names.workflow.to_owned()),
             ]);
+        // The root of a run whose first process was killed never arrives, nor its link:
+        // each drive links the request again, so that the way from it to the run stays.
+        let builder = match &link {
+            Some(link) => builder.with_links(vec![Link::with_context(link.clone())]),
+            None => builder,
+        };
         let parent = match &root {
             Some(root) => Context::new().with_remote_span_context(root.clone()),
             None => Context::new(),

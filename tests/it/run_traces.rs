@@ -333,6 +333,15 @@ on_both_backends! {
             "the drive after the crash hangs under the run's stored root"
         );
         assert_eq!(attr(resumed, "mcp_task_server.run.id"), Some(task_id.clone()));
+        let call = &spans(&receiver, "tools/call slow", Some(TRACE), 1).await[0];
+        let links: Vec<_> = (resumed.links.iter())
+            .map(|link| (hex(&link.trace_id), hex(&link.span_id)))
+            .collect();
+        assert_eq!(
+            links,
+            [(TRACE.to_owned(), hex(&call.span_id))],
+            "the drive after the crash links the call, as the root it stands in for did"
+        );
         assert_eq!(attr(resumed, "mcp_task_server.run.status").as_deref(), Some("succeeded"));
         let last = &spans(&receiver, "node last", Some(&trace), 1).await[0];
         assert!(is_child_of(last, resumed), "{last:?}");
