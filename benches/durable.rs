@@ -315,6 +315,7 @@ fn store_unfinished(
             owner: &mcp_task_server::store::Owner::default(),
             created_ms: mcp_task_server::clock::now_ms(),
             parent: None,
+            trace: None,
         })
         .expect("run recorded");
     let units = (0..done)

@@ -13,7 +13,8 @@
 //! - [`todos`]: the five todo tools, each validated, run and audited on one path;
 //! - [`store`]: persistence (todos, audit log, runs, nodes, tasks), knowing nothing of MCP;
 //! - [`clock`]: timestamps as the tools report them and stored deadlines;
-//! - [`telemetry`]: OpenTelemetry spans and metrics, `/metrics`, trace ids in the logs.
+//! - [`telemetry`]: OpenTelemetry spans and metrics, `/metrics`, trace ids in the logs, and
+//!   runs as traces.
 
 pub mod app;
 pub(crate) mod auth;

@@ -150,6 +150,9 @@ impl App {
         }
         let mut app = App::from_parts(engine, registry, workflows, config.inline);
         app.rejected = Arc::new(rejected);
+        if crate::telemetry::tracing_on() {
+            app = app.with_run_tracer(crate::telemetry::runs::RunTracer::global());
+        }
         Ok(app)
     }
 
@@ -178,6 +181,13 @@ impl App {
     #[cfg(test)]
     pub(crate) fn in_memory() -> App {
         App::open(&Config::new(":memory:", std::env::temp_dir())).expect("a store in memory")
+    }
+
+    /// Makes each run a trace of its own on `tracer` (telemetry on): its root span, a
+    /// span per node attempt and per question's wait (`telemetry/runs.rs`).
+    pub(crate) fn with_run_tracer(mut self, tracer: crate::telemetry::runs::RunTracer) -> App {
+        self.engine = self.engine.with_run_tracer(tracer);
+        self
     }
 
     /// Refuses a principal a new run while it has `cap` unfinished ones.
@@ -233,3 +243,5 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod traces_tests;

@@ -211,6 +211,7 @@ impl App {
                 }
                 let options = RunOptions {
                     owner: caller.owner().clone(),
+                    trace: crate::telemetry::runs::TraceFrom::request(),
                     ..options
                 };
                 self.engine.retry(run_id, options)?

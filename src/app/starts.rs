@@ -24,6 +24,7 @@ use crate::engine::report::{RunReport, RunStatus};
 use crate::engine::{RunHandle, RunOptions};
 use crate::runs::TaskView;
 use crate::store::AuditOutcome;
+use crate::telemetry::runs::TraceFrom;
 use crate::todos::ErrorCode;
 use crate::todos::ToolResult;
 
@@ -107,6 +108,7 @@ impl App {
             interaction: sync.interaction,
             observer: sync.observer,
             owner: caller.owner().clone(),
+            trace: TraceFrom::request(),
             ..RunOptions::default()
         };
         if let Some(cancel) = sync.cancel {
@@ -173,6 +175,7 @@ impl App {
             record: true,
             task_label: Some((protocol.to_owned(), tool.to_owned())),
             owner: caller.owner().clone(),
+            trace: TraceFrom::request(),
             ..RunOptions::default()
         };
         let workflow = match self.tools.route(tool) {

@@ -265,6 +265,9 @@ pub struct RunStart<'a> {
     pub created_ms: i64,
     /// The `workflow` node that starts this run as its child, if one does.
     pub parent: Option<ParentLink<'a>>,
+    /// The run's trace, when it is traced: its root span's context as a W3C
+    /// `traceparent`, and the `traceparent` of the request span its root links to.
+    pub trace: Option<(&'a str, Option<&'a str>)>,
 }
 
 /// The `workflow` node that starts a child run: its run, its id and index in that run's
@@ -324,6 +327,10 @@ pub struct StoredRun {
     /// A finished run's output (`null` otherwise) and error.
     pub output: Value,
     pub error: Option<String>,
+    /// The run's root span's `traceparent`, and the linked request span's, when the run
+    /// was traced as it started.
+    pub trace_parent: Option<String>,
+    pub trace_link: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -49,6 +49,7 @@ use report::{NodeStatus, RunReport, RunStatus};
 use scheduler::RunSetup;
 
 use crate::store::{Durability, Owner};
+use crate::telemetry::runs::{DriveEnd, RunNames, RunTrace, RunTracer, TraceFrom};
 use crate::todos::{ToolResult, Tools};
 
 /// Per-run settings.
@@ -79,6 +80,9 @@ pub struct RunOptions {
     /// Who the run belongs to, where the server tells callers apart: recorded with it, and
     /// its principal named in the audit rows of the calls it makes.
     pub owner: Owner,
+    /// Where the run's trace hangs from, when the engine traces runs: the span of the
+    /// request that started it (linked), or of the attempt that starts it as a child.
+    pub trace: TraceFrom,
 }
 
 /// The budgets of runs and of the evaluations in them, set by the operator.
@@ -172,6 +176,8 @@ pub struct Engine {
     workflows: Arc<installed::Installed>,
     /// At most this many unfinished runs per principal, child runs included.
     max_runs: Option<u64>,
+    /// Where runs' traces go, when telemetry is on.
+    tracer: Option<RunTracer>,
 }
 
 /// How to reach a run this process drives.
@@ -242,7 +248,37 @@ impl Engine {
             active: Arc::default(),
             workflows: Arc::default(),
             max_runs: None,
+            tracer: None,
         }
+    }
+
+    /// Makes every workflow run (and every run a client starts as a task) a trace of its
+    /// own on `tracer`; a direct call of a todo tool is no run of its own there.
+    pub fn with_run_tracer(mut self, tracer: RunTracer) -> Engine {
+        self.tracer = Some(tracer);
+        self
+    }
+
+    /// How a run's trace names it: by its workflow's name when it is installed (or a
+    /// todo tool's, for its one-node plan), else as `inline`.
+    fn trace_names<'a>(&self, plan: &'a Plan) -> RunNames<'a> {
+        let named = self.workflow(&plan.name).is_some() || !plan.is_durable();
+        RunNames {
+            label: if named { &plan.name } else { "inline" },
+            workflow: &plan.name,
+        }
+    }
+
+    /// The trace of a stored run this process drives on, when the engine traces runs.
+    fn resumed_trace(&self, stored: &journal::StoredRun) -> Option<Box<RunTrace>> {
+        let tracer = self.tracer.as_ref()?;
+        Some(Box::new(RunTrace::resume(
+            tracer,
+            self.trace_names(&stored.plan),
+            &Arc::from(stored.run_id.as_str()),
+            stored.trace_parent.as_deref(),
+            stored.trace_link.as_deref(),
+        )))
     }
 
     /// Lets `workflow` nodes run the workflows of `installed` as child runs.
@@ -412,6 +448,18 @@ impl Engine {
         let recorded = plan.is_durable() || options.record;
         let created_ms = crate::clock::now_ms();
         let mut refused = None;
+        let trace = (self.tracer.as_ref().filter(|_| recorded)).map(|tracer| {
+            let task = options.task_label.is_some();
+            let names = self.trace_names(&plan);
+            Box::new(RunTrace::start(
+                tracer,
+                names,
+                &run_id,
+                task,
+                &options.trace,
+            ))
+        });
+        let stored_trace = trace.as_ref().map(|trace| trace.stored());
         let journal = self.journal.as_ref().filter(|_| recorded).and_then(|journal| {
             let start = RunStart {
                 run_id: &run_id,
@@ -439,6 +487,8 @@ impl Engine {
                     instance: child.instance,
                     depth: child.depth,
                 }),
+                trace: (stored_trace.as_ref())
+                    .map(|(parent, link)| (parent.as_str(), link.as_deref())),
             };
             match journal.create(&start) {
                 Ok(()) => Some(Arc::clone(journal)),
@@ -480,6 +530,7 @@ impl Engine {
             recorded_ms,
             poisoned: None,
             picked_up: false,
+            trace,
         }
     }
 
@@ -515,6 +566,11 @@ impl Engine {
         _active: Option<ActiveGuard>,
     ) -> RunReport {
         if let Some(why) = setup.refused.take() {
+            if let Some(trace) = setup.trace.take() {
+                let error = Some(("not_recorded", why.as_str()));
+                let status = RunStatus::Failed.as_str();
+                trace.finish(DriveEnd::Finished { status, error });
+            }
             let nodes = unreached(&setup.plan);
             return RunReport {
                 run_id: setup.run_id.to_string(),
@@ -627,7 +683,9 @@ impl Engine {
         journal.claim(run_id, parked)?;
         let takeovers = stored.takeovers;
         let env = self.env_for(&options, stored.owner.principal.as_deref());
+        let trace = self.resumed_trace(&stored);
         let mut setup = RunSetup::from_stored(stored, env);
+        setup.trace = trace;
         setup.tree =
             tree.unwrap_or_else(|| scheduler::TreeUnits::new(self.env.limits.max_run_units));
         if takeovers >= self.env.limits.max_takeovers {

@@ -93,7 +93,9 @@ impl Engine {
             let error = match read {
                 Ok(Ok(stored)) if stored.finished.is_none() => {
                     tracing::info!(%run_id, "driving the run on from what was saved");
+                    let trace = self.resumed_trace(&stored);
                     let mut setup = RunSetup::from_stored(stored, again.env);
+                    setup.trace = trace;
                     setup.observer = again.observer;
                     setup.cancel = again.cancel;
                     setup.answers = again.answers;

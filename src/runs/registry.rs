@@ -203,6 +203,8 @@ impl Journal for Registry {
                 instance: p.instance.map(|k| k as i64),
                 depth: i64::from(p.depth),
             }),
+            trace_parent: start.trace.map(|(parent, _)| parent),
+            trace_link: start.trace.and_then(|(_, link)| link),
         };
         self.store
             .try_transaction(|tx| {
@@ -331,6 +333,8 @@ impl Journal for Registry {
             depth: u32::try_from(run.depth).unwrap_or(0),
             output: parse_output(run.output.as_deref()),
             error: run.error,
+            trace_parent: run.trace_parent,
+            trace_link: run.trace_link,
         })
     }
 

@@ -371,6 +371,13 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX run_history_by_workflow ON run_history (workflow, finished_ms);
     CREATE INDEX run_history_by_principal ON run_history (principal, workflow, finished_ms);
     "#,
+    // 15: a run's trace context, for a process that takes the run over to continue its
+    // trace: its root span's W3C `traceparent`, and that of the request span the root
+    // links to (NULL for a run recorded while telemetry was off).
+    r#"
+    ALTER TABLE runs ADD COLUMN trace_parent TEXT;
+    ALTER TABLE runs ADD COLUMN trace_link TEXT;
+    "#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

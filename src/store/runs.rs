@@ -40,6 +40,10 @@ pub struct RunRow {
     pub parent: Option<ParentRef>,
     /// How deep below the run at the top of its tree the run is (0 there).
     pub depth: i64,
+    /// The run's trace context: its root span's W3C `traceparent`, and the one of the span
+    /// its root links to; text the store neither reads nor checks.
+    pub trace_parent: Option<String>,
+    pub trace_link: Option<String>,
 }
 
 /// The node of another run that started a run: the run, the node's id and index in its
@@ -217,6 +221,9 @@ pub struct NewRun<'a> {
     pub session: Option<&'a str>,
     /// The node of another run that starts this one, if one does.
     pub parent: Option<NewParent<'a>>,
+    /// The run's trace context, as [`RunRow::trace_parent`] and [`RunRow::trace_link`].
+    pub trace_parent: Option<&'a str>,
+    pub trace_link: Option<&'a str>,
 }
 
 /// The node that starts a run: its run's id, its id and index in that run's plan, its
@@ -247,9 +254,9 @@ const INSERT_RUN: super::sql::Dialects = on_db_clock!(
     "INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
          lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
          idempotency_key, idempotency_request, principal, session,
-         parent_key, parent_node, parent_index, parent_instance, depth)
+         parent_key, parent_node, parent_index, parent_instance, depth, trace_parent, trace_link)
      VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, " NOW_MS " + ?8, ?9, ?10, ?10, ?11, ?12,
-             ?13, ?14, (SELECT key FROM runs WHERE id = ?15), ?16, ?17, ?18, ?19)"
+             ?13, ?14, (SELECT key FROM runs WHERE id = ?15), ?16, ?17, ?18, ?19, ?20, ?21)"
 );
 
 const EXTEND_LEASE: super::sql::Dialects = on_db_clock!(
@@ -270,7 +277,7 @@ const RUN_COLUMNS: &str = "r.id, r.workflow, p.snapshot, i.inputs, r.status, r.e
      r.origin, r.answers, r.deadline_ms, r.lease_owner, r.lease_expires_ms, r.cancel_requested, \
      r.retry_of, r.created_at, r.updated_at, r.finished_at, r.principal, r.session, r.takeovers, \
      (SELECT pr.id FROM runs pr WHERE pr.key = r.parent_key), r.parent_node, r.parent_index, \
-     r.parent_instance, r.depth";
+     r.parent_instance, r.depth, r.trace_parent, r.trace_link";
 
 fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
     Ok(from_columns!(r, RunRow {
@@ -281,6 +288,8 @@ fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
         takeovers: r.get(19)?,
         parent: ParentRef::read(r, 20)?,
         depth: r.get(24)?,
+        trace_parent: r.get(25)?,
+        trace_link: r.get(26)?,
     }))
 }
 
@@ -312,6 +321,8 @@ impl Tx<'_> {
                 &run.parent.map(|p| p.index),
                 &run.parent.and_then(|p| p.instance),
                 &run.parent.map_or(0, |p| p.depth),
+                &run.trace_parent,
+                &run.trace_link,
             ],
         )?;
         self.db.execute(

@@ -23,6 +23,7 @@ pub(crate) mod http;
 mod logs;
 pub(crate) mod metrics;
 mod prometheus;
+pub mod runs;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};

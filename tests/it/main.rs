@@ -36,6 +36,7 @@ mod postgres_tls;
 mod protocol_eras;
 mod real_clients;
 mod repeat;
+mod run_traces;
 mod schema;
 mod start;
 mod store;

@@ -130,6 +130,8 @@ fn held_run(store: &Store, id: &str) -> i64 {
         principal: None,
         session: None,
         parent: None,
+        trace_parent: None,
+        trace_link: None,
     };
     let timing = TaskTiming {
         ttl_ms: 60_000,
@@ -333,6 +335,7 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
              DROP TABLE run_history;
              ALTER TABLE runs DROP COLUMN parent_key, DROP COLUMN parent_node, DROP COLUMN parent_index,
                  DROP COLUMN parent_instance, DROP COLUMN depth;
+             ALTER TABLE runs DROP COLUMN trace_parent, DROP COLUMN trace_link;
              DROP TABLE written_files;
              ALTER TABLE runs DROP COLUMN revision;
              DROP TRIGGER runs_changed ON runs;

@@ -53,6 +53,8 @@ fn run_held_by_me(id: &str) -> mcp_task_server::store::NewRun<'_> {
         principal: None,
         session: None,
         parent: None,
+        trace_parent: None,
+        trace_link: None,
     }
 }
 
@@ -654,7 +656,7 @@ fn a_write_inside_a_read_transaction_fails_and_keeps_nothing() {
 }
 
 /// The schema version this build migrates to.
-const SCHEMA_VERSION: i64 = 14;
+const SCHEMA_VERSION: i64 = 15;
 
 fn user_version(path: &Path) -> i64 {
     Connection::open(path)

@@ -162,6 +162,7 @@ impl Run {
                 origin: self.origin,
                 owner: self.owner.clone(),
                 record: true,
+                trace: self.trace_child(node, instance),
                 ..RunOptions::default()
             },
             ticks: self.child_ticks.clone(),

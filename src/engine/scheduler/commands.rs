@@ -39,6 +39,7 @@ impl Run {
             // backoff has run nothing.
             return self.due_after(node, instance, action, first_wait);
         }
+        self.trace_attempt(node, instance, Duration::ZERO);
         let command = match action {
             Resolved::CommandResumed { command, .. } => *command,
             command => command,
@@ -222,6 +223,7 @@ impl Run {
             Answer::Completed => Some(Ok(node::completed_by_person())),
             Answer::Failed => Some(Err(node::failed_by_person(name))),
             Answer::Rerun => {
+                self.trace_answered(node, instance);
                 let unit = self.state.unit_mut(node, instance);
                 unit.attempts += 1;
                 unit.asking = None;

@@ -22,6 +22,7 @@ impl Run {
     ) {
         let stamp = self.journal.is_some();
         close(self.state.unit_mut(node, instance), status, reason, stamp);
+        self.trace_ended(node, instance);
         self.unit_finished(node, instance);
     }
 

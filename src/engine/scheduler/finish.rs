@@ -38,6 +38,7 @@ impl Run {
                 self.unsaved |= !matches!(e, JournalError::LeaseLost(_));
             }
         }
+        self.trace_finished(status, error.as_deref());
         self.emit(Event::RunFinished {
             run_id: &self.run_id,
             status,

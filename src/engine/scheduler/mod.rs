@@ -22,6 +22,7 @@ mod history;
 mod persist;
 mod repeat;
 mod state;
+mod traced;
 mod units;
 mod waits;
 
@@ -108,6 +109,8 @@ pub(crate) struct RunSetup {
     pub depth: u32,
     /// The units of the run's whole tree, counted against `max_run_units` together.
     pub tree: Arc<TreeUnits>,
+    /// The run's trace in this process, when the engine traces runs.
+    pub trace: Option<Box<crate::telemetry::runs::RunTrace>>,
 }
 
 /// How a drive ended: the run's report, and whether its journal refused a write for a
@@ -146,6 +149,7 @@ impl RunSetup {
             owner: stored.owner,
             depth: stored.depth,
             tree: TreeUnits::new(usize::MAX),
+            trace: None,
         }
     }
 }
@@ -207,6 +211,8 @@ pub(super) struct Run {
     /// The progress of child runs, from the attempts that wait for them.
     child_ticks: tokio::sync::mpsc::UnboundedSender<child::ChildTick>,
     child_ticked: tokio::sync::mpsc::UnboundedReceiver<child::ChildTick>,
+    /// The run's trace in this process (`traced.rs`), when the engine traces runs.
+    trace: Option<Box<crate::telemetry::runs::RunTrace>>,
 }
 
 /// The audit rows of a caller's replies to one asking of a unit's question.
@@ -299,6 +305,7 @@ impl Run {
             poisoned: setup.poisoned,
             picked_up: setup.picked_up,
             unsaved: false,
+            trace: setup.trace,
             plan,
         }
     }

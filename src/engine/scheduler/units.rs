@@ -294,6 +294,7 @@ impl Run {
         let action = match ready {
             // Text, or a checked value, cannot fail: it becomes the output as it is.
             Ok(output) => {
+                self.trace_attempt(node, instance, Duration::ZERO);
                 self.settle_wake(UnitWake {
                     node,
                     instance,
@@ -348,6 +349,7 @@ impl Run {
             // Given up here: another process drives the run, and this one writes nothing.
             return None;
         }
+        self.trace_attempt(node, instance, Duration::ZERO);
         let number = self.state.unit(node, instance).attempts + 1;
         let retry = match &action {
             Resolved::Tool { .. } if self.journal.is_none() => {
@@ -618,6 +620,7 @@ impl Run {
     /// unit's end, its next iteration. Returns the delay before the retry the record
     /// schedules, if it does.
     fn after_settle(&mut self, node: usize, instance: Option<usize>) -> Option<Duration> {
+        self.trace_settled(node, instance);
         let unit = self.state.unit(node, instance);
         if unit.between_iterations() {
             self.next_iteration(node, instance);

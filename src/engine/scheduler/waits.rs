@@ -31,6 +31,7 @@ impl Run {
         if let Resolved::Command { .. } | Resolved::CommandResumed { .. } = action {
             return self.command_attempt(node, instance, action, first_wait);
         }
+        self.trace_attempt(node, instance, first_wait);
         let number = self.state.unit(node, instance).attempts + 1;
         let timeout = self.plan.nodes[node].timeout;
         let stop = self.unit_token(node, instance);
@@ -117,6 +118,7 @@ impl Run {
         self.state.ask(node, instance, key.clone(), request);
         self.state.unit_mut(node, instance).asking = Some(key.clone());
         self.state.asking += 1;
+        self.trace_question(node, instance, &key, &question);
         let asked = match answers {
             Answers::Parked => {
                 let journal = self.journal.as_ref().expect("checked above");

@@ -286,6 +286,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX run_history_by_workflow ON run_history (workflow, finished_ms);
     CREATE INDEX run_history_by_principal ON run_history (principal, workflow, finished_ms);
     "#,
+    // 11: SQLite's migration 15: a run's trace context.
+    r#"
+    ALTER TABLE runs ADD COLUMN trace_parent TEXT;
+    ALTER TABLE runs ADD COLUMN trace_link TEXT;
+    "#,
 ];
 
 /// The schema version this build brings a database to.
