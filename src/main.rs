@@ -157,6 +157,13 @@ struct HttpArgs {
     /// failure. An IPv6 address counts with its /64.
     #[arg(long, env = "TASKS_HTTP_FREE_SIGN_IN_FAILURES", value_name = "N", default_value_t = mcp_task_server::transport::http::DEFAULT_FREE_SIGN_IN_FAILURES, global = true)]
     http_free_sign_in_failures: u32,
+
+    /// Record the server's metrics in the process and serve them at GET /metrics in the
+    /// Prometheus text format, behind the same tokens as /mcp (with OAuth, the `read`
+    /// scope). Off by default: recording costs each call a few microseconds. Metrics
+    /// exported over OTLP (--otel-endpoint) are recorded whether or not this is given.
+    #[arg(long, env = "TASKS_HTTP_METRICS", global = true)]
+    http_metrics: bool,
 }
 
 fn http_addr(text: &str) -> Result<SocketAddr, String> {
@@ -535,9 +542,11 @@ impl Drive {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // `/metrics` is served where MCP is served over HTTP; its metrics are recorded there
-    // even when nothing is exported.
-    let scrape = matches!(cli.command, None | Some(Command::Serve)) && cli.http.http.is_some();
+    // `/metrics` is served where MCP is served over HTTP and the operator asked for it;
+    // its metrics are then recorded even when nothing is exported.
+    let scrape = matches!(cli.command, None | Some(Command::Serve))
+        && cli.http.http.is_some()
+        && cli.http.http_metrics;
     let settings = telemetry::Settings::from_env(cli.common.otel_endpoint.as_deref(), scrape);
     let telemetry = telemetry::init(&settings);
     let spans = telemetry.as_ref().ok().and_then(|guard| guard.layer());

@@ -173,7 +173,10 @@ pub(crate) fn session(elapsed: Duration, transport: &'static str) {
 /// A run of `workflow` (an installed workflow's name, or `inline`) started.
 pub(crate) fn run_started(workflow: &str) {
     if let Some(instruments) = instruments() {
-        let attributes = [KeyValue::new("mcp_task_server.workflow.name", name(workflow))];
+        let attributes = [KeyValue::new(
+            "mcp_task_server.workflow.name",
+            name(workflow),
+        )];
         instruments.runs_started.add(1, &attributes);
     }
 }
@@ -193,7 +196,10 @@ pub(crate) fn run_finished(workflow: &str, status: &'static str) {
 /// unit's first, or a retry, which `tasks.node.retries` also counts.
 pub(crate) fn attempt(workflow: &str, retry: bool) {
     if let Some(instruments) = instruments() {
-        let attributes = [KeyValue::new("mcp_task_server.workflow.name", name(workflow))];
+        let attributes = [KeyValue::new(
+            "mcp_task_server.workflow.name",
+            name(workflow),
+        )];
         instruments.attempts.add(1, &attributes);
         if retry {
             instruments.retries.add(1, &attributes);

@@ -240,7 +240,10 @@ mod tests {
             name_of("mcp.server.operation.duration", "s"),
             "mcp_server_operation_duration_seconds"
         );
-        assert_eq!(name_of("mcp_task_server.runs.started", "{run}"), "mcp_task_server_runs_started");
+        assert_eq!(
+            name_of("mcp_task_server.runs.started", "{run}"),
+            "mcp_task_server_runs_started"
+        );
         assert_eq!(name_of("x_seconds", "s"), "x_seconds");
         assert_eq!(sanitize("9lives-é", false), "_9lives__");
         assert_eq!(sanitize("a:b", true), "a:b");

@@ -605,7 +605,7 @@ fn oauth_beyond_loopback_needs_an_audience_and_one_mode_only() {
 #[test]
 fn the_metrics_need_a_token_that_grants_reading() {
     let issuer = Issuer::start();
-    let (server, audience) = start(&issuer, &[]);
+    let (server, audience) = start(&issuer, &["--http-metrics"]);
     let scrape = |token: Option<&str>| {
         let authorization =
             token.map_or(String::new(), |t| format!("\r\nAuthorization: Bearer {t}"));

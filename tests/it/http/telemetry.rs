@@ -6,7 +6,8 @@
 use serde_json::json;
 
 use super::{
-    ALICE, BOB, HttpServer, Reply, bearer, call, modern_headers, modern_meta, open_session,
+    ALICE, BOB, HttpServer, Reply, bearer, call, initialize, modern_headers, modern_meta,
+    open_session,
 };
 use crate::support::otlp::{Receiver, attribute, hex};
 use crate::telemetry::{TRACE, traced_call};
@@ -166,7 +167,7 @@ fn label<'a>(sample: &'a prometheus_parse::Sample, name: &str) -> Option<&'a str
 
 #[test]
 fn metrics_need_a_token_and_hold_the_histogram_and_counters_of_no_principal_in_particular() {
-    let server = HttpServer::start(&["--http-tokens", "{tokens}"]);
+    let server = HttpServer::start(&["--http-tokens", "{tokens}", "--http-metrics"]);
     let refused = get_metrics(&server, None);
     assert_eq!(refused.status, 401, "{}", refused.body);
     assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
@@ -252,7 +253,9 @@ fn metrics_need_a_token_and_hold_the_histogram_and_counters_of_no_principal_in_p
         scrape
             .samples
             .iter()
-            .find(|s| s.metric == name && label(s, "mcp_task_server_workflow_name") == Some("inline"))
+            .find(|s| {
+                s.metric == name && label(s, "mcp_task_server_workflow_name") == Some("inline")
+            })
             .map(|s| s.value.clone())
     };
     assert!(
@@ -282,7 +285,7 @@ fn metrics_need_a_token_and_hold_the_histogram_and_counters_of_no_principal_in_p
 
 #[test]
 fn metrics_are_served_without_a_token_only_where_the_server_has_none_on_loopback() {
-    let server = HttpServer::start(&[]);
+    let server = HttpServer::start(&["--http-metrics"]);
     let scraped = get_metrics(&server, None);
     assert_eq!(scraped.status, 200, "{}", scraped.body);
     let posted = server.send(
@@ -293,4 +296,14 @@ fn metrics_are_served_without_a_token_only_where_the_server_has_none_on_loopback
         "",
     );
     assert_eq!(posted.status, 405);
+}
+
+#[test]
+fn without_http_metrics_no_metrics_are_recorded_or_served() {
+    let server = HttpServer::start(&[]);
+    let call = server.post(&[], &initialize(1));
+    assert_eq!(call.status, 200, "{}", call.body);
+    let scraped = get_metrics(&server, None);
+    assert_eq!(scraped.status, 404, "{}", scraped.body);
+    assert!(!scraped.body.contains("mcp_server"), "{}", scraped.body);
 }
