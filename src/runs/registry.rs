@@ -179,6 +179,15 @@ impl Journal for Registry {
         let ids: Vec<&str> = start.plan.nodes.iter().map(|node| &*node.id).collect();
         let node_ids = serde_json::to_string(&ids).expect("node ids serialise");
         let message = first_message(start.plan.steps());
+        // The starting call's audit row, made ready before the writer is taken.
+        let audit = start.audit.map(|(tool, args)| {
+            let origin = crate::todos::Origin {
+                run_id: Some(start.run_id),
+                node_id: None,
+                principal: start.owner.principal.as_deref(),
+            };
+            crate::todos::ready_audit(tool, args, origin)
+        });
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,
@@ -214,14 +223,8 @@ impl Journal for Registry {
                     &message,
                     start.task_label,
                 )?;
-                if let Some((tool, args)) = start.audit {
-                    let origin = crate::todos::Origin {
-                        run_id: Some(start.run_id),
-                        node_id: None,
-                        principal: start.owner.principal.as_deref(),
-                    };
-                    let ok = crate::todos::AuditOutcome::Ok;
-                    crate::todos::append_audit(tx, tool, args, ok, origin)?;
+                if let Some(row) = &audit {
+                    crate::todos::append_ready(tx, row, crate::todos::AuditOutcome::Ok)?;
                 }
                 Ok(())
             })
@@ -239,11 +242,13 @@ impl Journal for Registry {
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError> {
         let before = self.store_batch(batch);
+        // The call's audit row is made ready before the writer is taken.
+        let ready = self.tools.ready(call.name, call.args, call.origin);
         self.store
             .try_transaction(|tx| {
                 let key = tx.apply(&before)?;
-                let result = match self.tools.invoke_in(tx, call.name, call.args, call.origin) {
-                    Some(audited) => audited?,
+                let result = match &ready {
+                    Some(ready) => ready.invoke_in(tx)?,
                     None => Err(ToolError::invalid_input(format!(
                         "unknown tool `{}`",
                         call.name

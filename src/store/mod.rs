@@ -39,7 +39,7 @@ use postgres::Pg;
 use sql::Db;
 use write_tx::WriteTx;
 
-pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
+pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow, ReadyAudit};
 pub use commit::{AuditRecord, Batch, Write};
 pub use history::{HistoryQuery, HistoryRow};
 pub use listings::{AuditQuery, ListedRun, RunQuery};

@@ -440,6 +440,11 @@ impl Session {
         }))
     }
 
+    /// A statement whose result nobody reads: an error fails the transaction.
+    pub(crate) fn write(&self, sql: &str, params: &[&dyn Param]) -> Result<(), StoreError> {
+        self.execute(sql, params).map(drop)
+    }
+
     /// [`Session::execute`] with values only PostgreSQL binds (arrays, say).
     pub(crate) fn execute_typed(
         &self,
