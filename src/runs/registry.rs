@@ -20,7 +20,7 @@ use crate::engine::journal::{
 };
 use crate::engine::plan::Plan;
 use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
-use crate::store::{Batch, NewParent, NewRun, Store, StoreError, TaskTiming, Write};
+use crate::store::{Batch, NewParent, NewRun, NewRunTask, Store, StoreError, TaskTiming, Write};
 use crate::todos::{ToolError, ToolResult, Tools};
 
 /// How often a waiting question looks for an answer given by another process. Answers
@@ -215,14 +215,13 @@ impl Journal for Registry {
         };
         self.store
             .try_transaction(|tx| {
-                let key = tx.insert_run(&run)?;
-                tx.insert_run_task(
-                    key,
-                    start.created_ms,
-                    self.timing(),
-                    &message,
-                    start.task_label,
-                )?;
+                let task = NewRunTask {
+                    created_ms: start.created_ms,
+                    timing: self.timing(),
+                    message: &message,
+                    label: start.task_label,
+                };
+                tx.insert_run_and_task(&run, &task)?;
                 if let Some(row) = &audit {
                     crate::todos::append_ready(tx, row, crate::todos::AuditOutcome::Ok)?;
                 }
@@ -283,6 +282,9 @@ impl Journal for Registry {
             .try_transaction(|tx| {
                 let mut sent = std::time::Instant::now();
                 tx.apply(&batch)?;
+                // The fence checked and the lease extended now, not with the commit: the
+                // file is placed only after both.
+                tx.flush()?;
                 // A slow round trip (a busy server, a lock waited for) ate into the lease:
                 // extend it again, the row still locked, until one is quick enough.
                 let mut tries = 0;
@@ -297,6 +299,7 @@ impl Journal for Registry {
                     }
                     sent = std::time::Instant::now();
                     tx.fence(&batch.run_id, &self.owner, self.lease_ms(), false)?;
+                    tx.flush()?;
                 }
                 place();
                 Ok(())

@@ -203,7 +203,8 @@ fn upsert_postgres(
              {UPSERT_CONFLICT}"
         )
     });
-    session.execute_typed(
+    // Nothing is read back: the rows go out with the transaction's next round trip.
+    session.write_typed(
         sql,
         &[
             &run_key,
@@ -225,8 +226,7 @@ fn upsert_postgres(
             &texts(|r| r.iterations.as_deref()),
             &now,
         ],
-    )?;
-    Ok(())
+    )
 }
 
 impl Store {
