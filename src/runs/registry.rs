@@ -213,8 +213,9 @@ impl Journal for Registry {
                 depth: i64::from(p.depth),
             }),
         };
+        // A run's start shares its commit with the other runs' ready at once.
         self.store
-            .try_transaction(|tx| {
+            .shared(|tx| {
                 let task = NewRunTask {
                     created_ms: start.created_ms,
                     timing: self.timing(),
@@ -243,8 +244,9 @@ impl Journal for Registry {
         let before = self.store_batch(batch);
         // The call's audit row is made ready before the writer is taken.
         let ready = self.tools.ready(call.name, call.args, call.origin);
+        // Shared with the other runs' transactions ready at once.
         self.store
-            .try_transaction(|tx| {
+            .shared(|tx| {
                 let key = tx.apply(&before)?;
                 let result = match &ready {
                     Some(ready) => ready.invoke_in(tx)?,

@@ -159,8 +159,8 @@ impl Store {
     pub fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
-            // Each process commits on connections of its own; the database orders them.
-            Backend::Postgres(_) => return self.try_transaction(|tx| tx.apply(&batch).map(drop)),
+            // Batches of many runs ready at once share a transaction (`shared.rs`).
+            Backend::Postgres(_) => return self.shared(|tx| tx.apply(&batch).map(drop)),
         };
         let ticket = {
             let mut queue = lock_queue(&sqlite.queue);

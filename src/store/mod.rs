@@ -22,6 +22,7 @@ mod runs;
 // through the `testing` feature (see Cargo.toml); no part of the library's API otherwise.
 #[cfg(any(test, feature = "testing"))]
 mod scratch;
+mod shared;
 mod sql;
 mod todos;
 mod wakes;

@@ -261,6 +261,87 @@ fn a_new_run_whose_id_is_taken_is_refused_at_its_commit_with_all_its_transaction
     assert!(store.verify_audit_chain().unwrap().is_ok());
 }
 
+/// `RUNS` batches at once, each on its own thread, fencing its run `r{n}`, updating its
+/// task and appending an audit row named `tool`: their outcomes, in run order.
+fn batches_at_once(store: &Store, keys: &[i64], tool: &str) -> Vec<Result<(), StoreError>> {
+    let start = std::sync::Barrier::new(keys.len());
+    std::thread::scope(|scope| {
+        let batches: Vec<_> = (keys.iter().enumerate())
+            .map(|(n, &key)| {
+                let start = &start;
+                scope.spawn(move || {
+                    let run = format!("r{n}");
+                    start.wait();
+                    store.shared(|tx| {
+                        tx.fence(&run, "host-a", 3_600_000, true)?;
+                        tx.update_run_task(key, "input_required", tool, 50, None, None)?;
+                        tx.append_audit(&AuditEntry {
+                            run_id: Some(&run),
+                            ..audit_entry(tool)
+                        })
+                    })
+                })
+            })
+            .collect();
+        batches.into_iter().map(|b| b.join().unwrap()).collect()
+    })
+}
+
+/// The batches of many runs ready at once share transactions (the rows one transaction
+/// inserts carry its id, `xmin`), each still fenced by its own run's lease: the batch of a
+/// run another host took keeps nothing, and every other batch keeps all it wrote.
+#[test]
+fn batches_of_many_runs_share_commits_and_one_that_lost_its_lease_spoils_none_of_the_others() {
+    const RUNS: usize = 48;
+    let Some((scratch, host_a)) = scratch("batches_share_commits") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let keys: Vec<i64> = (0..RUNS)
+        .map(|n| held_run(&host_a, &format!("r{n}")))
+        .collect();
+
+    let outcomes = batches_at_once(&host_a, &keys, "shared");
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let transactions = scratch
+        .count("SELECT count(DISTINCT xmin::text) FROM audit_log WHERE tool = 'shared'")
+        .unwrap();
+    assert!(
+        transactions < RUNS as i64,
+        "{RUNS} batches in {transactions} transactions: none shared"
+    );
+
+    assert!(
+        host_b
+            .claim_run("r7", "host-b", 3_600_000, Some("host-a"), None)
+            .unwrap()
+    );
+    let outcomes = batches_at_once(&host_a, &keys, "after_r7_was_taken");
+    for (n, outcome) in outcomes.iter().enumerate() {
+        let task = host_b.run_task(&format!("r{n}")).unwrap().unwrap();
+        match n {
+            7 => {
+                assert!(
+                    matches!(outcome, Err(StoreError::LeaseLost { run_id }) if run_id == "r7"),
+                    "{outcome:?}"
+                );
+                assert_eq!(task.status_message.as_deref(), Some("shared"));
+            }
+            _ => {
+                assert!(outcome.is_ok(), "run {n}: {outcome:?}");
+                assert_eq!(task.status_message.as_deref(), Some("after_r7_was_taken"));
+            }
+        }
+    }
+    let rows = host_a.audit_rows().unwrap();
+    let after: Vec<_> = (rows.iter())
+        .filter(|row| row.tool == "after_r7_was_taken")
+        .collect();
+    assert_eq!(after.len(), RUNS - 1);
+    assert!(after.iter().all(|row| row.run_id.as_deref() != Some("r7")));
+    assert!(host_a.verify_audit_chain().unwrap().is_ok());
+}
+
 /// Waits for `notified` for at most 10 s: a wake-up that never comes fails the test.
 async fn woken(what: &str, notified: impl std::future::Future<Output = ()>) {
     tokio::time::timeout(std::time::Duration::from_secs(10), notified)

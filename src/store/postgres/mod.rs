@@ -129,6 +129,8 @@ pub(crate) struct Pg {
     pool: Pool,
     /// The keys of runs this process made or fenced.
     pub(crate) keys: Arc<RunKeys>,
+    /// The transactions shared by the runs and calls ready at once (`store/shared.rs`).
+    pub(super) lane: super::shared::Lane,
     /// Where the database is, for messages: host, port and database, never the password.
     target: String,
     options: PgOptions,
@@ -192,6 +194,7 @@ impl Pg {
         let pg = Pg {
             pool,
             keys: Arc::default(),
+            lane: Default::default(),
             target: described,
             options,
             io: Io(Some(io)),

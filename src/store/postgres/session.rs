@@ -40,8 +40,9 @@ pub(crate) enum OnError {
 
 /// A statement waiting for the transaction's next round trip.
 enum Queued {
-    /// `BEGIN`, sent with the first statement of the transaction.
-    Begin,
+    /// A statement without parameters: `BEGIN`, sent with the first statement of the
+    /// transaction, or a savepoint's.
+    Simple(&'static str),
     Bound {
         statement: Statement,
         values: Vec<Encoded>,
@@ -53,7 +54,7 @@ enum Queued {
 }
 
 /// What is done with a queued statement's returned integer.
-pub(crate) type Then = Box<dyn FnOnce(i64)>;
+pub(crate) type Then = Box<dyn FnOnce(i64) + Send>;
 
 /// A value encoded as the server takes it for its parameter's type; `None` is NULL.
 #[derive(Debug)]
@@ -82,20 +83,20 @@ impl ToSql for Encoded {
 pub(crate) struct Session {
     client: Option<Object>,
     /// Whether a transaction is open on it (its `BEGIN` may still be queued).
-    pub(super) open: Cell<bool>,
+    pub(crate) open: Cell<bool>,
     /// Whether anything of the open transaction has reached the server.
     sent: Cell<bool>,
     /// Whether a statement failed since the transaction began.
-    pub(super) failed: Cell<bool>,
+    pub(crate) failed: Cell<bool>,
     /// Whether a statement failed because the connection was lost (the server ended the
     /// session, or the socket closed).
-    pub(super) lost: Cell<bool>,
+    pub(crate) lost: Cell<bool>,
     /// Whether the transaction's `COMMIT` may have reached the server: then whether it was
     /// kept is not known.
-    pub(super) committing: Cell<bool>,
+    pub(crate) committing: Cell<bool>,
     /// The run whose lease a queued fence found held by another owner, if one did: what
     /// the transaction's failure is, whatever the statements after it answered.
-    pub(super) lease_lost: RefCell<Option<String>>,
+    pub(crate) lease_lost: RefCell<Option<String>>,
     queued: RefCell<Vec<Queued>>,
 }
 
@@ -113,7 +114,7 @@ impl Session {
         }
     }
 
-    pub(super) fn client(&self) -> &Object {
+    pub(crate) fn client(&self) -> &Object {
         self.client.as_ref().expect("the client is held until drop")
     }
 
@@ -241,17 +242,41 @@ impl Session {
         self.pipelined(self.client().batch_execute(sql))
     }
 
-    pub(super) fn begin(&self) {
-        self.queued.borrow_mut().push(Queued::Begin);
+    pub(crate) fn begin(&self) {
+        self.queued.borrow_mut().push(Queued::Simple("BEGIN"));
         self.open.set(true);
         self.sent.set(false);
         self.failed.set(false);
     }
 
+    /// Opens a savepoint, sent with the statements that follow it.
+    pub(crate) fn savepoint(&self) {
+        self.queued
+            .borrow_mut()
+            .push(Queued::Simple("SAVEPOINT member"));
+    }
+
+    /// Ends the savepoint: kept, it is released with the statements that follow; else
+    /// everything since it is undone now, and the transaction, no longer failed, goes on.
+    pub(crate) fn end_savepoint(&self, keep: bool) -> Result<(), StoreError> {
+        if keep {
+            self.queued
+                .borrow_mut()
+                .push(Queued::Simple("RELEASE SAVEPOINT member"));
+            return Ok(());
+        }
+        self.queued.borrow_mut().clear();
+        self.batch("ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member")?;
+        self.failed.set(false);
+        self.lease_lost.borrow_mut().take();
+        Ok(())
+    }
+
     /// Commits the transaction, with every statement still queued: one round trip. A
     /// transaction that sent nothing and queued nothing but its `BEGIN` costs none.
-    pub(super) fn commit(&self) -> Result<(), StoreError> {
-        let idle = !self.sent.get() && matches!(&self.queued.borrow()[..], [Queued::Begin]);
+    pub(crate) fn commit(&self) -> Result<(), StoreError> {
+        let idle =
+            !self.sent.get() && matches!(&self.queued.borrow()[..], [Queued::Simple("BEGIN")]);
         if idle {
             self.queued.borrow_mut().clear();
             self.open.set(false);
@@ -269,7 +294,7 @@ impl Session {
 
     /// Rolls the transaction back. What is still queued is never sent; a transaction that
     /// sent nothing needs no round trip.
-    pub(super) fn rollback(&self) -> Result<(), StoreError> {
+    pub(crate) fn rollback(&self) -> Result<(), StoreError> {
         self.queued.borrow_mut().clear();
         if !self.sent.get() {
             self.open.set(false);
@@ -297,7 +322,7 @@ impl Session {
         let client = self.client();
         let sends = queued.iter().map(|queued| async move {
             match queued {
-                Queued::Begin => client.batch_execute("BEGIN").await.map(|()| None),
+                Queued::Simple(sql) => client.batch_execute(sql).await.map(|()| None),
                 Queued::Bound {
                     statement,
                     values,
@@ -324,7 +349,7 @@ impl Session {
         for (queued, answer) in queued.into_iter().zip(answers) {
             match (queued, answer) {
                 (_, Err(error)) if failed.is_some() => drop(error),
-                (Queued::Begin, Err(error)) => failed = Some((error, OnError::Fail)),
+                (Queued::Simple(_), Err(error)) => failed = Some((error, OnError::Fail)),
                 (Queued::Bound { on_error, .. }, Err(error)) => failed = Some((error, on_error)),
                 (
                     Queued::Bound {
