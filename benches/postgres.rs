@@ -1,14 +1,22 @@
-//! PostgreSQL beside SQLite, measured in one run: the `add_task` round trip over stdio,
-//! durable scheduling per node, the takeover latency after a host is lost, and the
-//! throughput of short runs on two hosts against one.
+//! PostgreSQL beside SQLite, measured in one run: the floor of one commit on PostgreSQL,
+//! the `add_task` round trip over stdio, durable scheduling per node, the takeover latency
+//! after a host is lost, and the throughput of short runs on two hosts against one.
 //!
 //! Run: `TASKS_TEST_POSTGRES=postgres://… cargo bench --bench postgres` (`.ci/run`'s
 //! `tests/postgres/ensure` prints such a URL). Each figure gets a fresh SQLite file and a
 //! fresh PostgreSQL schema. `BENCH_N` sets the calls of the round trip (default 2000),
-//! `BENCH_RUNS` the runs of the throughput rows (default 200).
+//! `BENCH_RUNS` the runs of the throughput rows (default 200), `BENCH_ONLY` the parts to
+//! run (comma separated: `floor`, `add_task`, `durable`, `takeover`, `short`; all by
+//! default) and `BENCH_SERVER` the server binary the hosts run (default: this build's).
 //!
-//! A "host" is a `serve` process of this build; two hosts on one SQLite file share it as
-//! two processes on one machine do, two on PostgreSQL as two machines would.
+//! Durability is reported as it is set: SQLite at its default (`synchronous=NORMAL`, which
+//! may lose the last commits when the machine dies) and at `--durability full` (each
+//! commit waits for the disk), PostgreSQL as its server is configured (its
+//! `synchronous_commit` is printed; `on`, the default, waits for the disk): the fair pair
+//! is `sqlite-full` beside `postgres` with `synchronous_commit = on`.
+//!
+//! A "host" is a `serve` process; two hosts on one SQLite file share it as two processes
+//! on one machine do, two on PostgreSQL as two machines would.
 
 // A bench prints its table on stdout; no MCP stream is there.
 #![allow(clippy::print_stdout)]
@@ -28,21 +36,63 @@ use std::time::{Duration, Instant};
 
 use backends::Place;
 use mcp_task_server::app::{App, Config};
-use mcp_task_server::store::{Scope, Store, TEST_POSTGRES};
+use mcp_task_server::store::{Durability, Scope, Store, TEST_POSTGRES};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-task-server");
+/// The server the hosts run: `BENCH_SERVER`, else this build's.
+fn server_binary() -> std::ffi::OsString {
+    std::env::var_os("BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_mcp-task-server").into())
+}
 
-/// A fresh database of one backend, kept for one figure.
-fn place(postgres: bool) -> Place {
-    if postgres {
-        Place::postgres("bench").expect("a PostgreSQL server")
-    } else {
-        Place::sqlite()
+/// A database of one kind, as a figure's row names it.
+#[derive(Clone, Copy)]
+struct Backend {
+    name: &'static str,
+    postgres: bool,
+    durability: Durability,
+}
+
+impl Backend {
+    /// A fresh database of this kind, kept for one figure.
+    fn place(self) -> Place {
+        if self.postgres {
+            Place::postgres("bench").expect("a PostgreSQL server")
+        } else {
+            Place::sqlite()
+        }
+    }
+
+    /// What `--durability` takes.
+    fn durability_arg(self) -> &'static str {
+        match self.durability {
+            Durability::Normal => "normal",
+            Durability::Full => "full",
+        }
     }
 }
 
-const BACKENDS: [(&str, bool); 2] = [("sqlite", false), ("postgres", true)];
+const BACKENDS: [Backend; 3] = [
+    Backend {
+        name: "sqlite",
+        postgres: false,
+        durability: Durability::Normal,
+    },
+    Backend {
+        name: "sqlite-full",
+        postgres: false,
+        durability: Durability::Full,
+    },
+    Backend {
+        name: "postgres",
+        postgres: true,
+        durability: Durability::Normal,
+    },
+];
+
+/// Whether the part `name` runs: all of them unless `BENCH_ONLY` lists some.
+fn selected(name: &str) -> bool {
+    std::env::var("BENCH_ONLY").map_or(true, |only| only.split(',').any(|p| p.trim() == name))
+}
 
 /// A `serve` process with a 2025-11-25 session open on its stdio.
 struct Host {
@@ -52,9 +102,10 @@ struct Host {
 }
 
 impl Host {
-    fn start(db: &str, workflows: &std::path::Path, lease: &str) -> Host {
-        let mut child = Command::new(BIN)
+    fn start(backend: Backend, db: &str, workflows: &std::path::Path, lease: &str) -> Host {
+        let mut child = Command::new(server_binary())
             .env_remove("RUST_LOG")
+            .args(["--durability", backend.durability_arg()])
             .args(["--db", db, "--lease", lease, "--workflows"])
             .arg(workflows)
             .arg("serve")
@@ -143,14 +194,18 @@ fn env_count(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Lock-step `add_task` calls: one in flight at a time.
-fn add_task_round_trip(n: usize) {
+/// Lock-step `add_task` calls: one in flight at a time. On PostgreSQL, beside the floor
+/// (`floor`) the p50 is also given as a multiple of it.
+fn add_task_round_trip(n: usize, floor: Option<f64>) {
     println!("\nadd_task round trip over stdio, lock-step, {n} calls (µs)");
-    println!("{:<10} {:>8} {:>8} {:>8}", "backend", "p50", "p99", "mean");
+    println!(
+        "{:<12} {:>8} {:>8} {:>8} {:>12}",
+        "backend", "p50", "p99", "mean", "p50 / floor"
+    );
     let empty = tempfile::tempdir().unwrap();
-    for (name, postgres) in BACKENDS {
-        let place = place(postgres);
-        let mut host = Host::start(&place.location(), empty.path(), "15s");
+    for backend in BACKENDS {
+        let place = backend.place();
+        let mut host = Host::start(backend, &place.location(), empty.path(), "15s");
         let mut times = Vec::with_capacity(n);
         for i in 0..n + 100 {
             let started = Instant::now();
@@ -166,13 +221,75 @@ fn add_task_round_trip(n: usize) {
         }
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         times.sort_by(f64::total_cmp);
+        let p50 = percentile(&times, 0.5);
+        let ratio = match floor {
+            Some(floor) if backend.postgres => format!("{:.2}", p50 / floor),
+            _ => "-".to_owned(),
+        };
         println!(
-            "{name:<10} {:>8.1} {:>8.1} {:>8.1}",
-            percentile(&times, 0.5),
+            "{:<12} {p50:>8.1} {:>8.1} {mean:>8.1} {ratio:>12}",
+            backend.name,
             percentile(&times, 0.99),
-            mean
         );
     }
+}
+
+/// The floor of a PostgreSQL commit: one `INSERT` of a todo's row, committed on its own
+/// (`INSERT …; COMMIT` as one round trip), lock-step on one connection to the same server,
+/// from this process. No call can commit a todo in less; the lock-step `add_task` p50 is
+/// given as a multiple of this one's. Returns its p50 (µs).
+fn commit_floor(n: usize) -> f64 {
+    let place = Backend::place(BACKENDS[2]);
+    // The schema and its tables, made by opening the store there.
+    drop(place.store());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (times, synchronous_commit) = rt.block_on(async {
+        let (client, connection) =
+            tokio_postgres::connect(&place.location(), tokio_postgres::NoTls)
+                .await
+                .expect("PostgreSQL answers");
+        tokio::spawn(connection);
+        let synchronous_commit: String = client
+            .query_one("SHOW synchronous_commit", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let insert = client
+            .prepare("INSERT INTO todos (title, created_at) VALUES ($1, $2)")
+            .await
+            .unwrap();
+        let mut times = Vec::with_capacity(n);
+        for i in 0..n + 100 {
+            let title = format!("todo {i}");
+            let started = Instant::now();
+            client
+                .execute(&insert, &[&title, &"2026-12-07T00:00:00Z"])
+                .await
+                .unwrap();
+            if i >= 100 {
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        (times, synchronous_commit)
+    });
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    let mut times = times;
+    times.sort_by(f64::total_cmp);
+    let p50 = percentile(&times, 0.5);
+    println!(
+        "\nPostgreSQL commit floor: one INSERT committed on its own, lock-step, {n} round trips \
+         (µs; synchronous_commit = {synchronous_commit})"
+    );
+    println!("{:<12} {:>8} {:>8} {:>8}", "", "p50", "p99", "mean");
+    println!(
+        "{:<12} {p50:>8.1} {:>8.1} {mean:>8.1}",
+        "floor",
+        percentile(&times, 0.99)
+    );
+    p50
 }
 
 /// No-op runs of 1 000 nodes through the task registry, in this process: the time of a
@@ -180,7 +297,7 @@ fn add_task_round_trip(n: usize) {
 fn durable_per_node() {
     println!("\ndurable scheduling, no-op nodes, median of 10 runs (µs per node)");
     println!(
-        "{:<10} {:>12} {:>12}",
+        "{:<12} {:>12} {:>12}",
         "backend", "chain/1000", "fanout/1000"
     );
     let rt = shapes::runtime();
@@ -188,10 +305,11 @@ fn durable_per_node() {
         let nodes = shape.len() as f64;
         (shapes::plan("shape", &shape), nodes)
     });
-    for (name, postgres) in BACKENDS {
-        let place = place(postgres);
+    for backend in BACKENDS {
+        let place = backend.place();
         let workspace = tempfile::tempdir().unwrap();
-        let config = Config::new(place.location(), workspace.path());
+        let mut config = Config::new(place.location(), workspace.path());
+        config.durability = backend.durability;
         let app = App::open(&config).expect("the application opens");
         let engine = app.engine().clone();
         let mut row = Vec::new();
@@ -207,7 +325,7 @@ fn durable_per_node() {
                 .collect();
             row.push(median(times));
         }
-        println!("{name:<10} {:>12.1} {:>12.1}", row[0], row[1]);
+        println!("{:<12} {:>12.1} {:>12.1}", backend.name, row[0], row[1]);
     }
 }
 
@@ -261,19 +379,19 @@ fn until(limit: Duration, mut done: impl FnMut() -> bool) {
 /// is lost half a second after B starts, so that B's rounds fall anywhere.
 fn takeover_latency() {
     println!("\ntakeover of a lost host's run, lease 3 s (ms): median and worst of 7");
-    println!("{:<10} {:>16} {:>16}", "backend", "killed", "stopped");
+    println!("{:<12} {:>16} {:>16}", "backend", "killed", "stopped");
     let flows = workflows();
-    for (name, postgres) in BACKENDS {
+    for backend in BACKENDS {
         let mut row = Vec::new();
         for stop in [false, true] {
             let times: Vec<f64> = (0..7)
                 .map(|_| {
-                    let place = place(postgres);
+                    let place = backend.place();
                     let store = place.store();
-                    let mut a = Host::start(&place.location(), flows.path(), "3s");
+                    let mut a = Host::start(backend, &place.location(), flows.path(), "3s");
                     a.start_runs("long", 0..1);
                     until(Duration::from_secs(10), || lease_owner(&store).is_some());
-                    let b = Host::start(&place.location(), flows.path(), "3s");
+                    let b = Host::start(backend, &place.location(), flows.path(), "3s");
                     let b_prefix = format!("{}@", b.child.id());
                     std::thread::sleep(Duration::from_millis(500));
                     let lost = Instant::now();
@@ -292,7 +410,7 @@ fn takeover_latency() {
             let worst = times.iter().copied().fold(0.0, f64::max);
             row.push(format!("{:.0} / {worst:.0}", median(times)));
         }
-        println!("{name:<10} {:>16} {:>16}", row[0], row[1]);
+        println!("{:<12} {:>16} {:>16}", backend.name, row[0], row[1]);
     }
 }
 
@@ -300,15 +418,15 @@ fn takeover_latency() {
 /// request to the last run's end.
 fn short_run_throughput(runs: u64) {
     println!("\nshort runs (a todo, then a render), {runs} started as tasks (runs/s)");
-    println!("{:<10} {:>10} {:>10}", "backend", "one host", "two hosts");
+    println!("{:<12} {:>10} {:>10}", "backend", "one host", "two hosts");
     let flows = workflows();
-    for (name, postgres) in BACKENDS {
+    for backend in BACKENDS {
         let mut row = Vec::new();
         for hosts in [1, 2] {
-            let place = place(postgres);
+            let place = backend.place();
             let store = place.store();
             let mut started: Vec<Host> = (0..hosts)
-                .map(|_| Host::start(&place.location(), flows.path(), "15s"))
+                .map(|_| Host::start(backend, &place.location(), flows.path(), "15s"))
                 .collect();
             let share = runs / hosts;
             let begun = Instant::now();
@@ -330,7 +448,7 @@ fn short_run_throughput(runs: u64) {
                 runs
             );
         }
-        println!("{name:<10} {:>10.0} {:>10.0}", row[0], row[1]);
+        println!("{:<12} {:>10.0} {:>10.0}", backend.name, row[0], row[1]);
     }
 }
 
@@ -342,8 +460,18 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    add_task_round_trip(env_count("BENCH_N", 2000));
-    durable_per_node();
-    takeover_latency();
-    short_run_throughput(env_count("BENCH_RUNS", 200) as u64);
+    let n = env_count("BENCH_N", 2000);
+    let floor = selected("floor").then(|| commit_floor(n));
+    if selected("add_task") {
+        add_task_round_trip(n, floor);
+    }
+    if selected("durable") {
+        durable_per_node();
+    }
+    if selected("takeover") {
+        takeover_latency();
+    }
+    if selected("short") {
+        short_run_throughput(env_count("BENCH_RUNS", 200) as u64);
+    }
 }

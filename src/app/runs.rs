@@ -170,6 +170,9 @@ impl App {
             Err(ResumeError::Journal(JournalError::Held(_)) | ResumeError::AlreadyActive(_)) => {
                 Ok(Cancelled::Requested)
             }
+            // The process that drove it heard the cancel asked for above and ended the run
+            // before this one could look: the cancel took effect there.
+            Err(ResumeError::Journal(JournalError::Finished { .. })) => Ok(Cancelled::Requested),
             Err(error) => Err(error.into()),
         }
     }

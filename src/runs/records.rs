@@ -8,7 +8,7 @@ use super::status::TaskStatus;
 use crate::clock;
 use crate::engine::journal::{RunBatch, RunProgress, UnitChange, UnitState};
 use crate::engine::report::{NodeError, NodeStatus};
-use crate::store::{AuditRecord, FileWrite, NodeRow, RunEnd, Write};
+use crate::store::{AuditRecord, FileWrite, NodeRow, ReadyAudit, RunEnd, Write};
 
 /// The stored instance number: `-1` for the node itself.
 pub(super) fn instance_number(instance: Option<usize>) -> i64 {
@@ -83,13 +83,16 @@ pub(super) fn writes(batch: &RunBatch<'_>) -> Vec<Write> {
         });
     }
     for audit in batch.audits {
+        // Made ready here, before the batch queues for the writer.
+        let args = serde_json::to_string(&audit.args).expect("a JSON map serialises");
+        let origin = (
+            Some(batch.run_id),
+            Some(&*audit.node_id),
+            audit.principal.as_deref(),
+        );
         writes.push(Write::Audit(AuditRecord {
-            tool: audit.action,
-            args: serde_json::to_string(&audit.args).expect("a JSON map serialises"),
+            row: ReadyAudit::owning(audit.action, args, origin),
             outcome: audit.outcome,
-            run_id: batch.run_id.to_owned(),
-            node_id: audit.node_id.to_string(),
-            principal: audit.principal.as_deref().map(str::to_owned),
         }));
         if let Some(wrote) = &audit.wrote {
             writes.push(Write::FileWritten(FileWrite {

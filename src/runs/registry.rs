@@ -20,7 +20,7 @@ use crate::engine::journal::{
 };
 use crate::engine::plan::Plan;
 use crate::engine::report::{NodeError, NodeErrorKind, RunStatus};
-use crate::store::{Batch, NewParent, NewRun, Store, StoreError, TaskTiming, Write};
+use crate::store::{Batch, NewParent, NewRun, NewRunTask, Store, StoreError, TaskTiming, Write};
 use crate::todos::{ToolError, ToolResult, Tools};
 
 /// How often a waiting question looks for an answer given by another process. Answers
@@ -179,6 +179,15 @@ impl Journal for Registry {
         let ids: Vec<&str> = start.plan.nodes.iter().map(|node| &*node.id).collect();
         let node_ids = serde_json::to_string(&ids).expect("node ids serialise");
         let message = first_message(start.plan.steps());
+        // The starting call's audit row, made ready before the writer is taken.
+        let audit = start.audit.map(|(tool, args)| {
+            let origin = crate::todos::Origin {
+                run_id: Some(start.run_id),
+                node_id: None,
+                principal: start.owner.principal.as_deref(),
+            };
+            crate::todos::ready_audit(tool, args, origin)
+        });
         let run = NewRun {
             id: start.run_id,
             workflow: &start.plan.name,
@@ -206,24 +215,18 @@ impl Journal for Registry {
             trace_parent: start.trace.map(|(parent, _)| parent),
             trace_link: start.trace.and_then(|(_, link)| link),
         };
+        // A run's start shares its commit with the other runs' ready at once.
         self.store
-            .try_transaction(|tx| {
-                let key = tx.insert_run(&run)?;
-                tx.insert_run_task(
-                    key,
-                    start.created_ms,
-                    self.timing(),
-                    &message,
-                    start.task_label,
-                )?;
-                if let Some((tool, args)) = start.audit {
-                    let origin = crate::todos::Origin {
-                        run_id: Some(start.run_id),
-                        node_id: None,
-                        principal: start.owner.principal.as_deref(),
-                    };
-                    let ok = crate::todos::AuditOutcome::Ok;
-                    crate::todos::append_audit(tx, tool, args, ok, origin)?;
+            .shared(|tx| {
+                let task = NewRunTask {
+                    created_ms: start.created_ms,
+                    timing: self.timing(),
+                    message: &message,
+                    label: start.task_label,
+                };
+                tx.insert_run_and_task(&run, &task)?;
+                if let Some(row) = &audit {
+                    crate::todos::append_ready(tx, row, crate::todos::AuditOutcome::Ok)?;
                 }
                 Ok(())
             })
@@ -241,11 +244,14 @@ impl Journal for Registry {
         settle: &dyn Fn(&ToolResult) -> UnitState,
     ) -> Result<(ToolResult, UnitState), JournalError> {
         let before = self.store_batch(batch);
+        // The call's audit row is made ready before the writer is taken.
+        let ready = self.tools.ready(call.name, call.args, call.origin);
+        // Shared with the other runs' transactions ready at once.
         self.store
-            .try_transaction(|tx| {
+            .shared(|tx| {
                 let key = tx.apply(&before)?;
-                let result = match self.tools.invoke_in(tx, call.name, call.args, call.origin) {
-                    Some(audited) => audited?,
+                let result = match &ready {
+                    Some(ready) => ready.invoke_in(tx)?,
                     None => Err(ToolError::invalid_input(format!(
                         "unknown tool `{}`",
                         call.name
@@ -280,6 +286,9 @@ impl Journal for Registry {
             .try_transaction(|tx| {
                 let mut sent = std::time::Instant::now();
                 tx.apply(&batch)?;
+                // The fence checked and the lease extended now, not with the commit: the
+                // file is placed only after both.
+                tx.flush()?;
                 // A slow round trip (a busy server, a lock waited for) ate into the lease:
                 // extend it again, the row still locked, until one is quick enough.
                 let mut tries = 0;
@@ -294,6 +303,7 @@ impl Journal for Registry {
                     }
                     sent = std::time::Instant::now();
                     tx.fence(&batch.run_id, &self.owner, self.lease_ms(), false)?;
+                    tx.flush()?;
                 }
                 place();
                 Ok(())

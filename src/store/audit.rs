@@ -1,9 +1,9 @@
 //! The append-only audit log: one row per tool call, accepted or rejected.
 
-use super::chain::{Break, Fields, GENESIS, Intact, Walk, chain_hash, sha256_hex};
+use super::chain::{self, Break, Encoded, Fields, GENESIS, Intact, Walk, sha256_hex};
 use std::cell::RefCell;
 
-use super::sql::{Db, Dialects, Param, Row, from_columns};
+use super::sql::{Db, Param, Row, from_columns};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -77,6 +77,72 @@ pub(crate) fn cap_args(args: &str) -> std::borrow::Cow<'_, str> {
     format!("{}…[truncated: {} bytes in all]", &args[..end], args.len()).into()
 }
 
+/// An audit row made ready before the writer is taken: its arguments capped and digested,
+/// its time read, its fields encoded as the chain hashes them. What is left for the writer
+/// is the link to the row before and the insert ([`Tx::append_ready`]); the outcome is
+/// given then, for a call whose outcome its transaction decides.
+#[derive(Debug, Clone)]
+pub struct ReadyAudit {
+    at: String,
+    tool: String,
+    /// The arguments as stored: capped by [`cap_args`].
+    args: String,
+    args_sha256: String,
+    run_id: Option<String>,
+    node_id: Option<String>,
+    principal: Option<String>,
+    encoded: Encoded,
+}
+
+impl ReadyAudit {
+    /// The row `entry` describes, but for its outcome, at this moment.
+    pub fn new(entry: &AuditEntry<'_>) -> ReadyAudit {
+        let origin = (entry.run_id, entry.node_id, entry.principal);
+        Self::owning(entry.tool, entry.args.to_owned(), origin)
+    }
+
+    /// [`ReadyAudit::new`] for arguments serialised by the caller (the whole payload),
+    /// taken without a copy; `origin` is the run, the node and the principal.
+    pub(crate) fn owning(
+        tool: &str,
+        args: String,
+        (run_id, node_id, principal): (Option<&str>, Option<&str>, Option<&str>),
+    ) -> ReadyAudit {
+        let args_sha256 = sha256_hex(args.as_bytes());
+        let args = match cap_args(&args) {
+            std::borrow::Cow::Borrowed(_) => args,
+            std::borrow::Cow::Owned(capped) => capped,
+        };
+        let at = clock::now_iso();
+        let encoded = Encoded::new(&Fields {
+            id: 0,
+            at: &at,
+            tool,
+            args: &args,
+            args_sha256: &args_sha256,
+            outcome: "",
+            run_id,
+            node_id,
+            principal,
+        });
+        ReadyAudit {
+            at,
+            tool: tool.to_owned(),
+            args,
+            args_sha256,
+            run_id: run_id.map(str::to_owned),
+            node_id: node_id.map(str::to_owned),
+            principal: principal.map(str::to_owned),
+            encoded,
+        }
+    }
+
+    /// The tool the row names.
+    pub(crate) fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
 /// Rows a walk of the log reads at a time: the walk never holds more.
 const WALK_PAGE: i64 = 512;
 
@@ -145,14 +211,30 @@ impl HeadHint {
     }
 }
 
-const APPEND: Dialects = Dialects {
-    sqlite: "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal, \
-        args_sha256, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    postgres: "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, principal,
-                                      args_sha256, prev_hash, hash)
-               OVERRIDING SYSTEM VALUE
-               VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-};
+/// SQLite: a row after a head the caller names.
+const APPEND: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id, \
+    principal, args_sha256, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// PostgreSQL: a row after the head, read and linked by the statement itself, after
+/// [`CHAIN_LOCK`] in a statement of its own (so that under READ COMMITTED this one's
+/// snapshot, taken after the lock, sees the row of the append that held it before). The
+/// hash is `chain::link`'s, computed by the server over the same encoding: the domain tag
+/// (?9), the head's hash and the new id, each as a field, then the rest of the row as the
+/// caller encoded it (?10, `Encoded::after_link`). Nothing comes back, so the statement
+/// goes out with the transaction's others (`Session::write`).
+const APPEND_LINKED: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id,
+         principal, args_sha256, prev_hash, hash)
+     OVERRIDING SYSTEM VALUE
+     SELECT head.id + 1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, head.hash,
+            encode(sha256(?9::bytea || '\\x01'::bytea
+                || int8send(octet_length(head.hash)::bigint) || convert_to(head.hash, 'UTF8')
+                || '\\x01'::bytea || int8send(8::bigint) || int8send(head.id + 1)
+                || ?10::bytea), 'hex')
+     FROM (SELECT coalesce(last.id, 0) AS id,
+                  coalesce(last.hash, '0000000000000000000000000000000000000000000000000000000000000000') AS hash
+           FROM (VALUES (1)) AS one
+           LEFT JOIN LATERAL (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) AS last
+           ON TRUE) AS head";
 
 /// Whether `error` is SQLite refusing a row whose id is taken.
 fn id_taken(error: &StoreError) -> bool {
@@ -163,43 +245,40 @@ fn id_taken(error: &StoreError) -> bool {
 impl Tx<'_> {
     /// Appends a row, chained to the last one. An error leaves the transaction to fail:
     /// the caller's effect must not commit without its row.
+    pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
+        self.append_ready(&ReadyAudit::new(entry), entry.outcome)
+    }
+
+    /// Appends a row made ready before the writer was taken, with its outcome: the row is
+    /// linked to the chain's head and inserted, nothing more. An error leaves the
+    /// transaction to fail.
     ///
     /// Invariant: a row is appended only right after the chain's head: read in this
-    /// transaction, which holds the write lock, or hinted ([`HeadHint`]) and found to be
-    /// the head by the primary key, which refuses any id but the one after it.
-    pub fn append_audit(&self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
+    /// transaction, which holds the write lock (SQLite) or the chain's advisory lock
+    /// (PostgreSQL), or hinted ([`HeadHint`]) and found to be the head by the primary key,
+    /// which refuses any id but the one after it.
+    pub fn append_ready(&self, row: &ReadyAudit, outcome: AuditOutcome) -> Result<(), StoreError> {
         self.still_open()?;
-        let args: &str = &cap_args(entry.args);
-        let args_sha256 = sha256_hex(entry.args.as_bytes());
-        let at = clock::now_iso();
+        if let Db::Postgres(session) = self.db {
+            return append_postgres(session, row, outcome);
+        }
         let append = |(last, prev): &(i64, String)| {
             let id = last + 1;
-            let fields = Fields {
-                id,
-                at: &at,
-                tool: entry.tool,
-                args,
-                args_sha256: &args_sha256,
-                outcome: entry.outcome.as_str(),
-                run_id: entry.run_id,
-                node_id: entry.node_id,
-                principal: entry.principal,
-            };
-            let hash = chain_hash(prev, &fields);
+            let hash = chain::link(prev, id, &row.encoded, outcome.as_str());
             let params: [&dyn Param; 11] = [
                 &id,
-                &at,
-                &entry.tool,
-                &args,
-                &entry.outcome.as_str(),
-                &entry.run_id,
-                &entry.node_id,
-                &entry.principal,
-                &args_sha256,
+                &row.at,
+                &row.tool,
+                &row.args,
+                &outcome.as_str(),
+                &row.run_id,
+                &row.node_id,
+                &row.principal,
+                &row.args_sha256,
                 prev,
                 &hash,
             ];
-            self.db.execute(self.db.pick(APPEND), &params)?;
+            self.db.execute(APPEND, &params)?;
             Ok::<_, StoreError>((id, hash))
         };
         let hint = self.audit_head;
@@ -220,15 +299,9 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// The last row's id and hash, the chain's head, read so that no other append can
-    /// come between this read and this transaction's commit. SQLite: the transaction
-    /// holds the database's one write lock already. PostgreSQL: an advisory lock, then
-    /// the read (a statement of its own, so that under READ COMMITTED it sees the row of
-    /// the append that held the lock before).
+    /// SQLite: the last row's id and hash, the chain's head, read inside the transaction,
+    /// which holds the database's one write lock already.
     fn chain_head(&self) -> Result<(i64, String), StoreError> {
-        if let Db::Postgres(_) = self.db {
-            self.db.execute(CHAIN_LOCK, &[])?;
-        }
         let last = self.db.query_opt(
             "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1",
             &[],
@@ -240,6 +313,30 @@ impl Tx<'_> {
             Some((id, hash)) => (id, hash.unwrap_or_else(|| GENESIS.to_owned())),
         })
     }
+}
+
+/// PostgreSQL: the chain's lock, then the row, linked by the server to the head it reads
+/// under that lock ([`APPEND_LINKED`]). Both go out with the transaction's next round trip.
+fn append_postgres(
+    session: &super::postgres::Session,
+    row: &ReadyAudit,
+    outcome: AuditOutcome,
+) -> Result<(), StoreError> {
+    session.write(CHAIN_LOCK, &[])?;
+    let rest = row.encoded.after_link(outcome.as_str());
+    let params: [&dyn Param; 10] = [
+        &row.at,
+        &row.tool,
+        &row.args,
+        &outcome.as_str(),
+        &row.run_id,
+        &row.node_id,
+        &row.principal,
+        &row.args_sha256,
+        &chain::DOMAIN_TAG,
+        &rest,
+    ];
+    session.write(&super::sql::numbered(APPEND_LINKED), &params)
 }
 
 impl Store {

@@ -47,45 +47,85 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The hash of a row whose predecessor's hash is `prev`. The encoding is written out
-/// whole, then hashed at once: one call of the hash per row instead of three per field,
-/// on the path of every audited call.
+/// The hash of a row whose predecessor's hash is `prev`.
 pub fn chain_hash(prev: &str, fields: &Fields<'_>) -> String {
-    let texts = [
-        Some(fields.at),
-        Some(fields.tool),
-        Some(fields.args),
-        Some(fields.args_sha256),
-        Some(fields.outcome),
-        fields.run_id,
-        fields.node_id,
-        fields.principal,
-    ];
-    let size = DOMAIN.len()
-        + 2 * 9
-        + prev.len()
-        + 8
-        + texts
-            .iter()
-            .map(|t| 9 + t.map_or(0, str::len))
-            .sum::<usize>();
-    let mut encoding = Vec::with_capacity(size);
-    encoding.extend_from_slice(DOMAIN);
-    let mut field = |value: Option<&[u8]>| match value {
-        Some(bytes) => {
-            encoding.push(1);
-            encoding.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
-            encoding.extend_from_slice(bytes);
-        }
-        None => encoding.push(0),
-    };
-    field(Some(prev.as_bytes()));
-    field(Some(&fields.id.to_be_bytes()));
-    for value in texts {
-        field(value.map(str::as_bytes));
-    }
-    sha256_hex(&encoding)
+    let encoded = Encoded::new(fields);
+    link(prev, fields.id, &encoded, fields.outcome)
 }
+
+/// A row's fields encoded as the chain hashes them, all but its link (the previous row's
+/// hash and its own id) and its outcome: what an append makes before it takes the writer,
+/// so that the writer only links the row and inserts it.
+#[derive(Debug, Clone)]
+pub(crate) struct Encoded {
+    /// The time, the tool, the arguments and their digest.
+    before: Vec<u8>,
+    /// The run, the node and the principal.
+    after: Vec<u8>,
+}
+
+impl Encoded {
+    pub(crate) fn new(fields: &Fields<'_>) -> Encoded {
+        let before = [fields.at, fields.tool, fields.args, fields.args_sha256];
+        let after = [fields.run_id, fields.node_id, fields.principal];
+        let mut encoded = Encoded {
+            before: Vec::with_capacity(before.iter().map(|t| 9 + t.len()).sum()),
+            after: Vec::with_capacity(after.iter().map(|t| 9 + t.map_or(0, str::len)).sum()),
+        };
+        for text in before {
+            field(&mut encoded.before, Some(text.as_bytes()));
+        }
+        for text in after {
+            field(&mut encoded.after, text.map(str::as_bytes));
+        }
+        encoded
+    }
+
+    /// Everything the chain hashes after the link, the outcome included: what PostgreSQL
+    /// hashes after the link it reads itself (`audit.rs`).
+    pub(crate) fn after_link(&self, outcome: &str) -> Vec<u8> {
+        let mut rest = Vec::with_capacity(self.before.len() + 9 + outcome.len() + self.after.len());
+        rest.extend_from_slice(&self.before);
+        field(&mut rest, Some(outcome.as_bytes()));
+        rest.extend_from_slice(&self.after);
+        rest
+    }
+}
+
+/// One field of the encoding: a presence byte, then its length (u64, big-endian) and its
+/// bytes.
+fn field(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(bytes) => {
+            out.push(1);
+            out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+            out.extend_from_slice(bytes);
+        }
+        None => out.push(0),
+    }
+}
+
+/// The hash of the row `encoded`, with id `id` and outcome `outcome`, after the row whose
+/// hash is `prev`: the only part of the chain's work that needs the writer. One hash over
+/// the encoding, fed in its parts without copying them.
+pub(crate) fn link(prev: &str, id: i64, encoded: &Encoded, outcome: &str) -> String {
+    use sha2::Digest as _;
+    let mut head = Vec::with_capacity(DOMAIN.len() + 2 * 9 + prev.len() + 8);
+    head.extend_from_slice(DOMAIN);
+    field(&mut head, Some(prev.as_bytes()));
+    field(&mut head, Some(&id.to_be_bytes()));
+    let mut outcome_field = Vec::with_capacity(9 + outcome.len());
+    field(&mut outcome_field, Some(outcome.as_bytes()));
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(&head);
+    hasher.update(&encoded.before);
+    hasher.update(&outcome_field);
+    hasher.update(&encoded.after);
+    crate::auth::hex(&hasher.finalize())
+}
+
+/// The domain tag that starts every row's encoding, for PostgreSQL's own hash of it.
+pub(crate) const DOMAIN_TAG: &[u8] = DOMAIN;
 
 /// Where the chain breaks: the first row that does not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::audit::{AuditEntry, AuditOutcome};
+use super::audit::{AuditOutcome, ReadyAudit};
 use super::nodes::NodeRow;
 use super::runs::RunEnd;
 use super::write_tx::WriteTx;
@@ -48,15 +48,12 @@ pub enum Write {
     FileWritten(super::FileWrite),
 }
 
-/// An audit row owned by a batch; appended through [`Tx::append_audit`], as every row is.
+/// An audit row owned by a batch, made ready when the batch was made; appended through
+/// [`Tx::append_ready`], as every row is.
 #[derive(Debug, Clone)]
 pub struct AuditRecord {
-    pub tool: &'static str,
-    pub args: String,
+    pub row: ReadyAudit,
     pub outcome: AuditOutcome,
-    pub run_id: String,
-    pub node_id: String,
-    pub principal: Option<String>,
 }
 
 /// The changes of one run, committed together or not at all.
@@ -142,14 +139,7 @@ impl Tx<'_> {
                     self.record_answer(key, *node, *instance, question, Ok(answer))?;
                 }
                 Write::Finish(end) => self.finish_run(key, end)?,
-                Write::Audit(row) => self.append_audit(&AuditEntry {
-                    tool: row.tool,
-                    args: &row.args,
-                    outcome: row.outcome,
-                    run_id: Some(&row.run_id),
-                    node_id: Some(&row.node_id),
-                    principal: row.principal.as_deref(),
-                })?,
+                Write::Audit(record) => self.append_ready(&record.row, record.outcome)?,
                 Write::FileWritten(file) => self.record_written_file(key, file)?,
             }
         }
@@ -169,8 +159,8 @@ impl Store {
     pub fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
-            // Each process commits on connections of its own; the database orders them.
-            Backend::Postgres(_) => return self.try_transaction(|tx| tx.apply(&batch).map(drop)),
+            // Batches of many runs ready at once share a transaction (`shared.rs`).
+            Backend::Postgres(_) => return self.shared(|tx| tx.apply(&batch).map(drop)),
         };
         let ticket = {
             let mut queue = lock_queue(&sqlite.queue);

@@ -93,11 +93,11 @@ impl Store {
         T: Send + 'static,
         F: FnMut(&Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
-        // PostgreSQL: each call commits on a connection of its own, as it comes; grouping
-        // is the answer to SQLite's one writer.
+        // PostgreSQL: the call shares a transaction with the runs' and the other calls'
+        // that are ready at once (`shared.rs`).
         if let Backend::Postgres(_) = self.backend {
             let store = self.clone();
-            return Either::Left(async move { store.try_transaction(work) });
+            return Either::Left(async move { store.shared(work) });
         }
         let (reply, result) = oneshot::channel();
         let drains = self.enqueue(Box::new(Pending {

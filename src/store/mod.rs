@@ -22,6 +22,7 @@ mod runs;
 // through the `testing` feature (see Cargo.toml); no part of the library's API otherwise.
 #[cfg(any(test, feature = "testing"))]
 mod scratch;
+mod shared;
 mod sql;
 mod todos;
 mod wakes;
@@ -39,7 +40,7 @@ use postgres::Pg;
 use sql::Db;
 use write_tx::WriteTx;
 
-pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow};
+pub use audit::{AUDIT_ARGS_CAP, AuditEntry, AuditOutcome, AuditRow, ReadyAudit};
 pub use commit::{AuditRecord, Batch, Write};
 pub use history::{HistoryQuery, HistoryRow};
 pub use listings::{AuditQuery, ListedRun, RunQuery};
@@ -49,8 +50,8 @@ pub use postgres::{
 };
 pub use run_tasks::{QuestionRow, RunHead, TaskRow, TaskTiming};
 pub use runs::{
-    ChildRow, NewParent, NewRun, Owner, ParentRef, RunEnd, RunEndRow, RunPollRow, RunRow,
-    RunSummary, Scope,
+    ChildRow, NewParent, NewRun, NewRunTask, Owner, ParentRef, RunEnd, RunEndRow, RunPollRow,
+    RunRow, RunSummary, Scope,
 };
 #[cfg(any(test, feature = "testing"))]
 pub use scratch::{Held, Scratch, TEST_POSTGRES, note_skipped};
@@ -165,6 +166,8 @@ pub struct Tx<'c> {
     in_transaction: bool,
     /// SQLite: the chain's head as this process last appended it (`audit.rs`).
     audit_head: Option<&'c audit::HeadHint>,
+    /// PostgreSQL: the keys of the runs this process made or fenced (`runs.rs`).
+    keys: Option<&'c Arc<postgres::RunKeys>>,
 }
 
 /// A handle to the database, cheap to clone.
@@ -368,7 +371,7 @@ impl Store {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
             Backend::Postgres(pg) => {
-                return pg.transaction(|session| work(&Tx::postgres(session)));
+                return pg.transaction(|session| work(&Tx::postgres(session, &pg.keys)));
             }
         };
         let conn = sqlite.lock();
@@ -419,7 +422,9 @@ impl Store {
     ) -> Result<T, StoreError> {
         match &self.backend {
             Backend::Sqlite(sqlite) => work(&Tx::sqlite(&sqlite.lock())),
-            Backend::Postgres(pg) => work(&Tx::postgres(&pg.session()?)),
+            Backend::Postgres(pg) => {
+                postgres::blocking(|| work(&Tx::postgres(&pg.session()?, &pg.keys)))
+            }
         }
     }
 }
@@ -514,6 +519,7 @@ impl<'c> Tx<'c> {
             db: Db::Sqlite(&conn.connection),
             in_transaction: false,
             audit_head: Some(&conn.audit_head),
+            keys: None,
         }
     }
 
@@ -525,11 +531,12 @@ impl<'c> Tx<'c> {
         }
     }
 
-    fn postgres(session: &'c postgres::Session) -> Tx<'c> {
+    fn postgres(session: &'c postgres::Session, keys: &'c Arc<postgres::RunKeys>) -> Tx<'c> {
         Tx {
             db: Db::Postgres(session),
             in_transaction: false,
             audit_head: None,
+            keys: Some(keys),
         }
     }
 
@@ -539,6 +546,18 @@ impl<'c> Tx<'c> {
         match self.db {
             Db::Sqlite(conn) => conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false),
             Db::Postgres(_) => false,
+        }
+    }
+
+    /// Runs every statement made so far in this transaction and checks it, before the
+    /// caller does something outside the database that they must precede (a file renamed
+    /// into place under a lease just extended). PostgreSQL sends the statements whose
+    /// results nobody reads with the transaction's next round trip: this is one; SQLite
+    /// has run each already.
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        match self.db {
+            Db::Sqlite(_) => Ok(()),
+            Db::Postgres(session) => session.flush(),
         }
     }
 

@@ -193,17 +193,29 @@ fn upsert_postgres(
     let maybe_ints = |f: fn(&NodeRow) -> Option<i64>| rows.iter().map(f).collect::<Vec<_>>();
     let texts = |f: fn(&NodeRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
     let now = clock::now_iso();
+    // A run's first rows (a fresh run, or one that never waited) are inserted plainly:
+    // checking each against the key for a conflict costs PostgreSQL about as much as the
+    // insert itself. Only the lease's holder writes a run's rows, under its row lock, so
+    // that the run has none yet, read once for the statement, still holds when they land;
+    // a run that has rows gets the upsert.
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let sql = SQL.get_or_init(|| {
         format!(
-            "{UPSERT_INTO} SELECT $1, u.*, $18 FROM unnest($2::bigint[], $3::bigint[],
-                 $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-                 $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[],
-                 $14::text[], $15::text[], $16::text[], $17::text[]) AS u
+            "WITH u AS (
+                 SELECT * FROM unnest($2::bigint[], $3::bigint[],
+                     $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+                     $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[],
+                     $14::text[], $15::text[], $16::text[], $17::text[])),
+             first AS (
+                 {UPSERT_INTO} SELECT $1, u.*, $18 FROM u
+                 WHERE NOT EXISTS (SELECT 1 FROM nodes WHERE run_key = $1))
+             {UPSERT_INTO} SELECT $1, u.*, $18 FROM u
+             WHERE EXISTS (SELECT 1 FROM nodes WHERE run_key = $1)
              {UPSERT_CONFLICT}"
         )
     });
-    session.execute_typed(
+    // Nothing is read back: the rows go out with the transaction's next round trip.
+    session.write_typed(
         sql,
         &[
             &run_key,
@@ -225,8 +237,7 @@ fn upsert_postgres(
             &texts(|r| r.iterations.as_deref()),
             &now,
         ],
-    )?;
-    Ok(())
+    )
 }
 
 impl Store {

@@ -158,7 +158,7 @@ impl Tx<'_> {
         result: Option<&str>,
         error: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.db.execute(
+        self.db.write(
             UPDATE_TASK,
             &[
                 &run_key,
@@ -170,8 +170,7 @@ impl Tx<'_> {
                 &result,
                 &error,
             ],
-        )?;
-        Ok(())
+        )
     }
 
     /// Records a question of a unit's task under `key`, once: asking again with the same
@@ -184,7 +183,7 @@ impl Tx<'_> {
         key: &str,
         request: &str,
     ) -> Result<(), StoreError> {
-        self.db.execute(
+        self.db.write(
             "INSERT INTO task_questions (run_key, node, instance, key, request, asked_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
             &[
@@ -195,8 +194,7 @@ impl Tx<'_> {
                 &request,
                 &clock::now_iso(),
             ],
-        )?;
-        Ok(())
+        )
     }
 
     /// Records the answer of a unit's question (or its refusal, `decline` or `cancel`, with

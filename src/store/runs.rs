@@ -8,7 +8,7 @@
 //! [`on_db_clock`]), and callers pass only a lease's length. Hosts whose clocks disagree
 //! then agree on whose lease ran out.
 
-use super::sql::{Row, from_columns, on_db_clock};
+use super::sql::{Db, Row, from_columns, numbered, on_db_clock};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -259,11 +259,96 @@ const INSERT_RUN: super::sql::Dialects = on_db_clock!(
              ?13, ?14, (SELECT key FROM runs WHERE id = ?15), ?16, ?17, ?18, ?19, ?20, ?21)"
 );
 
-const EXTEND_LEASE: super::sql::Dialects = on_db_clock!(
+/// SQLite: extends the lease of the run the fence found.
+const EXTEND_LEASE: &str = on_db_clock!(
     "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2, updated_at = ?3,
          takeovers = CASE WHEN ?4 THEN 0 ELSE takeovers END, revision = revision + 1
      WHERE key = ?1"
-);
+)
+.sqlite;
+
+/// PostgreSQL: the fence of a run whose key is not known here yet, in one statement.
+const FENCE_POSTGRES: &str = on_db_clock!(
+    "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?3, updated_at = ?4,
+         takeovers = CASE WHEN ?5 THEN 0 ELSE takeovers END, revision = revision + 1
+     WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'
+     RETURNING key"
+)
+.postgres;
+
+/// PostgreSQL: the fence of a run whose key is known, which fails (a division by zero)
+/// when it finds no row it may extend, so that its transaction aborts without a round
+/// trip of its own.
+const FENCE_KNOWN: &str = on_db_clock!(
+    "WITH fenced AS (
+         UPDATE runs SET lease_expires_ms = " NOW_MS " + ?4, updated_at = ?5,
+             takeovers = CASE WHEN ?6 THEN 0 ELSE takeovers END, revision = revision + 1
+         WHERE key = ?1 AND id = ?2 AND lease_owner = ?3 AND status = 'running'
+         RETURNING key)
+     SELECT 1 / count(*) FROM fenced"
+)
+.postgres;
+
+/// A new run's own task: when it is created, its timing, its first status message, and
+/// the task protocol and tool a client asked it under.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRunTask<'a> {
+    pub created_ms: i64,
+    pub timing: super::TaskTiming,
+    pub message: &'a str,
+    pub label: Option<(&'a str, &'a str)>,
+}
+
+/// PostgreSQL: `finish_run` and `record_history` in one statement: the run's row, if it
+/// was unfinished, then its history from what the update returns (the statement's own
+/// reads see the row as it was before).
+const FINISH_POSTGRES: &str = "WITH done AS (
+         UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
+             finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL,
+             revision = revision + 1
+         WHERE key = ?1 AND status = 'running'
+         RETURNING key, id, workflow, principal, status, created_at, finished_at,
+                   finished_ms, output, error, parent_key)
+     INSERT INTO run_history (run_id, workflow, principal, status, created_at,
+         finished_at, finished_ms, inputs, output, error, parent_run_id)
+     SELECT d.id, d.workflow, d.principal, d.status, d.created_at, d.finished_at,
+            d.finished_ms, COALESCE(i.inputs, '{}'), d.output, d.error,
+            (SELECT p.id FROM runs p WHERE p.key = d.parent_key)
+     FROM done d LEFT JOIN run_inputs i ON i.run_key = d.key
+     ON CONFLICT (run_id) DO NOTHING";
+
+/// PostgreSQL: a new run, its plan (the stored one with the same snapshot, or a new one),
+/// its inputs and its own task, in one statement: `insert_run`, `plan_key` and
+/// `insert_run_task` as one. Its parts see the database as it was before it, so each
+/// takes the new rows' keys from the part that made them.
+const NEW_RUN_POSTGRES: &str = on_db_clock!(
+    "WITH found AS (
+         SELECT key FROM plans WHERE hash = CAST(?3 AS TEXT) AND snapshot = CAST(?4 AS TEXT)
+         LIMIT 1),
+     made AS (
+         INSERT INTO plans (hash, snapshot, node_ids, nodes)
+         SELECT ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM found)
+         RETURNING key),
+     plan AS (SELECT key FROM found UNION ALL SELECT key FROM made),
+     run AS (
+         INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
+             lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
+             idempotency_key, idempotency_request, principal, session,
+             parent_key, parent_node, parent_index, parent_instance, depth)
+         SELECT ?1, ?2, plan.key, 'running', ?7, ?8, ?9, ?10,
+                " NOW_MS " + CAST(?11 AS BIGINT), ?12, ?13, ?13, ?14, ?15, ?16, ?17,
+                (SELECT key FROM runs WHERE id = CAST(?18 AS TEXT)), ?19, ?20, ?21, ?22
+         FROM plan
+         RETURNING key, parent_key),
+     inputs AS (INSERT INTO run_inputs (run_key, inputs) SELECT key, ?23 FROM run)
+     INSERT INTO run_tasks (run_key, status, status_message, progress, created_at,
+         updated_at, updated_ms, ttl_ms, poll_interval_ms, era, tool)
+     SELECT run.key, 'working', ?24, 0, ?25, ?25, ?26, ?27, ?28,
+            COALESCE(CAST(?29 AS TEXT), pt.era), COALESCE(CAST(?30 AS TEXT), pt.tool)
+     FROM run LEFT JOIN run_tasks pt ON pt.run_key = run.parent_key
+     RETURNING run_key"
+)
+.postgres;
 
 /// How a run ended.
 #[derive(Debug, Clone)]
@@ -372,23 +457,23 @@ impl Tx<'_> {
         lease_ms: i64,
         progressed: bool,
     ) -> Result<i64, StoreError> {
+        if let Db::Postgres(session) = self.db {
+            return self.fence_postgres(session, run_id, owner, lease_ms, progressed);
+        }
         // Found, then extended, in the caller's write transaction: an `UPDATE … RETURNING`
-        // would stage its one row in a temporary table, at every batch of every run. On
-        // PostgreSQL, where writers do not wait for each other to begin, the row is locked
-        // as it is found, so that no other host claims the run before this commit.
-        let sql = self.db.dialect(
-            "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
-            "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'
-             FOR UPDATE",
-        );
+        // would stage its one row in a temporary table, at every batch of every run.
         let key: i64 = self
             .db
-            .query_opt(sql, &[&run_id, &owner], |r| r.get(0))?
+            .query_opt(
+                "SELECT key FROM runs WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
+                &[&run_id, &owner],
+                |r| r.get(0),
+            )?
             .ok_or_else(|| StoreError::LeaseLost {
                 run_id: run_id.to_owned(),
             })?;
         self.db.execute(
-            self.db.pick(EXTEND_LEASE),
+            EXTEND_LEASE,
             &[
                 &key,
                 &lease_length(lease_ms),
@@ -399,28 +484,134 @@ impl Tx<'_> {
         Ok(key)
     }
 
+    /// PostgreSQL, where writers do not wait for each other to begin: the run's row is
+    /// extended by an `UPDATE`, which locks it until the commit, so that no other host
+    /// claims the run before then. The run's key, once this process knows it
+    /// (`RunKeys`), is not waited for: the fence goes out with the batch's next round
+    /// trip, and a run it finds held by another owner (no row: a division by zero, read as
+    /// `LeaseLost`) aborts the transaction there, before its `COMMIT`.
+    fn fence_postgres(
+        &self,
+        session: &super::postgres::Session,
+        run_id: &str,
+        owner: &str,
+        lease_ms: i64,
+        progressed: bool,
+    ) -> Result<i64, StoreError> {
+        let length = lease_length(lease_ms);
+        let now = clock::now_iso();
+        if let Some(key) = self.keys.and_then(|keys| keys.get(run_id)) {
+            let on_error = super::postgres::OnError::LeaseLost(run_id.to_owned());
+            let params: [&dyn super::sql::Param; 6] =
+                [&key, &run_id, &owner, &length, &now, &progressed];
+            session.write_as(&numbered(FENCE_KNOWN), &params, on_error)?;
+            return Ok(key);
+        }
+        let key: i64 = self
+            .db
+            .query_opt(
+                FENCE_POSTGRES,
+                &[&run_id, &owner, &length, &now, &progressed],
+                |r| r.get(0),
+            )?
+            .ok_or_else(|| StoreError::LeaseLost {
+                run_id: run_id.to_owned(),
+            })?;
+        if let Some(keys) = self.keys {
+            keys.remember(run_id, key);
+        }
+        Ok(key)
+    }
+
     /// Records how a run ended and gives up its lease, and records its history
     /// (`history.rs`) in the same transaction; a run already finished is left as it is.
     pub(crate) fn finish_run(&self, run_key: i64, end: &RunEnd) -> Result<(), StoreError> {
         let now = clock::now_iso();
+        let params: [&dyn super::sql::Param; 6] = [
+            &run_key,
+            &end.status,
+            &end.error,
+            &end.output,
+            &now,
+            &clock::now_ms(),
+        ];
+        if let Db::Postgres(_) = self.db {
+            // One statement, nothing read back: it goes out with the batch's commit.
+            return self.db.write(FINISH_POSTGRES, &params);
+        }
         let finished = self.db.execute(
             "UPDATE runs SET status = ?2, error = ?3, output = ?4, updated_at = ?5,
                  finished_at = ?5, finished_ms = ?6, lease_owner = NULL, lease_expires_ms = NULL,
                  revision = revision + 1
              WHERE key = ?1 AND status = 'running'",
-            &[
-                &run_key,
-                &end.status,
-                &end.error,
-                &end.output,
-                &now,
-                &clock::now_ms(),
-            ],
+            &params,
         )?;
         if finished == 1 {
             self.record_history(run_key)?;
         }
         Ok(())
+    }
+
+    /// Records a new run and its own task (`insert_run`, then `insert_run_task`). On
+    /// PostgreSQL in one statement, with the plan's lookup, that nothing waits for: it goes
+    /// out with the transaction's commit.
+    pub fn insert_run_and_task(
+        &self,
+        run: &NewRun<'_>,
+        task: &NewRunTask<'_>,
+    ) -> Result<(), StoreError> {
+        let Db::Postgres(_) = self.db else {
+            let key = self.insert_run(run)?;
+            return self.insert_run_task(
+                key,
+                task.created_ms,
+                task.timing,
+                task.message,
+                task.label,
+            );
+        };
+        let now = clock::now_iso();
+        let task_at = clock::iso_from_ms(task.created_ms);
+        let params: [&dyn super::sql::Param; 30] = [
+            &run.id,
+            &run.workflow,
+            &run.plan_hash,
+            &run.snapshot,
+            &run.node_ids,
+            &run.nodes,
+            &run.origin,
+            &run.answers,
+            &run.deadline_ms,
+            &run.lease_owner,
+            &lease_length(run.lease_ms),
+            &run.retry_of,
+            &now,
+            &run.idempotency.map(|(key, _)| key),
+            &run.idempotency.map(|(_, request)| request),
+            &run.principal,
+            &run.session,
+            &run.parent.map(|p| p.run_id),
+            &run.parent.map(|p| p.node),
+            &run.parent.map(|p| p.index),
+            &run.parent.and_then(|p| p.instance),
+            &run.parent.map_or(0, |p| p.depth),
+            &run.inputs,
+            &task.message,
+            &task_at,
+            &task.created_ms,
+            &task.timing.ttl_ms,
+            &task.timing.poll_interval_ms,
+            &task.label.map(|(era, _)| era),
+            &task.label.map(|(_, tool)| tool),
+        ];
+        let (Db::Postgres(session), Some(keys)) = (self.db, self.keys) else {
+            return self.db.write(NEW_RUN_POSTGRES, &params);
+        };
+        // The run's key, known once the statement ran: its first batch's fence then goes
+        // out with the rest of that batch.
+        let (keys, id) = (std::sync::Arc::clone(keys), run.id.to_owned());
+        let then: super::postgres::Then = Box::new(move |key| keys.remember(&id, key));
+        session.write_then(&numbered(NEW_RUN_POSTGRES), &params, then)
     }
 }
 

@@ -122,6 +122,16 @@ impl<'c> Db<'c> {
         }
     }
 
+    /// Runs a statement whose result nobody reads. On PostgreSQL, inside a transaction, it
+    /// goes out with the transaction's next round trip (`postgres/session.rs`), and its
+    /// error fails the transaction then.
+    pub(crate) fn write(self, sql: &str, params: &[&dyn Param]) -> Result<(), StoreError> {
+        match self {
+            Db::Sqlite(_) => self.execute(sql, params).map(drop),
+            Db::Postgres(session) => session.write(&numbered(sql), params),
+        }
+    }
+
     /// Runs an `INSERT` and returns the integer key (column `key`) of the row it made.
     pub(crate) fn insert(
         self,

@@ -71,7 +71,7 @@ impl Tx<'_> {
         run_key: i64,
         file: &FileWrite,
     ) -> Result<(), StoreError> {
-        self.db.execute(
+        self.db.write(
             // `WHERE TRUE`: SQLite reads `ON` after a bare `FROM runs` as a join's.
             "INSERT INTO written_files
                  (path, sha256, bytes, run_id, node_id, principal, session, written_at)
@@ -88,8 +88,7 @@ impl Tx<'_> {
                 &file.node_id,
                 &clock::now_iso(),
             ],
-        )?;
-        Ok(())
+        )
     }
 }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use crate::store::AuditOutcome;
-use crate::store::{AuditEntry, Store, StoreError, Tx};
+use crate::store::{ReadyAudit, Store, StoreError, Tx};
 
 /// The `code` of every failure a caller reads: what a failed result's `error.code` says,
 /// whether a todo tool, a run or one node failed. The todo tools answer with the first
@@ -299,10 +299,12 @@ impl Tools {
         origin: Origin<'_>,
     ) -> Option<ToolResult> {
         let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
-        // The effect and its audit row commit together, in one transaction.
+        // The effect and its audit row commit together, in one transaction; the row is
+        // made ready before it.
+        let row = ready_audit(name, args, origin);
         let committed = self
             .store
-            .try_transaction(|tx| run_audited(tx, name, *handler, args, origin));
+            .try_transaction(|tx| run_audited(tx, name, *handler, args, &row));
         Some(committed.unwrap_or_else(|error| {
             tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
             Err(ToolError::internal())
@@ -319,9 +321,11 @@ impl Tools {
         origin: OwnedOrigin,
     ) -> Option<impl Future<Output = ToolResult> + Send + use<>> {
         let &(name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
+        // The audit row is made ready here, before the call queues for the writer.
+        let row = ready_audit(name, &args, origin.borrowed());
         let committed = self
             .store
-            .grouped(move |tx| run_audited(tx, name, handler, &args, origin.borrowed()));
+            .grouped(move |tx| run_audited(tx, name, handler, &args, &row));
         Some(async move {
             committed.await.unwrap_or_else(|error| {
                 tracing::error!(tool = name, %error, "commit failed: the call's effect and its audit row are lost");
@@ -330,19 +334,22 @@ impl Tools {
         })
     }
 
-    /// Runs tool `name` inside the caller's transaction: its effect and its audit row then
-    /// commit with whatever else the caller writes there. `None` when no such tool exists;
-    /// the outer `Err` when the audit row could not be written, and the caller's
-    /// transaction must fail.
-    pub(crate) fn invoke_in(
+    /// The call of tool `name` made ready to run inside a caller's transaction
+    /// ([`ReadyCall::invoke_in`]): its audit row is made before the caller takes the
+    /// writer. `None` when no such tool exists.
+    pub(crate) fn ready<'a>(
         &self,
-        tx: &Tx<'_>,
         name: &str,
-        args: &Map<String, Value>,
+        args: &'a Map<String, Value>,
         origin: Origin<'_>,
-    ) -> Option<Result<ToolResult, StoreError>> {
-        let (name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
-        Some(run_audited(tx, name, *handler, args, origin))
+    ) -> Option<ReadyCall<'a>> {
+        let &(name, _, handler) = HANDLERS.iter().find(|(n, _, _)| *n == name)?;
+        Some(ReadyCall {
+            name,
+            handler,
+            args,
+            row: ready_audit(name, args, origin),
+        })
     }
 
     /// Appends a row to the audit log, for a call that is not a todo tool's and
@@ -354,23 +361,42 @@ impl Tools {
         outcome: AuditOutcome,
         origin: Origin<'_>,
     ) {
+        let row = ready_audit(tool, args, origin);
         let written = self
             .store
-            .try_transaction(|tx| append_audit(tx, tool, args, outcome, origin));
+            .try_transaction(|tx| append_ready(tx, &row, outcome));
         if let Err(error) = written {
             tracing::error!(tool, %error, "audit log write failed");
         }
     }
 }
 
-/// Runs a handler and appends its audit row, on the same transaction. The outer `Err` is
-/// the audit row's: then the transaction must not commit, lest the effect stand unaudited.
+/// A todo tool's call whose audit row is ready: run inside a caller's transaction, its
+/// effect and its row commit with whatever else the caller writes there.
+pub(crate) struct ReadyCall<'a> {
+    name: &'static str,
+    handler: Handler,
+    args: &'a Map<String, Value>,
+    row: ReadyAudit,
+}
+
+impl ReadyCall<'_> {
+    /// Runs the call in `tx`. The outer `Err` when the audit row could not be written, and
+    /// the caller's transaction must fail.
+    pub(crate) fn invoke_in(&self, tx: &Tx<'_>) -> Result<ToolResult, StoreError> {
+        run_audited(tx, self.name, self.handler, self.args, &self.row)
+    }
+}
+
+/// Runs a handler and appends its audit row, made ready before (`row`), on the same
+/// transaction. The outer `Err` is the audit row's: then the transaction must not commit,
+/// lest the effect stand unaudited.
 fn run_audited(
     tx: &Tx<'_>,
     name: &str,
     handler: Handler,
     args: &Map<String, Value>,
-    origin: Origin<'_>,
+    row: &ReadyAudit,
 ) -> Result<ToolResult, StoreError> {
     let result = catch_unwind(AssertUnwindSafe(|| handler(tx, args))).unwrap_or_else(|_| {
         tracing::error!(tool = name, "tool panicked");
@@ -380,31 +406,31 @@ fn run_audited(
         Ok(_) => AuditOutcome::Ok,
         Err(error) => error.code.audit_outcome(),
     };
-    append_audit(tx, name, args, outcome, origin)?;
+    append_ready(tx, row, outcome)?;
     Ok(result)
 }
 
-/// Appends a row to the audit log inside the caller's transaction, so that the row commits
-/// with what the call did (a run it started, say). `Err` fails that transaction: no effect
-/// commits without its row. The payload it digests is the arguments as received,
-/// serialised by `serde_json` (compact, keys in the order received).
-pub(crate) fn append_audit(
-    tx: &Tx<'_>,
-    tool: &str,
-    args: &Map<String, Value>,
-    outcome: AuditOutcome,
-    origin: Origin<'_>,
-) -> Result<(), StoreError> {
-    let args = serde_json::to_string(args).expect("a JSON map serialises");
-    let entry = AuditEntry {
+/// The audit row of a call of `tool` with `args`, made ready to append (serialised,
+/// digested, encoded) before the writer is taken. The payload it digests is the arguments
+/// as received, serialised by `serde_json` (compact, keys in the order received).
+pub(crate) fn ready_audit(tool: &str, args: &Map<String, Value>, origin: Origin<'_>) -> ReadyAudit {
+    let text = serde_json::to_string(args).expect("a JSON map serialises");
+    ReadyAudit::owning(
         tool,
-        args: &args,
-        outcome,
-        run_id: origin.run_id,
-        node_id: origin.node_id,
-        principal: origin.principal,
-    };
-    match tx.append_audit(&entry) {
+        text,
+        (origin.run_id, origin.node_id, origin.principal),
+    )
+}
+
+/// Appends `row` with `outcome` inside the caller's transaction. `Err` fails that
+/// transaction: no effect commits without its row.
+pub(crate) fn append_ready(
+    tx: &Tx<'_>,
+    row: &ReadyAudit,
+    outcome: AuditOutcome,
+) -> Result<(), StoreError> {
+    let tool = row.tool();
+    match tx.append_ready(row, outcome) {
         // A database opened read-only is served for reads: no write of the call can have
         // happened either, so there is no effect to leave unaudited.
         Err(error) if tx.on_read_only_database() => {

@@ -296,3 +296,49 @@ on_both_backends! {
         assert!(verdict.contains("2 earlier rows predate the chain"), "{verdict}");
     }
 }
+
+on_both_backends! {
+    fn rows_of_every_shape_appended_by_two_hosts_at_once_verify_as_one_chain(place) {
+        use mcp_task_server::store::{AuditEntry, AuditOutcome, AUDIT_ARGS_CAP};
+        // Arguments in several scripts, one past the cap, a run and a node, a principal or
+        // none, every outcome: each row's hash is made before the writer is taken and
+        // linked inside it (on PostgreSQL by the server), and the walk checks every field.
+        let long = "é".repeat(AUDIT_ARGS_CAP);
+        let texts = ["{}", "{\"title\":\"naïve café 日本語 🦀\"}", &long, "{\"nul\":\"\\u0000\"}"];
+        let outcomes = [
+            AuditOutcome::Ok,
+            AuditOutcome::Rejected,
+            AuditOutcome::NotFound,
+            AuditOutcome::Error,
+        ];
+        let hosts = [place.store(), place.store()];
+        std::thread::scope(|scope| {
+            for (h, store) in hosts.iter().enumerate() {
+                let texts = &texts;
+                scope.spawn(move || {
+                    for i in 0..40 {
+                        let entry = AuditEntry {
+                            tool: if i % 2 == 0 { "add_task" } else { "run_workflow" },
+                            args: texts[i % texts.len()],
+                            outcome: outcomes[i % outcomes.len()],
+                            run_id: (i % 3 == 0).then_some("r-Ω"),
+                            node_id: (i % 3 == 0).then_some("node ü"),
+                            principal: (i % 5 != 0).then_some(if h == 0 { "alice" } else { "bob" }),
+                        };
+                        store.append_audit(&entry).unwrap();
+                    }
+                });
+            }
+        });
+        let (ok, verdict) = verify(&place);
+        assert!(ok, "{verdict}");
+        assert!(verdict.starts_with("audit chain intact: 80 rows checked"), "{verdict}");
+
+        // A tampered row still breaks it, wherever it stands.
+        drop_append_only_triggers(&place);
+        place.execute("UPDATE audit_log SET principal = 'mallory' WHERE id = 61").unwrap();
+        let (ok, verdict) = verify(&place);
+        assert!(!ok);
+        assert!(verdict.contains("row 61 was changed"), "{verdict}");
+    }
+}

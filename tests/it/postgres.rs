@@ -147,6 +147,203 @@ fn held_run(store: &Store, id: &str) -> i64 {
         .unwrap()
 }
 
+fn audit_entry(tool: &str) -> AuditEntry<'_> {
+    AuditEntry {
+        tool,
+        args: "{}",
+        outcome: AuditOutcome::Ok,
+        run_id: None,
+        node_id: None,
+        principal: None,
+    }
+}
+
+/// A fence whose run's key the host knows goes out with the rest of its batch, unanswered
+/// until the commit. Another host holding the run by then aborts the whole transaction:
+/// the batch's task update and audit row are not kept, and the error is the lost lease.
+#[test]
+fn a_batch_whose_fence_goes_out_with_its_commit_keeps_nothing_once_another_host_holds_the_run() {
+    let Some((scratch, host_a)) = scratch("a_fence_sent_with_its_commit") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let key = held_run(&host_a, "r1");
+    // A first fence, answered on its own: host A knows the run's key from then on.
+    host_a
+        .try_transaction(|tx| tx.fence("r1", "host-a", 3_600_000, false).map(drop))
+        .unwrap();
+    assert!(
+        host_b
+            .claim_run("r1", "host-b", 3_600_000, Some("host-a"), None)
+            .unwrap()
+    );
+    let audit_rows = host_a.audit_rows().unwrap().len();
+    let outcome = host_a.try_transaction(|tx| {
+        tx.fence("r1", "host-a", 3_600_000, true)?;
+        tx.update_run_task(
+            key,
+            "input_required",
+            "written by a host without the lease",
+            50,
+            None,
+            None,
+        )?;
+        tx.append_audit(&audit_entry("after_the_lease"))?;
+        Ok(())
+    });
+    assert!(
+        matches!(&outcome, Err(StoreError::LeaseLost { run_id }) if run_id == "r1"),
+        "{outcome:?}"
+    );
+    assert_eq!(host_a.audit_rows().unwrap().len(), audit_rows);
+    let task = host_b.run_task("r1").unwrap().unwrap();
+    assert_eq!((task.status.as_str(), task.progress), ("working", 0));
+    assert_eq!(
+        host_b.lease_owner("r1").unwrap(),
+        Some(Some("host-b".to_owned()))
+    );
+    // The connection is clean again: the host's next transaction commits.
+    host_a.append_audit(&audit_entry("next")).unwrap();
+    assert!(host_a.verify_audit_chain().unwrap().is_ok());
+}
+
+/// A statement nobody waits for fails at the commit it went out with: the transaction
+/// keeps nothing, not even what was written and answered before it, and says why.
+#[test]
+fn a_new_run_whose_id_is_taken_is_refused_at_its_commit_with_all_its_transaction_wrote() {
+    use mcp_task_server::store::{NewRun, NewRunTask, TaskTiming};
+    let Some((_scratch, store)) = scratch("a_queued_statement_that_fails") else {
+        return;
+    };
+    held_run(&store, "r1");
+    let run = NewRun {
+        id: "r1",
+        workflow: "w",
+        snapshot: "{}",
+        plan_hash: "h",
+        inputs: "{}",
+        node_ids: "[]",
+        nodes: 0,
+        origin: "mcp",
+        answers: "none",
+        deadline_ms: None,
+        lease_owner: "host-a",
+        lease_ms: 60_000,
+        retry_of: None,
+        idempotency: None,
+        principal: None,
+        session: None,
+        parent: None,
+    };
+    let task = NewRunTask {
+        created_ms: 0,
+        timing: TaskTiming {
+            ttl_ms: 60_000,
+            poll_interval_ms: 1000,
+        },
+        message: "0/0",
+        label: None,
+    };
+    let audit_rows = store.audit_rows().unwrap().len();
+    let outcome = store.try_transaction(|tx| {
+        let todo = tx.insert_todo(&NewTodo {
+            title: "made, then undone".into(),
+            due: None,
+            tags: Vec::new(),
+        })?;
+        tx.insert_run_and_task(&run, &task)?;
+        tx.append_audit(&audit_entry("start"))?;
+        Ok(todo)
+    });
+    let error = outcome.expect_err("the run's id is taken").to_string();
+    assert!(error.contains("23505"), "a unique violation: {error}");
+    assert!(store.list_todos(&TodoFilter::default()).unwrap().is_empty());
+    assert_eq!(store.audit_rows().unwrap().len(), audit_rows);
+    store.append_audit(&audit_entry("next")).unwrap();
+    assert!(store.verify_audit_chain().unwrap().is_ok());
+}
+
+/// `RUNS` batches at once, each on its own thread, fencing its run `r{n}`, updating its
+/// task and appending an audit row named `tool`: their outcomes, in run order.
+fn batches_at_once(store: &Store, keys: &[i64], tool: &str) -> Vec<Result<(), StoreError>> {
+    let start = std::sync::Barrier::new(keys.len());
+    std::thread::scope(|scope| {
+        let batches: Vec<_> = (keys.iter().enumerate())
+            .map(|(n, &key)| {
+                let start = &start;
+                scope.spawn(move || {
+                    let run = format!("r{n}");
+                    start.wait();
+                    store.shared(|tx| {
+                        tx.fence(&run, "host-a", 3_600_000, true)?;
+                        tx.update_run_task(key, "input_required", tool, 50, None, None)?;
+                        tx.append_audit(&AuditEntry {
+                            run_id: Some(&run),
+                            ..audit_entry(tool)
+                        })
+                    })
+                })
+            })
+            .collect();
+        batches.into_iter().map(|b| b.join().unwrap()).collect()
+    })
+}
+
+/// The batches of many runs ready at once share transactions (the rows one transaction
+/// inserts carry its id, `xmin`), each still fenced by its own run's lease: the batch of a
+/// run another host took keeps nothing, and every other batch keeps all it wrote.
+#[test]
+fn batches_of_many_runs_share_commits_and_one_that_lost_its_lease_spoils_none_of_the_others() {
+    const RUNS: usize = 48;
+    let Some((scratch, host_a)) = scratch("batches_share_commits") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let keys: Vec<i64> = (0..RUNS)
+        .map(|n| held_run(&host_a, &format!("r{n}")))
+        .collect();
+
+    let outcomes = batches_at_once(&host_a, &keys, "shared");
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let transactions = scratch
+        .count("SELECT count(DISTINCT xmin::text) FROM audit_log WHERE tool = 'shared'")
+        .unwrap();
+    assert!(
+        transactions < RUNS as i64,
+        "{RUNS} batches in {transactions} transactions: none shared"
+    );
+
+    assert!(
+        host_b
+            .claim_run("r7", "host-b", 3_600_000, Some("host-a"), None)
+            .unwrap()
+    );
+    let outcomes = batches_at_once(&host_a, &keys, "after_r7_was_taken");
+    for (n, outcome) in outcomes.iter().enumerate() {
+        let task = host_b.run_task(&format!("r{n}")).unwrap().unwrap();
+        match n {
+            7 => {
+                assert!(
+                    matches!(outcome, Err(StoreError::LeaseLost { run_id }) if run_id == "r7"),
+                    "{outcome:?}"
+                );
+                assert_eq!(task.status_message.as_deref(), Some("shared"));
+            }
+            _ => {
+                assert!(outcome.is_ok(), "run {n}: {outcome:?}");
+                assert_eq!(task.status_message.as_deref(), Some("after_r7_was_taken"));
+            }
+        }
+    }
+    let rows = host_a.audit_rows().unwrap();
+    let after: Vec<_> = (rows.iter())
+        .filter(|row| row.tool == "after_r7_was_taken")
+        .collect();
+    assert_eq!(after.len(), RUNS - 1);
+    assert!(after.iter().all(|row| row.run_id.as_deref() != Some("r7")));
+    assert!(host_a.verify_audit_chain().unwrap().is_ok());
+}
+
 /// Waits for `notified` for at most 10 s: a wake-up that never comes fails the test.
 async fn woken(what: &str, notified: impl std::future::Future<Output = ()>) {
     tokio::time::timeout(std::time::Duration::from_secs(10), notified)
@@ -204,12 +401,18 @@ fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() 
     let (locked_tx, locked) = mpsc::channel();
     let (resume, stalled) = mpsc::channel::<()>();
     let host_a = std::thread::spawn(move || {
+        let mut first = true;
         host_a.try_transaction(|tx| {
             // A lease of a day, which the claim below must not find kept.
             tx.fence("r1", "host-a", 86_400_000, false)?;
-            locked_tx.send(()).unwrap();
-            // No next statement until the test is done waiting.
-            let _ = stalled.recv_timeout(Duration::from_secs(60));
+            // The transaction runs again on a new connection once the server has ended
+            // the first: that one stalls no more (its fence, whose key is known by then,
+            // goes out with its commit, and is refused there).
+            if std::mem::take(&mut first) {
+                locked_tx.send(()).unwrap();
+                // No next statement until the test is done waiting.
+                let _ = stalled.recv_timeout(Duration::from_secs(60));
+            }
             Ok(())
         })
     });

@@ -18,23 +18,21 @@ mod guard;
 mod listen;
 mod password;
 mod schema;
+mod session;
 mod tls;
 pub use password::password_file;
+pub(crate) use session::{OnError, Session, Then};
 
-use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use futures::TryStreamExt;
+use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::config::Host;
-use tokio_postgres::types::ToSql;
 
 use connect::{Connector, Target};
 
 use super::StoreError;
-use super::sql::Param;
 use super::wakes::Wakes;
 
 /// How long a caller waits for a new connection to open, trying again meanwhile.
@@ -102,9 +100,37 @@ pub fn redacted(location: &str) -> String {
     }
 }
 
+/// The keys of the runs this process made or fenced, by run id: a run's key never changes, and
+/// knowing it lets a batch's fence go out with the rest of its transaction instead of in
+/// a round trip of its own (`runs.rs`). Only a hint: the fence checks the run's id too, and
+/// a run gone or finished fails it as a run held by another owner does.
+#[derive(Default)]
+pub(crate) struct RunKeys(parking_lot::Mutex<std::collections::HashMap<String, i64>>);
+
+/// Keys remembered at most; past it the table starts again.
+const KEYS_KEPT: usize = 4096;
+
+impl RunKeys {
+    pub(crate) fn get(&self, run_id: &str) -> Option<i64> {
+        self.0.lock().get(run_id).copied()
+    }
+
+    pub(crate) fn remember(&self, run_id: &str, key: i64) {
+        let mut keys = self.0.lock();
+        if keys.len() >= KEYS_KEPT {
+            keys.clear();
+        }
+        keys.insert(run_id.to_owned(), key);
+    }
+}
+
 /// The pool and the runtime that drives its connections.
 pub(crate) struct Pg {
     pool: Pool,
+    /// The keys of runs this process made or fenced.
+    pub(crate) keys: Arc<RunKeys>,
+    /// The transactions shared by the runs and calls ready at once (`store/shared.rs`).
+    pub(super) lane: super::shared::Lane,
     /// Where the database is, for messages: host, port and database, never the password.
     target: String,
     options: PgOptions,
@@ -178,6 +204,8 @@ impl Pg {
         });
         let pg = Pg {
             pool,
+            keys: Arc::default(),
+            lane: Default::default(),
             target: described,
             options,
             io: Io(Some(io)),
@@ -219,21 +247,20 @@ impl Pg {
                 .0
                 .as_ref()
                 .expect("the runtime lives as long as the pool");
-            // Opening a connection spawns its task: on the connections' runtime.
-            let got = wait(runtime.spawn(async move { pool.get().await }));
+            // Taken on this thread, without a hop to the connections' runtime; opening a
+            // connection spawns its task, and registers its socket and its timers, in that
+            // runtime's context, which drives them.
+            let got = blocking(|| {
+                let _connections = runtime.enter();
+                block_on(pool.get())
+            });
             match got {
-                Ok(Ok(client)) => {
-                    return Ok(Session {
-                        client: Some(client),
-                        open: Cell::new(false),
-                        failed: Cell::new(false),
-                        lost: Cell::new(false),
-                        committing: Cell::new(false),
-                    });
+                Ok(client) => {
+                    return Ok(Session::new(client));
                 }
-                Ok(Err(deadpool_postgres::PoolError::Timeout(
+                Err(deadpool_postgres::PoolError::Timeout(
                     deadpool_postgres::TimeoutType::Wait,
-                ))) => {
+                )) => {
                     return Err(StoreError::Busy(format!(
                         "all {} connections to PostgreSQL at {} stayed in use for {:?}; \
                          raise --pg-pool-size or --pg-pool-timeout if the load is expected",
@@ -243,24 +270,23 @@ impl Pg {
                 // The server answered (a wrong password, no such database), or its
                 // certificate or its way of asking for the password was refused: trying
                 // again would only repeat the answer.
-                Ok(Err(deadpool_postgres::PoolError::Backend(error))) if final_answer(&error) => {
+                Err(deadpool_postgres::PoolError::Backend(error)) if final_answer(&error) => {
                     return Err(StoreError::Unreachable {
                         target: self.target.clone(),
                         reason: describe_error(&error),
                     });
                 }
-                Ok(Err(error)) if started.elapsed() + pause < CONNECT_TIMEOUT => {
+                Err(error) if started.elapsed() + pause < CONNECT_TIMEOUT => {
                     tracing::debug!(target = %self.target, error = %chain(&error), "PostgreSQL not reached; trying again");
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(500));
                 }
-                Ok(Err(error)) => {
+                Err(error) => {
                     return Err(StoreError::Unreachable {
                         target: self.target.clone(),
                         reason: chain(&error),
                     });
                 }
-                Err(join) => return Err(StoreError::Commit(join.to_string())),
             }
         }
     }
@@ -277,6 +303,15 @@ impl Pg {
     /// lost during the commit is an error: the server may or may not have committed, and
     /// running `work` again could do it twice.
     pub(crate) fn transaction<T>(
+        &self,
+        work: impl FnMut(&Session) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // One announcement of the wait for the whole transaction, its round trips and its
+        // retries.
+        blocking(|| self.transaction_blocking(work))
+    }
+
+    fn transaction_blocking<T>(
         &self,
         mut work: impl FnMut(&Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -310,13 +345,17 @@ impl Pg {
         session: &Session,
         work: &mut impl FnMut(&Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        session.begin()?;
+        session.begin();
         let out = work(session);
-        let out = match out {
-            Ok(_) if session.failed.get() => Err(StoreError::Commit(
+        // A fence that found the run held by another owner is the transaction's failure,
+        // whatever `work` made of the errors that followed it.
+        let lease_lost = session.lease_lost.borrow_mut().take();
+        let out = match (out, lease_lost) {
+            (_, Some(run_id)) => Err(StoreError::LeaseLost { run_id }),
+            (Ok(_), None) if session.failed.get() => Err(StoreError::Commit(
                 "a statement of the transaction failed; nothing of it was kept".into(),
             )),
-            out => out,
+            (out, None) => out,
         };
         match out {
             // The server ended the session before the commit was sent (its notice closed
@@ -328,14 +367,13 @@ impl Pg {
                 ))
             }
             Ok(value) => {
-                session.committing.set(true);
-                session.end("COMMIT")?;
+                session.commit()?;
                 Ok(value)
             }
             Err(error) => {
                 // On a lost connection the rollback fails too; the session then closes
                 // its connection rather than return it to the pool.
-                let _ = session.end("ROLLBACK").map_err(|rollback| {
+                let _ = session.rollback().map_err(|rollback| {
                     if !session.lost.get() {
                         tracing::warn!(error = %rollback, "rollback failed");
                     }
@@ -387,7 +425,7 @@ fn causes<'a>(
 
 /// Whether `error` says the connection is gone: closed, or ended by the server
 /// (`admin_shutdown`, `crash_shutdown`, `idle_session_timeout` and the like, class 57P).
-fn connection_lost(error: &tokio_postgres::Error) -> bool {
+pub(super) fn connection_lost(error: &tokio_postgres::Error) -> bool {
     if error.is_closed() {
         return true;
     }
@@ -424,124 +462,52 @@ fn describe(config: &tokio_postgres::Config) -> String {
     format!("{host}:{port}/{database}")
 }
 
-/// One pooled connection while a caller holds it.
-pub(crate) struct Session {
-    client: Option<Object>,
-    /// Whether a transaction is open on it.
-    open: Cell<bool>,
-    /// Whether a statement failed since the transaction began.
-    failed: Cell<bool>,
-    /// Whether a statement failed because the connection was lost (the server ended the
-    /// session, or the socket closed).
-    lost: Cell<bool>,
-    /// Whether the transaction's `COMMIT` was sent.
-    committing: Cell<bool>,
-}
-
-impl Session {
-    fn client(&self) -> &Object {
-        self.client.as_ref().expect("the client is held until drop")
-    }
-
-    pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64, StoreError> {
-        let client = self.client();
-        self.noted(wait(async {
-            let statement = client.prepare_cached(sql).await?;
-            client.execute_raw(&statement, upcast(params)).await
-        }))
-    }
-
-    /// [`Session::execute`] with values only PostgreSQL binds (arrays, say).
-    pub(crate) fn execute_typed(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, StoreError> {
-        let client = self.client();
-        self.noted(wait(async {
-            let statement = client.prepare_cached(sql).await?;
-            client.execute(&statement, params).await
-        }))
-    }
-
-    pub(crate) fn query(
-        &self,
-        sql: &str,
-        params: &[&dyn Param],
-    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let client = self.client();
-        self.noted(wait(async {
-            let statement = client.prepare_cached(sql).await?;
-            client
-                .query_raw(&statement, upcast(params))
-                .await?
-                .try_collect()
-                .await
-        }))
-    }
-
-    /// Runs statements given as text, without parameters (schema changes).
-    pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
-        self.noted(wait(self.client().batch_execute(sql)))
-    }
-
-    fn begin(&self) -> Result<(), StoreError> {
-        self.batch("BEGIN")?;
-        self.open.set(true);
-        self.failed.set(false);
-        Ok(())
-    }
-
-    fn end(&self, how: &str) -> Result<(), StoreError> {
-        self.batch(how)?;
-        self.open.set(false);
-        Ok(())
-    }
-
-    fn noted<T>(&self, result: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
-        result.map_err(|error| {
-            self.failed.set(true);
-            if connection_lost(&error) {
-                self.lost.set(true);
-            }
-            StoreError::from(error)
-        })
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // A transaction still open here was left by a panic or a failed `COMMIT`/`ROLLBACK`:
-        // the connection is closed rather than returned, which ends the transaction.
-        if self.open.get()
-            && let Some(client) = self.client.take()
-        {
-            drop(Object::take(client));
-        }
-    }
-}
-
-/// The values as `tokio-postgres` takes them.
-fn upcast<'a>(params: &'a [&'a dyn Param]) -> impl ExactSizeIterator<Item = &'a dyn ToSql> + 'a {
-    fn one<'a>(param: &&'a dyn Param) -> &'a dyn ToSql {
-        *param
-    }
-    params.iter().map(one)
-}
-
 /// Waits on this thread for `future`, which needs no runtime to make progress (its I/O is
 /// done by the connections' runtime).
-fn wait<F: Future>(future: F) -> F::Output {
+pub(super) fn wait<F: Future>(future: F) -> F::Output {
+    blocking(|| block_on(future))
+}
+
+thread_local! {
+    /// Whether this thread has announced that it blocks ([`blocking`]).
+    static BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `work`, which waits on this thread for the database, having told the runtime
+/// once: on a multi-threaded runtime, `block_in_place` hands this worker's other tasks to
+/// another thread meanwhile, which costs a wake-up of that thread, so a transaction
+/// announces it once for all its round trips rather than once for each.
+pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    if BLOCKING.get() {
+        return work();
+    }
     let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
         runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
     });
-    if multi_threaded {
-        tokio::task::block_in_place(|| futures::executor::block_on(future))
-    } else {
-        // Inside a current-thread runtime, a `JoinHandle` polled here spends the budget of
-        // the task this thread is running; once spent, it waits for a wake that runtime
-        // defers until the task yields, which it cannot while blocked here. Unconstrained,
-        // it is never out of budget (`block_in_place` lifts the budget likewise).
-        futures::executor::block_on(tokio::task::unconstrained(future))
+    /// Says the thread no longer blocks, however `work` ends.
+    struct Announced;
+    impl Drop for Announced {
+        fn drop(&mut self) {
+            BLOCKING.set(false);
+        }
     }
+    let announced = || {
+        BLOCKING.set(true);
+        let _announced = Announced;
+        work()
+    };
+    if multi_threaded {
+        tokio::task::block_in_place(announced)
+    } else {
+        announced()
+    }
+}
+
+/// Polls `future` to its end on this thread. Inside a current-thread runtime, a
+/// `JoinHandle` polled here spends the budget of the task this thread is running; once
+/// spent, it waits for a wake that runtime defers until the task yields, which it cannot
+/// while blocked here. Unconstrained, it is never out of budget (`block_in_place` lifts the
+/// budget likewise).
+fn block_on<F: Future>(future: F) -> F::Output {
+    futures::executor::block_on(tokio::task::unconstrained(future))
 }
