@@ -334,10 +334,12 @@ const NEW_RUN_POSTGRES: &str = on_db_clock!(
          INSERT INTO runs (id, workflow, plan_key, status, origin, answers, deadline_ms,
              lease_owner, lease_expires_ms, retry_of, created_at, updated_at,
              idempotency_key, idempotency_request, principal, session,
-             parent_key, parent_node, parent_index, parent_instance, depth)
+             parent_key, parent_node, parent_index, parent_instance, depth,
+             trace_parent, trace_link)
          SELECT ?1, ?2, plan.key, 'running', ?7, ?8, ?9, ?10,
                 " NOW_MS " + CAST(?11 AS BIGINT), ?12, ?13, ?13, ?14, ?15, ?16, ?17,
-                (SELECT key FROM runs WHERE id = CAST(?18 AS TEXT)), ?19, ?20, ?21, ?22
+                (SELECT key FROM runs WHERE id = CAST(?18 AS TEXT)), ?19, ?20, ?21, ?22,
+                ?31, ?32
          FROM plan
          RETURNING key, parent_key),
      inputs AS (INSERT INTO run_inputs (run_key, inputs) SELECT key, ?23 FROM run)
@@ -572,7 +574,7 @@ impl Tx<'_> {
         };
         let now = clock::now_iso();
         let task_at = clock::iso_from_ms(task.created_ms);
-        let params: [&dyn super::sql::Param; 30] = [
+        let params: [&dyn super::sql::Param; 32] = [
             &run.id,
             &run.workflow,
             &run.plan_hash,
@@ -603,6 +605,8 @@ impl Tx<'_> {
             &task.timing.poll_interval_ms,
             &task.label.map(|(era, _)| era),
             &task.label.map(|(_, tool)| tool),
+            &run.trace_parent,
+            &run.trace_link,
         ];
         let (Db::Postgres(session), Some(keys)) = (self.db, self.keys) else {
             return self.db.write(NEW_RUN_POSTGRES, &params);

@@ -234,6 +234,8 @@ fn a_new_run_whose_id_is_taken_is_refused_at_its_commit_with_all_its_transaction
         principal: None,
         session: None,
         parent: None,
+        trace_parent: None,
+        trace_link: None,
     };
     let task = NewRunTask {
         created_ms: 0,
