@@ -533,7 +533,10 @@ fn the_table_of_todos_is_renamed_on_an_existing_database_with_its_rows() {
     // the migrations after it undone.
     scratch
         .execute(
-            "ALTER TABLE todos RENAME TO tasks;
+            "DROP TRIGGER runs_delete_nodes ON runs;
+             DROP FUNCTION nodes_go_with_their_runs();
+             ALTER TABLE nodes ADD FOREIGN KEY (run_key) REFERENCES runs (key) ON DELETE CASCADE;
+             ALTER TABLE todos RENAME TO tasks;
              ALTER INDEX todos_due RENAME TO tasks_due;
              ALTER TABLE nodes DROP COLUMN retried;
              ALTER TABLE nodes DROP COLUMN iterations;

@@ -28,7 +28,7 @@ const TYPES: [(&str, &[&str]); 3] = [
 ];
 
 /// The differences between the two schemas that are meant, each with its reason.
-const ALLOWED: [(&str, &str); 5] = [
+const ALLOWED: [(&str, &str); 4] = [
     (
         "table todo_ids: only on sqlite",
         "SQLite hands out a deleted newest todo's id again; this table keeps the highest \
@@ -37,12 +37,6 @@ const ALLOWED: [(&str, &str); 5] = [
     (
         "table schema_migrations: only on postgres",
         "SQLite keeps its schema version in `PRAGMA user_version`.",
-    ),
-    (
-        "nodes: foreign key (run_key) -> runs (key) on delete cascade: only on postgres",
-        "On SQLite, checking the key cost a lookup per row written, and every write of a \
-         run's rows follows the check of its lease; a trigger deletes a run's rows with it \
-         (SQLite's migration 2).",
     ),
     (
         "secrets.name: NOT NULL only on postgres",
