@@ -97,8 +97,14 @@ fn round_warning_once(engine: &Engine, registry: &Registry, chores: Chores, roun
     }
 }
 
+/// Runs claimed at most in one round: the rest are claimed at the next round, a third of
+/// a lease later, or at once when the database tells of leases given up.
+const CLAIMED_PER_ROUND: usize = 64;
+
 fn take_over(engine: &Engine, registry: &Registry, warned: &mut Warned) {
-    let orphans = match registry.orphans() {
+    // Claimed in one statement; each is then read back and driven on under the lease
+    // this process now holds.
+    let orphans = match registry.claim_orphans(CLAIMED_PER_ROUND) {
         Ok(orphans) => orphans,
         Err(error) => return tracing::warn!(%error, "could not look for orphaned runs"),
     };
@@ -128,11 +134,20 @@ fn take_over(engine: &Engine, registry: &Registry, warned: &mut Warned) {
                 )),
             ) => tracing::debug!(%run_id, %error, "not taking the run over"),
             // A takeover that keeps failing (a stored run that cannot be read, a database
-            // that refuses the claim) is said once, then at `debug` at every round.
-            Err(error) if warned.insert(run_id.clone()) => {
-                tracing::warn!(%run_id, %error, "cannot take the run over; will keep trying")
+            // that refuses the claim) is said once, then at `debug` at every round. The
+            // lease claimed above is given back, so that the run is looked at again, here
+            // or by another host, rather than held by a process that does not drive it.
+            Err(error) => {
+                if let Err(release) = registry.release_one(&run_id) {
+                    tracing::warn!(%run_id, error = %release, "could not give back a lease claimed for a takeover");
+                }
+                match warned.insert(run_id.clone()) {
+                    true => {
+                        tracing::warn!(%run_id, %error, "cannot take the run over; will keep trying")
+                    }
+                    false => tracing::debug!(%run_id, %error, "still cannot take the run over"),
+                }
             }
-            Err(error) => tracing::debug!(%run_id, %error, "still cannot take the run over"),
         }
     }
 }

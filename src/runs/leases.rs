@@ -34,6 +34,40 @@ impl Registry {
             .collect())
     }
 
+    /// Claims, in one statement, up to `limit` of the unfinished runs started over MCP
+    /// whose lease expired (by the database's clock) or whose owner is gone, oldest first;
+    /// returns those claimed, for this process to drive on. The rest wait for the next
+    /// round.
+    pub(crate) fn claim_orphans(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        let runs = self.store().unfinished_runs("mcp", self.owner())?;
+        let mut gone: Vec<String> = Vec::new();
+        let mut orphans = Vec::new();
+        for (id, owner, expired) in runs {
+            match owner {
+                None => orphans.push(id),
+                Some(_) if expired => orphans.push(id),
+                Some(owner) if gone.contains(&owner) || owner_is_gone(&owner) => {
+                    if !gone.contains(&owner) {
+                        gone.push(owner);
+                    }
+                    orphans.push(id);
+                }
+                Some(_) => {}
+            }
+        }
+        if orphans.is_empty() {
+            return Ok(orphans);
+        }
+        let lease_ms = self.lease_ms();
+        self.store()
+            .claim_runs(&orphans, self.owner(), lease_ms, &gone, limit)
+    }
+
+    /// Gives up this process's lease of run `run_id`, if it holds it.
+    pub(crate) fn release_one(&self, run_id: &str) -> Result<(), StoreError> {
+        self.store().release_lease(run_id, self.owner()).map(drop)
+    }
+
     /// Gives up every lease this process holds, so that another may take the runs now.
     pub(crate) fn release_all(&self) {
         match self.store().release_leases(self.owner()) {

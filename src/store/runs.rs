@@ -649,10 +649,40 @@ const CLAIM_POSTGRES: &str = on_db_clock!(
 .postgres;
 
 /// Extends every lease an owner holds, by the database's clock.
-const RENEW: super::sql::Dialects = on_db_clock!(
+const RENEW: &str = on_db_clock!(
     "UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2
      WHERE lease_owner = ?1 AND status = 'running'"
-);
+)
+.sqlite;
+
+/// PostgreSQL: [`RENEW`], returning the runs whose cancel was requested.
+const RENEW_RETURNING: &str = on_db_clock!(
+    "WITH renewed AS (
+         UPDATE runs SET lease_expires_ms = " NOW_MS " + ?2
+         WHERE lease_owner = ?1 AND status = 'running'
+         RETURNING id, cancel_requested)
+     SELECT id FROM renewed WHERE cancel_requested"
+)
+.postgres;
+
+/// PostgreSQL: claims up to `$6` of the runs `$1` (oldest first) as `CLAIM_POSTGRES` does
+/// one, skipping rows another host holds locked and the claimant's own runs; `$4` are the
+/// owners known to be dead.
+const CLAIM_MANY: &str = on_db_clock!(
+    "UPDATE runs SET lease_owner = $2, lease_expires_ms = " NOW_MS " + $3, updated_at = $5,
+         takeovers = takeovers + CASE WHEN lease_owner IS NOT NULL AND lease_owner <> $2
+                                      THEN 1 ELSE 0 END
+     WHERE key IN (SELECT key FROM runs
+                   WHERE id = ANY($1) AND status = 'running'
+                     AND lease_owner IS DISTINCT FROM $2
+                     AND (lease_owner IS NULL OR lease_expires_ms < " NOW_MS "
+                          OR lease_owner = ANY($4))
+                   ORDER BY created_at, key
+                   LIMIT $6
+                   FOR UPDATE SKIP LOCKED)
+     RETURNING id"
+)
+.postgres;
 
 /// Unfinished runs of an origin that another owner holds or held, and whether their
 /// lease ran out by the database's clock. A child run whose parent is unfinished is not
@@ -875,11 +905,16 @@ impl Store {
     }
 
     /// Extends every lease `owner` holds to `lease_ms` from now, by the database's clock;
-    /// returns the runs whose cancel was requested.
+    /// returns the runs whose cancel was requested. On PostgreSQL one statement, which
+    /// returns them; SQLite reads them after the update (its `RETURNING` would stage every
+    /// renewed row).
     pub fn renew_leases(&self, owner: &str, lease_ms: i64) -> Result<Vec<String>, StoreError> {
+        let params: [&dyn super::sql::Param; 2] = [&owner, &lease_length(lease_ms)];
         self.with(|tx| {
-            tx.db
-                .execute(tx.db.pick(RENEW), &[&owner, &lease_length(lease_ms)])?;
+            if let Db::Postgres(_) = tx.db {
+                return tx.db.query(RENEW_RETURNING, &params, |r| r.get(0));
+            }
+            tx.db.execute(RENEW, &params)?;
             tx.db.query(
                 "SELECT id FROM runs
                  WHERE lease_owner = ?1 AND status = 'running' AND cancel_requested = TRUE",
@@ -887,6 +922,70 @@ impl Store {
                 |r| r.get(0),
             )
         })
+    }
+
+    /// Claims, in one statement, those of `runs` (ids, oldest first) that are unfinished and
+    /// whose lease is free, ran out, or is held by one of `gone` (owners known to be dead),
+    /// not `owner`'s already: at most `limit`, skipping rows another host holds locked.
+    /// Returns the runs claimed. The takeover of a host's runs then costs a statement, not
+    /// one per run. On SQLite, one claim after another ([`Store::claim_run`]).
+    pub fn claim_runs(
+        &self,
+        runs: &[String],
+        owner: &str,
+        lease_ms: i64,
+        gone: &[String],
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        if let super::Backend::Sqlite(_) = self.backend {
+            let mut claimed = Vec::new();
+            for run in runs {
+                if claimed.len() >= limit {
+                    break;
+                }
+                let holder = self.lease_owner(run)?.flatten();
+                if holder.as_deref() == Some(owner) {
+                    continue;
+                }
+                let dead = holder.filter(|holder| gone.contains(holder));
+                if self.claim_run(run, owner, lease_ms, dead.as_deref(), None)? {
+                    claimed.push(run.clone());
+                }
+            }
+            return Ok(claimed);
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let now = clock::now_iso();
+        let length = lease_length(lease_ms);
+        self.with(|tx| {
+            let Db::Postgres(session) = tx.db else {
+                unreachable!("a PostgreSQL store")
+            };
+            let rows =
+                session.query_typed(CLAIM_MANY, &[&runs, &owner, &length, &gone, &now, &limit])?;
+            let claimed: Vec<String> = rows
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<_, _>>()?;
+            // In the order asked, oldest first (`RETURNING` keeps none).
+            Ok(runs
+                .iter()
+                .filter(|run| claimed.contains(run))
+                .cloned()
+                .collect())
+        })
+    }
+
+    /// Gives up `owner`'s lease of run `run_id`, if it holds it; whether it did.
+    pub fn release_lease(&self, run_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let released = self.with(|tx| {
+            tx.db.execute(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'",
+                &[&run_id, &owner],
+            )
+        })?;
+        Ok(released == 1)
     }
 
     /// Gives up the leases `owner` holds, so that another process may take the runs now.

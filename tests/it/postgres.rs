@@ -346,6 +346,34 @@ fn batches_of_many_runs_share_commits_and_one_that_lost_its_lease_spoils_none_of
     assert!(host_a.verify_audit_chain().unwrap().is_ok());
 }
 
+/// A takeover claims its runs in batches, one statement each: only runs whose lease is
+/// free, ran out or is held by an owner known to be dead, at most as many as asked,
+/// oldest first; a live owner's runs stay its own.
+#[test]
+fn orphaned_runs_are_claimed_in_batches_and_a_live_owners_runs_are_not() {
+    let Some((_scratch, store)) = scratch("orphans_claimed_in_batches") else {
+        return;
+    };
+    let runs: Vec<String> = (0..5).map(|n| format!("r{n}")).collect();
+    for run in &runs {
+        held_run(&store, run);
+    }
+    for run in ["r1", "r2", "r3"] {
+        assert!(store.release_lease(run, "host-a").unwrap());
+    }
+    let claim = |gone: &[String]| store.claim_runs(&runs, "host-b", 60_000, gone, 2).unwrap();
+    assert_eq!(claim(&[]), ["r1", "r2"]);
+    assert_eq!(claim(&[]), ["r3"]);
+    assert!(claim(&[]).is_empty(), "host-a lives: its runs stay its own");
+    assert_eq!(claim(&["host-a".to_owned()]), ["r0", "r4"]);
+    for run in &runs {
+        assert_eq!(
+            store.lease_owner(run).unwrap(),
+            Some(Some("host-b".to_owned()))
+        );
+    }
+}
+
 /// Waits for `notified` for at most 10 s: a wake-up that never comes fails the test.
 async fn woken(what: &str, notified: impl std::future::Future<Output = ()>) {
     tokio::time::timeout(std::time::Duration::from_secs(10), notified)

@@ -142,6 +142,17 @@ impl Session {
         })
     }
 
+    /// [`Session::query`] with values only PostgreSQL binds (arrays, say).
+    pub(crate) fn query_typed(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let statement = self.prepared(sql)?;
+        let client = self.client();
+        self.pipelined(client.query(&statement, params))
+    }
+
     /// A statement whose result nobody reads: inside a transaction it goes out with the
     /// transaction's next round trip; an error fails the transaction.
     pub(crate) fn write(&self, sql: &str, params: &[&dyn Param]) -> Result<(), StoreError> {
