@@ -13,6 +13,7 @@
 //!
 //! PostgreSQL only: it skips, saying so, where `TASKS_TEST_POSTGRES` names no server.
 
+mod campaign;
 mod fencing;
 mod proxy;
 mod sampled;
