@@ -66,11 +66,14 @@ fn life(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>, after: Dura
         let acknowledged = Arc::clone(&acknowledged);
         std::thread::spawn(move || {
             let mut lines = stdout.lines();
-            let mut send = |message: Value| writeln!(stdin, "{message}").and_then(|()| stdin.flush());
+            let mut send =
+                |message: Value| writeln!(stdin, "{message}").and_then(|()| stdin.flush());
             let opened = send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
                 "params": { "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": { "name": "campaign", "version": "1" } } }))
-            .and_then(|()| send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })));
+            .and_then(|()| {
+                send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            });
             if opened.is_err() {
                 return;
             }
@@ -83,7 +86,9 @@ fn life(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>, after: Dura
                 // Its answer, or the end of the host.
                 loop {
                     let Some(Ok(line)) = lines.next() else { return };
-                    let Ok(reply) = serde_json::from_str::<Value>(&line) else { continue };
+                    let Ok(reply) = serde_json::from_str::<Value>(&line) else {
+                        continue;
+                    };
                     if reply["id"] == json!(n + 1) {
                         if reply["result"]["task"]["taskId"].is_string() {
                             acknowledged.lock().unwrap().push(n);
@@ -98,8 +103,7 @@ fn life(dir: &std::path::Path, db: &str, runs: std::ops::Range<u64>, after: Dura
     let _ = child.kill();
     let _ = child.wait();
     talk.join().unwrap();
-    let acknowledged = acknowledged.lock().unwrap().clone();
-    acknowledged
+    acknowledged.lock().unwrap().clone()
 }
 
 #[test]
@@ -183,8 +187,17 @@ fn two_hosts_killed_hundreds_of_times_lose_and_double_nothing() {
         let succeeded = match run.status.as_str() {
             "succeeded" => true,
             _ => {
-                let error = store.run(&run.id).unwrap().unwrap().error.unwrap_or_default();
-                assert!(error.starts_with("run_poisoned"), "run {n}: {}: {error}", run.status);
+                let error = store
+                    .run(&run.id)
+                    .unwrap()
+                    .unwrap()
+                    .error
+                    .unwrap_or_default();
+                assert!(
+                    error.starts_with("run_poisoned"),
+                    "run {n}: {}: {error}",
+                    run.status
+                );
                 poisoned += 1;
                 false
             }
