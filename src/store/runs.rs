@@ -1002,9 +1002,10 @@ impl Store {
 
     /// Asks whoever drives the run, and whoever drives each unfinished run below it (the
     /// runs its `workflow` nodes started, theirs, and so on), to cancel it. False if the
-    /// run is not unfinished.
+    /// run is not unfinished. One transaction: the run and those below it are asked at
+    /// once, and other hosts are told once.
     pub fn request_cancel(&self, run_id: &str) -> Result<bool, StoreError> {
-        let changed = self.with(|tx| {
+        let changed = self.try_transaction(|tx| {
             let changed = tx.db.execute(
                 "UPDATE runs SET cancel_requested = TRUE, revision = revision + 1
                  WHERE id = ?1 AND status = 'running'",

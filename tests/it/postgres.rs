@@ -346,6 +346,55 @@ fn batches_of_many_runs_share_commits_and_one_that_lost_its_lease_spoils_none_of
     assert!(host_a.verify_audit_chain().unwrap().is_ok());
 }
 
+/// Another host hears of a shared commit once, however many runs' batches it carries: the
+/// triggers' notifications are per statement with a fixed payload, and PostgreSQL folds a
+/// transaction's equal notifications into one, so that the global lock a `NOTIFY` takes at
+/// commit is taken once per committed batch, not once per run.
+#[test]
+fn a_shared_commit_of_many_runs_batches_tells_another_host_once() {
+    const RUNS: usize = 48;
+    let Some((scratch, host_a)) = scratch("shared_commit_told_once") else {
+        return;
+    };
+    let keys: Vec<i64> = (0..RUNS)
+        .map(|n| held_run(&host_a, &format!("r{n}")))
+        .collect();
+    // Opened after the runs were made: it listens before reading its first stamp, so it
+    // is told of nothing before that stamp.
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    let stamp = |store: &Store| -> u64 { store.change_stamp().unwrap().parse().unwrap() };
+    let before = stamp(&host_b);
+    let cancelled = host_b.wakes().cancelled.notified();
+
+    let outcomes = batches_at_once(&host_a, &keys, "told_once");
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let transactions = scratch
+        .count("SELECT count(DISTINCT xmin::text) FROM audit_log WHERE tool = 'told_once'")
+        .unwrap() as u64;
+    assert!(
+        transactions < RUNS as u64,
+        "{RUNS} batches in {transactions} transactions: none shared"
+    );
+    // A last commit, which host b hears after every one before it (a listener is told of
+    // commits in their order): a cancel, then its change.
+    assert!(host_a.request_cancel("r0").unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(woken("the last commit's cancel", cancelled));
+    let expected = before + transactions + 1;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while stamp(&host_b) < expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        stamp(&host_b) - before,
+        transactions + 1,
+        "changes heard for {transactions} shared commits and the last one"
+    );
+}
+
 /// A takeover claims its runs in batches, one statement each: only runs whose lease is
 /// free, ran out or is held by an owner known to be dead, at most as many as asked,
 /// oldest first; a live owner's runs stay its own.
