@@ -221,7 +221,8 @@ const APPEND: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id
 /// hash is `chain::link`'s, computed by the server over the same encoding: the domain tag
 /// (?9), the head's hash and the new id, each as a field, then the rest of the row as the
 /// caller encoded it (?10, `Encoded::after_link`). Nothing comes back, so the statement
-/// goes out with the transaction's others (`Session::write`).
+/// goes out with the transaction's `COMMIT` (`Session::write_at_commit`), and the lock is
+/// held only while the transaction commits.
 const APPEND_LINKED: &str = "INSERT INTO audit_log (id, at, tool, args, outcome, run_id, node_id,
          principal, args_sha256, prev_hash, hash)
      OVERRIDING SYSTEM VALUE
@@ -322,7 +323,8 @@ fn append_postgres(
     row: &ReadyAudit,
     outcome: AuditOutcome,
 ) -> Result<(), StoreError> {
-    session.write(CHAIN_LOCK, &[])?;
+    // Both held to the commit: the chain's lock is taken only as the transaction commits.
+    session.write_at_commit(CHAIN_LOCK, &[])?;
     let rest = row.encoded.after_link(outcome.as_str());
     let params: [&dyn Param; 10] = [
         &row.at,
@@ -336,7 +338,7 @@ fn append_postgres(
         &chain::DOMAIN_TAG,
         &rest,
     ];
-    session.write(&super::sql::numbered(APPEND_LINKED), &params)
+    session.write_at_commit(&super::sql::numbered(APPEND_LINKED), &params)
 }
 
 impl Store {

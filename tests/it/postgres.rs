@@ -580,6 +580,40 @@ fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() 
     );
 }
 
+/// A transaction takes the audit chain's lock only as it commits, whatever round trips it
+/// makes after its audit row. A shared transaction waits for the one before it to commit
+/// (`store/shared.rs`), and that one's commit takes the lock too: were the lock taken by
+/// the waiting transaction's earlier round trip, both would wait until PostgreSQL ended
+/// the idle one (5 s later, failing its callers' first try).
+#[test]
+fn an_audit_row_takes_the_chains_lock_only_as_its_transaction_commits() {
+    let Some((scratch, store)) = scratch("chain_lock_at_commit") else {
+        return;
+    };
+    let schema = scratch.schema().replace('\'', "''");
+    // The lock `store/audit.rs` takes: two keys, the second the schema's hash, as an oid.
+    let chain_lock_held = format!(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND classid = 1635083369::oid AND objsubid = 2
+           AND objid::bigint = (hashtext('{schema}')::bigint + 4294967296) % 4294967296"
+    );
+    let held_before_commit = store
+        .try_transaction(|tx| {
+            tx.append_audit(&audit_entry("first"))?;
+            // A round trip after the row: a read the transaction waits for.
+            tx.get_todo(1)?;
+            Ok(scratch.count(&chain_lock_held).unwrap())
+        })
+        .unwrap();
+    assert_eq!(
+        held_before_commit, 0,
+        "the chain's lock held before the commit"
+    );
+    let rows = store.audit_rows().unwrap();
+    assert_eq!(rows.iter().filter(|row| row.tool == "first").count(), 1);
+    assert!(store.verify_audit_chain().unwrap().is_ok());
+}
+
 #[test]
 fn a_tool_call_whose_audit_row_cannot_be_written_keeps_no_effect() {
     use mcp_task_server::todos::{Origin, Tools};

@@ -7,9 +7,18 @@
 //! together back to back, and the server answers them in order). `BEGIN` waits likewise. A
 //! transaction that writes without reading is then one round trip, its `COMMIT` included.
 //!
-//! Invariant: statements reach the server in the order they were made, each with its own
-//! result checked before the transaction is reported committed; an error of any of them
-//! aborts the transaction on the server, so that its `COMMIT` keeps nothing.
+//! A statement that takes a lock every host's commits take turns on (the audit chain's) is
+//! held back further, to the `COMMIT`'s own batch (`Session::write_at_commit`): a
+//! transaction then holds that lock only while it commits, never while its caller waits
+//! for something else. A shared transaction waits, before its commit, for the one before
+//! it to commit (`store/shared.rs`); holding the chain's lock meanwhile would stop that
+//! one's commit, which needs the lock too, until the server ended the waiting one's idle
+//! transaction.
+//!
+//! Invariant: statements reach the server in the order they were made, but for those held
+//! to the `COMMIT`, which go last, in their order; each with its own result checked before
+//! the transaction is reported committed; an error of any of them aborts the transaction
+//! on the server, so that its `COMMIT` keeps nothing.
 //! Invariant: a queued statement's values are encoded when it is queued, against the types
 //! the server gave for its parameters, so that it sends exactly what an immediate one
 //! would.
@@ -98,6 +107,10 @@ pub(crate) struct Session {
     /// the transaction's failure is, whatever the statements after it answered.
     pub(crate) lease_lost: RefCell<Option<String>>,
     queued: RefCell<Vec<Queued>>,
+    /// Statements held to the `COMMIT`'s batch ([`Session::write_at_commit`]).
+    at_commit: RefCell<Vec<Queued>>,
+    /// How many of them there were when the savepoint was opened.
+    at_savepoint: Cell<usize>,
 }
 
 impl Session {
@@ -111,6 +124,8 @@ impl Session {
             committing: Cell::new(false),
             lease_lost: RefCell::default(),
             queued: RefCell::default(),
+            at_commit: RefCell::default(),
+            at_savepoint: Cell::new(0),
         }
     }
 
@@ -193,6 +208,24 @@ impl Session {
         self.queue_then(sql, &params, OnError::Fail, Some(then))
     }
 
+    /// [`Session::write`] of a statement held to the `COMMIT`'s batch: one that takes a lock
+    /// every host's commits wait for (the audit chain's), so that the transaction holds
+    /// it only while it commits. Outside a transaction, at once. Its error fails the
+    /// commit, and with it the transaction.
+    pub(crate) fn write_at_commit(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<(), StoreError> {
+        let params: Vec<&dyn ToSql> = upcast(params).collect();
+        self.queue(sql, &params, OnError::Fail)?;
+        if self.open.get() {
+            let made = self.queued.borrow_mut().pop();
+            self.at_commit.borrow_mut().extend(made);
+        }
+        Ok(())
+    }
+
     fn queue(&self, sql: &str, params: &[&dyn ToSql], on_error: OnError) -> Result<(), StoreError> {
         self.queue_then(sql, params, on_error, None)
     }
@@ -254,6 +287,7 @@ impl Session {
     }
 
     pub(crate) fn begin(&self) {
+        self.at_commit.borrow_mut().clear();
         self.queued.borrow_mut().push(Queued::Simple("BEGIN"));
         self.open.set(true);
         self.sent.set(false);
@@ -262,6 +296,7 @@ impl Session {
 
     /// Opens a savepoint, sent with the statements that follow it.
     pub(crate) fn savepoint(&self) {
+        self.at_savepoint.set(self.at_commit.borrow().len());
         self.queued
             .borrow_mut()
             .push(Queued::Simple("SAVEPOINT member"));
@@ -277,6 +312,9 @@ impl Session {
             return Ok(());
         }
         self.queued.borrow_mut().clear();
+        self.at_commit
+            .borrow_mut()
+            .truncate(self.at_savepoint.get());
         self.batch("ROLLBACK TO SAVEPOINT member; RELEASE SAVEPOINT member")?;
         self.failed.set(false);
         self.lease_lost.borrow_mut().take();
@@ -286,6 +324,8 @@ impl Session {
     /// Commits the transaction, with every statement still queued: one round trip. A
     /// transaction that sent nothing and queued nothing but its `BEGIN` costs none.
     pub(crate) fn commit(&self) -> Result<(), StoreError> {
+        let held = std::mem::take(&mut *self.at_commit.borrow_mut());
+        self.queued.borrow_mut().extend(held);
         let idle =
             !self.sent.get() && matches!(&self.queued.borrow()[..], [Queued::Simple("BEGIN")]);
         if idle {
@@ -307,6 +347,7 @@ impl Session {
     /// sent nothing needs no round trip.
     pub(crate) fn rollback(&self) -> Result<(), StoreError> {
         self.queued.borrow_mut().clear();
+        self.at_commit.borrow_mut().clear();
         if !self.sent.get() {
             self.open.set(false);
             return Ok(());
