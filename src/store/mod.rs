@@ -166,8 +166,8 @@ pub struct Tx<'c> {
     in_transaction: bool,
     /// SQLite: the chain's head as this process last appended it (`audit.rs`).
     audit_head: Option<&'c audit::HeadHint>,
-    /// PostgreSQL: what this process knows ahead (run keys, reserved todo ids).
-    hints: Option<&'c Arc<postgres::Hints>>,
+    /// PostgreSQL: the keys of the runs this process made or fenced (`runs.rs`).
+    keys: Option<&'c Arc<postgres::RunKeys>>,
 }
 
 /// A handle to the database, cheap to clone.
@@ -371,7 +371,7 @@ impl Store {
         let sqlite = match &self.backend {
             Backend::Sqlite(sqlite) => sqlite,
             Backend::Postgres(pg) => {
-                return pg.transaction(|session| work(&Tx::postgres(session, &pg.hints)));
+                return pg.transaction(|session| work(&Tx::postgres(session, &pg.keys)));
             }
         };
         let conn = sqlite.lock();
@@ -423,7 +423,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(sqlite) => work(&Tx::sqlite(&sqlite.lock())),
             Backend::Postgres(pg) => {
-                postgres::blocking(|| work(&Tx::postgres(&pg.session()?, &pg.hints)))
+                postgres::blocking(|| work(&Tx::postgres(&pg.session()?, &pg.keys)))
             }
         }
     }
@@ -519,7 +519,7 @@ impl<'c> Tx<'c> {
             db: Db::Sqlite(&conn.connection),
             in_transaction: false,
             audit_head: Some(&conn.audit_head),
-            hints: None,
+            keys: None,
         }
     }
 
@@ -531,12 +531,12 @@ impl<'c> Tx<'c> {
         }
     }
 
-    fn postgres(session: &'c postgres::Session, hints: &'c Arc<postgres::Hints>) -> Tx<'c> {
+    fn postgres(session: &'c postgres::Session, keys: &'c Arc<postgres::RunKeys>) -> Tx<'c> {
         Tx {
             db: Db::Postgres(session),
             in_transaction: false,
             audit_head: None,
-            hints: Some(hints),
+            keys: Some(keys),
         }
     }
 

@@ -489,7 +489,7 @@ impl Tx<'_> {
     /// PostgreSQL, where writers do not wait for each other to begin: the run's row is
     /// extended by an `UPDATE`, which locks it until the commit, so that no other host
     /// claims the run before then. The run's key, once this process knows it
-    /// (`Hints`), is not waited for: the fence goes out with the batch's next round
+    /// (`RunKeys`), is not waited for: the fence goes out with the batch's next round
     /// trip, and a run it finds held by another owner (no row: a division by zero, read as
     /// `LeaseLost`) aborts the transaction there, before its `COMMIT`.
     fn fence_postgres(
@@ -502,7 +502,7 @@ impl Tx<'_> {
     ) -> Result<i64, StoreError> {
         let length = lease_length(lease_ms);
         let now = clock::now_iso();
-        if let Some(key) = self.hints.and_then(|hints| hints.run_key(run_id)) {
+        if let Some(key) = self.keys.and_then(|keys| keys.get(run_id)) {
             let on_error = super::postgres::OnError::LeaseLost(run_id.to_owned());
             let params: [&dyn super::sql::Param; 6] =
                 [&key, &run_id, &owner, &length, &now, &progressed];
@@ -519,8 +519,8 @@ impl Tx<'_> {
             .ok_or_else(|| StoreError::LeaseLost {
                 run_id: run_id.to_owned(),
             })?;
-        if let Some(hints) = self.hints {
-            hints.remember_run(run_id, key);
+        if let Some(keys) = self.keys {
+            keys.remember(run_id, key);
         }
         Ok(key)
     }
@@ -608,13 +608,13 @@ impl Tx<'_> {
             &run.trace_parent,
             &run.trace_link,
         ];
-        let (Db::Postgres(session), Some(hints)) = (self.db, self.hints) else {
+        let (Db::Postgres(session), Some(keys)) = (self.db, self.keys) else {
             return self.db.write(NEW_RUN_POSTGRES, &params);
         };
         // The run's key, known once the statement ran: its first batch's fence then goes
         // out with the rest of that batch.
-        let (hints, id) = (std::sync::Arc::clone(hints), run.id.to_owned());
-        let then: super::postgres::Then = Box::new(move |key| hints.remember_run(&id, key));
+        let (keys, id) = (std::sync::Arc::clone(keys), run.id.to_owned());
+        let then: super::postgres::Then = Box::new(move |key| keys.remember(&id, key));
         session.write_then(&numbered(NEW_RUN_POSTGRES), &params, then)
     }
 }

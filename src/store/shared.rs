@@ -114,9 +114,9 @@ impl Pg {
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let session = turn.as_ref()?;
                 if group.careful {
-                    return Some(carefully(session, &self.hints, work));
+                    return Some(carefully(session, &self.keys, work));
                 }
-                let out = work(&Tx::postgres(session, &self.hints));
+                let out = work(&Tx::postgres(session, &self.keys));
                 // A statement of an earlier work that failed on the server spoils the
                 // group, whichever work's statement met it.
                 Some((out, session.failed.get()))
@@ -243,11 +243,11 @@ impl Lane {
 /// only when the savepoint itself cannot be ended.
 fn carefully<T>(
     session: &Session,
-    hints: &Arc<super::postgres::Hints>,
+    keys: &Arc<super::postgres::RunKeys>,
     work: &mut impl FnMut(&Tx<'_>) -> Result<T, StoreError>,
 ) -> (Result<T, StoreError>, bool) {
     session.savepoint();
-    let out = work(&Tx::postgres(session, hints));
+    let out = work(&Tx::postgres(session, keys));
     let lease_lost = session.lease_lost.borrow_mut().take();
     let out = match (
         out.and_then(|out| session.flush().map(|()| out)),

@@ -119,11 +119,6 @@ const INSERT_SQLITE: &str = "INSERT INTO todos (id, title, due, tags, created_at
              ?1, ?2, ?3, ?4)";
 const INSERT_POSTGRES: &str =
     "INSERT INTO todos (title, due, tags, created_at) VALUES (?1, ?2, ?3, ?4)";
-/// PostgreSQL, with an id reserved from the identity's sequence before (`Hints`).
-const INSERT_RESERVED: &str = "INSERT INTO todos (id, title, due, tags, created_at)
-     OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5)";
-/// The next id of the sequence, reserved for a todo to come.
-const RESERVE_ID: &str = "SELECT nextval(pg_get_serial_sequence('todos', 'id'))";
 
 impl Tx<'_> {
     pub fn insert_todo(&self, new: &NewTodo) -> Result<Todo, StoreError> {
@@ -131,14 +126,11 @@ impl Tx<'_> {
         let created_at = clock::now_iso();
         // The row is built from what was inserted: reading it back would cost more than
         // the insert.
-        let id = match self.insert_todo_postgres(new, &tags, &created_at)? {
-            Some(id) => id,
-            None => self.db.insert(
-                self.db.dialect(INSERT_SQLITE, INSERT_POSTGRES),
-                "id",
-                &[&new.title, &new.due, &tags, &created_at],
-            )?,
-        };
+        let id = self.db.insert(
+            self.db.dialect(INSERT_SQLITE, INSERT_POSTGRES),
+            "id",
+            &[&new.title, &new.due, &tags, &created_at],
+        )?;
         Ok(Todo {
             id,
             title: new.title.clone(),
@@ -148,41 +140,6 @@ impl Tx<'_> {
             created_at,
             completed_at: None,
         })
-    }
-
-    /// PostgreSQL inside a transaction: the todo inserted, under an id reserved before if
-    /// one is (its insert then sent with the transaction's next round trip rather than
-    /// waited for), and an id reserved for the next todo, sent after the insert so that
-    /// it is greater. `None` on SQLite and outside a transaction.
-    fn insert_todo_postgres(
-        &self,
-        new: &NewTodo,
-        tags: &str,
-        created_at: &str,
-    ) -> Result<Option<i64>, StoreError> {
-        let (super::sql::Db::Postgres(session), Some(hints)) = (self.db, self.hints) else {
-            return Ok(None);
-        };
-        if !session.open.get() {
-            return Ok(None);
-        }
-        let id = match hints.take_todo_id() {
-            Some(id) => {
-                let params: [&dyn super::sql::Param; 5] =
-                    [&id, &new.title, &new.due, &tags, &created_at];
-                session.write(INSERT_RESERVED, &params)?;
-                id
-            }
-            None => self.db.insert(
-                INSERT_POSTGRES,
-                "id",
-                &[&new.title, &new.due, &tags, &created_at],
-            )?,
-        };
-        let hints = std::sync::Arc::clone(hints);
-        let reserve: super::postgres::Then = Box::new(move |id| hints.reserve_todo_id(id));
-        session.write_then(RESERVE_ID, &[], reserve)?;
-        Ok(Some(id))
     }
 
     pub fn get_todo(&self, id: i64) -> Result<Option<Todo>, StoreError> {

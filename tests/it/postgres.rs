@@ -395,61 +395,6 @@ fn a_shared_commit_of_many_runs_batches_tells_another_host_once() {
     );
 }
 
-/// A todo's id is reserved by its host with the transaction of the todo before, so that a
-/// todo call is one round trip: one host still numbers its todos in the order it made
-/// them, two hosts never give one id twice, and a transaction rolled back keeps no todo
-/// (its id is a gap, as a rolled-back insert's is).
-#[test]
-fn todos_reserved_ids_are_unique_across_hosts_and_follow_each_hosts_order() {
-    let Some((scratch, host_a)) = scratch("todo_ids_reserved") else {
-        return;
-    };
-    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
-    let add = |store: &Store, title: String| -> i64 {
-        let new = NewTodo {
-            title,
-            due: None,
-            tags: vec!["t".into()],
-        };
-        store.try_transaction(|tx| tx.insert_todo(&new)).unwrap().id
-    };
-    let mut ids = (Vec::new(), Vec::new());
-    for n in 0..12 {
-        ids.0.push(add(&host_a, format!("a{n}")));
-        if n % 3 == 0 {
-            ids.1.push(add(&host_b, format!("b{n}")));
-        }
-    }
-    let refused = host_a.try_transaction(|tx| {
-        tx.insert_todo(&NewTodo {
-            title: "rolled back".into(),
-            due: None,
-            tags: Vec::new(),
-        })?;
-        Err::<(), _>(StoreError::Commit("refused".into()))
-    });
-    assert!(refused.is_err());
-    ids.0.push(add(&host_a, "a-last".into()));
-
-    for host in [&ids.0, &ids.1] {
-        assert!(host.windows(2).all(|w| w[0] < w[1]), "{host:?}");
-    }
-    let mut all: Vec<i64> = ids.0.iter().chain(&ids.1).copied().collect();
-    all.sort_unstable();
-    all.dedup();
-    assert_eq!(all.len(), ids.0.len() + ids.1.len(), "an id given twice");
-    let todos = host_b.list_todos(&TodoFilter::default()).unwrap();
-    assert_eq!(todos.len(), all.len());
-    assert!(todos.iter().all(|todo| todo.title != "rolled back"));
-    for todo in &todos {
-        let made = host_a.get_todo(todo.id).unwrap().unwrap();
-        assert_eq!(
-            (made.title.as_str(), made.tags.len()),
-            (todo.title.as_str(), 1)
-        );
-    }
-}
-
 /// A takeover claims its runs in batches, one statement each: only runs whose lease is
 /// free, ran out or is held by an owner known to be dead, at most as many as asked,
 /// oldest first; a live owner's runs stay its own.

@@ -100,56 +100,27 @@ pub fn redacted(location: &str) -> String {
     }
 }
 
-/// What this process knows ahead that saves a transaction a round trip.
-///
-/// The keys of the runs it made or fenced, by run id: a run's key never changes, and
+/// The keys of the runs this process made or fenced, by run id: a run's key never changes, and
 /// knowing it lets a batch's fence go out with the rest of its transaction instead of in
 /// a round trip of its own (`runs.rs`). Only a hint: the fence checks the run's id too, and
 /// a run gone or finished fails it as a run held by another owner does.
-///
-/// Todo ids it reserved from the table's sequence, each with the transaction of the todo
-/// before (`todos.rs`): a new todo whose id is known is inserted without waiting for the
-/// id, so that its transaction is one round trip, its `COMMIT` included.
 #[derive(Default)]
-pub(crate) struct Hints {
-    runs: parking_lot::Mutex<std::collections::HashMap<String, i64>>,
-    /// The smallest first, so that one host's todos are numbered in the order it made
-    /// them.
-    todo_ids: parking_lot::Mutex<std::collections::BinaryHeap<std::cmp::Reverse<i64>>>,
-}
+pub(crate) struct RunKeys(parking_lot::Mutex<std::collections::HashMap<String, i64>>);
 
 /// Keys remembered at most; past it the table starts again.
 const KEYS_KEPT: usize = 4096;
 
-/// Todo ids held in reserve at most: as many as todo calls share a transaction at once,
-/// about. A reserved id never used is a gap in the ids, as a rolled-back insert's is.
-const TODO_IDS_KEPT: usize = 32;
-
-impl Hints {
-    pub(crate) fn run_key(&self, run_id: &str) -> Option<i64> {
-        self.runs.lock().get(run_id).copied()
+impl RunKeys {
+    pub(crate) fn get(&self, run_id: &str) -> Option<i64> {
+        self.0.lock().get(run_id).copied()
     }
 
-    pub(crate) fn remember_run(&self, run_id: &str, key: i64) {
-        let mut keys = self.runs.lock();
+    pub(crate) fn remember(&self, run_id: &str, key: i64) {
+        let mut keys = self.0.lock();
         if keys.len() >= KEYS_KEPT {
             keys.clear();
         }
         keys.insert(run_id.to_owned(), key);
-    }
-
-    /// The smallest todo id in reserve, taken: no other caller gets it.
-    pub(crate) fn take_todo_id(&self) -> Option<i64> {
-        self.todo_ids.lock().pop().map(|std::cmp::Reverse(id)| id)
-    }
-
-    /// Keeps `id`, reserved from the sequence, for a todo to come; dropped when the
-    /// reserve is full.
-    pub(crate) fn reserve_todo_id(&self, id: i64) {
-        let mut ids = self.todo_ids.lock();
-        if ids.len() < TODO_IDS_KEPT {
-            ids.push(std::cmp::Reverse(id));
-        }
     }
 }
 
@@ -157,7 +128,7 @@ impl Hints {
 pub(crate) struct Pg {
     pool: Pool,
     /// The keys of runs this process made or fenced.
-    pub(crate) hints: Arc<Hints>,
+    pub(crate) keys: Arc<RunKeys>,
     /// The transactions shared by the runs and calls ready at once (`store/shared.rs`).
     pub(super) lane: super::shared::Lane,
     /// Where the database is, for messages: host, port and database, never the password.
@@ -233,7 +204,7 @@ impl Pg {
         });
         let pg = Pg {
             pool,
-            hints: Arc::default(),
+            keys: Arc::default(),
             lane: Default::default(),
             target: described,
             options,
