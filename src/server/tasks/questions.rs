@@ -126,25 +126,30 @@ pub(super) fn answer(
 /// Refuses each model-only sample of `open` when the client (which can do what `can`
 /// says) has no model: nobody may answer it in the model's place, so its node fails as
 /// unsupported now rather than wait. Returns the other questions.
+///
+/// A question answered meanwhile needs no refusal. Any other failure to record one is an
+/// error: the caller would otherwise find the same question open again at once, and ask
+/// to refuse it again, in a loop.
 pub(super) fn refuse_without_model(
     app: &App,
     run_id: &str,
     open: Vec<OpenQuestion>,
     can: Capabilities,
-) -> Vec<OpenQuestion> {
+) -> Result<Vec<OpenQuestion>, AnswerError> {
     if can.sampling {
-        return open;
+        return Ok(open);
     }
     let (refused, rest) = open
         .into_iter()
         .partition::<Vec<_>, _>(|q| q.request.model_only());
     for question in &refused {
         let refusal = Err(Refusal::NoModel);
-        if let Err(error) = app.reply_to(run_id, question, Answerer::Model, refusal) {
-            tracing::info!(%error, "a model-only question was not refused");
+        match app.reply_to(run_id, question, Answerer::Model, refusal) {
+            Ok(()) | Err(AnswerError::NoQuestion { .. }) => {}
+            Err(error) => return Err(error),
         }
     }
-    rest
+    Ok(rest)
 }
 
 /// Open questions as the `inputRequests` of a task or of an `input_required` round, by

@@ -99,7 +99,8 @@ impl Server {
         loop {
             match self.settle(run_id, how.era, caller).await? {
                 Settled::Asking(view, open) => {
-                    let rest = questions::refuse_without_model(&self.app, run_id, open, how.can);
+                    let rest = questions::refuse_without_model(&self.app, run_id, open, how.can)
+                        .map_err(super::internal)?;
                     if !rest.is_empty() {
                         return Ok(Settled::Asking(view, rest));
                     }

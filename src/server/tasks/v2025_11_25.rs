@@ -211,7 +211,8 @@ impl Server {
         let can = peer.peer_info().map_or_else(Default::default, |info| {
             questions::declared(&info.capabilities)
         });
-        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can);
+        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can)
+            .map_err(super::internal)?;
         let asked = open
             .into_iter()
             .find_map(|q| can.asks(&q.request).map(|answerer| (q, answerer)));

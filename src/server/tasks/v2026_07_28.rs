@@ -127,7 +127,8 @@ impl Server {
         can: Capabilities,
     ) -> Result<InputRequests, McpError> {
         let open = self.app.open_questions_of(view).map_err(internal)?;
-        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can);
+        let open = questions::refuse_without_model(&self.app, &view.run_id, open, can)
+            .map_err(internal)?;
         questions::input_requests(&open, can).map_err(internal)
     }
 
