@@ -8,7 +8,7 @@
 //! [`on_db_clock`]), and callers pass only a lease's length. Hosts whose clocks disagree
 //! then agree on whose lease ran out.
 
-use super::sql::{Db, Row, from_columns, numbered, on_db_clock};
+use super::sql::{Db, Param, Row, from_columns, numbered, on_db_clock};
 use super::{Store, StoreError, Tx};
 use crate::clock;
 
@@ -380,38 +380,50 @@ fn run_from_row(r: &Row<'_>) -> Result<RunRow, StoreError> {
     }))
 }
 
+/// A new run's values from its origin to its depth in its tree, given to `with`: the
+/// columns both statements that insert a run bind in this order, between what comes
+/// before (its id, workflow and plan) and after (its inputs and task, its trace context).
+fn with_run_values<T>(run: &NewRun<'_>, with: impl FnOnce(&[&dyn Param]) -> T) -> T {
+    let lease = lease_length(run.lease_ms);
+    let now = clock::now_iso();
+    let idempotency = (
+        run.idempotency.map(|(key, _)| key),
+        run.idempotency.map(|(_, request)| request),
+    );
+    let parent = run.parent;
+    let (parent_run, parent_node) = (parent.map(|p| p.run_id), parent.map(|p| p.node));
+    let (index, instance) = (parent.map(|p| p.index), parent.and_then(|p| p.instance));
+    let depth = parent.map_or(0, |p| p.depth);
+    with(&[
+        &run.origin,
+        &run.answers,
+        &run.deadline_ms,
+        &run.lease_owner,
+        &lease,
+        &run.retry_of,
+        &now,
+        &idempotency.0,
+        &idempotency.1,
+        &run.principal,
+        &run.session,
+        &parent_run,
+        &parent_node,
+        &index,
+        &instance,
+        &depth,
+    ])
+}
+
 impl Tx<'_> {
     /// Records a new run; returns its key, which the rows of its nodes and tasks carry.
     pub fn insert_run(&self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let plan = self.plan_key(run)?;
-        let now = clock::now_iso();
-        let key = self.db.insert(
-            self.db.pick(INSERT_RUN),
-            "key",
-            &[
-                &run.id,
-                &run.workflow,
-                &plan,
-                &run.origin,
-                &run.answers,
-                &run.deadline_ms,
-                &run.lease_owner,
-                &lease_length(run.lease_ms),
-                &run.retry_of,
-                &now,
-                &run.idempotency.map(|(key, _)| key),
-                &run.idempotency.map(|(_, request)| request),
-                &run.principal,
-                &run.session,
-                &run.parent.map(|p| p.run_id),
-                &run.parent.map(|p| p.node),
-                &run.parent.map(|p| p.index),
-                &run.parent.and_then(|p| p.instance),
-                &run.parent.map_or(0, |p| p.depth),
-                &run.trace_parent,
-                &run.trace_link,
-            ],
-        )?;
+        let key = with_run_values(run, |values| {
+            let mut params: Vec<&dyn Param> = vec![&run.id, &run.workflow, &plan];
+            params.extend_from_slice(values);
+            params.extend([&run.trace_parent as &dyn Param, &run.trace_link]);
+            self.db.insert(self.db.pick(INSERT_RUN), "key", &params)
+        })?;
         self.db.execute(
             "INSERT INTO run_inputs (run_key, inputs) VALUES (?1, ?2)",
             &[&key, &run.inputs],
@@ -572,50 +584,42 @@ impl Tx<'_> {
                 task.label,
             );
         };
-        let now = clock::now_iso();
         let task_at = clock::iso_from_ms(task.created_ms);
-        let params: [&dyn super::sql::Param; 32] = [
-            &run.id,
-            &run.workflow,
-            &run.plan_hash,
-            &run.snapshot,
-            &run.node_ids,
-            &run.nodes,
-            &run.origin,
-            &run.answers,
-            &run.deadline_ms,
-            &run.lease_owner,
-            &lease_length(run.lease_ms),
-            &run.retry_of,
-            &now,
-            &run.idempotency.map(|(key, _)| key),
-            &run.idempotency.map(|(_, request)| request),
-            &run.principal,
-            &run.session,
-            &run.parent.map(|p| p.run_id),
-            &run.parent.map(|p| p.node),
-            &run.parent.map(|p| p.index),
-            &run.parent.and_then(|p| p.instance),
-            &run.parent.map_or(0, |p| p.depth),
-            &run.inputs,
-            &task.message,
-            &task_at,
-            &task.created_ms,
-            &task.timing.ttl_ms,
-            &task.timing.poll_interval_ms,
-            &task.label.map(|(era, _)| era),
-            &task.label.map(|(_, tool)| tool),
-            &run.trace_parent,
-            &run.trace_link,
-        ];
-        let (Db::Postgres(session), Some(keys)) = (self.db, self.keys) else {
-            return self.db.write(NEW_RUN_POSTGRES, &params);
-        };
-        // The run's key, known once the statement ran: its first batch's fence then goes
-        // out with the rest of that batch.
-        let (keys, id) = (std::sync::Arc::clone(keys), run.id.to_owned());
-        let then: super::postgres::Then = Box::new(move |key| keys.remember(&id, key));
-        session.write_then(&numbered(NEW_RUN_POSTGRES), &params, then)
+        let label = (
+            task.label.map(|(era, _)| era),
+            task.label.map(|(_, tool)| tool),
+        );
+        with_run_values(run, |values| {
+            let mut params: Vec<&dyn Param> = vec![
+                &run.id,
+                &run.workflow,
+                &run.plan_hash,
+                &run.snapshot,
+                &run.node_ids,
+                &run.nodes,
+            ];
+            params.extend_from_slice(values);
+            params.extend([
+                &run.inputs as &dyn Param,
+                &task.message,
+                &task_at,
+                &task.created_ms,
+                &task.timing.ttl_ms,
+                &task.timing.poll_interval_ms,
+                &label.0,
+                &label.1,
+                &run.trace_parent,
+                &run.trace_link,
+            ]);
+            let (Db::Postgres(session), Some(keys)) = (self.db, self.keys) else {
+                return self.db.write(NEW_RUN_POSTGRES, &params);
+            };
+            // The run's key, known once the statement ran: its first batch's fence then
+            // goes out with the rest of that batch.
+            let (keys, id) = (std::sync::Arc::clone(keys), run.id.to_owned());
+            let then: super::postgres::Then = Box::new(move |key| keys.remember(&id, key));
+            session.write_then(&numbered(NEW_RUN_POSTGRES), &params, then)
+        })
     }
 }
 
