@@ -317,14 +317,15 @@ impl Tx<'_> {
 }
 
 /// PostgreSQL: the chain's lock, then the row, linked by the server to the head it reads
-/// under that lock ([`APPEND_LINKED`]). Both go out with the transaction's next round trip.
+/// under that lock ([`APPEND_LINKED`]). Both go out with the transaction's `COMMIT`.
 fn append_postgres(
     session: &super::postgres::Session,
     row: &ReadyAudit,
     outcome: AuditOutcome,
 ) -> Result<(), StoreError> {
-    // Both held to the commit: the chain's lock is taken only as the transaction commits.
-    session.write_at_commit(CHAIN_LOCK, &[])?;
+    // Both held to the commit: the chain's lock is taken only as the transaction commits,
+    // once for all the rows it appends.
+    session.lock_at_commit(CHAIN_LOCK)?;
     let rest = row.encoded.after_link(outcome.as_str());
     let params: [&dyn Param; 10] = [
         &row.at,

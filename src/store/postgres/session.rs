@@ -50,7 +50,7 @@ pub(crate) enum OnError {
 /// A statement waiting for the transaction's next round trip.
 enum Queued {
     /// A statement without parameters: `BEGIN`, sent with the first statement of the
-    /// transaction, or a savepoint's.
+    /// transaction, a savepoint's, or a lock held to the commit.
     Simple(&'static str),
     Bound {
         statement: Statement,
@@ -218,10 +218,25 @@ impl Session {
         params: &[&dyn Param],
     ) -> Result<(), StoreError> {
         let params: Vec<&dyn ToSql> = upcast(params).collect();
-        self.queue(sql, &params, OnError::Fail)?;
-        if self.open.get() {
-            let made = self.queued.borrow_mut().pop();
-            self.at_commit.borrow_mut().extend(made);
+        if let Some(made) = self.bound(sql, &params, OnError::Fail, None)? {
+            self.at_commit.borrow_mut().push(made);
+        }
+        Ok(())
+    }
+
+    /// Takes the lock `sql` takes (a transaction-level one, without parameters) with the
+    /// `COMMIT`'s batch, as [`Session::write_at_commit`] does; once however often the
+    /// transaction asks for it, since a lock held is held.
+    pub(crate) fn lock_at_commit(&self, sql: &'static str) -> Result<(), StoreError> {
+        if !self.open.get() {
+            return self.batch(sql);
+        }
+        let mut held = self.at_commit.borrow_mut();
+        if !held
+            .iter()
+            .any(|q| matches!(q, Queued::Simple(s) if *s == sql))
+        {
+            held.push(Queued::Simple(sql));
         }
         Ok(())
     }
@@ -237,6 +252,21 @@ impl Session {
         on_error: OnError,
         then: Option<Then>,
     ) -> Result<(), StoreError> {
+        if let Some(made) = self.bound(sql, params, on_error, then)? {
+            self.queued.borrow_mut().push(made);
+        }
+        Ok(())
+    }
+
+    /// The statement `sql` with its values encoded, to queue; outside a transaction it
+    /// runs at once instead, and there is nothing to queue.
+    fn bound(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        on_error: OnError,
+        then: Option<Then>,
+    ) -> Result<Option<Queued>, StoreError> {
         let statement = self.prepared(sql)?;
         if !self.open.get() {
             // Outside a transaction each statement commits on its own, at once.
@@ -248,7 +278,7 @@ impl Session {
             if let (Some(then), Some(row)) = (then, rows.first()) {
                 then(row.try_get(0)?);
             }
-            return Ok(());
+            return Ok(None);
         }
         let types = statement.params();
         if types.len() != params.len() {
@@ -263,13 +293,12 @@ impl Session {
             .zip(types)
             .map(|(value, ty)| encode(*value, ty))
             .collect::<Result<_, _>>()?;
-        self.queued.borrow_mut().push(Queued::Bound {
+        Ok(Some(Queued::Bound {
             statement,
             values,
             on_error,
             then,
-        });
-        Ok(())
+        }))
     }
 
     /// Sends what is queued and waits for every answer: after it, each statement made so
