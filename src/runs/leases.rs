@@ -23,15 +23,7 @@ impl Registry {
     /// Unfinished runs started over MCP whose lease expired (by the database's clock) or
     /// whose owner is gone.
     pub fn orphans(&self) -> Result<Vec<String>, StoreError> {
-        let runs = self.store().unfinished_runs("mcp", self.owner())?;
-        Ok(runs
-            .into_iter()
-            .filter(|(_, owner, expired)| match owner {
-                None => true,
-                Some(owner) => *expired || owner_is_gone(owner),
-            })
-            .map(|(id, _, _)| id)
-            .collect())
+        self.orphans_and_gone_owners().map(|(orphans, _)| orphans)
     }
 
     /// Claims, in one statement, up to `limit` of the unfinished runs started over MCP
@@ -39,6 +31,18 @@ impl Registry {
     /// returns those claimed, for this process to drive on. The rest wait for the next
     /// round.
     pub(crate) fn claim_orphans(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        let (orphans, gone) = self.orphans_and_gone_owners()?;
+        if orphans.is_empty() {
+            return Ok(orphans);
+        }
+        let lease_ms = self.lease_ms();
+        self.store()
+            .claim_runs(&orphans, self.owner(), lease_ms, &gone, limit)
+    }
+
+    /// The orphaned runs, oldest first, and the owners known to be gone that hold some of
+    /// them (each asked about once).
+    fn orphans_and_gone_owners(&self) -> Result<(Vec<String>, Vec<String>), StoreError> {
         let runs = self.store().unfinished_runs("mcp", self.owner())?;
         let mut gone: Vec<String> = Vec::new();
         let mut orphans = Vec::new();
@@ -55,12 +59,7 @@ impl Registry {
                 Some(_) => {}
             }
         }
-        if orphans.is_empty() {
-            return Ok(orphans);
-        }
-        let lease_ms = self.lease_ms();
-        self.store()
-            .claim_runs(&orphans, self.owner(), lease_ms, &gone, limit)
+        Ok((orphans, gone))
     }
 
     /// Gives up this process's lease of run `run_id`, if it holds it.
