@@ -109,10 +109,9 @@ fn an_unreachable_server_is_a_clear_error_that_names_it_without_the_password() {
     assert!(!error.contains("secret-password"), "{error}");
 }
 
-/// A run with an empty plan whose lease `host-a` holds, with its task `working`.
-fn held_run(store: &Store, id: &str) -> i64 {
-    use mcp_task_server::store::{NewRun, TaskTiming};
-    let run = NewRun {
+/// A run of one node, `ask`, started over MCP, whose lease `host-a` holds for an hour.
+fn new_run(id: &str) -> mcp_task_server::store::NewRun<'_> {
+    mcp_task_server::store::NewRun {
         id,
         workflow: "w",
         snapshot: "{}",
@@ -132,11 +131,19 @@ fn held_run(store: &Store, id: &str) -> i64 {
         parent: None,
         trace_parent: None,
         trace_link: None,
-    };
-    let timing = TaskTiming {
-        ttl_ms: 60_000,
-        poll_interval_ms: 1000,
-    };
+    }
+}
+
+/// A task's timing in these tests.
+const TIMING: mcp_task_server::store::TaskTiming = mcp_task_server::store::TaskTiming {
+    ttl_ms: 60_000,
+    poll_interval_ms: 1000,
+};
+
+/// A run (`new_run`) whose lease `host-a` holds, with its task `working` and its node's
+/// question asked.
+fn held_run(store: &Store, id: &str) -> i64 {
+    let (run, timing) = (new_run(id), TIMING);
     store
         .try_transaction(|tx| {
             let key = tx.insert_run(&run)?;
@@ -211,39 +218,16 @@ fn a_batch_whose_fence_goes_out_with_its_commit_keeps_nothing_once_another_host_
 /// keeps nothing, not even what was written and answered before it, and says why.
 #[test]
 fn a_new_run_whose_id_is_taken_is_refused_at_its_commit_with_all_its_transaction_wrote() {
-    use mcp_task_server::store::{NewRun, NewRunTask, TaskTiming};
+    use mcp_task_server::store::NewRunTask;
     let Some((_scratch, store)) = scratch("a_queued_statement_that_fails") else {
         return;
     };
     held_run(&store, "r1");
-    let run = NewRun {
-        id: "r1",
-        workflow: "w",
-        snapshot: "{}",
-        plan_hash: "h",
-        inputs: "{}",
-        node_ids: "[]",
-        nodes: 0,
-        origin: "mcp",
-        answers: "none",
-        deadline_ms: None,
-        lease_owner: "host-a",
-        lease_ms: 60_000,
-        retry_of: None,
-        idempotency: None,
-        principal: None,
-        session: None,
-        parent: None,
-        trace_parent: None,
-        trace_link: None,
-    };
+    let run = new_run("r1");
     let task = NewRunTask {
         created_ms: 0,
-        timing: TaskTiming {
-            ttl_ms: 60_000,
-            poll_interval_ms: 1000,
-        },
-        message: "0/0",
+        timing: TIMING,
+        message: "0/1",
         label: None,
     };
     let audit_rows = store.audit_rows().unwrap().len();
