@@ -25,14 +25,7 @@ const BOB: &str = "bob-e1c4b7a0d3f6c9b2e5a8d1f4c7b0a3e6";
 /// The browser, and the node that runs the script, if both are installed; else what is
 /// missing.
 fn tools() -> Result<(PathBuf, PathBuf), String> {
-    let chromium = std::env::var_os("CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    if !chromium.exists() {
-        return Err(format!(
-            "no Chromium at {} (apt-get install chromium)",
-            chromium.display()
-        ));
-    }
+    let chromium = skip::chromium()?;
     if !Path::new(CLIENTS)
         .join("node_modules/playwright-core")
         .is_dir()

@@ -15,6 +15,21 @@ pub(crate) const REAL_CLIENTS: &str = "TASKS_REAL_CLIENTS";
 /// it) also turns a missing PostgreSQL install into a failure.
 pub(crate) use mcp_task_server::store::TEST_POSTGRES;
 
+/// Chromium, at `$CHROMIUM` or Debian's path; else what is missing.
+pub(crate) fn chromium() -> Result<std::path::PathBuf, String> {
+    let chromium = std::env::var_os("CHROMIUM").map_or_else(
+        || std::path::PathBuf::from("/usr/bin/chromium"),
+        std::path::PathBuf::from,
+    );
+    if !chromium.exists() {
+        return Err(format!(
+            "no Chromium at {} (apt-get install chromium)",
+            chromium.display()
+        ));
+    }
+    Ok(chromium)
+}
+
 /// The name of the running test (libtest names its thread after it).
 pub(crate) fn test_name() -> String {
     std::thread::current().name().unwrap_or("a test").to_owned()

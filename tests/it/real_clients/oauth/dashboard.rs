@@ -14,14 +14,7 @@ use crate::support::skip;
 
 /// Chromium, and playwright-core installed as locked; else what is missing.
 fn browser() -> Result<PathBuf, String> {
-    let chromium = std::env::var_os("CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    if !chromium.exists() {
-        return Err(format!(
-            "no Chromium at {} (apt-get install chromium)",
-            chromium.display()
-        ));
-    }
+    let chromium = skip::chromium()?;
     npm_package("playwright-core")?;
     Ok(chromium)
 }
