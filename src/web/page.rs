@@ -80,8 +80,8 @@ pub(super) fn filter_select<S: AsRef<str>>(
     }
 }
 
-/// The sign-in page, with what went wrong last time.
-pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
+/// A sign-in page: its heading, `intro`, what went wrong last time, then `content`.
+fn sign_in_shell(intro: Markup, problem: Option<&str>, content: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -89,19 +89,32 @@ pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
             body {
                 main.narrow {
                     h1 { "Sign in" }
-                    p { "Sign in with a token of this server: a token of its tokens file, or the one it printed at start." }
+                    (intro)
                     @if let Some(problem) = problem {
                         p.problem role="alert" { (problem) }
                     }
-                    form method="post" action="/login" {
-                        label for="token" { "Token" }
-                        input #token type="password" name="token" autocomplete="current-password" required autofocus;
-                        button type="submit" { "Sign in" }
-                    }
+                    (content)
                 }
             }
         }
     }
+}
+
+/// The sign-in page, with what went wrong last time.
+pub(super) fn sign_in_page(problem: Option<&str>) -> Markup {
+    sign_in_shell(
+        html! {
+            p { "Sign in with a token of this server: a token of its tokens file, or the one it printed at start." }
+        },
+        problem,
+        html! {
+            form method="post" action="/login" {
+                label for="token" { "Token" }
+                input #token type="password" name="token" autocomplete="current-password" required autofocus;
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
 }
 
 /// The sign-in page of a server that takes OAuth tokens of `issuer`: a button that
@@ -113,36 +126,25 @@ pub(super) fn issuer_sign_in_page(
     enabled: bool,
     problem: Option<&str>,
 ) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            (head("Sign in"))
-            body {
-                main.narrow {
-                    h1 { "Sign in" }
-                    @if let Some(problem) = problem {
-                        p.problem role="alert" { (problem) }
-                    }
-                    @if enabled {
-                        p { "Sign in through " code { (issuer) } "." }
-                        // A link, not a form: `/login/start` redirects to the issuer, and
-                        // browsers hold a form's redirects to the CSP's `form-action 'self'`.
-                        a.button href="/login/start" { "Sign in" }
-                    } @else {
-                        p { "This server takes OAuth access tokens of " code { (issuer) } "." }
-                        p {
-                            "Signing in to the dashboard through it needs the server's own client \
-                             at the issuer: register a confidential client whose redirect URI is "
-                            code { (redirect_uri) }
-                            ", and start the server with "
-                            code { "--oauth-client-id" } " and "
-                            code { "--oauth-client-secret-file" } "."
-                        }
-                    }
-                }
+    let content = html! {
+        @if enabled {
+            p { "Sign in through " code { (issuer) } "." }
+            // A link, not a form: `/login/start` redirects to the issuer, and browsers
+            // hold a form's redirects to the CSP's `form-action 'self'`.
+            a.button href="/login/start" { "Sign in" }
+        } @else {
+            p { "This server takes OAuth access tokens of " code { (issuer) } "." }
+            p {
+                "Signing in to the dashboard through it needs the server's own client \
+                 at the issuer: register a confidential client whose redirect URI is "
+                code { (redirect_uri) }
+                ", and start the server with "
+                code { "--oauth-client-id" } " and "
+                code { "--oauth-client-secret-file" } "."
             }
         }
-    }
+    };
+    sign_in_shell(html! {}, problem, content)
 }
 
 /// The page a browser lands on once signed in through the issuer: it goes on to the
