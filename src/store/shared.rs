@@ -19,7 +19,9 @@
 //! its callers then run their works again in a careful group, each under a savepoint of
 //! its own, its statements answered before the next work's turn, so that a failing work
 //! is undone alone and the others commit (so a work may run twice; nothing of its first
-//! run is kept). Only a careful group that fails as a whole sends its callers to run alone.
+//! run is kept). Only a careful group that fails as a whole sends its callers to run alone:
+//! so does one whose audit row fails, since audit rows are held to the commit
+//! (`Session::write_at_commit`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
