@@ -13,6 +13,6 @@ mod tokens;
 pub(crate) use keys::Keys;
 pub(crate) use secret::{hex, random_hex, random_key, sha256_hex};
 pub use throttle::DEFAULT_FREE_FAILURES;
-pub(crate) use throttle::{ClientAddr, Throttle, retry_after};
+pub(crate) use throttle::{ClientAddr, Throttle, counted_as, retry_after};
 pub use tokens::Tokens;
 pub(crate) use tokens::{Principal, TokenDigest, digest};

@@ -69,7 +69,7 @@ impl Throttle {
 
     /// `Err` with how long to wait when `addr` may not try now.
     pub(crate) fn check(&self, addr: Option<ClientAddr>) -> Result<(), Duration> {
-        let Some(key) = addr.map(key) else {
+        let Some(key) = addr.map(counted_as) else {
             return Ok(());
         };
         let now = Instant::now();
@@ -84,7 +84,7 @@ impl Throttle {
 
     /// Counts a failed sign-in of `addr`.
     pub(crate) fn failed(&self, addr: Option<ClientAddr>) {
-        let Some(key) = addr.map(key) else {
+        let Some(key) = addr.map(counted_as) else {
             return;
         };
         let now = Instant::now();
@@ -111,7 +111,7 @@ impl Throttle {
 }
 
 /// What an address is counted under: itself, or for IPv6 its /64.
-fn key(addr: ClientAddr) -> IpAddr {
+pub(crate) fn counted_as(addr: ClientAddr) -> IpAddr {
     match addr.0 {
         IpAddr::V4(v4) => IpAddr::V4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use mcp_task_server::transport::http::{
-    DEFAULT_OAUTH_ALGORITHMS, DEFAULT_OAUTH_SCOPES, OAuthClient, OAuthOptions, OAuthScopes,
-    OAuthSecret, parse_oauth_algorithms,
+    DEFAULT_OAUTH_ALGORITHMS, DEFAULT_OAUTH_SCOPES, DEFAULT_OAUTH_SIGN_INS_PENDING, OAuthClient,
+    OAuthOptions, OAuthScopes, OAuthSecret, parse_oauth_algorithms,
 };
 
 use super::duration;
@@ -123,6 +123,13 @@ pub(crate) struct OAuthArgs {
         global = true
     )]
     pub(crate) oauth_public_url: Option<String>,
+
+    /// The dashboard's sign-ins through the issuer kept at once between their start and
+    /// the issuer's callback, each for at most ten minutes. Starting one needs no
+    /// credential: when they are this many, the oldest of the address holding the most
+    /// goes, so a flood from one address costs its own attempts, not other people's.
+    #[arg(long, env = "TASKS_OAUTH_SIGN_INS_PENDING", value_name = "N", default_value_t = DEFAULT_OAUTH_SIGN_INS_PENDING as u32, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub(crate) oauth_sign_ins_pending: u32,
 }
 
 /// The allowed algorithms, parsed.
@@ -158,6 +165,7 @@ impl OAuthArgs {
             jwks_max_age: self.oauth_jwks_max_age,
             introspection_cache: self.oauth_introspection_cache,
             public_url: self.oauth_public_url.clone(),
+            sign_ins_pending: self.oauth_sign_ins_pending as usize,
             ..OAuthOptions::new(issuer.clone())
         }))
     }

@@ -157,7 +157,7 @@ impl Web {
                 return issuer.page(StatusCode::OK, None);
             }
             (&Method::GET, "/login/start") if let Some(issuer) = &self.issuer => {
-                return issuer.start().await;
+                return issuer.start(&request).await;
             }
             (&Method::GET, "/login/callback") if let Some(issuer) = &self.issuer => {
                 return issuer

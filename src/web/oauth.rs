@@ -40,11 +40,12 @@ impl IssuerSignIn {
     }
 
     /// `/login/start`: sends the browser to the issuer, holding the attempt's binding.
-    pub(super) async fn start(&self) -> Response<Body> {
+    pub(super) async fn start(&self, request: &Request<Incoming>) -> Response<Body> {
         let Some(sign_in) = &self.sign_in else {
             return self.page(StatusCode::NOT_FOUND, None);
         };
-        match sign_in.start().await {
+        let from = request.extensions().get::<ClientAddr>().copied();
+        match sign_in.start(from).await {
             Ok(started) => {
                 let mut reply = super::see_other(&started.location);
                 let cookie = format!(

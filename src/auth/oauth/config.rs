@@ -305,6 +305,8 @@ pub struct OAuthOptions {
     /// The base URL browsers reach the dashboard by, for its sign-in's redirect URI;
     /// `None` takes the audience's origin.
     pub public_url: Option<String>,
+    /// The dashboard's sign-ins kept between their start and the issuer's callback.
+    pub sign_ins_pending: usize,
 }
 
 impl OAuthOptions {
@@ -322,6 +324,7 @@ impl OAuthOptions {
             jwks_max_age: Duration::from_secs(600),
             introspection_cache: Duration::from_secs(30),
             public_url: None,
+            sign_ins_pending: super::pending::DEFAULT_SIGN_INS_PENDING,
         }
     }
 

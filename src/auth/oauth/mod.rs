@@ -20,6 +20,7 @@ mod introspect;
 mod issuer;
 mod jwks;
 mod jwt;
+mod pending;
 mod sign_in;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub use config::{
 };
 pub(crate) use fetch::Fetcher;
 pub(crate) use issuer::{DiscoveryError, Metadata};
+pub use pending::DEFAULT_SIGN_INS_PENDING;
 pub use sign_in::{BrowserSignIn, Callback};
 
 use super::Principal;

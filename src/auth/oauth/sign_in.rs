@@ -11,23 +11,15 @@
 //! Invariant: a code, a verifier, the client's secret and the access token are never
 //! logged, never shown, and kept no longer than the exchange.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use parking_lot::Mutex;
 
 use super::config::{Client, Kind, Scopes};
 use super::fetch::FetchError;
+use super::pending::{Attempt, Pending};
 use super::{Grant, Validator};
-use crate::auth::{TokenDigest, digest, random_hex};
-
-/// How long an attempt may take, from the start to the callback.
-const ATTEMPT_LIFETIME: Duration = Duration::from_secs(10 * 60);
-
-/// The most attempts pending at once; past it the oldest go.
-const MAX_PENDING: usize = 4096;
+use crate::auth::{ClientAddr, digest, random_hex};
 
 /// Why a sign-in did not happen: what the person is told, nothing secret.
 #[derive(Debug, thiserror::Error)]
@@ -67,36 +59,31 @@ pub struct Callback {
     pub binding: Option<String>,
 }
 
-struct Attempt {
-    binding: TokenDigest,
-    verifier: String,
-    started: Instant,
-}
-
 /// The dashboard's sign-in through the issuer.
 pub struct BrowserSignIn {
     validator: Arc<Validator>,
     client: Client,
     scopes: Scopes,
     redirect_uri: String,
-    /// By the digest of their `state`.
-    pending: Mutex<HashMap<TokenDigest, Attempt>>,
+    pending: Pending,
 }
 
 impl BrowserSignIn {
-    /// Sign-in as `client`, coming back to `redirect_uri`, tokens checked by `validator`.
+    /// Sign-in as `client`, coming back to `redirect_uri`, tokens checked by `validator`,
+    /// with at most `max_pending` attempts kept between their start and their callback.
     pub fn new(
         validator: Arc<Validator>,
         client: Client,
         scopes: Scopes,
         redirect_uri: String,
+        max_pending: usize,
     ) -> BrowserSignIn {
         BrowserSignIn {
             validator,
             client,
             scopes,
             redirect_uri,
-            pending: Mutex::default(),
+            pending: Pending::new(max_pending),
         }
     }
 
@@ -105,8 +92,9 @@ impl BrowserSignIn {
         self.validator.issuer()
     }
 
-    /// Starts an attempt: the address at the issuer to send the browser to.
-    pub async fn start(&self) -> Result<Started, SignInError> {
+    /// Starts an attempt for a browser at `from`: the address at the issuer to send the
+    /// browser to.
+    pub async fn start(&self, from: Option<ClientAddr>) -> Result<Started, SignInError> {
         let metadata = self
             .validator
             .metadata()
@@ -129,41 +117,21 @@ impl BrowserSignIn {
             .append_pair("resource", self.validator.audience())
             .finish();
         let separator = if endpoint.contains('?') { '&' } else { '?' };
-        let attempt = Attempt {
-            binding: digest(binding.as_bytes()),
-            verifier,
-            started: Instant::now(),
-        };
-        self.keep(digest(state.as_bytes()), attempt);
+        let attempt = Attempt::new(digest(binding.as_bytes()), verifier, from);
+        self.pending.keep(digest(state.as_bytes()), attempt);
         Ok(Started {
             location: format!("{endpoint}{separator}{query}"),
             binding,
         })
     }
 
-    fn keep(&self, state: TokenDigest, attempt: Attempt) {
-        let mut pending = self.pending.lock();
-        pending.retain(|_, a| a.started.elapsed() < ATTEMPT_LIFETIME);
-        if pending.len() >= MAX_PENDING
-            && let Some(oldest) = pending
-                .iter()
-                .min_by_key(|(_, a)| a.started)
-                .map(|(k, _)| *k)
-        {
-            pending.remove(&oldest);
-        }
-        pending.insert(state, attempt);
-    }
-
     /// Finishes the attempt the callback names: the grant of the token the code is
     /// exchanged for.
     pub async fn finish(&self, callback: &Callback) -> Result<Grant, SignInError> {
         let state = callback.state.as_deref().unwrap_or_default();
-        let attempt = self.pending.lock().remove(&digest(state.as_bytes()));
+        let attempt = self.pending.take(digest(state.as_bytes()));
         let binding = callback.binding.as_deref().map(|b| digest(b.as_bytes()));
-        let Some(attempt) = attempt
-            .filter(|a| Some(a.binding) == binding && a.started.elapsed() < ATTEMPT_LIFETIME)
-        else {
+        let Some(attempt) = attempt.filter(|a| Some(a.binding) == binding) else {
             return Err(SignInError::UnknownAttempt);
         };
         let metadata = self

@@ -60,8 +60,9 @@ pub const DEFAULT_MAX_LOGINS_PER_PRINCIPAL: usize = web::DEFAULT_MAX_LOGINS_PER_
 pub use crate::auth::Tokens;
 pub use crate::auth::oauth::{
     Client as OAuthClient, DEFAULT_ALGORITHMS as DEFAULT_OAUTH_ALGORITHMS,
-    DEFAULT_SCOPES as DEFAULT_OAUTH_SCOPES, OAuthOptions, Scopes as OAuthScopes,
-    Secret as OAuthSecret, parse_algorithms as parse_oauth_algorithms,
+    DEFAULT_SCOPES as DEFAULT_OAUTH_SCOPES,
+    DEFAULT_SIGN_INS_PENDING as DEFAULT_OAUTH_SIGN_INS_PENDING, OAuthOptions,
+    Scopes as OAuthScopes, Secret as OAuthSecret, parse_algorithms as parse_oauth_algorithms,
 };
 use crate::auth::{Keys, Throttle};
 

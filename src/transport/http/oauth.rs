@@ -81,6 +81,7 @@ impl Resource {
                 client,
                 self.scopes.clone(),
                 redirect_uri.clone(),
+                options.sign_ins_pending,
             ))
         });
         crate::web::IssuerSignIn {
