@@ -266,7 +266,7 @@ fn carefully<T>(
 fn end(session: &Session, failed: bool, members: usize) -> Outcome {
     // The server ended the session before the commit was sent (its notice closed the
     // connection while the group gathered): nothing of it was kept.
-    if failed || session.client().is_closed() {
+    if failed || session.closed() {
         let _ = session.rollback();
         return Outcome::Undone;
     }

@@ -509,6 +509,43 @@ fn a_host_stalled_inside_a_transaction_loses_it_and_its_run_can_be_taken_over() 
     );
 }
 
+/// A transaction its caller abandons by a panic ends on the server at once, with its
+/// locks: its connection is closed, not left open until the server's idle-transaction
+/// timeout (5 s) ends it. The connections are driven by their callers, so the closing is
+/// done before the panic goes on.
+#[test]
+fn a_transaction_abandoned_by_a_panic_lets_its_locks_go_at_once() {
+    use std::time::{Duration, Instant};
+    let Some((scratch, host_a)) = scratch("a_transaction_abandoned_by_a_panic") else {
+        return;
+    };
+    let host_b = Store::open_at(scratch.url(), Durability::Normal).unwrap();
+    held_run(&host_a, "r1");
+    let abandoned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: Result<(), _> = host_a.try_transaction(|tx| {
+            tx.fence("r1", "host-a", 86_400_000, false)?;
+            // A read, so that the fence has reached the server and holds the row.
+            tx.get_todo(1)?;
+            panic!("the caller gives up inside the transaction");
+        });
+    }));
+    assert!(abandoned.is_err(), "the transaction panicked");
+    // Well within the server's idle-transaction timeout, the row is free.
+    let start = Instant::now();
+    while !host_b
+        .claim_run("r1", "host-b", 7_000, Some("host-a"), None)
+        .unwrap()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "the abandoned transaction still holds the run's row"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Host A lives on, with its pool: the row was let go by the transaction's end alone.
+    drop(host_a);
+}
+
 /// A transaction takes the audit chain's lock only as it commits, whatever round trips it
 /// makes after its audit row. A shared transaction waits for the one before it to commit
 /// (`store/shared.rs`), and that one's commit takes the lock too: were the lock taken by

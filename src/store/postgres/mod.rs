@@ -5,13 +5,17 @@
 //! as a closure over a transaction. PostgreSQL is reached through `tokio-postgres`, with a
 //! `deadpool-postgres` pool, and bridged:
 //!
-//! - the connections are driven by a runtime of their own (one thread, `pg-io`), so that
-//!   a statement completes whatever the caller's thread is doing, and the CLI, which has
-//!   no runtime, works the same;
-//! - a caller waits for its statement on its own thread. A `tokio-postgres` request is a
-//!   message to the connection's task and a reply on a channel, so waiting needs no
-//!   runtime. On a multi-threaded runtime the wait is announced with `block_in_place`,
-//!   so that the runtime moves its other tasks to another thread meanwhile.
+//! - the pool's connections live on a current-thread runtime with no thread of its own
+//!   (`Drive`): a caller waiting for its statement drives that runtime itself, so that it
+//!   writes its request and sleeps in the poll for the socket's answer on its own thread.
+//!   A round trip then wakes one thread, the caller's, when the answer comes; a runtime
+//!   thread between caller and socket would add two wake-ups of threads to each. While one
+//!   caller drives, another waits for its answer as before: the driving thread runs its
+//!   connection and wakes it;
+//! - the listener for other hosts' changes, which must be read while no caller waits,
+//!   lives on a runtime with a thread of its own (`pg-io`);
+//! - on a multi-threaded runtime the wait is announced with `block_in_place`, so that the
+//!   runtime moves its other tasks to another thread meanwhile.
 
 pub(super) mod connect;
 mod guard;
@@ -134,10 +138,13 @@ pub(crate) struct Pg {
     /// Where the database is, for messages: host, port and database, never the password.
     target: String,
     options: PgOptions,
+    /// The pool's connections' runtime, driven by their callers.
+    drive: Drive,
+    /// The listener's runtime.
     io: Io,
 }
 
-/// The connections' runtime; dropped in the background, since the last handle to a store
+/// The listener's runtime; dropped in the background, since the last handle to a store
 /// may go inside another runtime, where a blocking shutdown is refused.
 struct Io(Option<tokio::runtime::Runtime>);
 
@@ -146,6 +153,67 @@ impl Drop for Io {
         if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
         }
+    }
+}
+
+/// The current-thread runtime the pool's connections live on, driven by whichever caller
+/// waits for one of them ([`Drive::wait`]).
+#[derive(Clone)]
+pub(crate) struct Drive(Arc<Io>);
+
+impl Drive {
+    fn new() -> std::io::Result<Drive> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(Drive(Arc::new(Io(Some(runtime)))))
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        (self.0)
+            .0
+            .as_ref()
+            .expect("the runtime lives as long as its handles")
+    }
+
+    /// Waits on this thread for `future`, a request on a connection of the pool, driving
+    /// the connections meanwhile. Where this thread is inside a current-thread runtime
+    /// (a test's, say), which cannot run another, a thread of the moment drives them
+    /// while this one waits.
+    pub(crate) fn wait<F: Future>(&self, future: F) -> F::Output {
+        blocking(|| {
+            let runtime = self.runtime();
+            if OUTSIDE_RUNTIME.get() {
+                return runtime.block_on(future);
+            }
+            // Whatever `future` spawns (a new connection's task) and its timers go to the
+            // connections' runtime, not to the one this thread is in.
+            let _context = runtime.enter();
+            let (done, finished) = tokio::sync::oneshot::channel::<()>();
+            std::thread::scope(|scope| {
+                scope.spawn(move || runtime.block_on(finished));
+                let out = block_on(future);
+                drop(done);
+                out
+            })
+        })
+    }
+
+    /// Lets the connections catch up with what their sockets say: a connection the server
+    /// closed while nobody drove it is then known closed, and one dropped is closed.
+    /// It is a task of that runtime, which yields twice: the runtime polls its sockets
+    /// at the first yield, and runs the connections woken before the second ends.
+    pub(crate) fn settle(&self) {
+        let _ = self.wait(self.settling());
+    }
+
+    /// The task [`Drive::settle`] waits for. It yields on the connections' runtime, never
+    /// on the caller's: a yield there could wait for a runtime the caller blocks.
+    fn settling(&self) -> tokio::task::JoinHandle<()> {
+        self.runtime().spawn(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        })
     }
 }
 
@@ -162,6 +230,8 @@ impl Pg {
         }
         let config = target.config.clone();
         let described = describe(&config);
+        let drive = Drive::new()
+            .map_err(|error| StoreError::Commit(format!("cannot start a runtime: {error}")))?;
         let io = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("pg-io")
@@ -208,6 +278,7 @@ impl Pg {
             lane: Default::default(),
             target: described,
             options,
+            drive,
             io: Io(Some(io)),
         };
         schema::migrate(&pg)?;
@@ -242,21 +313,18 @@ impl Pg {
         let mut pause = Duration::from_millis(20);
         loop {
             let pool = self.pool.clone();
-            let runtime = self
-                .io
-                .0
-                .as_ref()
-                .expect("the runtime lives as long as the pool");
-            // Taken on this thread, without a hop to the connections' runtime; opening a
-            // connection spawns its task, and registers its socket and its timers, in that
-            // runtime's context, which drives them.
-            let got = blocking(|| {
-                let _connections = runtime.enter();
-                block_on(pool.get())
+            // Opening a connection spawns its task, and registers its socket and its
+            // timers, in the connections' runtime, which its callers drive. The yields
+            // first let that runtime hear of connections the server closed meanwhile, so
+            // that the pool passes over them.
+            let settled = self.drive.settling();
+            let got = self.drive.wait(async {
+                let _ = settled.await;
+                pool.get().await
             });
             match got {
                 Ok(client) => {
-                    return Ok(Session::new(client));
+                    return Ok(Session::new(client, self.drive.clone()));
                 }
                 Err(deadpool_postgres::PoolError::Timeout(
                     deadpool_postgres::TimeoutType::Wait,
@@ -360,7 +428,7 @@ impl Pg {
         match out {
             // The server ended the session before the commit was sent (its notice closed
             // the connection while `work` ran): nothing of it was kept.
-            Ok(_) if session.client().is_closed() => {
+            Ok(_) if session.closed() => {
                 session.lost.set(true);
                 Err(StoreError::Commit(
                     "the connection to PostgreSQL closed before the commit".into(),
@@ -463,7 +531,7 @@ fn describe(config: &tokio_postgres::Config) -> String {
 }
 
 /// Waits on this thread for `future`, which needs no runtime to make progress (its I/O is
-/// done by the connections' runtime).
+/// done by the listener's runtime).
 pub(super) fn wait<F: Future>(future: F) -> F::Output {
     blocking(|| block_on(future))
 }
@@ -471,6 +539,9 @@ pub(super) fn wait<F: Future>(future: F) -> F::Output {
 thread_local! {
     /// Whether this thread has announced that it blocks ([`blocking`]).
     static BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether, having announced it, this thread is outside any runtime, where it may
+    /// drive one.
+    static OUTSIDE_RUNTIME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Runs `work`, which waits on this thread for the database, having told the runtime
@@ -481,18 +552,25 @@ pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     if BLOCKING.get() {
         return work();
     }
-    let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-    });
+    let flavor = tokio::runtime::Handle::try_current()
+        .ok()
+        .map(|runtime| runtime.runtime_flavor());
+    let multi_threaded = flavor == Some(tokio::runtime::RuntimeFlavor::MultiThread);
     /// Says the thread no longer blocks, however `work` ends.
     struct Announced;
     impl Drop for Announced {
         fn drop(&mut self) {
             BLOCKING.set(false);
+            OUTSIDE_RUNTIME.set(false);
         }
     }
+    // Inside `block_in_place` a thread has left its runtime. In a current-thread
+    // runtime's context, it may be running that runtime (or be one of its blocking
+    // threads: there is no telling which).
+    let outside = flavor.is_none() || multi_threaded;
     let announced = || {
         BLOCKING.set(true);
+        OUTSIDE_RUNTIME.set(outside);
         let _announced = Announced;
         work()
     };

@@ -33,7 +33,7 @@ use futures::TryStreamExt;
 use tokio_postgres::Statement;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::{connection_lost, wait};
+use super::{Drive, connection_lost};
 use crate::store::StoreError;
 use crate::store::sql::Param;
 
@@ -107,6 +107,8 @@ pub(crate) struct Session {
     /// the transaction's failure is, whatever the statements after it answered.
     pub(crate) lease_lost: RefCell<Option<String>>,
     queued: RefCell<Vec<Queued>>,
+    /// The runtime the connection lives on, which this session drives while it waits.
+    drive: Drive,
     /// Statements held to the `COMMIT`'s batch ([`Session::write_at_commit`]).
     at_commit: RefCell<Vec<Queued>>,
     /// How many of them there were when the savepoint was opened.
@@ -114,7 +116,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(super) fn new(client: Object) -> Session {
+    pub(super) fn new(client: Object, drive: Drive) -> Session {
         Session {
             client: Some(client),
             open: Cell::new(false),
@@ -124,6 +126,7 @@ impl Session {
             committing: Cell::new(false),
             lease_lost: RefCell::default(),
             queued: RefCell::default(),
+            drive,
             at_commit: RefCell::default(),
             at_savepoint: Cell::new(0),
         }
@@ -133,9 +136,16 @@ impl Session {
         self.client.as_ref().expect("the client is held until drop")
     }
 
+    /// Whether the connection is closed, as far as its socket has said by now: nothing
+    /// reads the socket between two waits, so its runtime is let run first.
+    pub(crate) fn closed(&self) -> bool {
+        self.drive.settle();
+        self.client().is_closed()
+    }
+
     fn prepared(&self, sql: &str) -> Result<Statement, StoreError> {
         let client = self.client();
-        self.noted(wait(client.prepare_cached(sql)))
+        self.noted(self.drive.wait(client.prepare_cached(sql)))
     }
 
     pub(crate) fn execute(&self, sql: &str, params: &[&dyn Param]) -> Result<u64, StoreError> {
@@ -398,7 +408,7 @@ impl Session {
             self.sent.set(true);
         }
         if queued.is_empty() {
-            return self.noted(wait(last));
+            return self.noted(self.drive.wait(last));
         }
         let client = self.client();
         let sends = queued.iter().map(|queued| async move {
@@ -422,7 +432,7 @@ impl Session {
                 }
             }
         });
-        let (answers, last) = wait(futures::future::join(
+        let (answers, last) = self.drive.wait(futures::future::join(
             futures::future::join_all(sends),
             last,
         ));
@@ -485,6 +495,9 @@ impl Drop for Session {
             && let Some(client) = self.client.take()
         {
             drop(Object::take(client));
+            // Its connection closes when its runtime next runs: now, so that the server
+            // ends the transaction (and lets its locks go) at once.
+            self.drive.settle();
         }
     }
 }
