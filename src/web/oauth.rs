@@ -77,7 +77,8 @@ impl IssuerSignIn {
         let callback = callback_of(request);
         match browser.finish(&callback).await {
             Ok(grant) => {
-                let login = sign_in.open_login(grant.principal.clone(), digest(b""));
+                // The login ends with the access token it was made from.
+                let login = sign_in.open_login(grant.principal.clone(), digest(b""), grant.lasts());
                 tracing::debug!(
                     principal = grant.principal(),
                     "signed in through the issuer"

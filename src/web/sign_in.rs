@@ -5,7 +5,8 @@
 //! nothing else.
 //!
 //! Invariant: a login made with a token lasts while its token does: a token taken out of
-//! the tokens file (SIGHUP) ends the logins made with it at their next request.
+//! the tokens file (SIGHUP) ends the logins made with it at their next request, and a
+//! login made through the issuer ends when its access token's `exp` passes.
 //!
 //! Invariant: neither a token nor a login's cookie is kept or compared as text: both are
 //! kept as SHA-256 digests, as the tokens file's tokens are (`transport/http/tokens.rs`).
@@ -49,6 +50,15 @@ struct Login {
     /// The digest of the token it signed in with, which must still be in force.
     token: TokenDigest,
     last_seen: Instant,
+    /// When it ends whatever its use: its token's end, for a login through the issuer.
+    until: Option<Instant>,
+}
+
+impl Login {
+    /// Whether it is still in use and its token has not ended, at `now`.
+    fn live(&self, now: Instant) -> bool {
+        now.duration_since(self.last_seen) < IDLE && self.until.is_none_or(|until| now < until)
+    }
 }
 
 /// The sign-ins of one server.
@@ -79,7 +89,7 @@ impl SignIn {
     /// is not one of the server's.
     pub(super) fn sign_in(&self, token: &[u8]) -> Option<String> {
         let (principal, token) = self.keys.as_ref()?.principal(token)?;
-        Some(self.open_login(principal, token))
+        Some(self.open_login(principal, token, None))
     }
 
     /// A one-time code for the holder of `token` (which must be in force): opening the
@@ -98,7 +108,7 @@ impl SignIn {
     pub(super) fn redeem(&self, code: &str) -> Option<String> {
         let (principal, token, expires) = self.links.lock().remove(&digest(code.as_bytes()))?;
         (expires > Instant::now() && self.in_force(&token))
-            .then(|| self.open_login(principal, token))
+            .then(|| self.open_login(principal, token, None))
     }
 
     /// Whether the token a login was made with is still one of the server's; with OAuth,
@@ -107,13 +117,18 @@ impl SignIn {
         self.keys.as_ref().is_none_or(|keys| keys.holds(token))
     }
 
-    /// A new login of `principal`, made with the token of digest `token`, as the cookie's
-    /// value.
-    pub(super) fn open_login(&self, principal: Principal, token: TokenDigest) -> String {
+    /// A new login of `principal`, made with the token of digest `token`, which ends
+    /// `lasts` from now if given, as the cookie's value.
+    pub(super) fn open_login(
+        &self,
+        principal: Principal,
+        token: TokenDigest,
+        lasts: Option<Duration>,
+    ) -> String {
         let cookie = crate::auth::random_hex();
         let mut logins = self.logins.lock();
         let now = Instant::now();
-        logins.retain(|_, login| now.duration_since(login.last_seen) < IDLE);
+        logins.retain(|_, login| login.live(now));
         // A principal's new login pushes out its own least recently used, never another's.
         let mine: Vec<(TokenDigest, Instant)> = logins
             .iter()
@@ -129,6 +144,7 @@ impl SignIn {
             principal,
             token,
             last_seen: now,
+            until: lasts.map(|lasts| now + lasts),
         };
         logins.insert(digest(cookie.as_bytes()), login);
         cookie
@@ -141,7 +157,7 @@ impl SignIn {
         let mut logins = self.logins.lock();
         let login = logins.get_mut(&key)?;
         let now = Instant::now();
-        if now.duration_since(login.last_seen) >= IDLE || !self.in_force(&login.token) {
+        if !login.live(now) || !self.in_force(&login.token) {
             logins.remove(&key);
             return None;
         }

@@ -49,6 +49,9 @@ const MAX_PRINCIPAL: usize = 256;
 pub struct Grant {
     pub(crate) principal: Principal,
     pub(crate) scopes: Vec<String>,
+    /// When the token ends, by its `exp`, in seconds since the Unix epoch; `None` when an
+    /// opaque token's introspection gives no `exp`.
+    pub(crate) expires: Option<u64>,
 }
 
 /// Why a token was not taken. It holds nothing of the token.
@@ -94,7 +97,7 @@ impl Refused {
 }
 
 /// Seconds since the epoch, as tokens count time.
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     jsonwebtoken::get_current_timestamp()
 }
 
@@ -245,6 +248,7 @@ impl Validator {
         Ok(Grant {
             principal: Principal(principal.to_owned()),
             scopes: scopes(claims),
+            expires: claims.get("exp").and_then(Value::as_u64),
         })
     }
 }

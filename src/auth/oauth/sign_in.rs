@@ -205,4 +205,10 @@ impl Grant {
     pub fn principal(&self) -> &str {
         &self.principal.0
     }
+
+    /// How long its token lasts from now, by its `exp`; `None` when the token gives none.
+    pub(crate) fn lasts(&self) -> Option<std::time::Duration> {
+        let left = self.expires?.saturating_sub(super::unix_now());
+        Some(std::time::Duration::from_secs(left))
+    }
 }

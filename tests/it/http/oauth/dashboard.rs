@@ -252,3 +252,45 @@ fn without_the_servers_own_client_the_sign_in_page_says_how_to_enable_it() {
     let refused = server.form("/login", None, Some(&server.origin()), "token=whatever");
     assert_eq!(refused.status, 403);
 }
+
+/// A login made through the issuer lasts while its access token does: once the token's
+/// `exp` has passed, the login's cookie opens nothing, however recently it was used, and
+/// the person is sent to sign in again.
+#[test]
+fn a_login_through_the_issuer_ends_when_its_access_token_does() {
+    let issuer = Issuer::start();
+    let (server, audience) = with_client(&issuer);
+    let (query, binding) = started(&server, &issuer);
+    let mut claims = issuer.claims("dana", &audience, ALL_SCOPES);
+    let exp = claims["iat"].as_u64().unwrap() + 3;
+    claims["exp"] = json!(exp);
+    issuer.register_code(
+        "short-lived",
+        Code {
+            verifier_challenge: query["code_challenge"].clone(),
+            redirect_uri: format!("http://{}/login/callback", server.addr),
+            resource: audience.clone(),
+            access_token: issuer.sign("rsa-1", &claims),
+        },
+    );
+    let back = callback(
+        &server,
+        &[
+            ("code", "short-lived"),
+            ("state", &query["state"]),
+            ("iss", &issuer.url),
+        ],
+        Some(&binding),
+    );
+    assert_eq!(back.status, 200, "{}", back.body);
+    let (login, _) = set_cookie(&back, "mts_login").expect("a login cookie");
+    assert_eq!(server.page("/", Some(login)).status, 200);
+
+    // Past the token's end, by the clock the issuer stamped it with.
+    while issuer::now() <= exp {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let after = server.page("/", Some(login));
+    assert_eq!(after.status, 303, "the login outlived its token");
+    assert_eq!(after.header("location"), Some("/login"));
+}
