@@ -3,10 +3,14 @@
 //! An `input` node's answer is an object of its form's fields; a `sample` node's is a
 //! string (its text) or `{text, model?}`. A `for_each` node takes one answer for every
 //! instance, or a list of them indexed by instance. `null`, at a node or at an instance,
-//! gives no answer: the question is then asked as if the file did not name it.
+//! gives no answer: the question is then asked as if the file did not name it. A question
+//! of a child run (a `workflow` node's) is keyed by the path to it, each node followed by
+//! `>`: `review>approve`, or `each#2>approve` for one instance of a fanned-out `workflow`
+//! node (`each>approve` answers every instance).
 //!
 //! The file's shape is checked against the workflow before the run starts, every problem
-//! at once; whether an `input` answer fits its form is checked when the node asks, since a
+//! at once (a child run's key only as far as its first node: the child's workflow is
+//! known when it starts); whether an `input` answer fits its form is checked when the node asks, since a
 //! form may be computed upstream.
 
 use std::path::Path;
@@ -77,8 +81,11 @@ impl AnswerFile {
 
     /// The answer the file gives to the question of `node` (its `kind`, `input` or
     /// `sample`) at `instance`, as it is recorded: a sample's text becomes `{text, model}`.
+    /// `node` is the node's id, after the path to its run (`review>approve`) for a
+    /// child run's; a path's instance marks (`each#2>`) may be left out of the file's key.
     pub(crate) fn answer(&self, node: &str, instance: Option<usize>, kind: &str) -> Option<Value> {
-        let value = match (self.answers.get(node)?, instance) {
+        let given = (self.answers.get(node)).or_else(|| self.answers.get(&without_instances(node)));
+        let value = match (given?, instance) {
             (Value::Array(items), Some(k)) => items.get(k)?,
             (Value::Array(_), None) => return None,
             (value, _) => value,
@@ -96,8 +103,48 @@ impl AnswerFile {
     }
 }
 
+/// `key` without the instance marks of its path: `each#2>approve` is `each>approve`.
+fn without_instances(key: &str) -> String {
+    let mut segments: Vec<&str> = key.split('>').collect();
+    let last = segments.len() - 1;
+    for segment in &mut segments[..last] {
+        *segment = segment.split('#').next().unwrap_or(segment);
+    }
+    segments.join(">")
+}
+
+/// What is wrong with the key of a child run's question, `first>…`: its first node must
+/// start a child run. What the child asks is checked when it asks.
+fn child_key_problems(plan: &Plan, key: &str) -> Vec<String> {
+    let (first, rest) = key.split_once('>').unwrap_or((key, ""));
+    let first = first.split('#').next().unwrap_or(first);
+    if rest.split('>').any(str::is_empty) {
+        return vec![format!(
+            "`{key}`: a child run's question is keyed by its path, each node followed by \
+             `>`, then the node that asks (`review>approve`)"
+        )];
+    }
+    match plan.nodes.iter().find(|node| &*node.id == first) {
+        Some(node) if matches!(node.action, NodeAction::Defined(ActionDef::Workflow { .. })) => {
+            Vec::new()
+        }
+        Some(node) => vec![format!(
+            "`{key}`: `{first}` is a {} node, not a `workflow` node; only a `workflow` node's \
+             child run has questions of its own",
+            action_kind(node)
+        )],
+        None => vec![format!(
+            "`{key}`: `{first}` names no node of workflow `{}`",
+            plan.name
+        )],
+    }
+}
+
 /// What is wrong with the answer the file gives under `key`.
 fn key_problems(plan: &Plan, key: &str, value: &Value) -> Vec<String> {
+    if key.contains('>') {
+        return child_key_problems(plan, key);
+    }
     let Some(node) = plan.nodes.iter().find(|node| &*node.id == key) else {
         let asking: Vec<String> = plan
             .nodes

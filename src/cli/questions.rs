@@ -111,7 +111,7 @@ impl Watch {
     async fn answer(&mut self, question: OpenQuestion, seen: &mut HashSet<String>) -> Next {
         let kind = question.request.kind();
         let from_file = self.sources.file.as_ref().and_then(|file| {
-            let answer = file.answer(&question.node_id, question.instance, kind)?;
+            let answer = file.answer(&unit_key(&question), question.instance, kind)?;
             Some((file.path.clone(), answer))
         });
         if let Some((path, answer)) = from_file {
@@ -163,14 +163,11 @@ impl Watch {
     /// refused (if the registry has not already failed the node).
     fn refuse_reasked(&self, asked: &OpenQuestion, why: Refusal, seen: &mut HashSet<String>) {
         let open = self.app.open_questions(&self.run_id).unwrap_or_default();
-        let again = open
-            .into_iter()
-            .find(|q| q.node_id == asked.node_id && q.instance == asked.instance);
+        let again = open.into_iter().find(|q| {
+            q.run_id == asked.run_id && q.node_id == asked.node_id && q.instance == asked.instance
+        });
         if let Some(again) = again {
-            seen.insert(format!(
-                "{}/{:?}/{}",
-                again.node_id, again.instance, again.key
-            ));
+            seen.insert(asking_id(&again));
             if let Err(error) = self.app.reply(&self.run_id, &again, Err(why)) {
                 self.reply_failed(&again, &error);
             }
@@ -227,7 +224,16 @@ impl Watch {
     }
 
     fn default_of(&self, question: &OpenQuestion) -> Option<Value> {
-        let node = self.plan.nodes.get(usize::try_from(question.node).ok()?)?;
+        // A child run's question is of a node of the child's plan.
+        let child;
+        let plan = match question.run_id == self.run_id {
+            true => &self.plan,
+            false => {
+                child = self.app.stored_plan(&question.run_id).ok()?;
+                &child
+            }
+        };
+        let node = plan.nodes.get(usize::try_from(question.node).ok()?)?;
         match &node.action {
             NodeAction::Defined(ActionDef::Input { default, .. }) => default.clone(),
             _ => None,
@@ -276,13 +282,22 @@ impl Watch {
 /// One asking of a question: its unit and its key.
 fn asking_id(question: &OpenQuestion) -> String {
     let instance = question.instance.map_or(-1, |k| k as i64);
-    format!("{}/{instance}/{}", question.node_id, question.key)
+    let run = &question.run_id;
+    format!("{run}/{}/{instance}/{}", question.node_id, question.key)
 }
 
-/// A node, or one instance of it, as messages name it: `` `approve` `` or `` `check`[2] ``.
+/// The node as the answers file keys it: its id, after the path to its run for a child
+/// run's (`review>approve`).
+fn unit_key(question: &OpenQuestion) -> String {
+    format!("{}{}", question.path, question.node_id)
+}
+
+/// A node, or one instance of it, as messages name it: `` `approve` ``, `` `check`[2] ``,
+/// or a child run's `` `review>approve` ``.
 fn unit_name(question: &OpenQuestion) -> String {
+    let key = unit_key(question);
     match question.instance {
-        Some(k) => format!("`{}`[{k}]", question.node_id),
-        None => format!("`{}`", question.node_id),
+        Some(k) => format!("`{key}`[{k}]"),
+        None => format!("`{key}`"),
     }
 }

@@ -491,3 +491,113 @@ fn workflows_answer_refuses_an_answer_that_does_not_fit_with_its_problems_and_as
         "the misfit, then the answer taken"
     );
 }
+
+/// A child run's questions are answered from the parent's answers file, keyed by the path
+/// to them: `review>approve` for the child of `review`, `each#1>approve` for one instance
+/// of a fanned-out `workflow` node, and `each>approve` for the others. A key whose first
+/// node starts no child run is refused before the run, with the others' problems.
+#[test]
+fn an_answers_file_answers_the_questions_of_child_runs_by_their_path() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow(
+        "approval.toml",
+        r#"
+        [nodes.approve]
+        input = { message = "Approve?", schema = { type = "object", properties = { ok = { type = "boolean" } }, required = ["ok"] } }
+        "#,
+    );
+    sandbox.workflow(
+        "parent.toml",
+        r#"
+        [nodes.review]
+        workflow = "approval"
+        [nodes.each]
+        for_each = "['a', 'b', 'c']"
+        workflow = "approval"
+        [nodes.note]
+        render = "done"
+        "#,
+    );
+    let answers = r#"{"review>approve": {"ok": true}, "each>approve": {"ok": false},
+        "each#1>approve": {"ok": true}}"#;
+    let ran = run_answered(&sandbox, "parent", answers, &[]);
+    ran.assert_code(0);
+    for unit in ["`review>approve`", "`each#0>approve`", "`each#1>approve`"] {
+        assert!(
+            ran.stderr.contains(&format!("{unit}: answered from")),
+            "{unit} in\n{}",
+            ran.stderr
+        );
+    }
+    let mut answered: Vec<Value> = answer_rows(&sandbox)
+        .into_iter()
+        .map(|(node, args, outcome)| {
+            assert_eq!((node.as_str(), outcome.as_str()), ("approve", "ok"));
+            args["answer"].clone()
+        })
+        .collect();
+    answered.sort_by_key(|answer| answer.to_string());
+    assert_eq!(
+        answered,
+        [
+            json!({"ok": false}),
+            json!({"ok": false}),
+            json!({"ok": true}),
+            json!({"ok": true})
+        ]
+    );
+
+    let wrong = r#"{"note>approve": {"ok": true}, "nope>approve": {}, "review>": {}}"#;
+    let ran = run_answered(&sandbox, "parent", wrong, &[]);
+    ran.assert_code(1);
+    for problem in [
+        "`note>approve`: `note` is a render node, not a `workflow` node",
+        "`nope>approve`: `nope` names no node of workflow `parent`",
+        "`review>`: a child run's question is keyed by its path",
+    ] {
+        assert!(ran.stderr.contains(problem), "{problem} in\n{}", ran.stderr);
+    }
+}
+
+/// A child run's question that nothing here answers takes the default of the child's own
+/// node, not of the parent's node at the same place in its plan.
+#[test]
+fn a_child_runs_question_left_unanswered_takes_its_own_nodes_default() {
+    let sandbox = Sandbox::new();
+    sandbox.workflow(
+        "approval.toml",
+        r#"
+        [nodes.approve]
+        input = { message = "Approve?", schema = { type = "object", properties = { ok = { type = "boolean" } } }, default = { ok = true } }
+        "#,
+    );
+    sandbox.workflow(
+        "parent.toml",
+        r#"
+        [nodes.first]
+        input = { message = "Name?", schema = { type = "object", properties = { name = { type = "string" } } }, default = { name = "parent's" } }
+        [nodes.review]
+        workflow = "approval"
+        needs = ["first"]
+        "#,
+    );
+    let ran = run_answered(&sandbox, "parent", "{}", &[]);
+    ran.assert_code(0);
+    let said = ran
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("`review>approve`: "));
+    assert!(
+        said.is_some_and(|line| line.ends_with("answers.json has no answer; it takes its default")),
+        "{}",
+        ran.stderr
+    );
+    let answered: Vec<(String, Value)> = answer_rows(&sandbox)
+        .into_iter()
+        .map(|(node, args, _)| (node, args["answer"].clone()))
+        .collect();
+    assert!(
+        answered.contains(&("approve".to_owned(), json!({"ok": true}))),
+        "{answered:?}"
+    );
+}
