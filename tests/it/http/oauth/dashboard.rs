@@ -39,6 +39,32 @@ fn with_client(issuer: &Issuer) -> (HttpServer, String) {
     (server, audience)
 }
 
+/// `ui` (the dashboard alone) with OAuth and the server's own client at the issuer, and
+/// the audience its tokens name.
+fn ui_with_client(issuer: &Issuer) -> (HttpServer, String) {
+    let db = support::TempDb::new();
+    let secret = db.dir.path().join("client-secret");
+    write_private(&secret, issuer::CLIENT_SECRET);
+    let mut command = std::process::Command::new(support::BIN);
+    command
+        .env_remove("TASKS_DB_PATH")
+        .env_remove("TASKS_HTTP_TOKENS_FILE")
+        .env("RUST_LOG", "info")
+        .current_dir(db.dir.path())
+        .arg("--db")
+        .arg(&db.path)
+        .args(["ui", "127.0.0.1:0", "--oauth-issuer", &issuer.url])
+        .args(["--oauth-client-id", issuer::CLIENT_ID])
+        .arg("--oauth-client-secret-file")
+        .arg(&secret)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let (server, _log) = launch(db, &mut command);
+    let audience = format!("http://{}/mcp", server.addr);
+    (server, audience)
+}
+
 /// The `Set-Cookie` of `name`, up to its first `;`, and the whole header.
 fn set_cookie<'a>(reply: &'a Reply, name: &str) -> Option<(&'a str, &'a str)> {
     reply
@@ -293,4 +319,43 @@ fn a_login_through_the_issuer_ends_when_its_access_token_does() {
     let after = server.page("/", Some(login));
     assert_eq!(after.status, 303, "the login outlived its token");
     assert_eq!(after.header("location"), Some("/login"));
+}
+
+/// `ui`, the dashboard without MCP, signs a person in through the issuer as `serve` does,
+/// and sends anyone without a login to its sign-in page.
+#[test]
+fn ui_signs_a_person_in_through_the_issuer() {
+    let issuer = Issuer::start();
+    let (server, audience) = ui_with_client(&issuer);
+    let runs = server.page("/", None);
+    assert_eq!(runs.status, 303);
+    assert_eq!(runs.header("location"), Some("/login"));
+    let page = server.page("/login", None);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("/login/start"), "{}", page.body);
+
+    let (query, binding) = started(&server, &issuer);
+    assert_eq!(query["resource"], audience);
+    issuer.register_code(
+        "code-for-dana",
+        Code {
+            verifier_challenge: query["code_challenge"].clone(),
+            redirect_uri: format!("http://{}/login/callback", server.addr),
+            resource: audience.clone(),
+            access_token: issuer.sign("rsa-1", &issuer.claims("dana", &audience, ALL_SCOPES)),
+        },
+    );
+    let back = callback(
+        &server,
+        &[
+            ("code", "code-for-dana"),
+            ("state", &query["state"]),
+            ("iss", &issuer.url),
+        ],
+        Some(&binding),
+    );
+    assert_eq!(back.status, 200, "{}", back.body);
+    let (login, _) = set_cookie(&back, "mts_login").expect("a login cookie");
+    let signed_in = server.page("/", Some(login));
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
 }
