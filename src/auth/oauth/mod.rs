@@ -97,7 +97,7 @@ impl Refused {
 }
 
 /// Seconds since the epoch, as tokens count time.
-pub(crate) fn unix_now() -> u64 {
+fn unix_now() -> u64 {
     jsonwebtoken::get_current_timestamp()
 }
 

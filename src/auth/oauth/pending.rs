@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use crate::auth::{ClientAddr, TokenDigest, counted_as};
 
 /// How long an attempt may take, from the start to the callback.
-pub(super) const ATTEMPT_LIFETIME: Duration = Duration::from_secs(10 * 60);
+const ATTEMPT_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 /// The attempts pending at once unless told otherwise.
 pub const DEFAULT_SIGN_INS_PENDING: usize = 4096;
@@ -25,7 +25,7 @@ pub const DEFAULT_SIGN_INS_PENDING: usize = 4096;
 pub(super) struct Attempt {
     pub(super) binding: TokenDigest,
     pub(super) verifier: String,
-    pub(super) started: Instant,
+    started: Instant,
     /// What the address it came from counts as; `None` when it was not known.
     pub(super) from: Option<IpAddr>,
 }
