@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::super::tokens::launch;
 use super::super::{HttpServer, Reply, write_private};
@@ -99,6 +99,34 @@ fn callback(server: &HttpServer, query: &[(&str, &str)], cookie: Option<&str>) -
         .extend_pairs(query)
         .finish();
     server.page(&format!("/login/callback?{query}"), cookie)
+}
+
+/// A whole sign-in through the issuer, whose code is exchanged for a token of `claims`
+/// for this server (`audience`): the login cookie it gives.
+fn signed_in_with(server: &HttpServer, issuer: &Issuer, audience: &str, claims: &Value) -> String {
+    let (query, binding) = started(server, issuer);
+    assert_eq!(query["resource"], audience);
+    issuer.register_code(
+        "the-code",
+        Code {
+            verifier_challenge: query["code_challenge"].clone(),
+            redirect_uri: format!("http://{}/login/callback", server.addr),
+            resource: audience.to_owned(),
+            access_token: issuer.sign("rsa-1", claims),
+        },
+    );
+    let back = callback(
+        server,
+        &[
+            ("code", "the-code"),
+            ("state", &query["state"]),
+            ("iss", &issuer.url),
+        ],
+        Some(&binding),
+    );
+    assert_eq!(back.status, 200, "{}", back.body);
+    let (login, _) = set_cookie(&back, "mts_login").expect("a login cookie");
+    login.to_owned()
 }
 
 #[test]
@@ -286,37 +314,17 @@ fn without_the_servers_own_client_the_sign_in_page_says_how_to_enable_it() {
 fn a_login_through_the_issuer_ends_when_its_access_token_does() {
     let issuer = Issuer::start();
     let (server, audience) = with_client(&issuer);
-    let (query, binding) = started(&server, &issuer);
     let mut claims = issuer.claims("dana", &audience, ALL_SCOPES);
     let exp = claims["iat"].as_u64().unwrap() + 3;
     claims["exp"] = json!(exp);
-    issuer.register_code(
-        "short-lived",
-        Code {
-            verifier_challenge: query["code_challenge"].clone(),
-            redirect_uri: format!("http://{}/login/callback", server.addr),
-            resource: audience.clone(),
-            access_token: issuer.sign("rsa-1", &claims),
-        },
-    );
-    let back = callback(
-        &server,
-        &[
-            ("code", "short-lived"),
-            ("state", &query["state"]),
-            ("iss", &issuer.url),
-        ],
-        Some(&binding),
-    );
-    assert_eq!(back.status, 200, "{}", back.body);
-    let (login, _) = set_cookie(&back, "mts_login").expect("a login cookie");
-    assert_eq!(server.page("/", Some(login)).status, 200);
+    let login = signed_in_with(&server, &issuer, &audience, &claims);
+    assert_eq!(server.page("/", Some(&login)).status, 200);
 
     // Past the token's end, by the clock the issuer stamped it with.
     while issuer::now() <= exp {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let after = server.page("/", Some(login));
+    let after = server.page("/", Some(&login));
     assert_eq!(after.status, 303, "the login outlived its token");
     assert_eq!(after.header("location"), Some("/login"));
 }
@@ -334,28 +342,8 @@ fn ui_signs_a_person_in_through_the_issuer() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("/login/start"), "{}", page.body);
 
-    let (query, binding) = started(&server, &issuer);
-    assert_eq!(query["resource"], audience);
-    issuer.register_code(
-        "code-for-dana",
-        Code {
-            verifier_challenge: query["code_challenge"].clone(),
-            redirect_uri: format!("http://{}/login/callback", server.addr),
-            resource: audience.clone(),
-            access_token: issuer.sign("rsa-1", &issuer.claims("dana", &audience, ALL_SCOPES)),
-        },
-    );
-    let back = callback(
-        &server,
-        &[
-            ("code", "code-for-dana"),
-            ("state", &query["state"]),
-            ("iss", &issuer.url),
-        ],
-        Some(&binding),
-    );
-    assert_eq!(back.status, 200, "{}", back.body);
-    let (login, _) = set_cookie(&back, "mts_login").expect("a login cookie");
-    let signed_in = server.page("/", Some(login));
+    let claims = issuer.claims("dana", &audience, ALL_SCOPES);
+    let login = signed_in_with(&server, &issuer, &audience, &claims);
+    let signed_in = server.page("/", Some(&login));
     assert_eq!(signed_in.status, 200, "{}", signed_in.body);
 }
